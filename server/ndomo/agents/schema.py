@@ -1,0 +1,145 @@
+"""Agent definition models: the YAML frontmatter of `agents/*.md` plus the prompt body.
+
+The frontmatter models forbid unknown keys so a typo (`permision:`) is reported instead of
+silently granting the defaults.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, InstanceOf, field_validator, model_validator
+
+Action = Literal["allow", "ask", "deny"]
+AgentKind = Literal["primary", "subagent", "all"]
+ModeName = Literal["discussion", "brainstorming", "autopilot"]
+
+# The agent name is the file stem; keep it usable as a task-map key and a CLI argument.
+AGENT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+# deny > ask > allow; an action nobody knows counts as deny.
+STRICTNESS: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
+
+
+class BashPolicy(BaseModel):
+    """Several bash rule sets at once (caller ∩ sub-agent); the strictest layer decides.
+
+    Only built by `permissions.intersect`, never read from a frontmatter.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    layers: list[Union[Action, dict[str, Action]]]
+
+    def decide(self, command: str, *, cwd=None, roots=None):
+        """The `ShellDecision` of the strictest layer (the first one on a tie)."""
+        from ndomo.security.shell import decide  # lazy: keeps the models importable on their own
+
+        best = None
+        for rules in self.layers or ["ask"]:
+            decision = decide(command, rules, cwd=cwd, roots=roots)
+            if best is None or STRICTNESS.get(decision.action, 2) > STRICTNESS.get(best.action, 2):
+                best = decision
+        return best
+
+
+class TaskPolicy(BaseModel):
+    """Several `task` maps at once; an agent may be called only as far as every layer allows.
+
+    Only built by `permissions.intersect` when glob keys make an exact single map impossible.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    layers: list[dict[str, Action]]
+
+
+class AgentPermission(BaseModel):
+    """What an agent may do; unset permissions ask, except asking the user and delegating."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    edit: Action = "ask"
+    write: Action = "ask"
+    bash: Union[Action, dict[str, Action], InstanceOf[BashPolicy]] = "ask"
+    webfetch: Action = "ask"
+    question: Action = "allow"
+    task: Union[dict[str, Action], InstanceOf[TaskPolicy]] = Field(default_factory=dict)
+    plan_db: Action = "ask"
+
+    @field_validator("task", mode="before")
+    @classmethod
+    def _bare_task_action(cls, value):
+        # `task: deny` is shorthand for `task: {"*": deny}`.
+        if isinstance(value, str):
+            return {"*": value}
+        return value
+
+    @field_validator("bash", "task", mode="before")
+    @classmethod
+    def _no_null_maps(cls, value):
+        if value is None:
+            raise ValueError("must be allow, ask or deny, or a map of pattern to action")
+        return value
+
+    @field_validator("bash", "task", mode="after")
+    @classmethod
+    def _no_blank_patterns(cls, value):
+        if isinstance(value, dict):
+            blank = [k for k in value if not k.strip()]
+            if blank:
+                raise ValueError(f"empty pattern {blank[0]!r}: name a command or agent, or use '*'")
+        return value
+
+
+class Threshold(BaseModel):
+    """Craftsman file-count threshold: ≤direct files act directly, ≤planned with a plan, else refuse."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    direct: int = Field(default=2, ge=0)
+    planned: int = Field(default=5, ge=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Threshold":
+        if self.direct > self.planned:
+            raise ValueError(f"direct ({self.direct}) must not exceed planned ({self.planned})")
+        return self
+
+
+class AgentFrontmatter(BaseModel):
+    """The YAML block between the `---` lines."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    description: str = Field(min_length=1)
+    mode: AgentKind = "all"
+    model: str | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    default_mode: ModeName | None = None
+    permission: AgentPermission = Field(default_factory=AgentPermission)
+    threshold: Threshold | None = None
+
+
+class AgentDef(AgentFrontmatter):
+    """A loaded agent: frontmatter, name (file stem), prompt body and where it came from."""
+
+    name: str
+    prompt: str
+    source: str
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, value: str) -> str:
+        if not AGENT_NAME_RE.match(value):
+            raise ValueError(f"invalid agent name {value!r}: use letters, digits, '.', '_' or '-'")
+        return value
+
+    @property
+    def is_primary(self) -> bool:
+        return self.mode in ("primary", "all")
+
+    @property
+    def is_subagent(self) -> bool:
+        return self.mode in ("subagent", "all")

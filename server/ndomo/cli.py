@@ -1,0 +1,170 @@
+"""The `ndomo` command: `serve`, plus one subcommand per declared action.
+
+`ndomo plan list --status executing --json` is the action `plan.list`; flags are the
+fields of its params model and pydantic validates them exactly as over LSP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import asyncio
+import json
+import logging
+import sys
+import types as pytypes
+import typing
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+from pydantic import BaseModel
+
+from ndomo import __version__
+from ndomo.actions import Action, ActionError, load_actions
+
+# Extra top-level commands that are not actions (serve, run …): name -> (setup, handler).
+Subcommand = tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
+EXTRA_COMMANDS: dict[str, Subcommand] = {}
+# Modules that declare such commands with @subcommand.
+CLI_MODULES = ["ndomo.lsp.serve_cmd", "ndomo.runtime.run_cmd"]
+
+
+def subcommand(name: str, setup: Callable[[argparse.ArgumentParser], None]):
+    def deco(fn: Callable[[argparse.Namespace], int]):
+        EXTRA_COMMANDS[name] = (setup, fn)
+        return fn
+
+    return deco
+
+
+def find_workspace(start: Path) -> Path:
+    """The nearest folder holding `.ndomo/` (or `.git/`), else `start` itself."""
+    start = start.resolve()
+    for marker in (".ndomo", ".git"):
+        for d in (start, *start.parents):
+            if (d / marker).is_dir():
+                return d
+    return start
+
+
+# -- flags from a pydantic model -------------------------------------------------------
+
+def _unwrap_optional(ann: Any) -> Any:
+    origin = typing.get_origin(ann)
+    if origin in (typing.Union, pytypes.UnionType):
+        args = [a for a in typing.get_args(ann) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return ann
+
+
+def _json_arg(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text  # let pydantic name the field and the problem
+
+
+def add_model_flags(parser: argparse.ArgumentParser, model: type[BaseModel]) -> None:
+    for name, f in model.model_fields.items():
+        flag = "--" + name.replace("_", "-")
+        ann = _unwrap_optional(f.annotation)
+        origin = typing.get_origin(ann)
+        helptext = f.description or ""
+        kw: dict[str, Any] = {"dest": name, "default": argparse.SUPPRESS, "help": helptext}
+        if ann is bool:
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, **kw)
+            continue
+        if origin in (list, tuple, set):
+            inner = typing.get_args(ann)[0] if typing.get_args(ann) else str
+            if isinstance(inner, type) and issubclass(inner, BaseModel):
+                parser.add_argument(flag, type=_json_arg, metavar="JSON", **kw)
+            else:
+                parser.add_argument(flag, nargs="*", metavar=name.upper(), **kw)
+            continue
+        if origin is dict or ann is dict or (isinstance(ann, type) and issubclass(ann, BaseModel)):
+            parser.add_argument(flag, type=_json_arg, metavar="JSON", **kw)
+            continue
+        if origin is typing.Literal:
+            kw["metavar"] = "{" + ",".join(str(a) for a in typing.get_args(ann)) + "}"
+        parser.add_argument(flag, required=f.is_required(), **kw)
+
+
+def render_result(act: Action, result: Any, as_json: bool) -> str:
+    if as_json:
+        return json.dumps(result, indent=2, ensure_ascii=False)
+    if act.render is not None:
+        return act.render(result)
+    if result is None:
+        return "ok"
+    return yaml.safe_dump(result, sort_keys=False, allow_unicode=True).rstrip()
+
+
+def run_action(act: Action, ns: argparse.Namespace) -> int:
+    from ndomo.app import App
+
+    raw = {k: v for k, v in vars(ns).items() if k not in {"workspace", "json", "_handler", "command"}}
+    root = Path(ns.workspace) if ns.workspace else find_workspace(Path.cwd())
+
+    async def go() -> Any:
+        app = await asyncio.to_thread(App.load, root)
+        for p in app.config_problems:
+            print(f"ndomo: config: {p.describe()} (default used)", file=sys.stderr)
+        try:
+            return await act.invoke(app, raw)
+        finally:
+            await app.aclose()
+
+    try:
+        result = asyncio.run(go())
+    except ActionError as exc:
+        print(f"ndomo {' '.join(act.path)}: {exc.message}", file=sys.stderr)
+        return 2 if exc.kind == "invalid" else 1
+    print(render_result(act, result, ns.json))
+    if isinstance(result, dict) and result.get("ok") is False:
+        return 1
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    for mod in CLI_MODULES:
+        importlib.import_module(mod)
+
+    parser = argparse.ArgumentParser(prog="ndomo", description="ndomo: foreman + craftsman in your editor")
+    parser.add_argument("--version", action="version", version=f"ndomo {__version__}")
+    subs = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--workspace", "-w", default=None, help="workspace folder (default: nearest with .ndomo/ or .git/)")
+    common.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    for name, (setup, handler) in EXTRA_COMMANDS.items():
+        p = subs.add_parser(name, help=(handler.__doc__ or "").strip().splitlines()[0] if handler.__doc__ else None)
+        setup(p)
+        p.set_defaults(_handler=handler)
+
+    groups: dict[str, argparse._SubParsersAction] = {}
+    for act in load_actions().all("cli"):
+        path = act.path
+        if len(path) == 1:
+            p = subs.add_parser(path[0], parents=[common], help=act.summary, description=act.summary)
+        else:
+            if path[0] not in groups:
+                gp = subs.add_parser(path[0], help=f"{path[0]} commands")
+                groups[path[0]] = gp.add_subparsers(dest="verb", metavar="VERB", required=True)
+            p = groups[path[0]].add_parser(path[1], parents=[common], help=act.summary, description=act.summary)
+        add_model_flags(p, act.params)
+        p.set_defaults(_handler=lambda ns, act=act: run_action(act, ns))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    handler = getattr(ns, "_handler", None)
+    if handler is None:
+        parser.print_help()
+        return 0
+    return int(handler(ns) or 0)

@@ -1,0 +1,254 @@
+"""Settings: defaults < .ndomo/config.yaml < LSP initializationOptions < environment.
+
+A bad key never stops the server: that key falls back to its default and the
+problem is reported (with the file and line when it came from the YAML file).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+CONFIG_FILE = Path(".ndomo") / "config.yaml"
+ModeName = Literal["discussion", "brainstorming", "autopilot"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ModelConfig(_Section):
+    provider: Literal["openai", "anthropic"] = "openai"
+    base_url: str = "http://127.0.0.1:11434/v1"
+    name: str = "qwen2.5-coder:7b"
+    api_key_env: str = "NDOMO_API_KEY"
+    api_key: str | None = Field(default=None, description="Prefer api_key_env; kept out of reports.")
+    timeout_s: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=2, ge=0, le=10)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+
+    def resolved_api_key(self, env: Mapping[str, str] | None = None) -> str | None:
+        env = os.environ if env is None else env
+        return self.api_key or env.get(self.api_key_env) or None
+
+
+class ModesConfig(_Section):
+    default: ModeName = "discussion"
+    iteration_caps: dict[ModeName, int] = Field(
+        default_factory=lambda: {"discussion": 8, "brainstorming": 16, "autopilot": 40}
+    )
+    design_globs: list[str] = Field(default_factory=lambda: ["**/*.md", "docs/**", ".ndomo/**"])
+    discussion_prose_cap: int = Field(default=1200, ge=100)
+
+
+class ThresholdConfig(_Section):
+    direct: int = Field(default=2, ge=0)
+    planned: int = Field(default=5, ge=1)
+
+
+class ShellConfig(_Section):
+    timeout_s: float = Field(default=120.0, gt=0)
+    output_cap: int = Field(default=30_000, ge=1000)
+
+
+class Settings(_Section):
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    db: str = Field(default=".ndomo/ndomo.db", description="Plan store file, relative to the workspace.")
+    default_agent: str = "foreman"
+    modes: ModesConfig = Field(default_factory=ModesConfig)
+    threshold: ThresholdConfig = Field(default_factory=ThresholdConfig)
+    shell: ShellConfig = Field(default_factory=ShellConfig)
+    secret_globs: list[str] = Field(
+        default_factory=lambda: [".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_ed25519*", "*.p12"]
+    )
+    review_edits: bool = False
+    open_transcript: bool = True
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+
+class ConfigProblem(BaseModel):
+    key: str
+    message: str
+    source: str
+    line: int | None = None  # 0-based, for diagnostics
+    column: int | None = None
+    end_column: int | None = None
+
+    def describe(self) -> str:
+        where = self.source if self.line is None else f"{self.source}:{self.line + 1}"
+        return f"{where}: {self.key}: {self.message}"
+
+
+ENV_KEYS: dict[str, tuple[str, ...]] = {
+    "NDOMO_BASE_URL": ("model", "base_url"),
+    "NDOMO_MODEL": ("model", "name"),
+    "NDOMO_API_KEY": ("model", "api_key"),
+    "NDOMO_DB": ("db",),
+}
+
+
+def _set_path(d: dict, path: tuple[str, ...], value: Any) -> None:
+    for part in path[:-1]:
+        d = d.setdefault(part, {})
+    d[path[-1]] = value
+
+
+def _delete_path(d: Any, path: tuple[Any, ...]) -> None:
+    for part in path[:-1]:
+        if not isinstance(d, (dict, list)):
+            return
+        try:
+            d = d[part]
+        except (KeyError, IndexError, TypeError):
+            return
+    if isinstance(d, dict):
+        d.pop(path[-1], None)
+    elif isinstance(d, list) and isinstance(path[-1], int) and path[-1] < len(d):
+        d.pop(path[-1])
+
+
+def _existing_prefix(d: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The longest prefix of a validation error's location that exists in the data."""
+    out: list[Any] = []
+    for part in loc:
+        if isinstance(d, dict) and part in d:
+            d = d[part]
+        elif isinstance(d, list) and isinstance(part, int) and 0 <= part < len(d):
+            d = d[part]
+        else:
+            break
+        out.append(part)
+    return tuple(out)
+
+
+def _merge(base: dict, over: dict) -> dict:
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def _yaml_span(node: yaml.Node | None, loc: tuple[Any, ...]) -> tuple[int | None, int | None, int | None]:
+    """(line, column, end column) of a key along loc in the YAML tree: the key itself,
+    through the end of its value when that sits on the same line."""
+    if node is None:
+        return None, None, None
+    span = (node.start_mark.line, node.start_mark.column, node.start_mark.column + 1)
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if k.value == str(part):
+                    same_line = v.end_mark.line == k.start_mark.line
+                    end = v.end_mark.column if same_line else k.end_mark.column + 1
+                    span = (k.start_mark.line, k.start_mark.column, end)
+                    node = v
+                    break
+            else:
+                return span
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            span = (node.start_mark.line, node.start_mark.column, node.end_mark.column)
+        else:
+            return span
+    return span
+
+
+def _clean_layer(
+    layer: dict, source: str, node: yaml.Node | None, problems: list[ConfigProblem]
+) -> dict:
+    """Drop every key of one layer that does not validate, recording why."""
+    layer = copy.deepcopy(layer)
+    for _ in range(100):
+        try:
+            Settings.model_validate(layer)
+            return layer
+        except ValidationError as exc:
+            for err in exc.errors():
+                loc = _existing_prefix(layer, tuple(err["loc"]))
+                if not loc:
+                    return {}
+                key = ".".join(str(p) for p in loc)
+                msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+                line, col, end = _yaml_span(node, loc)
+                problems.append(
+                    ConfigProblem(key=key, message=msg, source=source, line=line, column=col, end_column=end)
+                )
+                _delete_path(layer, loc)
+    return {}
+
+
+def read_yaml_layer(path: Path, problems: list[ConfigProblem]) -> tuple[dict, yaml.Node | None]:
+    if not path.is_file():
+        return {}, None
+    text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problems.append(
+            ConfigProblem(
+                key="(file)",
+                message=f"not valid YAML: {getattr(exc, 'problem', exc)}",
+                source=str(path),
+                line=mark.line if mark else 0,
+                column=mark.column if mark else 0,
+            )
+        )
+        return {}, None
+    if data is None:
+        return {}, node
+    if not isinstance(data, dict):
+        problems.append(
+            ConfigProblem(key="(file)", message="must be a mapping of keys", source=str(path), line=0, column=0)
+        )
+        return {}, None
+    return data, node
+
+
+def env_layer(env: Mapping[str, str]) -> dict:
+    layer: dict = {}
+    for var, path in ENV_KEYS.items():
+        if env.get(var):
+            _set_path(layer, path, env[var])
+    return layer
+
+
+def load_settings(
+    root: Path | None,
+    init_options: Any = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[Settings, list[ConfigProblem]]:
+    """Merge the four sources; bad keys fall back to defaults and are reported."""
+    env = os.environ if env is None else env
+    problems: list[ConfigProblem] = []
+    layers: list[dict] = []
+    if root is not None:
+        path = root / CONFIG_FILE
+        data, node = read_yaml_layer(path, problems)
+        layers.append(_clean_layer(data, str(path), node, problems))
+    if init_options is not None:
+        if isinstance(init_options, dict):
+            layers.append(_clean_layer(init_options, "initializationOptions", None, problems))
+        else:
+            problems.append(
+                ConfigProblem(key="(all)", message="must be an object", source="initializationOptions")
+            )
+    layers.append(_clean_layer(env_layer(env), "environment", None, problems))
+    merged: dict = {}
+    for layer in layers:
+        merged = _merge(merged, layer)
+    try:
+        settings = Settings.model_validate(merged)
+    except ValidationError as exc:  # layers valid alone but not together: keep defaults
+        problems.append(ConfigProblem(key="(merged)", message=str(exc), source="configuration"))
+        settings = Settings()
+    return settings, problems

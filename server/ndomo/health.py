@@ -1,0 +1,126 @@
+"""`ndomo health`: one report of everything that can be wrong before a turn runs."""
+
+from __future__ import annotations
+
+import asyncio
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ndomo import __version__
+from ndomo.actions import action
+from ndomo.app import App
+from ndomo.config import ConfigProblem
+
+
+class HealthParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    probe_model: bool = Field(default=True, description="Ask the model endpoint whether it answers.")
+
+
+class ConfigHealth(BaseModel):
+    ok: bool
+    problems: list[ConfigProblem]
+
+
+class DatabaseHealth(BaseModel):
+    path: str
+    ok: bool
+    detail: str
+
+
+class ModelHealth(BaseModel):
+    provider: str
+    url: str
+    name: str
+    ok: bool | None  # None: not probed
+    detail: str
+
+
+class AgentProblemInfo(BaseModel):
+    path: str
+    line: int | None
+    message: str
+
+
+class AgentsHealth(BaseModel):
+    loaded: int
+    names: list[str]
+    problems: list[AgentProblemInfo]
+
+
+class HealthReport(BaseModel):
+    ok: bool
+    version: str
+    workspace: str
+    config: ConfigHealth
+    database: DatabaseHealth
+    model: ModelHealth
+    agents: AgentsHealth
+
+
+async def _database(app: App) -> DatabaseHealth:
+    try:
+        store = await app.store()
+        ok = await store.ping()
+        detail = "opens" if ok else "does not answer"
+    except Exception as exc:  # report, never raise: health must always answer
+        ok, detail = False, f"{type(exc).__name__}: {exc}"
+    return DatabaseHealth(path=str(app.db_path), ok=ok, detail=detail)
+
+
+async def _model(app: App, probe: bool) -> ModelHealth:
+    cfg = app.settings.model
+    if not probe:
+        return ModelHealth(provider=cfg.provider, url=cfg.base_url, name=cfg.name, ok=None, detail="not probed")
+    try:
+        from ndomo.llm.client import make_client
+
+        result = await make_client(cfg).probe()
+        ok, detail = result.ok, result.detail
+    except Exception as exc:
+        ok, detail = False, f"{type(exc).__name__}: {exc}"
+    return ModelHealth(provider=cfg.provider, url=cfg.base_url, name=cfg.name, ok=ok, detail=detail)
+
+
+async def _agents(app: App) -> AgentsHealth:
+    from ndomo.agents.loader import load_agents
+
+    try:
+        aset = await asyncio.to_thread(load_agents, app.root)
+    except Exception as exc:
+        return AgentsHealth(loaded=0, names=[], problems=[AgentProblemInfo(path=str(app.root), line=None, message=f"{type(exc).__name__}: {exc}")])
+    return AgentsHealth(
+        loaded=len(aset.agents),
+        names=sorted(aset.agents),
+        problems=[AgentProblemInfo(path=str(p.path), line=p.line, message=p.message) for p in aset.problems],
+    )
+
+
+def render_health(r: dict) -> str:
+    mark = {True: "ok", False: "FAIL", None: "-"}
+    lines = [
+        f"ndomo {r['version']}  workspace {r['workspace']}",
+        f"config    {mark[r['config']['ok']]}",
+        *[f"          {p['source']}:{(p['line'] or 0) + 1}: {p['key']}: {p['message']}" for p in r["config"]["problems"]],
+        f"database  {mark[r['database']['ok']]}  {r['database']['path']} ({r['database']['detail']})",
+        f"model     {mark[r['model']['ok']]}  {r['model']['provider']} {r['model']['url']} {r['model']['name']} ({r['model']['detail']})",
+        f"agents    {r['agents']['loaded']} loaded: {', '.join(r['agents']['names'])}",
+        *[f"          {p['path']}:{(p['line'] or 0) + 1}: {p['message']}" for p in r["agents"]["problems"]],
+    ]
+    return "\n".join(lines)
+
+
+@action("health", HealthParams, summary="Version, configuration, database, model and agent checks", render=render_health)
+async def health(app: App, params: HealthParams) -> HealthReport:
+    db, model, agents = await asyncio.gather(_database(app), _model(app, params.probe_model), _agents(app))
+    config = ConfigHealth(ok=not app.config_problems, problems=app.config_problems)
+    ok = config.ok and db.ok and model.ok is not False and not agents.problems
+    return HealthReport(
+        ok=ok,
+        version=__version__,
+        workspace=str(app.root),
+        config=config,
+        database=db,
+        model=model,
+        agents=agents,
+    )

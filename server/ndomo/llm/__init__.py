@@ -1,0 +1,31 @@
+"""Model clients: OpenAI-compatible (default) and Anthropic (optional)."""
+
+from .client import ModelClient, Probe, make_client
+from .errors import (
+    ModelAuthError,
+    ModelBadResponse,
+    ModelError,
+    ModelRateLimited,
+    ModelRequestRejected,
+    ModelServerError,
+    ModelTimeout,
+    ModelUnreachable,
+)
+from .messages import (
+    Finished,
+    Message,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolCallReady,
+    ToolSpec,
+    Usage,
+    UsageEvent,
+)
+
+__all__ = [
+    "Finished", "Message", "ModelAuthError", "ModelBadResponse", "ModelClient", "ModelError",
+    "ModelRateLimited", "ModelRequestRejected", "ModelServerError", "ModelTimeout", "ModelUnreachable",
+    "Probe", "StreamEvent", "TextDelta", "ToolCall", "ToolCallReady", "ToolSpec", "Usage", "UsageEvent",
+    "make_client",
+]

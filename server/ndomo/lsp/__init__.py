@@ -1,0 +1,1 @@
+"""The only package that imports pygls: the editor surface."""

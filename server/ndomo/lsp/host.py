@@ -1,0 +1,155 @@
+"""LspHost: a turn's edits, questions and approvals go through the editor.
+
+Open buffers are what tools read; edits are version-checked `workspace/applyEdit`s that
+the user can undo in the editor; `applied: false` means nothing was written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.uris import from_fs_path
+
+from ndomo.runtime.events import TurnEvent
+from ndomo.runtime.host import ApprovalChoice, ApprovalRequest, BaseHost, EditOutcome, write_atomic
+
+log = logging.getLogger("ndomo.lsp")
+
+APPROVAL_CHOICES: dict[str, ApprovalChoice] = {
+    "Allow once": "once",
+    "Allow for this session": "session",
+    "Always allow in this project": "project",
+    "Deny": "deny",
+}
+
+
+def _full_range(text: str) -> types.Range:
+    lines = text.split("\n")
+    return types.Range(
+        start=types.Position(line=0, character=0),
+        end=types.Position(line=len(lines) - 1, character=len(lines[-1])),
+    )
+
+
+class LspHost(BaseHost):
+    def __init__(self, server) -> None:
+        super().__init__()
+        self.server = server
+        self.listeners: list = []  # progress etc. subscribe to events here
+
+    # -- capabilities --------------------------------------------------------------------
+    def _ws_edit_caps(self):
+        caps = self.server.client_capabilities
+        ws = caps.workspace if caps else None
+        return ws.workspace_edit if ws else None
+
+    def supports_document_changes(self) -> bool:
+        we = self._ws_edit_caps()
+        return bool(we and we.document_changes)
+
+    def supports(self, op: types.ResourceOperationKind) -> bool:
+        we = self._ws_edit_caps()
+        return bool(we and we.resource_operations and op in we.resource_operations)
+
+    # -- Host ------------------------------------------------------------------------------
+    async def emit(self, event: TurnEvent) -> None:
+        self.events.append(event)
+        self.server.protocol.notify("ndomo/turn/event", event.model_dump(mode="json"))
+        for listener in list(self.listeners):
+            try:
+                await listener(event)
+            except Exception:
+                log.exception("turn event listener failed")
+
+    def _open_doc(self, path: Path):
+        uri = from_fs_path(str(path))
+        docs = self.server.workspace.text_documents
+        return docs.get(uri)
+
+    async def read_text(self, path: Path) -> str | None:
+        doc = self._open_doc(path)
+        if doc is not None:
+            return doc.source
+        return await super().read_text(path)
+
+    async def apply_edit(self, path: Path, new_text: str | None, old_text: str | None) -> EditOutcome:
+        uri = from_fs_path(str(path))
+        doc = self._open_doc(path)
+        current = doc.source if doc is not None else await super().read_text(path)
+        if old_text is not None and current != old_text:
+            return EditOutcome(applied=False, reason=f"{path.name} changed since it was read")
+        exists = current is not None
+        if new_text is None and not exists:
+            return EditOutcome(applied=True)
+        changes: list = []
+        if new_text is None:
+            if not self.supports(types.ResourceOperationKind.Delete):
+                if doc is not None:
+                    return EditOutcome(applied=False, reason="the editor cannot delete an open file")
+                await asyncio.to_thread(write_atomic, path, None)
+                return EditOutcome(applied=True)
+            changes.append(types.DeleteFile(uri=uri, kind="delete"))
+        elif not exists:
+            if not self.supports(types.ResourceOperationKind.Create):
+                await asyncio.to_thread(write_atomic, path, new_text)  # nothing open to go behind
+                return EditOutcome(applied=True)
+            await asyncio.to_thread(path.parent.mkdir, parents=True, exist_ok=True)
+            changes.append(types.CreateFile(uri=uri, kind="create", options=types.CreateFileOptions(overwrite=False, ignore_if_exists=True)))
+            changes.append(
+                types.TextDocumentEdit(
+                    text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=None),
+                    edits=[types.TextEdit(range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)), new_text=new_text)],
+                )
+            )
+        else:
+            edit = types.TextEdit(range=_full_range(current), new_text=new_text)
+            version = doc.version if doc is not None else None
+            if self.supports_document_changes():
+                changes.append(
+                    types.TextDocumentEdit(
+                        text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+                        edits=[edit],
+                    )
+                )
+            else:
+                return await self._send(types.WorkspaceEdit(changes={uri: [edit]}), path)
+        return await self._send(types.WorkspaceEdit(document_changes=changes), path)
+
+    async def _send(self, edit: types.WorkspaceEdit, path: Path) -> EditOutcome:
+        try:
+            result = await self.server.workspace_apply_edit_async(
+                types.ApplyWorkspaceEditParams(edit=edit, label=f"ndomo: {path.name}")
+            )
+        except Exception as exc:
+            return EditOutcome(applied=False, reason=f"the editor did not apply the edit: {exc}")
+        if not result.applied:
+            return EditOutcome(applied=False, reason=result.failure_reason or "the editor refused the edit")
+        return EditOutcome(applied=True)
+
+    async def ask(self, question: str, choices: list[str] | None = None) -> str | None:
+        actions = [types.MessageActionItem(title=c) for c in (choices or ["OK"])]
+        try:
+            picked = await self.server.window_show_message_request_async(
+                types.ShowMessageRequestParams(type=types.MessageType.Info, message=question, actions=actions)
+            )
+        except Exception:
+            return None
+        return picked.title if picked else None
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalChoice:
+        msg = f"ndomo · {request.agent} ({request.mode}) wants {request.permission}: {request.subject}"
+        if request.reason:
+            msg += f" — {request.reason}"
+        picked = await self.ask(msg, list(APPROVAL_CHOICES))
+        return APPROVAL_CHOICES.get(picked or "", "deny")  # dismissed → deny
+
+    async def show_document(self, path: Path) -> None:
+        try:
+            await self.server.window_show_document_async(
+                types.ShowDocumentParams(uri=from_fs_path(str(path)), take_focus=False)
+            )
+        except Exception:
+            log.debug("client could not show %s", path, exc_info=True)

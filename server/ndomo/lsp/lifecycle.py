@@ -1,0 +1,55 @@
+"""initialize → remember options; initialized → build the App and start every feature."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from lsprotocol import types
+
+from ndomo.app import App
+from ndomo.lsp.server import Feature
+
+log = logging.getLogger("ndomo.lsp")
+
+
+class LifecycleFeature(Feature):
+    name = "lifecycle"
+
+    def register(self) -> None:
+        ls = self.server
+
+        @ls.feature(types.INITIALIZE)
+        def on_initialize(params: types.InitializeParams) -> None:
+            ls.init_options = params.initialization_options
+            ls.ready_future()
+
+        @ls.feature(types.INITIALIZED)
+        async def on_initialized(params: types.InitializedParams) -> None:
+            await self.start()
+
+        @ls.feature(types.SHUTDOWN)
+        async def on_shutdown(*args) -> None:
+            if ls.app is not None:
+                await ls.app.aclose()
+
+    async def start(self) -> None:
+        ls = self.server
+        fut = ls.ready_future()
+        if fut.done():
+            return
+        root = ls.workspace_root()
+        try:
+            app = await asyncio.to_thread(App.load, root, ls.init_options, origin="lsp")
+        except Exception as exc:  # never die at start-up: run on defaults
+            log.exception("loading configuration failed")
+            app = App(root, origin="lsp")
+            ls.notify_error(f"ndomo: configuration could not be loaded: {exc}")
+        ls.app = app
+        fut.set_result(app)
+        for feat in ls.features:
+            try:
+                await feat.on_ready(app)
+            except Exception as exc:  # one broken feature must not take the others down
+                log.exception("feature %s failed to start", feat.name)
+                ls.notify_error(f"ndomo: {feat.name} failed to start: {exc}")

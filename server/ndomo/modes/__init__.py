@@ -1,0 +1,1 @@
+"""One folder per mode: discussion, brainstorming, autopilot."""

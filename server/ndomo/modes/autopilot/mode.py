@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+import logging
+
+from ndomo.llm.messages import Message
+from ndomo.modes.base import AgentMode, ModeContract
+from ndomo.runtime.context import TurnContext
+from ndomo.runtime.hooks import HookResult, ModeGatedHook, Phase
+from ndomo.runtime.prompts import ModePromptContributor
+
+NAME = "autopilot"
+log = logging.getLogger("ndomo.modes")
+
+
+class Autonomy(ModePromptContributor):
+    name = "mode.autopilot"
+    mode = NAME
+    priority = 50
+
+    async def contribute(self, ctx: TurnContext) -> str | None:
+        return (
+            "Mode: AUTOPILOT — full autonomy end to end.\n"
+            "- Plan briefly, act, verify (run the tests), and re-plan when a step fails.\n"
+            "- Do not stop to ask for what you can find out. Hand back (`handback`) only when truly blocked."
+        )
+
+
+class PlanGuidance(ModeGatedHook):
+    """Inject the session's committed plan: the agent follows its intent but adapts freely."""
+
+    phase = Phase.POST_AGENT_BUILD
+    name = "autopilot.plan_guidance"
+    mode = NAME
+
+    async def run(self, ctx: TurnContext) -> HookResult | None:
+        plan_id = ctx.session.committed_plan_id
+        if not plan_id:
+            return None
+        try:
+            store = await ctx.app.store()
+            detail = await store.get_plan(plan_id)
+        except Exception:
+            log.warning("committed plan %s is gone; no guidance injected", plan_id)
+            return None
+        ctx.state["guidance_plan"] = plan_id
+        ctx.messages.insert(1, Message(role="system", content=render_guidance(detail)))
+        return None
+
+
+def render_guidance(detail) -> str:
+    plan = detail.plan
+    lines = [f"Committed plan (guidance — follow its intent, adapt freely): {plan.title} [{plan.slug}]"]
+    if plan.overview:
+        lines.append(f"Overview: {plan.overview}")
+    if getattr(plan, "approach", None):
+        lines.append(f"Approach: {plan.approach}")
+    for i, t in enumerate(detail.tasks, 1):
+        files = f" ({', '.join(t.files)})" if t.files else ""
+        lines.append(f"{i}. [{t.status}] {t.description}{files}")
+    return "\n".join(lines)
+
+
+class AutopilotMode(AgentMode):
+    name = NAME
+    contract = ModeContract(
+        summary="Full autonomy end to end. Re-plans on failure. Hands back only when truly blocked.",
+        iteration_cap=40,
+    )
+
+    def prompt_contributors(self):
+        return [Autonomy()]
+
+    def hooks(self):
+        return [PlanGuidance()]

@@ -1,0 +1,57 @@
+"""AgentMode: one mode = one folder that bundles its contract, tools, hooks and prompt."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ndomo.runtime.context import TurnContext
+    from ndomo.runtime.hooks import HookBase
+    from ndomo.runtime.plugins import Plugins
+    from ndomo.runtime.prompts import PromptContributor
+    from ndomo.runtime.slash import CommandSpec
+    from ndomo.runtime.tools import ToolDescriptor, ToolGuard
+
+
+@dataclass(frozen=True)
+class ModeContract:
+    summary: str
+    iteration_cap: int
+
+
+class AgentMode:
+    name: str
+    contract: ModeContract
+
+    def is_active(self, ctx: "TurnContext") -> bool:
+        return ctx.mode == self.name
+
+    def iteration_cap(self, ctx: "TurnContext") -> int:
+        caps = ctx.app.settings.modes.iteration_caps
+        return caps.get(self.name, self.contract.iteration_cap)  # type: ignore[arg-type]
+
+    def tools(self) -> list["ToolDescriptor"]:
+        return []
+
+    def hooks(self) -> list["HookBase"]:
+        return []
+
+    def prompt_contributors(self) -> list["PromptContributor"]:
+        return []
+
+    def commands(self) -> list["CommandSpec"]:
+        return []
+
+    def guards(self) -> list["ToolGuard"]:
+        return []
+
+    def setup(self, plugins: "Plugins") -> None:
+        for t in self.tools():
+            plugins.tools.add(t)
+        plugins.hooks.extend(self.hooks())
+        for c in self.prompt_contributors():
+            plugins.prompts.add(c)
+        for s in self.commands():
+            plugins.slash.add(s)
+        plugins.tools.guards.extend(self.guards())

@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+import pathspec
+from pydantic import BaseModel
+
+from ndomo.modes.base import AgentMode, ModeContract
+from ndomo.runtime.context import TurnContext
+from ndomo.runtime.hooks import HookResult, ModeGatedHook, Phase
+from ndomo.runtime.prompts import ModePromptContributor
+from ndomo.runtime.tools import ToolDescriptor
+
+NAME = "discussion"
+
+
+class DesignArtifactsOnly:
+    """Discussion may write, but only design artifacts (docs, markdown, .ndomo/)."""
+
+    name = "design_artifacts_only"
+
+    async def check(self, ctx: TurnContext, tool: ToolDescriptor, params: BaseModel) -> str | None:
+        if ctx.mode != NAME or tool.risk != "write":
+            return None
+        globs = ctx.app.settings.modes.design_globs
+        paths_of = tool.meta.get("paths")
+        paths = paths_of(params) if paths_of else None
+        if not paths:
+            return f"'{tool.name}' cannot show which files it writes; discussion mode writes only design artifacts ({', '.join(globs)})"
+        spec = pathspec.GitIgnoreSpec.from_lines(globs)
+        bad = [p for p in paths if not spec.match_file(p)]
+        if bad:
+            return (
+                f"discussion mode writes only design artifacts ({', '.join(globs)}); "
+                f"{', '.join(bad)} is implementation — switch to autopilot"
+            )
+        return None
+
+
+class Concise(ModePromptContributor):
+    name = "mode.discussion"
+    mode = NAME
+    priority = 50
+
+    async def contribute(self, ctx: TurnContext) -> str | None:
+        cap = ctx.app.settings.modes.discussion_prose_cap
+        return (
+            "Mode: DISCUSSION — decide what to do, do not implement.\n"
+            f"- Be ultra-concise: at most {cap} characters of prose per answer; bullets over paragraphs.\n"
+            "- You may write only design artifacts (markdown, docs/, .ndomo/). No code changes, no shell.\n"
+            "- When the plan is clear, crystallise it with `commit_plan` (title + ≤5 steps with files)."
+        )
+
+
+class ProseCap(ModeGatedHook):
+    """Keep discussion answers short even when the model is not; the transcript keeps all."""
+
+    phase = Phase.POST_RESPONSE
+    name = "discussion.prose_cap"
+    mode = NAME
+
+    async def run(self, ctx: TurnContext) -> HookResult | None:
+        cap = ctx.app.settings.modes.discussion_prose_cap
+        if len(ctx.answer) > cap:
+            ctx.state["full_answer"] = ctx.answer
+            ctx.answer = (
+                ctx.answer[:cap].rstrip()
+                + f"\n\n[trimmed to the discussion prose cap of {cap} characters; the transcript has the rest]"
+            )
+        return None
+
+
+class DiscussionMode(AgentMode):
+    name = NAME
+    contract = ModeContract(
+        summary="Ultra-concise planning. Writes limited to design artifacts. Crystallises into a committed plan.",
+        iteration_cap=8,
+    )
+
+    def guards(self):
+        return [DesignArtifactsOnly()]
+
+    def prompt_contributors(self):
+        return [Concise()]
+
+    def hooks(self):
+        return [ProseCap()]

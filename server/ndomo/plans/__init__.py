@@ -1,0 +1,1 @@
+"""The plan store: the only package that speaks SQL."""

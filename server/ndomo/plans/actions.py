@@ -1,0 +1,177 @@
+"""User operations on plans, tasks and sessions (LSP command, CLI subcommand, slash command).
+
+Handlers translate the store's errors into ActionError: unknown ids and bad values are
+'invalid', refused operations and illegal transitions are 'failed'.
+"""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, AsyncIterator
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+
+from ndomo.actions import ActionError, action
+from ndomo.plans.errors import StoreError
+from ndomo.plans.models import (
+    Plan,
+    PlanDeleted,
+    PlanDetail,
+    PlanStatus,
+    Progress,
+    Session,
+    StatusChange,
+    Task,
+    TaskStatus,
+)
+
+if TYPE_CHECKING:
+    from ndomo.app import App
+    from ndomo.plans.store import PlanStore
+
+
+class _P(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+class PlanListParams(_P):
+    status: PlanStatus | None = None
+    include_archived: StrictBool = False
+    limit: int = Field(default=50, ge=1, le=1000)
+
+
+class PlanRef(_P):
+    id: str = Field(min_length=1, description="plan uuid or slug")
+
+
+class PlanSearchParams(_P):
+    query: str | None = None
+    file_path: str | None = None
+    include_archived: StrictBool = False
+    limit: int = Field(default=50, ge=1, le=1000)
+
+
+class PlanApproveParams(PlanRef):
+    session_id: str | None = None
+
+
+class PlanStatusParams(PlanRef):
+    status: PlanStatus
+    dry_run: StrictBool = False
+    force: StrictBool = False
+    reason: str | None = None
+    session_id: str | None = None
+    actor: str = "user"
+
+
+class PlanDeleteParams(PlanRef):
+    confirm: StrictBool = Field(default=False, description="must be the boolean true")
+
+
+class TaskListParams(_P):
+    plan: str = Field(min_length=1, description="plan uuid or slug")
+    status: TaskStatus | None = None
+
+
+class TaskNextParams(_P):
+    agent: str = Field(min_length=1)
+    plan: str | None = None
+    session_id: str | None = None
+    peek: StrictBool = Field(default=False, description="show the next task without claiming it")
+
+
+class TaskStatusParams(_P):
+    id: int = Field(ge=1)
+    status: TaskStatus
+    result: str | None = None
+    error: str | None = None
+    agent: str | None = None
+    session_id: str | None = None
+
+
+class SessionListParams(_P):
+    limit: int = Field(default=50, ge=1, le=1000)
+    open_only: StrictBool = False
+
+
+@asynccontextmanager
+async def _store(app: "App") -> AsyncIterator["PlanStore"]:
+    try:
+        yield await app.store()
+    except StoreError as exc:
+        raise ActionError(exc.message, field=exc.field, kind=exc.kind) from None
+
+
+@action("plan.list", PlanListParams, summary="List plans (newest first)")
+async def plan_list(app: "App", p: PlanListParams) -> list[Plan]:
+    async with _store(app) as s:
+        return await s.list_plans(p.status, include_archived=p.include_archived, limit=p.limit)
+
+
+@action("plan.show", PlanRef, summary="Show a plan with its tasks, files, tags, progress and audit")
+async def plan_show(app: "App", p: PlanRef) -> PlanDetail:
+    async with _store(app) as s:
+        return await s.get_plan(p.id)
+
+
+@action("plan.search", PlanSearchParams, summary="Search plans by text and/or by a file they touch")
+async def plan_search(app: "App", p: PlanSearchParams) -> list[Plan]:
+    async with _store(app) as s:
+        return await s.search_plans(
+            p.query, file_path=p.file_path, include_archived=p.include_archived, limit=p.limit
+        )
+
+
+@action("plan.approve", PlanApproveParams, summary="Approve a draft plan")
+async def plan_approve(app: "App", p: PlanApproveParams) -> StatusChange:
+    async with _store(app) as s:
+        return await s.approve_plan(p.id, actor="user", session_id=p.session_id)
+
+
+@action("plan.status", PlanStatusParams, summary="Move a plan to another status (dry_run, force)")
+async def plan_status(app: "App", p: PlanStatusParams) -> StatusChange:
+    async with _store(app) as s:
+        return await s.update_plan_status(
+            p.id, p.status, actor=p.actor, session_id=p.session_id,
+            dry_run=p.dry_run, force=p.force, reason=p.reason,
+        )
+
+
+@action("plan.delete", PlanDeleteParams, summary="Delete a finished plan (needs confirm: true)")
+async def plan_delete(app: "App", p: PlanDeleteParams) -> PlanDeleted:
+    async with _store(app) as s:
+        return await s.delete_plan(p.id, p.confirm)
+
+
+@action("plan.progress", PlanRef, summary="Task counts and percentage done of a plan")
+async def plan_progress(app: "App", p: PlanRef) -> Progress:
+    async with _store(app) as s:
+        return await s.plan_progress(p.id)
+
+
+@action("task.list", TaskListParams, summary="List a plan's tasks")
+async def task_list(app: "App", p: TaskListParams) -> list[Task]:
+    async with _store(app) as s:
+        return await s.list_tasks(p.plan, p.status)
+
+
+@action("task.next", TaskNextParams, summary="Claim (or peek at) the next ready task for an agent")
+async def task_next(app: "App", p: TaskNextParams) -> Task | None:
+    async with _store(app) as s:
+        if p.peek:
+            return await s.peek_task_for_agent(p.agent, p.plan, p.session_id)
+        return await s.next_task_for_agent(p.agent, p.plan, p.session_id)
+
+
+@action("task.status", TaskStatusParams, summary="Set a task's status (and result or error)")
+async def task_status(app: "App", p: TaskStatusParams) -> Task:
+    async with _store(app) as s:
+        return await s.update_task_status(
+            p.id, p.status, result=p.result, error=p.error, agent=p.agent, session_id=p.session_id
+        )
+
+
+@action("session.list", SessionListParams, summary="List sessions (newest first)")
+async def session_list(app: "App", p: SessionListParams) -> list[Session]:
+    async with _store(app) as s:
+        return await s.list_sessions(p.limit, open_only=p.open_only)

@@ -1,0 +1,95 @@
+"""Connection set-up and write transactions shared by the store and the migrations.
+
+Several processes (editors, the CLI) share one file, so every write is a
+`BEGIN IMMEDIATE` transaction: the write lock is taken up front, `busy_timeout`
+waits for it, and a still-busy BEGIN is retried with back-off instead of failing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import sqlite3
+from contextlib import asynccontextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import AsyncIterator
+
+import aiosqlite
+
+BUSY_TIMEOUT_MS = 5000
+BEGIN_ATTEMPTS = 8
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def is_busy(exc: BaseException) -> bool:
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    msg = str(exc).lower()
+    return "locked" in msg or "busy" in msg
+
+
+async def connect(path: Path) -> aiosqlite.Connection:
+    """Open a connection in autocommit mode: transactions are always explicit."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = await aiosqlite.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    await conn.execute("PRAGMA foreign_keys = ON")
+    for attempt in range(BEGIN_ATTEMPTS):
+        try:
+            await conn.execute("PRAGMA journal_mode = WAL")
+            break
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc) or attempt == BEGIN_ATTEMPTS - 1:
+                await conn.close()
+                raise
+            await asyncio.sleep(0.05 * (attempt + 1))
+    await conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
+
+
+@asynccontextmanager
+async def write_tx(conn: aiosqlite.Connection) -> AsyncIterator[aiosqlite.Connection]:
+    """BEGIN IMMEDIATE … COMMIT, rolled back on any error; BEGIN retried while busy."""
+    for attempt in range(BEGIN_ATTEMPTS):
+        try:
+            await conn.execute("BEGIN IMMEDIATE")
+            break
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc) or attempt == BEGIN_ATTEMPTS - 1:
+                raise
+            await asyncio.sleep(min(1.0, 0.02 * 2**attempt) * (0.5 + random.random()))
+    try:
+        yield conn
+    except BaseException:
+        if conn.in_transaction:
+            await conn.execute("ROLLBACK")
+        raise
+    try:
+        await conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            await conn.execute("ROLLBACK")
+        raise
+
+
+def split_sql(script: str) -> list[str]:
+    """Split a script into statements, keeping trigger bodies (which contain ';') whole.
+
+    `executescript` would COMMIT first, breaking one-transaction-per-migration.
+    """
+    out: list[str] = []
+    buf = ""
+    for piece in script.split(";"):
+        buf += piece + ";"
+        if sqlite3.complete_statement(buf):
+            if buf.strip(" \n\t;"):
+                out.append(buf.strip())
+            buf = ""
+    if buf.strip(" \n\t;"):
+        out.append(buf.strip())
+    return out

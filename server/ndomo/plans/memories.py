@@ -1,0 +1,69 @@
+"""Memories: short facts, decisions and preferences, merged instead of repeated."""
+
+from __future__ import annotations
+
+from difflib import SequenceMatcher
+
+from ndomo.plans.base import StoreBase
+from ndomo.plans.db import now
+from ndomo.plans.errors import Invalid
+from ndomo.plans.models import Memory
+from ndomo.plans.text import fts_query, normalise
+
+SIMILAR = 0.9
+CATEGORIES = ("fact", "decision", "preference")
+
+
+class MemoryOps(StoreBase):
+    async def remember(self, session_id: str | None, category: str, content: str) -> Memory:
+        """Store a memory; a near-duplicate of the same category is updated instead (merged=True)."""
+        if category not in CATEGORIES:
+            raise Invalid(f"category must be one of {', '.join(CATEGORIES)}, got {category!r}", field="category")
+        content = (content or "").strip()
+        if not content:
+            raise Invalid("memory content must not be empty", field="content")
+        key = normalise(content)
+        async with self._tx():
+            if session_id:
+                await self._ensure_session_row(session_id)  # type: ignore[attr-defined]
+            rows = await self._all("SELECT id, content FROM memories WHERE category = ?", (category,))
+            match = None
+            for r in rows:
+                other = normalise(r["content"])
+                if other == key or SequenceMatcher(None, other, key).ratio() >= SIMILAR:
+                    match = r["id"]
+                    break
+            ts = now()
+            if match is not None:
+                await self._exec(
+                    "UPDATE memories SET content = ?, updated_at = ?, hits = hits + 1 WHERE id = ?",
+                    (content, ts, match),
+                )
+                mid = match
+            else:
+                mid = await self._insert(
+                    "INSERT INTO memories(session_id, category, content, created_at, updated_at)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (session_id, category, content, ts, ts),
+                )
+            row = await self._one("SELECT * FROM memories WHERE id = ?", (mid,))
+        return Memory.model_validate({**dict(row), "merged": match is not None})
+
+    async def search_memories(self, query: str, limit: int = 10) -> list[Memory]:
+        match = fts_query(query or "")
+        if match is None:
+            return []
+        rows = await self._all(
+            "SELECT m.* FROM memories_fts f JOIN memories m ON m.id = f.rowid"
+            " WHERE memories_fts MATCH ? ORDER BY bm25(memories_fts) LIMIT ?",
+            (match, limit),
+        )
+        return [Memory.model_validate(dict(r)) for r in rows]
+
+    async def list_memories(self, category: str | None = None, limit: int = 100) -> list[Memory]:
+        if category is not None and category not in CATEGORIES:
+            raise Invalid(f"category must be one of {', '.join(CATEGORIES)}", field="category")
+        sql = "SELECT * FROM memories" + (" WHERE category = ?" if category else "")
+        params = ([category] if category else []) + [limit]
+        rows = await self._all(sql + " ORDER BY updated_at DESC, id DESC LIMIT ?", params)
+        return [Memory.model_validate(dict(r)) for r in rows]

@@ -1,0 +1,322 @@
+"""Numbered schema migrations, each applied in its own transaction and recorded in schema_version.
+
+The list is history: never edit an applied step, append a new one. Steps are SQL
+scripts or async callables taking the connection (inside the step's transaction).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Awaitable, Callable, Union
+
+import aiosqlite
+
+from ndomo.plans.db import now, split_sql, write_tx
+
+Step = Union[str, Callable[[aiosqlite.Connection], Awaitable[None]]]
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    step: Step
+
+
+async def add_column_if_missing(
+    conn: aiosqlite.Connection, table: str, column: str, decl: str
+) -> bool:
+    """ALTER TABLE … ADD COLUMN unless present; True when it added the column."""
+    async with conn.execute(f"PRAGMA table_info({table})") as cur:
+        names = {row[1] for row in await cur.fetchall()}
+    if column in names:
+        return False
+    await conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+    return True
+
+
+def _write_once(table: str, column: str) -> str:
+    return f"""
+CREATE TRIGGER IF NOT EXISTS {table}_{column}_write_once
+BEFORE UPDATE OF {column} ON {table}
+WHEN OLD.{column} IS NOT NULL AND NEW.{column} IS NOT OLD.{column}
+BEGIN
+  SELECT RAISE(ABORT, 'write-once: {table}.{column} is already set');
+END;
+"""
+
+
+V1_CORE = """
+CREATE TABLE IF NOT EXISTS sessions (
+  id TEXT PRIMARY KEY,
+  created_at TEXT NOT NULL,
+  ended_at TEXT,
+  mode TEXT,
+  agent TEXT,
+  committed_plan_id TEXT,
+  title TEXT,
+  metadata TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE IF NOT EXISTS plans (
+  id TEXT PRIMARY KEY,
+  slug TEXT NOT NULL UNIQUE,
+  title TEXT NOT NULL,
+  overview TEXT NOT NULL CHECK (length(overview) > 0),
+  approach TEXT,
+  priority TEXT NOT NULL DEFAULT 'medium',
+  complexity INTEGER CHECK (complexity IS NULL OR complexity BETWEEN 1 AND 5),
+  category TEXT,
+  metadata TEXT NOT NULL DEFAULT '{}',
+  status TEXT NOT NULL DEFAULT 'draft'
+    CHECK (status IN ('draft','approved','executing','completed','failed','abandoned')),
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  archived_at TEXT,
+  archive_path TEXT,
+  session_id TEXT REFERENCES sessions(id) ON DELETE SET NULL
+);
+CREATE INDEX IF NOT EXISTS idx_plans_status ON plans(status);
+CREATE TABLE IF NOT EXISTS plan_tasks (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  plan_id TEXT NOT NULL REFERENCES plans(id) ON DELETE CASCADE,
+  ord INTEGER NOT NULL,
+  description TEXT NOT NULL,
+  agent TEXT,
+  files TEXT NOT NULL DEFAULT '[]',
+  complexity INTEGER,
+  status TEXT NOT NULL DEFAULT 'pending'
+    CHECK (status IN ('pending','running','done','failed','blocked')),
+  result TEXT,
+  error TEXT,
+  dependencies TEXT NOT NULL DEFAULT '[]',
+  metadata TEXT NOT NULL DEFAULT '{}',
+  tokens INTEGER,
+  duration_ms INTEGER,
+  started_at TEXT,
+  finished_at TEXT,
+  claimed_by TEXT
+);
+CREATE INDEX IF NOT EXISTS idx_tasks_plan ON plan_tasks(plan_id, ord);
+CREATE INDEX IF NOT EXISTS idx_tasks_claim ON plan_tasks(status, agent);
+CREATE TABLE IF NOT EXISTS plan_tags (
+  plan_id TEXT NOT NULL REFERENCES plans(id) ON DELETE CASCADE,
+  tag TEXT NOT NULL,
+  PRIMARY KEY (plan_id, tag)
+);
+"""
+
+V2_FTS = """
+CREATE VIRTUAL TABLE IF NOT EXISTS plans_fts USING fts5(
+  plan_id UNINDEXED, title, overview, approach, tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS tasks_fts USING fts5(
+  plan_id UNINDEXED, description, tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS plans_fts_ai AFTER INSERT ON plans BEGIN
+  INSERT INTO plans_fts(plan_id, title, overview, approach)
+  VALUES (NEW.id, NEW.title, NEW.overview, coalesce(NEW.approach, ''));
+END;
+CREATE TRIGGER IF NOT EXISTS plans_fts_au AFTER UPDATE OF title, overview, approach ON plans BEGIN
+  DELETE FROM plans_fts WHERE plan_id = OLD.id;
+  INSERT INTO plans_fts(plan_id, title, overview, approach)
+  VALUES (NEW.id, NEW.title, NEW.overview, coalesce(NEW.approach, ''));
+END;
+CREATE TRIGGER IF NOT EXISTS plans_fts_ad AFTER DELETE ON plans BEGIN
+  DELETE FROM plans_fts WHERE plan_id = OLD.id;
+END;
+CREATE TRIGGER IF NOT EXISTS tasks_fts_ai AFTER INSERT ON plan_tasks BEGIN
+  INSERT INTO tasks_fts(rowid, plan_id, description) VALUES (NEW.id, NEW.plan_id, NEW.description);
+END;
+CREATE TRIGGER IF NOT EXISTS tasks_fts_au AFTER UPDATE OF description ON plan_tasks BEGIN
+  DELETE FROM tasks_fts WHERE rowid = OLD.id;
+  INSERT INTO tasks_fts(rowid, plan_id, description) VALUES (NEW.id, NEW.plan_id, NEW.description);
+END;
+CREATE TRIGGER IF NOT EXISTS tasks_fts_ad AFTER DELETE ON plan_tasks BEGIN
+  DELETE FROM tasks_fts WHERE rowid = OLD.id;
+END;
+INSERT INTO plans_fts(plan_id, title, overview, approach)
+  SELECT id, title, overview, coalesce(approach, '') FROM plans
+  WHERE id NOT IN (SELECT plan_id FROM plans_fts);
+INSERT INTO tasks_fts(rowid, plan_id, description)
+  SELECT id, plan_id, description FROM plan_tasks WHERE id NOT IN (SELECT rowid FROM tasks_fts);
+"""
+
+# No foreign key: the audit trail outlives a deleted plan.
+V3_AUDIT = """
+CREATE TABLE IF NOT EXISTS plan_audit (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  plan_id TEXT NOT NULL,
+  at TEXT NOT NULL,
+  actor TEXT,
+  from_status TEXT,
+  to_status TEXT NOT NULL,
+  forced INTEGER NOT NULL DEFAULT 0,
+  reason TEXT
+);
+CREATE INDEX IF NOT EXISTS idx_audit_plan ON plan_audit(plan_id, id);
+"""
+
+
+async def _v4_original_plan_data(conn: aiosqlite.Connection) -> None:
+    await add_column_if_missing(conn, "plans", "original_plan_data", "TEXT")
+    await add_column_if_missing(conn, "plan_tasks", "original_plan_data", "TEXT")
+    for stmt in split_sql(_write_once("plans", "original_plan_data")):
+        await conn.execute(stmt)
+    for stmt in split_sql(_write_once("plan_tasks", "original_plan_data")):
+        await conn.execute(stmt)
+
+
+V5_FILES = """
+CREATE TABLE IF NOT EXISTS plan_files (
+  plan_id TEXT NOT NULL REFERENCES plans(id) ON DELETE CASCADE,
+  file_path TEXT NOT NULL,
+  role TEXT,
+  PRIMARY KEY (plan_id, file_path)
+);
+CREATE INDEX IF NOT EXISTS idx_plan_files_path ON plan_files(file_path);
+"""
+
+
+async def _v6_agents(conn: aiosqlite.Connection) -> None:
+    await add_column_if_missing(conn, "plans", "created_by_agent", "TEXT")
+    await add_column_if_missing(conn, "plans", "executed_by_agent", "TEXT")
+    await add_column_if_missing(
+        conn, "plans", "executed_by_session", "TEXT REFERENCES sessions(id) ON DELETE SET NULL"
+    )
+    for col in ("created_by_agent", "executed_by_agent", "executed_by_session"):
+        for stmt in split_sql(_write_once("plans", col)):
+            await conn.execute(stmt)
+
+
+V7_TURNS = """
+CREATE TABLE IF NOT EXISTS turns (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  parent_turn_id INTEGER REFERENCES turns(id) ON DELETE SET NULL,
+  agent TEXT,
+  mode TEXT,
+  prompt TEXT,
+  status TEXT NOT NULL DEFAULT 'running'
+    CHECK (status IN ('running','done','cancelled','failed','blocked','capped','interrupted')),
+  tokens_in INTEGER NOT NULL DEFAULT 0,
+  tokens_out INTEGER NOT NULL DEFAULT 0,
+  started_at TEXT NOT NULL,
+  finished_at TEXT,
+  error TEXT
+);
+CREATE INDEX IF NOT EXISTS idx_turns_session ON turns(session_id, id);
+CREATE TABLE IF NOT EXISTS turn_edits (
+  turn_id INTEGER NOT NULL REFERENCES turns(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  path TEXT NOT NULL,
+  before TEXT,
+  after TEXT,
+  PRIMARY KEY (turn_id, seq)
+);
+"""
+
+V8_APPROVALS = """
+CREATE TABLE IF NOT EXISTS approvals (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  scope TEXT NOT NULL CHECK (scope IN ('session','project')),
+  session_id TEXT REFERENCES sessions(id) ON DELETE CASCADE,
+  permission TEXT NOT NULL,
+  pattern TEXT NOT NULL,
+  action TEXT NOT NULL CHECK (action IN ('allow','deny')),
+  created_at TEXT NOT NULL,
+  CHECK (scope = 'project' OR session_id IS NOT NULL)
+);
+CREATE INDEX IF NOT EXISTS idx_approvals_perm ON approvals(permission);
+"""
+
+V9_MEMORIES = """
+CREATE TABLE IF NOT EXISTS memories (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_id TEXT REFERENCES sessions(id) ON DELETE SET NULL,
+  category TEXT NOT NULL CHECK (category IN ('fact','decision','preference')),
+  content TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  hits INTEGER NOT NULL DEFAULT 0
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
+  content, tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS memories_fts_ai AFTER INSERT ON memories BEGIN
+  INSERT INTO memories_fts(rowid, content) VALUES (NEW.id, NEW.content);
+END;
+CREATE TRIGGER IF NOT EXISTS memories_fts_au AFTER UPDATE OF content ON memories BEGIN
+  DELETE FROM memories_fts WHERE rowid = OLD.id;
+  INSERT INTO memories_fts(rowid, content) VALUES (NEW.id, NEW.content);
+END;
+CREATE TRIGGER IF NOT EXISTS memories_fts_ad AFTER DELETE ON memories BEGIN
+  DELETE FROM memories_fts WHERE rowid = OLD.id;
+END;
+"""
+
+
+async def _v10_result_artifact(conn: aiosqlite.Connection) -> None:
+    await add_column_if_missing(conn, "plan_tasks", "result_artifact", "TEXT")
+
+
+MIGRATIONS: list[Migration] = [
+    Migration(1, "sessions, plans, plan_tasks, plan_tags", V1_CORE),
+    Migration(2, "fts5 over plans and tasks", V2_FTS),
+    Migration(3, "plan_audit", V3_AUDIT),
+    Migration(4, "original_plan_data (write-once)", _v4_original_plan_data),
+    Migration(5, "plan_files", V5_FILES),
+    Migration(6, "created_by_agent, executed_by_* (write-once)", _v6_agents),
+    Migration(7, "turns, turn_edits", V7_TURNS),
+    Migration(8, "approvals", V8_APPROVALS),
+    Migration(9, "memories + fts", V9_MEMORIES),
+    Migration(10, "plan_tasks.result_artifact", _v10_result_artifact),
+]
+LATEST_VERSION = MIGRATIONS[-1].version
+
+_VERSION_TABLE = """
+CREATE TABLE IF NOT EXISTS schema_version (
+  version INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  applied_at TEXT NOT NULL
+)
+"""
+
+
+async def current_version(conn: aiosqlite.Connection) -> int:
+    await conn.execute(_VERSION_TABLE)
+    async with conn.execute("SELECT coalesce(max(version), 0) FROM schema_version") as cur:
+        row = await cur.fetchone()
+    return int(row[0])
+
+
+async def migrate(conn: aiosqlite.Connection, target: int | None = None) -> int:
+    """Bring the schema up to `target` (default: latest); returns the resulting version.
+
+    Each step re-reads the version inside its own write transaction, so two processes
+    opening a fresh file at once do not apply a step twice.
+    """
+    target = LATEST_VERSION if target is None else target
+    if not 0 <= target <= LATEST_VERSION:
+        raise ValueError(f"schema version {target} is not between 0 and {LATEST_VERSION}")
+    version = await current_version(conn)
+    if version > LATEST_VERSION:
+        raise RuntimeError(
+            f"database schema v{version} is newer than this ndomo (v{LATEST_VERSION}); upgrade ndomo"
+        )
+    for mig in MIGRATIONS:
+        if mig.version <= version or mig.version > target:
+            continue
+        async with write_tx(conn):
+            if await current_version(conn) >= mig.version:
+                continue
+            if isinstance(mig.step, str):
+                for stmt in split_sql(mig.step):
+                    await conn.execute(stmt)
+            else:
+                await mig.step(conn)
+            await conn.execute(
+                "INSERT INTO schema_version(version, name, applied_at) VALUES (?, ?, ?)",
+                (mig.version, mig.name, now()),
+            )
+        version = mig.version
+    return await current_version(conn)

@@ -1,0 +1,379 @@
+"""Plans: creation, lookup, search, the status machine with its audit trail, deletion, archive."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ndomo.plans import archive
+from ndomo.plans.base import StoreBase, dumps, loads, validate
+from ndomo.plans.db import now
+from ndomo.plans.errors import Invalid, InvalidTransition, NotFound, Refused
+from ndomo.plans.models import (
+    PLAN_STATUSES,
+    TERMINAL_PLAN_STATUSES,
+    AuditEntry,
+    Plan,
+    PlanCreate,
+    PlanDeleted,
+    PlanDetail,
+    PlanFile,
+    Progress,
+    StatusChange,
+)
+from ndomo.plans.text import fts_query, slugify, with_suffix
+
+log = logging.getLogger(__name__)
+
+TRANSITIONS: dict[str, frozenset[str]] = {
+    "draft": frozenset({"approved", "abandoned"}),
+    "approved": frozenset({"executing", "abandoned"}),
+    "executing": frozenset({"completed", "failed", "abandoned"}),
+    "completed": frozenset(),
+    "failed": frozenset(),
+    "abandoned": frozenset(),
+}
+
+
+def plan_from_row(row: sqlite3.Row) -> Plan:
+    d = dict(row)
+    d["metadata"] = loads(d.get("metadata"), {})
+    return Plan.model_validate(d)
+
+
+def _plan_id_arg(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise Invalid("plan id must be a non-empty string (uuid or slug)", field="id")
+    return value.strip()
+
+
+class PlanOps(StoreBase):
+    # ------------------------------------------------------------ lookup
+
+    async def _plan_row(self, id_or_slug: str) -> sqlite3.Row:
+        key = _plan_id_arg(id_or_slug)
+        row = await self._one("SELECT * FROM plans WHERE id = ? OR slug = ?", (key, key))
+        if row is None:
+            raise NotFound(f"no plan with id or slug {key!r}", field="id")
+        return row
+
+    async def _unique_slug(self, base: str) -> str:
+        slug, n = base, 2
+        while await self._one("SELECT 1 FROM plans WHERE slug = ?", (slug,)):
+            slug = with_suffix(base, n)
+            n += 1
+        return slug
+
+    # ------------------------------------------------------------ create / read
+
+    async def create_plan(self, data: PlanCreate) -> Plan:
+        data = validate(PlanCreate, data)
+        snapshot = dumps(data.model_dump(mode="json"))
+        pid = str(uuid.uuid4())
+        ts = now()
+        async with self._tx():
+            if data.session_id:
+                await self._ensure_session_row(data.session_id)  # type: ignore[attr-defined]
+            slug = await self._unique_slug(data.slug or slugify(data.title))
+            await self._exec(
+                "INSERT INTO plans(id, slug, title, overview, approach, priority, complexity,"
+                " category, metadata, status, created_at, updated_at, session_id,"
+                " original_plan_data, created_by_agent)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'draft', ?, ?, ?, ?, ?)",
+                (
+                    pid, slug, data.title, data.overview, data.approach, data.priority,
+                    data.complexity, data.category, dumps(data.metadata), ts, ts,
+                    data.session_id, snapshot, data.created_by_agent,
+                ),
+            )
+            for tag in dict.fromkeys(t for t in (s.strip() for s in data.tags) if t):
+                await self._exec("INSERT OR IGNORE INTO plan_tags(plan_id, tag) VALUES (?, ?)", (pid, tag))
+            for path in dict.fromkeys(f for f in (s.strip() for s in data.files) if f):
+                await self._exec(
+                    "INSERT OR IGNORE INTO plan_files(plan_id, file_path, role) VALUES (?, ?, 'input')",
+                    (pid, path),
+                )
+            return plan_from_row(await self._plan_row(pid))
+
+    async def get_plan(self, id_or_slug: str) -> PlanDetail:
+        async with self._locked():
+            row = await self._plan_row(id_or_slug)
+            pid = row["id"]
+            tasks = await self.list_tasks(pid)  # type: ignore[attr-defined]
+            files = await self._all(
+                "SELECT file_path, role FROM plan_files WHERE plan_id = ? ORDER BY file_path", (pid,)
+            )
+            tags = await self._all("SELECT tag FROM plan_tags WHERE plan_id = ? ORDER BY tag", (pid,))
+            audit = await self._all("SELECT * FROM plan_audit WHERE plan_id = ? ORDER BY id", (pid,))
+        plan = plan_from_row(row)
+        return PlanDetail(
+            **plan.model_dump(),
+            tasks=tasks,
+            files=[PlanFile.model_validate(dict(r)) for r in files],
+            tags=[r["tag"] for r in tags],
+            progress=_progress(t.status for t in tasks),
+            audit=[AuditEntry.model_validate(dict(r)) for r in audit],
+        )
+
+    async def list_plans(
+        self, status: str | None = None, *, include_archived: bool = False, limit: int = 50
+    ) -> list[Plan]:
+        where, params = [], []
+        if status is not None:
+            _check_status(status)
+            where.append("status = ?")
+            params.append(status)
+        if not include_archived:
+            where.append("archived_at IS NULL")
+        sql = "SELECT * FROM plans" + (" WHERE " + " AND ".join(where) if where else "")
+        rows = await self._all(sql + " ORDER BY updated_at DESC, rowid DESC LIMIT ?", (*params, limit))
+        return [plan_from_row(r) for r in rows]
+
+    async def search_plans(
+        self,
+        query: str | None = None,
+        *,
+        file_path: str | None = None,
+        include_archived: bool = False,
+        limit: int = 50,
+    ) -> list[Plan]:
+        """Full-text over plans and their tasks, and/or plans touching a file (or a folder)."""
+        where, params = [], []
+        if query is not None and query.strip():
+            match = fts_query(query)
+            if match is None:
+                return []
+            where.append(
+                "id IN (SELECT plan_id FROM plans_fts WHERE plans_fts MATCH ?"
+                " UNION SELECT plan_id FROM tasks_fts WHERE tasks_fts MATCH ?)"
+            )
+            params += [match, match]
+        if file_path is not None and file_path.strip():
+            fp = file_path.strip().rstrip("/")
+            where.append(
+                "id IN (SELECT plan_id FROM plan_files WHERE file_path = ?"
+                " OR substr(file_path, 1, ?) = ?)"
+            )
+            params += [fp, len(fp) + 1, fp + "/"]
+        if not include_archived:
+            where.append("archived_at IS NULL")
+        sql = "SELECT * FROM plans" + (" WHERE " + " AND ".join(where) if where else "")
+        rows = await self._all(sql + " ORDER BY updated_at DESC, rowid DESC LIMIT ?", (*params, limit))
+        return [plan_from_row(r) for r in rows]
+
+    async def plan_progress(self, id_or_slug: str) -> Progress:
+        row = await self._plan_row(id_or_slug)
+        rows = await self._all("SELECT status FROM plan_tasks WHERE plan_id = ?", (row["id"],))
+        return _progress(r["status"] for r in rows)
+
+    # ------------------------------------------------------------ status machine
+
+    async def approve_plan(
+        self, id_or_slug: str, *, actor: str = "user", session_id: str | None = None
+    ) -> StatusChange:
+        """Legacy entry point: draft → approved only."""
+        return await self.update_plan_status(id_or_slug, "approved", actor=actor, session_id=session_id)
+
+    async def update_plan_status(
+        self,
+        id_or_slug: str,
+        status: str,
+        *,
+        actor: str = "user",
+        session_id: str | None = None,
+        dry_run: bool = False,
+        force: bool = False,
+        reason: str | None = None,
+    ) -> StatusChange:
+        _check_status(status)
+        if force and not (reason and reason.strip()):
+            raise Invalid("force needs a reason", field="reason")
+        async with self._tx():
+            change = await self._change_status(
+                id_or_slug, status, actor=actor, session_id=session_id,
+                force=force, reason=reason, dry_run=dry_run,
+            )
+        if change.applied and status in TERMINAL_PLAN_STATUSES:
+            path, err = await self._archive_quietly(change.plan_id)
+            change.archive_path = path
+            if err:
+                change.message += f"; archive not written: {err}"
+        return change
+
+    async def _change_status(
+        self,
+        id_or_slug: str,
+        status: str,
+        *,
+        actor: str | None,
+        session_id: str | None,
+        force: bool,
+        reason: str | None,
+        dry_run: bool = False,
+    ) -> StatusChange:
+        """Inside a transaction: check, then apply one transition and its audit row."""
+        row = await self._plan_row(id_or_slug)
+        pid, current = row["id"], row["status"]
+        legal = status in TRANSITIONS[current]
+        blockers: list[str] = []
+        if status == "completed":
+            active = await self._all(
+                "SELECT ord, status, description FROM plan_tasks WHERE plan_id = ?"
+                " AND status IN ('pending', 'running') ORDER BY ord",
+                (pid,),
+            )
+            blockers = [f"task {r['ord']} is {r['status']}: {r['description']}" for r in active]
+        allowed = status != current and (force or (legal and not blockers))
+        change = StatusChange(
+            plan_id=pid, slug=row["slug"], from_status=current, to_status=status,
+            allowed=allowed, applied=False, dry_run=dry_run, forced=force and allowed,
+            blockers=blockers,
+        )
+        if not allowed:
+            if status == current:
+                change.message = f"plan {row['slug']} is already {current}"
+            elif not legal:
+                options = ", ".join(sorted(TRANSITIONS[current])) or "nothing (terminal state)"
+                change.message = (
+                    f"plan {row['slug']} cannot go from {current} to {status};"
+                    f" allowed from {current}: {options}"
+                )
+            else:
+                change.message = (
+                    f"plan {row['slug']} cannot be completed while tasks are pending or running: "
+                    + "; ".join(blockers)
+                )
+            if dry_run:
+                return change
+            if blockers and legal:
+                raise Refused(change.message, field="status", blockers=blockers)
+            raise InvalidTransition(change.message, field="status")
+        change.message = f"plan {row['slug']}: {current} → {status}" + (" (forced)" if force else "")
+        if dry_run:
+            change.message = "would move " + change.message
+            return change
+        ts = now()
+        if session_id:
+            await self._ensure_session_row(session_id)  # type: ignore[attr-defined]
+        sets = "status = ?, updated_at = ?"
+        params: list[object] = [status, ts]
+        if status == "executing":
+            sets += (", executed_by_agent = coalesce(executed_by_agent, ?),"
+                     " executed_by_session = coalesce(executed_by_session, ?)")
+            params += [actor, session_id]
+        if current in TERMINAL_PLAN_STATUSES:
+            sets += ", archived_at = NULL"  # a forced reopen shows up again; the file stays
+        await self._exec(f"UPDATE plans SET {sets} WHERE id = ?", (*params, pid))
+        await self._audit(pid, actor, current, status, force, reason, ts)
+        change.applied = True
+        return change
+
+    async def _audit(
+        self, pid: str, actor: str | None, from_status: str | None, to_status: str,
+        forced: bool, reason: str | None, ts: str | None = None,
+    ) -> None:
+        await self._exec(
+            "INSERT INTO plan_audit(plan_id, at, actor, from_status, to_status, forced, reason)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (pid, ts or now(), actor, from_status, to_status, int(forced), reason),
+        )
+
+    # ------------------------------------------------------------ delete
+
+    async def delete_plan(self, id_or_slug: str, confirm: object = False, *, actor: str = "user") -> PlanDeleted:
+        """Refuses without confirm=True (a real bool), for drafts, and while tasks are active."""
+        if confirm is not True:
+            raise Refused("plan.delete requires confirm: true (the boolean)", field="confirm")
+        async with self._tx():
+            row = await self._plan_row(id_or_slug)
+            pid, slug = row["id"], row["slug"]
+            if row["status"] == "draft":
+                raise Refused(
+                    f"cannot delete draft plan {slug}: abandon it or approve it first", field="id"
+                )
+            active = await self._all(
+                "SELECT ord, status FROM plan_tasks WHERE plan_id = ? AND status IN ('pending','running')"
+                " ORDER BY ord", (pid,),
+            )
+            if active:
+                listing = ", ".join(f"{r['ord']} ({r['status']})" for r in active)
+                raise Refused(
+                    f"plan {slug} has active tasks — resolve them first: {listing}",
+                    field="id", blockers=[f"task {r['ord']} is {r['status']}" for r in active],
+                )
+            n = await self._one("SELECT count(*) FROM plan_tasks WHERE plan_id = ?", (pid,))
+            await self._exec("DELETE FROM plans WHERE id = ?", (pid,))
+            await self._audit(pid, actor, row["status"], "deleted", False, None)
+            return PlanDeleted(plan_id=pid, slug=slug, tasks_deleted=int(n[0]))
+
+    # ------------------------------------------------------------ archive
+
+    async def archive_plan(self, id_or_slug: str) -> str:
+        """Write the markdown archive, then mark the plan; a failed mark removes the file."""
+        plan = await self.get_plan(id_or_slug)
+        if plan.status not in TERMINAL_PLAN_STATUSES:
+            raise Refused(f"plan {plan.slug} is {plan.status}; only finished plans are archived")
+        keep = self.workspace / plan.archive_path if plan.archive_path else None
+        date = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+        path = await archive.write_archive(self.workspace, plan.slug, date, archive.render(plan), keep)
+        rel = _relative(path, self.workspace)
+        try:
+            await self._mark_archived(plan.id, rel)
+        except BaseException:
+            await archive.remove_file(path)
+            raise
+        return rel
+
+    async def _mark_archived(self, plan_id: str, rel_path: str) -> None:
+        async with self._tx():
+            await self._exec(
+                "UPDATE plans SET archived_at = ?, archive_path = ? WHERE id = ?", (now(), rel_path, plan_id)
+            )
+
+    async def _archive_quietly(self, plan_id: str) -> tuple[str | None, str | None]:
+        """A status change already committed must not fail because the archive could not be written."""
+        try:
+            return await self.archive_plan(plan_id), None
+        except Exception as exc:  # noqa: BLE001 — reported to the caller, retried by archive_pending
+            log.warning("archiving plan %s failed: %s", plan_id, exc)
+            return None, str(exc)
+
+    async def archive_pending(self) -> list[str]:
+        """Archive finished plans whose archive was never written (e.g. after a crash)."""
+        rows = await self._all(
+            "SELECT id FROM plans WHERE archived_at IS NULL"
+            " AND status IN ('completed', 'failed', 'abandoned')"
+        )
+        done = []
+        for r in rows:
+            path, _ = await self._archive_quietly(r["id"])
+            if path:
+                done.append(path)
+        return done
+
+
+def _check_status(status: object) -> None:
+    if status not in PLAN_STATUSES:
+        raise Invalid(
+            f"unknown plan status {status!r}; expected one of {', '.join(PLAN_STATUSES)}", field="status"
+        )
+
+
+def _progress(statuses) -> Progress:
+    counts = {k: 0 for k in ("done", "failed", "blocked", "running", "pending")}
+    total = 0
+    for s in statuses:
+        total += 1
+        counts[s] = counts.get(s, 0) + 1
+    percent = round(100 * counts["done"] / total) if total else 0
+    return Progress(total=total, percent=percent, **counts)
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)

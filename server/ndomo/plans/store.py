@@ -1,0 +1,63 @@
+"""PlanStore: the one object through which ndomo reads and writes `.ndomo/ndomo.db`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aiosqlite
+
+from ndomo.plans.approvals import ApprovalOps
+from ndomo.plans.db import connect
+from ndomo.plans.memories import MemoryOps
+from ndomo.plans.migrations import migrate
+from ndomo.plans.plan_ops import PlanOps
+from ndomo.plans.sessions import SessionOps
+from ndomo.plans.task_ops import TaskOps
+from ndomo.plans.turns import TurnOps
+
+
+class PlanStore(SessionOps, PlanOps, TaskOps, TurnOps, ApprovalOps, MemoryOps):
+    def __init__(self, conn: aiosqlite.Connection, db_path: Path, workspace: Path) -> None:
+        self._init_base(conn, db_path, workspace)
+        self._watch: aiosqlite.Connection | None = None
+        self._closed = False
+
+    @classmethod
+    async def open(cls, db_path: Path, *, workspace: Path) -> "PlanStore":
+        """Open (creating parent folders and the file) and migrate to the latest schema."""
+        db_path = Path(db_path)
+        conn = await connect(db_path)
+        try:
+            await migrate(conn)
+        except BaseException:
+            await conn.close()
+            raise
+        return cls(conn, db_path, Path(workspace))
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._watch is not None:
+            await self._watch.close()
+            self._watch = None
+        await self._conn.close()
+
+    async def data_version(self) -> int:
+        """Changes whenever any connection (this process or another) commits a write.
+
+        A dedicated connection is used because PRAGMA data_version ignores the
+        asking connection's own commits.
+        """
+        if self._watch is None:
+            self._watch = await connect(self.db_path)
+        async with self._watch.execute("PRAGMA data_version") as cur:
+            row = await cur.fetchone()
+        return int(row[0])
+
+    async def ping(self) -> bool:
+        try:
+            row = await self._one("SELECT 1")
+        except Exception:  # noqa: BLE001 — a health probe answers, it does not raise
+            return False
+        return row is not None and row[0] == 1

@@ -1,0 +1,263 @@
+"""Tasks: batch creation, status updates with result spill-over, atomic claiming."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Callable, Sequence
+
+from ndomo.plans import artifacts
+from ndomo.plans.base import StoreBase, dumps, loads, validate
+from ndomo.plans.db import now
+from ndomo.plans.errors import Invalid, NotFound, Refused
+from ndomo.plans.models import TASK_STATUSES, TERMINAL_PLAN_STATUSES, Task, TaskBatch, TaskCreate
+from ndomo.plans.text import norm_description
+
+SOFT_TASK_LIMIT = 5
+Router = Callable[[TaskCreate], list[TaskCreate]]
+
+# A pending task is ready when every dependency (a task id) is done; deleted ones don't block.
+_READY = """
+t.status = 'pending'
+AND p.status IN ('draft', 'approved', 'executing')
+AND NOT EXISTS (
+  SELECT 1 FROM json_each(t.dependencies) d JOIN plan_tasks dt ON dt.id = d.value
+  WHERE dt.status <> 'done'
+)
+"""
+
+
+def task_from_row(row: sqlite3.Row) -> Task:
+    d = dict(row)
+    d["files"] = loads(d.get("files"), [])
+    d["dependencies"] = loads(d.get("dependencies"), [])
+    d["metadata"] = loads(d.get("metadata"), {})
+    return Task.model_validate(d)
+
+
+def _task_id_arg(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, str) and value.strip().lstrip("#").isdigit():
+            return int(value.strip().lstrip("#"))
+        raise Invalid(f"task id must be an integer, got {value!r}", field="id")
+    return value
+
+
+class TaskOps(StoreBase):
+    async def _task_row(self, task_id: object) -> sqlite3.Row:
+        tid = _task_id_arg(task_id)
+        row = await self._one("SELECT * FROM plan_tasks WHERE id = ?", (tid,))
+        if row is None:
+            raise NotFound(f"no task with id {tid}", field="id")
+        return row
+
+    async def get_task(self, task_id: int) -> Task:
+        return task_from_row(await self._task_row(task_id))
+
+    async def create_tasks(
+        self,
+        plan_id: str,
+        tasks: Sequence[TaskCreate | dict],
+        *,
+        router: Router | None = None,
+    ) -> TaskBatch:
+        """Append tasks to a plan in one transaction.
+
+        Identical descriptions (in the batch or already in the plan) are kept once.
+        `dependencies` are plan ords, numbering the new tasks as given (before routing and
+        de-duplication): existing tasks keep their ord, the batch continues from the last
+        one. They are stored as task ids, and must point backwards, so no cycle can exist.
+        """
+        if isinstance(tasks, (str, bytes, dict)) or not hasattr(tasks, "__iter__"):
+            raise Invalid("tasks must be a list of tasks", field="tasks")
+        items = [validate(TaskCreate, t, f"tasks.{i}.") for i, t in enumerate(tasks)]
+        warnings: list[str] = []
+        routed = [router(t) if router else [t] for t in items]
+        created: list[Task] = []
+        async with self._tx():
+            plan = await self._plan_row(plan_id)  # type: ignore[attr-defined]
+            pid = plan["id"]
+            if plan["status"] in TERMINAL_PLAN_STATUSES:
+                raise Refused(f"plan {plan['slug']} is {plan['status']}; no new tasks", field="plan_id")
+            existing = await self._all("SELECT id, ord, description FROM plan_tasks WHERE plan_id = ?", (pid,))
+            by_desc = {norm_description(r["description"]): r["id"] for r in existing}
+            by_ord: dict[int, list[int]] = {r["ord"]: [r["id"]] for r in existing}
+            base = max(by_ord, default=0)
+            next_ord = base
+            for pos, (item, pieces) in enumerate(zip(items, routed), start=1):
+                vord = base + pos
+                ids: list[int] = []
+                deps: list[int] = []
+                for d in item.dependencies:
+                    if d >= vord or d < 1:
+                        raise Invalid(
+                            f"task {pos} ({item.description[:40]!r}) depends on {d}: dependencies"
+                            f" must be earlier tasks (ords 1..{vord - 1})", field=f"tasks.{pos - 1}.dependencies",
+                        )
+                    if d not in by_ord:
+                        raise Invalid(f"task {pos} depends on unknown task {d}", field=f"tasks.{pos - 1}.dependencies")
+                    deps += by_ord[d]
+                for piece in pieces or [item]:
+                    key = norm_description(piece.description)
+                    if key in by_desc:
+                        warnings.append(f"duplicate task skipped: {piece.description[:80]}")
+                        ids.append(by_desc[key])
+                        continue
+                    next_ord += 1
+                    original = dumps({"description": piece.description, "files": piece.files,
+                                      "dependencies": piece.dependencies})
+                    tid = await self._insert(
+                        "INSERT INTO plan_tasks(plan_id, ord, description, agent, files, complexity,"
+                        " status, dependencies, metadata, original_plan_data)"
+                        " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
+                        (pid, next_ord, piece.description, piece.agent, dumps(piece.files),
+                         piece.complexity, dumps(list(dict.fromkeys(deps))), dumps(piece.metadata), original),
+                    )
+                    for f in dict.fromkeys(piece.files):
+                        await self._exec(
+                            "INSERT OR IGNORE INTO plan_files(plan_id, file_path, role) VALUES (?, ?, 'modified')",
+                            (pid, f),
+                        )
+                    by_desc[key] = tid
+                    ids.append(tid)
+                    created.append(task_from_row(await self._task_row(tid)))
+                by_ord[vord] = list(dict.fromkeys(ids))
+            total = len(existing) + len(created)
+            if total > SOFT_TASK_LIMIT:
+                warnings.append(
+                    f"plan {plan['slug']} has {total} tasks (>{SOFT_TASK_LIMIT}): consider splitting it"
+                )
+            await self._exec("UPDATE plans SET updated_at = ? WHERE id = ?", (now(), pid))
+        return TaskBatch(tasks=created, warnings=warnings)
+
+    async def list_tasks(self, plan_id: str, status: str | None = None) -> list[Task]:
+        if status is not None and status not in TASK_STATUSES:
+            raise Invalid(f"unknown task status {status!r}; expected one of {', '.join(TASK_STATUSES)}",
+                          field="status")
+        plan = await self._plan_row(plan_id)  # type: ignore[attr-defined]
+        sql = "SELECT * FROM plan_tasks WHERE plan_id = ?"
+        params: list[object] = [plan["id"]]
+        if status:
+            sql += " AND status = ?"
+            params.append(status)
+        return [task_from_row(r) for r in await self._all(sql + " ORDER BY ord", params)]
+
+    async def update_task_status(
+        self,
+        task_id: int,
+        status: str,
+        *,
+        result: str | None = None,
+        error: str | None = None,
+        agent: str | None = None,
+        session_id: str | None = None,
+        tokens: int | None = None,
+    ) -> Task:
+        if status not in TASK_STATUSES:
+            raise Invalid(f"unknown task status {status!r}; expected one of {', '.join(TASK_STATUSES)}",
+                          field="status")
+        row = await self._task_row(task_id)
+        tid = row["id"]
+        artifact = None
+        if artifacts.needs_spill(result):
+            result, artifact = await artifacts.spill(self.workspace, tid, result)  # type: ignore[arg-type]
+        async with self._tx():
+            await self._set_task_status(tid, status, result=result, error=error, agent=agent,
+                                        session_id=session_id, tokens=tokens, artifact=artifact)
+            return task_from_row(await self._task_row(tid))
+
+    async def _set_task_status(
+        self, tid: int, status: str, *, result: str | None = None, error: str | None = None,
+        agent: str | None = None, session_id: str | None = None, tokens: int | None = None,
+        artifact: str | None = None,
+    ) -> None:
+        """Inside a transaction. Running a task puts its plan to work and records who runs it."""
+        row = await self._task_row(tid)
+        plan = await self._plan_row(row["plan_id"])  # type: ignore[attr-defined]
+        if plan["status"] in TERMINAL_PLAN_STATUSES:
+            raise Refused(f"plan {plan['slug']} is {plan['status']}; its tasks are closed", field="id")
+        ts = now()
+        sets = ["status = ?"]
+        params: list[object] = [status]
+        if status == "running":
+            sets += ["started_at = ?", "finished_at = NULL", "duration_ms = NULL"]
+            params.append(ts)
+            if agent:
+                sets.append("claimed_by = ?")
+                params.append(agent)
+        elif status == "pending":
+            sets += ["started_at = NULL", "finished_at = NULL", "duration_ms = NULL", "claimed_by = NULL"]
+        else:
+            sets += ["finished_at = ?",
+                     "duration_ms = CASE WHEN started_at IS NULL THEN NULL ELSE"
+                     " CAST(round((julianday(?) - julianday(started_at)) * 86400000) AS INTEGER) END"]
+            params += [ts, ts]
+        if result is not None:
+            sets += ["result = ?", "result_artifact = ?"]
+            params += [result, artifact]
+        if error is not None:
+            sets.append("error = ?")
+            params.append(error)
+        if tokens is not None:
+            sets.append("tokens = ?")
+            params.append(tokens)
+        await self._exec(f"UPDATE plan_tasks SET {', '.join(sets)} WHERE id = ?", (*params, tid))
+        if status == "running":
+            await self._plan_started(plan, agent or row["agent"], session_id)
+
+    async def _plan_started(self, plan: sqlite3.Row, agent: str | None, session_id: str | None) -> None:
+        if session_id:
+            await self._ensure_session_row(session_id)  # type: ignore[attr-defined]
+        await self._exec(
+            "UPDATE plans SET executed_by_agent = coalesce(executed_by_agent, ?),"
+            " executed_by_session = coalesce(executed_by_session, ?), updated_at = ? WHERE id = ?",
+            (agent, session_id, now(), plan["id"]),
+        )
+        status = plan["status"]
+        if status == "draft":
+            await self._change_status(plan["id"], "approved", actor=agent, session_id=session_id,  # type: ignore[attr-defined]
+                                      force=False, reason="a task started")
+            status = "approved"
+        if status == "approved":
+            await self._change_status(plan["id"], "executing", actor=agent, session_id=session_id,  # type: ignore[attr-defined]
+                                      force=False, reason="a task started")
+
+    async def _ready_tasks(self, agent: str, plan_id: str | None, limit: int) -> list[sqlite3.Row]:
+        sql = (f"SELECT t.* FROM plan_tasks t JOIN plans p ON p.id = t.plan_id WHERE {_READY}"
+               " AND t.agent = ?")
+        params: list[object] = [agent]
+        if plan_id is not None:
+            sql += " AND t.plan_id = ?"
+            params.append((await self._plan_row(plan_id))["id"])  # type: ignore[attr-defined]
+        sql += " ORDER BY p.created_at, p.rowid, t.ord LIMIT ?"
+        return await self._all(sql, (*params, limit))
+
+    async def peek_task_for_agent(
+        self, agent: str, plan_id: str | None = None, session_id: str | None = None
+    ) -> Task | None:
+        rows = await self._ready_tasks(agent, plan_id, 1)
+        return task_from_row(rows[0]) if rows else None
+
+    async def next_task_for_agent(
+        self, agent: str, plan_id: str | None = None, session_id: str | None = None
+    ) -> Task | None:
+        """Claim the first ready task for `agent`; `session_id` is recorded as the executor.
+
+        The claim is a conditional UPDATE inside BEGIN IMMEDIATE, so two processes never
+        get the same task.
+        """
+        if not isinstance(agent, str) or not agent.strip():
+            raise Invalid("agent must be a non-empty string", field="agent")
+        async with self._tx():
+            for row in await self._ready_tasks(agent, plan_id, 20):
+                ts = now()
+                n = await self._exec(
+                    "UPDATE plan_tasks SET status = 'running', claimed_by = ?, started_at = ?,"
+                    " finished_at = NULL, duration_ms = NULL WHERE id = ? AND status = 'pending'",
+                    (agent, ts, row["id"]),
+                )
+                if n != 1:
+                    continue
+                plan = await self._plan_row(row["plan_id"])  # type: ignore[attr-defined]
+                await self._plan_started(plan, agent, session_id)
+                return task_from_row(await self._task_row(row["id"]))
+        return None

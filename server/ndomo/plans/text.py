@@ -1,0 +1,47 @@
+"""Small text helpers: slugs, FTS5 queries, memory normalisation."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def slugify(text: str, max_len: int = 60) -> str:
+    """Kebab-case ASCII slug; 'plan' when nothing usable is left."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")
+    if len(slug) > max_len:
+        slug = slug[:max_len].rstrip("-")
+        if "-" in slug[max_len // 2 :]:
+            slug = slug.rsplit("-", 1)[0]
+    return slug or "plan"
+
+
+def with_suffix(slug: str, n: int, max_len: int = 60) -> str:
+    tail = f"-{n}"
+    return slug[: max_len - len(tail)].rstrip("-") + tail
+
+
+def fts_query(text: str) -> str | None:
+    """Turn free text into a safe FTS5 query: every word must appear (as a prefix).
+
+    Users type quotes, dashes and colons that FTS5 would read as syntax, so words are
+    quoted one by one; None when the text has no words at all.
+    """
+    words = _WORD.findall(text)
+    if not words:
+        return None
+    return " ".join('"' + w.replace('"', '""') + '"*' for w in words)
+
+
+def normalise(text: str) -> str:
+    """Comparable form of a memory: case, spacing and trailing punctuation ignored."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = re.sub(r"\s+", " ", text).strip()
+    return text.rstrip(" .!;,")
+
+
+def norm_description(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()

@@ -1,0 +1,91 @@
+"""Turns and their file edits: the record that makes undo and crash recovery possible."""
+
+from __future__ import annotations
+
+from ndomo.plans.base import StoreBase
+from ndomo.plans.db import now
+from ndomo.plans.errors import Invalid, NotFound
+from ndomo.plans.models import TURN_STATUSES, Turn, TurnEdit
+
+
+class TurnOps(StoreBase):
+    async def start_turn(
+        self,
+        session_id: str,
+        agent: str | None,
+        mode: str | None,
+        prompt: str | None,
+        parent_turn_id: int | None = None,
+    ) -> Turn:
+        async with self._tx():
+            await self._ensure_session_row(session_id)  # type: ignore[attr-defined]
+            if parent_turn_id is not None:
+                await self.get_turn(parent_turn_id)
+            tid = await self._insert(
+                "INSERT INTO turns(session_id, parent_turn_id, agent, mode, prompt, status, started_at)"
+                " VALUES (?, ?, ?, ?, ?, 'running', ?)",
+                (session_id, parent_turn_id, agent, mode, prompt, now()),
+            )
+            return await self.get_turn(tid)
+
+    async def get_turn(self, turn_id: int) -> Turn:
+        row = await self._one("SELECT * FROM turns WHERE id = ?", (turn_id,))
+        if row is None:
+            raise NotFound(f"no turn with id {turn_id}", field="turn_id")
+        return Turn.model_validate(dict(row))
+
+    async def finish_turn(
+        self,
+        turn_id: int,
+        status: str,
+        *,
+        tokens_in: int | None = None,
+        tokens_out: int | None = None,
+        error: str | None = None,
+    ) -> Turn:
+        if status not in TURN_STATUSES:
+            raise Invalid(f"unknown turn status {status!r}; expected one of {', '.join(TURN_STATUSES)}",
+                          field="status")
+        async with self._tx():
+            await self.get_turn(turn_id)
+            finished = None if status == "running" else now()
+            await self._exec(
+                "UPDATE turns SET status = ?, finished_at = ?, tokens_in = coalesce(?, tokens_in),"
+                " tokens_out = coalesce(?, tokens_out), error = coalesce(?, error) WHERE id = ?",
+                (status, finished, tokens_in, tokens_out, error, turn_id),
+            )
+            return await self.get_turn(turn_id)
+
+    async def mark_interrupted_turns(self) -> int:
+        """At start-up: turns still 'running' belong to a process that died."""
+        async with self._tx():
+            return await self._exec(
+                "UPDATE turns SET status = 'interrupted', finished_at = ? WHERE status = 'running'", (now(),)
+            )
+
+    async def add_turn_edit(self, turn_id: int, path: str, before: str | None, after: str | None) -> TurnEdit:
+        async with self._tx():
+            await self.get_turn(turn_id)
+            row = await self._one("SELECT coalesce(max(seq), 0) + 1 FROM turn_edits WHERE turn_id = ?", (turn_id,))
+            seq = int(row[0])
+            await self._exec(
+                "INSERT INTO turn_edits(turn_id, seq, path, before, after) VALUES (?, ?, ?, ?, ?)",
+                (turn_id, seq, path, before, after),
+            )
+        return TurnEdit(turn_id=turn_id, seq=seq, path=path, before=before, after=after)
+
+    async def turn_edits(self, turn_id: int) -> list[TurnEdit]:
+        rows = await self._all("SELECT * FROM turn_edits WHERE turn_id = ? ORDER BY seq", (turn_id,))
+        return [TurnEdit.model_validate(dict(r)) for r in rows]
+
+    async def last_turn_with_edits(self, session_id: str) -> Turn | None:
+        row = await self._one(
+            "SELECT * FROM turns WHERE session_id = ? AND EXISTS"
+            " (SELECT 1 FROM turn_edits e WHERE e.turn_id = turns.id) ORDER BY id DESC LIMIT 1",
+            (session_id,),
+        )
+        return Turn.model_validate(dict(row)) if row else None
+
+    async def list_turns(self, session_id: str, limit: int = 200) -> list[Turn]:
+        rows = await self._all("SELECT * FROM turns WHERE session_id = ? ORDER BY id LIMIT ?", (session_id, limit))
+        return [Turn.model_validate(dict(r)) for r in rows]

@@ -1,0 +1,54 @@
+"""Build step: the agent, the tools offered, the system prompt and the message list."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from ndomo.llm.messages import Message
+from ndomo.runtime.context import TurnContext
+
+
+def uri_to_path(uri: str) -> Path | None:
+    parsed = urlparse(uri)
+    if parsed.scheme not in ("file", ""):
+        return None
+    return Path(unquote(parsed.path))
+
+
+async def selection_context(ctx: TurnContext) -> str | None:
+    req = ctx.request
+    if not req.uri:
+        return None
+    path = uri_to_path(req.uri)
+    if path is None:
+        return None
+    text = await ctx.host.read_text(path)
+    try:
+        shown = path.resolve().relative_to(ctx.app.root).as_posix()
+    except ValueError:
+        shown = str(path)
+    if text is None:
+        return f"(the user refers to {shown}, which does not exist yet)"
+    if req.range is None:
+        return f"The user is looking at {shown}."
+    lines = text.splitlines()
+    start, end = req.range.start.line, req.range.end.line
+    if req.range.end.character == 0 and end > start:
+        end -= 1
+    end = min(end, len(lines) - 1)
+    snippet = "\n".join(lines[start : end + 1])
+    return f"Selection from {shown} lines {start + 1}-{end + 1}:\n```\n{snippet}\n```"
+
+
+async def build_turn(ctx: TurnContext) -> None:
+    rt = ctx.runtime
+    ctx.agent = await rt.check_agent(ctx.agent_name)
+    ctx.tools = rt.plugins.tools.filter(ctx)
+    ctx.system_prompt = await rt.plugins.prompts.build(ctx)
+    prompt = ctx.request.prompt
+    selection = await selection_context(ctx)
+    if selection:
+        prompt = f"{prompt}\n\n{selection}"
+    history = list(ctx.session.history) if ctx.depth == 0 else []
+    ctx.messages = [Message(role="system", content=ctx.system_prompt), *history, Message(role="user", content=prompt)]

@@ -1,0 +1,202 @@
+"""Lifecycle features every turn has: recording, transcript, base prompt, hand-back, /mode …"""
+
+from __future__ import annotations
+
+import asyncio
+import platform
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ndomo.runtime.context import TurnContext
+from ndomo.runtime.events import TurnEvent, TurnFinished, TurnStarted
+from ndomo.runtime.hooks import HookResult, LifecycleHook, Phase
+from ndomo.runtime.plugins import Plugins
+from ndomo.runtime.prompts import PromptContributor
+from ndomo.runtime.slash import CommandSpec, SlashError, action_specs
+from ndomo.runtime.tools import ToolResult, tool
+
+# -- recording ----------------------------------------------------------------------------
+
+
+class TurnRecordHook(LifecycleHook):
+    phase = Phase.PRE_AGENT_BUILD
+    name = "turn_record"
+    priority = 10
+
+    async def run(self, ctx: TurnContext) -> HookResult | None:
+        store = await ctx.app.store()
+        turn = await store.start_turn(
+            session_id=ctx.session.id, agent=ctx.agent_name, mode=ctx.mode, prompt=ctx.request.prompt,
+            parent_turn_id=ctx.parent_turn_id,
+        )
+        ctx.turn_id = turn.id
+        await ctx.runtime.emit(
+            ctx, TurnStarted(session=ctx.session.id, agent=ctx.agent_name, mode=ctx.mode, prompt=ctx.request.prompt)
+        )
+        return None
+
+
+class TurnFinishHook(LifecycleHook):
+    phase = Phase.FINALLY
+    name = "turn_finish"
+    priority = 90
+
+    async def run(self, ctx: TurnContext) -> HookResult | None:
+        if not ctx.turn_id:
+            return None
+        store = await ctx.app.store()
+        await store.finish_turn(
+            ctx.turn_id, ctx.status, tokens_in=ctx.tokens_in, tokens_out=ctx.tokens_out, error=ctx.error or ctx.handback
+        )
+        await ctx.runtime.emit(ctx, TurnFinished(status=ctx.status, answer=ctx.answer, error=ctx.error or ctx.handback))
+        return None
+
+
+class Transcript:
+    """Appends a live, human-readable log of each session to .ndomo/sessions/<id>.md."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._text: dict[str, list[str]] = {}
+
+    @staticmethod
+    def path(ctx: TurnContext) -> Path:
+        return ctx.app.state_dir / "sessions" / f"{ctx.session.id}.md"
+
+    @staticmethod
+    def _append(path: Path, text: str) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(text)
+
+    async def __call__(self, ctx: TurnContext, event: TurnEvent) -> None:
+        if ctx.depth > 0 and event.kind in ("turn_started", "turn_finished"):
+            indent = "> "
+        else:
+            indent = ""
+        key = ctx.turn_id or ctx.session.id
+        if event.kind == "text":
+            self._text.setdefault(key, []).append(event.text)  # type: ignore[attr-defined]
+            return
+        chunks = []
+        buffered = "".join(self._text.pop(key, []))
+        if buffered:
+            chunks.append(buffered.rstrip() + "\n\n")
+        now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        if event.kind == "turn_started":
+            chunks.append(f"\n{indent}## {now} · {event.agent} · {event.mode}\n\n{indent}**prompt:** {event.prompt}\n\n")  # type: ignore[attr-defined]
+        elif event.kind == "tool_started":
+            chunks.append(f"- `{event.name}` {event.arguments}\n")  # type: ignore[attr-defined]
+        elif event.kind == "tool_finished":
+            chunks.append(f"  - {event.status}: {event.summary}\n")  # type: ignore[attr-defined]
+        elif event.kind == "notice":
+            chunks.append(f"> {event.level}: {event.message}\n")  # type: ignore[attr-defined]
+        elif event.kind == "turn_finished":
+            err = f" — {event.error}" if event.error else ""  # type: ignore[attr-defined]
+            chunks.append(f"\n{indent}_turn {event.status}{err}_\n")  # type: ignore[attr-defined]
+        if not chunks:
+            return
+        lock = self._locks.setdefault(ctx.session.id, asyncio.Lock())
+        async with lock:
+            await asyncio.to_thread(self._append, self.path(ctx), "".join(chunks))
+
+
+# -- prompt -------------------------------------------------------------------------------
+
+
+class AgentPrompt(PromptContributor):
+    name = "agent"
+    priority = 10
+
+    async def contribute(self, ctx: TurnContext) -> str | None:
+        return getattr(ctx.agent, "prompt", None)
+
+
+class Environment(PromptContributor):
+    name = "environment"
+    priority = 90
+
+    async def contribute(self, ctx: TurnContext) -> str | None:
+        tools = ", ".join(t.name for t in ctx.tools) or "none"
+        return (
+            f"Environment: workspace {ctx.app.root} · {platform.system()} · "
+            f"{datetime.now(timezone.utc):%Y-%m-%d}\n"
+            f"You are the {ctx.agent_name} agent in {ctx.mode} mode. Tools in this mode: {tools}. "
+            "Paths are relative to the workspace. When you are truly blocked, call `handback` with the reason."
+        )
+
+
+# -- hand-back ----------------------------------------------------------------------------
+
+
+class HandbackParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: str = Field(min_length=1, description="What blocks you and what you need from the user.")
+
+
+@tool(
+    "handback",
+    HandbackParams,
+    description="Stop and hand control back to the user because you are blocked. Give the reason.",
+)
+async def handback(ctx: TurnContext, p: HandbackParams) -> ToolResult:
+    ctx.handback = p.reason
+    return ToolResult(content=f"handed back to the user: {p.reason}", ends_turn=True)
+
+
+# -- slash built-ins ---------------------------------------------------------------------
+
+
+async def _mode(ctx: TurnContext, args: list[str]) -> Any:
+    rt = ctx.runtime
+    if not args:
+        return {"mode": ctx.session.mode, "modes": sorted(rt.plugins.modes)}
+    if len(args) != 1:
+        raise SlashError("usage: /mode <discussion|brainstorming|autopilot>")
+    try:
+        state = await rt.set_mode(args[0], ctx.session.id)
+    except Exception as exc:
+        raise SlashError(str(exc)) from None
+    return {"mode": state.mode}
+
+
+async def _agent(ctx: TurnContext, args: list[str]) -> Any:
+    rt = ctx.runtime
+    if len(args) != 1:
+        agents = await rt.agents()
+        return {"agent": ctx.session.agent, "agents": sorted(getattr(agents, "agents", {}))}
+    try:
+        state = await rt.set_agent(args[0], ctx.session.id)
+    except Exception as exc:
+        raise SlashError(str(exc)) from None
+    return {"agent": state.agent, "mode": state.mode}
+
+
+async def _new(ctx: TurnContext, args: list[str]) -> Any:
+    state = await ctx.runtime.new_session()
+    return {"session": state.id, "mode": state.mode, "agent": state.agent}
+
+
+async def _help(ctx: TurnContext, args: list[str]) -> Any:
+    return {"commands": [{"command": "/" + s.name, "help": s.help} for s in ctx.runtime.plugins.slash.specs()]}
+
+
+def setup(plugins: Plugins) -> None:
+    plugins.hooks.extend([TurnRecordHook(), TurnFinishHook()])
+    plugins.prompts.add(AgentPrompt())
+    plugins.prompts.add(Environment())
+    plugins.tools.add(handback)
+    for spec in (
+        CommandSpec("mode", _mode, "Show or switch the session's mode", usage="/mode [m]"),
+        CommandSpec("agent", _agent, "Show or switch the session's agent", usage="/agent [a]"),
+        CommandSpec("new", _new, "Start a new session"),
+        CommandSpec("help", _help, "List slash commands", aliases=("?",)),
+    ):
+        plugins.slash.add(spec)
+    for spec in action_specs():
+        if not plugins.slash.has(spec.name):
+            plugins.slash.add(spec)
+    plugins.on_runtime.append(lambda rt: rt.event_listeners.append(Transcript()))

@@ -1,0 +1,88 @@
+"""Per-request state that phases, hooks, tools and the executor share."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from ndomo.app import App
+    from ndomo.llm.messages import Message
+    from ndomo.runtime.host import Host
+    from ndomo.runtime.runtime import Runtime
+    from ndomo.runtime.tools import ToolDescriptor
+
+
+class Position(BaseModel):
+    line: int = Field(ge=0)
+    character: int = Field(ge=0)
+
+
+class Range(BaseModel):
+    start: Position
+    end: Position
+
+
+class TurnRequest(BaseModel):
+    """What `ndomo.turn`, `ndomo run` and a delegated `task` ask for."""
+
+    model_config = ConfigDict(extra="forbid")
+    prompt: str = Field(min_length=1)
+    uri: str | None = Field(default=None, description="Document the selection is in.")
+    range: Range | None = None
+    agent: str | None = Field(default=None, description="Agent for this turn (session's agent if unset).")
+    mode: str | None = Field(default=None, description="Mode for this turn (session's mode if unset).")
+    task_id: str | None = Field(default=None, description="Plan task this turn executes.")
+    session: str | None = Field(default=None, description="Session id (the current one if unset).")
+
+
+@dataclass
+class SessionState:
+    id: str
+    mode: str
+    agent: str
+    history: list["Message"] = field(default_factory=list)
+    committed_plan_id: str | None = None
+    last_outcome: str = "idle"
+    busy: bool = False
+
+
+@dataclass
+class TurnContext:
+    app: "App"
+    runtime: "Runtime"
+    host: "Host"
+    request: TurnRequest
+    session: SessionState
+    mode: str
+    agent_name: str
+    turn_id: int | None = None
+    parent_turn_id: int | None = None
+    depth: int = 0
+    agent: Any = None  # AgentDef once built
+    system_prompt: str = ""
+    messages: list["Message"] = field(default_factory=list)
+    tools: list["ToolDescriptor"] = field(default_factory=list)
+    status: str = "running"  # done | cancelled | failed | blocked | capped
+    answer: str = ""
+    error: str | None = None
+    handback: str | None = None
+    iterations: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    payload: Any = None  # what a slash command or short-circuit returned
+    modified: list[Path] = field(default_factory=list)  # distinct files this turn changed
+    state: dict[str, Any] = field(default_factory=dict)  # feature-owned scratch space
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def roots(self) -> list[Path]:
+        return [self.app.root]
+
+    def note_modified(self, path: Path) -> None:
+        if path not in self.modified:
+            self.modified.append(path)

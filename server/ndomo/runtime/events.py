@@ -1,0 +1,69 @@
+"""What a turn tells its host while it runs. Plain pydantic, so every host can serialise it."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+
+class Status(BaseModel):
+    """The `ndomo/status` payload (public interface)."""
+
+    session: str
+    mode: str
+    agent: str
+    busy: bool
+    state: str  # craftsman scope state, or the last turn's outcome
+    plan: dict[str, Any] | None = None  # {id, slug, done, total} of the session's plan
+
+
+class TurnEvent(BaseModel):
+    kind: str
+    turn_id: int | None = None
+
+
+class TurnStarted(TurnEvent):
+    kind: Literal["turn_started"] = "turn_started"
+    session: str
+    agent: str
+    mode: str
+    prompt: str
+
+
+class TextDelta(TurnEvent):
+    kind: Literal["text"] = "text"
+    text: str
+
+
+class ToolStarted(TurnEvent):
+    kind: Literal["tool_started"] = "tool_started"
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class ToolFinished(TurnEvent):
+    kind: Literal["tool_finished"] = "tool_finished"
+    call_id: str
+    name: str
+    status: Literal["done", "failed", "cancelled", "refused"]
+    summary: str
+
+
+class PlanChanged(TurnEvent):
+    kind: Literal["plan_changed"] = "plan_changed"
+    plan_id: str | None = None
+
+
+class Notice(TurnEvent):
+    kind: Literal["notice"] = "notice"
+    level: Literal["info", "warning", "error"] = "info"
+    message: str
+
+
+class TurnFinished(TurnEvent):
+    kind: Literal["turn_finished"] = "turn_finished"
+    status: str
+    answer: str = ""
+    error: str | None = None

@@ -1,0 +1,133 @@
+"""The agent loop: model → tool calls → results, until an answer, the mode's cap,
+a hand-back or a cancel."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ndomo.llm.errors import ModelError
+from ndomo.llm.messages import Message, TextDelta as ModelText, ToolCall, ToolCallReady, ToolSpec, UsageEvent
+from ndomo.runtime.context import TurnContext
+from ndomo.runtime.events import Notice, TextDelta, ToolFinished, ToolStarted
+from ndomo.runtime.tools import ToolResult
+
+log = logging.getLogger("ndomo.runtime")
+
+SKIPPED = "not run: the turn ended before this call"
+
+
+def client_for(ctx: TurnContext) -> Any:
+    """One model client per distinct configuration, shared across turns."""
+    from ndomo.llm.client import make_client
+
+    cfg = ctx.app.settings.model
+    agent_model = getattr(ctx.agent, "model", None)
+    if agent_model:
+        cfg = cfg.model_copy(update={"name": agent_model})
+    key = "model-client:" + cfg.model_dump_json()
+    client = ctx.app.services.get(key)
+    if client is None:
+        client = ctx.app.services[key] = make_client(cfg)
+    return client
+
+
+def temperature_for(ctx: TurnContext) -> float | None:
+    t = getattr(ctx.agent, "temperature", None)
+    return t if t is not None else ctx.app.settings.model.temperature
+
+
+def iteration_cap(ctx: TurnContext) -> int:
+    mode = ctx.runtime.plugins.modes[ctx.mode]
+    return mode.iteration_cap(ctx)
+
+
+def summarise(result: ToolResult, limit: int = 160) -> str:
+    first = result.content.strip().splitlines()[0] if result.content.strip() else result.status
+    return first[:limit]
+
+
+async def _stream(ctx: TurnContext, client: Any, specs: list[ToolSpec]) -> tuple[str, list[ToolCall]]:
+    text: list[str] = []
+    calls: list[ToolCall] = []
+    async for event in client.stream(ctx.messages, specs, temperature=temperature_for(ctx)):
+        if isinstance(event, ModelText):
+            text.append(event.text)
+            await ctx.runtime.emit(ctx, TextDelta(text=event.text))
+        elif isinstance(event, ToolCallReady):
+            calls.append(event.call)
+        elif isinstance(event, UsageEvent):
+            ctx.tokens_in += event.usage.prompt_tokens or 0
+            ctx.tokens_out += event.usage.completion_tokens or 0
+    return "".join(text), calls
+
+
+async def run_call(ctx: TurnContext, call: ToolCall) -> ToolResult:
+    rt = ctx.runtime
+    entry = rt.coordinator.new(call.name, ctx.turn_id)
+    await rt.emit(ctx, ToolStarted(call_id=entry.id, name=call.name, arguments=call.arguments or {}))
+    if call.error:
+        result = ToolResult.failed(
+            f"the arguments for '{call.name}' were not valid JSON ({call.error}); send them again as a JSON object"
+        )
+    else:
+        result = await rt.coordinator.run(entry, lambda: rt.plugins.tools.execute(ctx, call.name, call.arguments))
+    await rt.emit(ctx, ToolFinished(call_id=entry.id, name=call.name, status=result.status, summary=summarise(result)))
+    return result
+
+
+async def execute(ctx: TurnContext) -> None:
+    client = client_for(ctx)
+    specs = [ToolSpec(name=t.name, description=t.description, parameters=t.schema()) for t in ctx.tools]
+    cap = iteration_cap(ctx)
+    try:
+        while True:
+            if ctx.iterations >= cap:
+                ctx.status = "capped"
+                ctx.error = f"stopped after {cap} model calls, the {ctx.mode} mode's iteration cap"
+                await ctx.runtime.emit(ctx, Notice(level="warning", message=ctx.error))
+                break
+            ctx.iterations += 1
+            text, calls = await _stream(ctx, client, specs)
+            ctx.messages.append(Message(role="assistant", content=text or None, tool_calls=calls))
+            if not calls:
+                ctx.answer = text
+                break
+            ended = False
+            for call in calls:
+                if ended:
+                    result = ToolResult(ok=False, content=SKIPPED, status="cancelled")
+                else:
+                    result = await run_call(ctx, call)
+                    ended = result.ends_turn
+                ctx.messages.append(
+                    Message(role="tool", tool_call_id=call.id, name=call.name, content=result.content or result.status)
+                )
+            if ended:
+                ctx.answer = ctx.answer or text
+                if ctx.handback is not None:
+                    ctx.status = "blocked"
+                break
+    except ModelError as exc:
+        ctx.status = "failed"
+        ctx.error = str(exc)
+        await ctx.runtime.emit(ctx, Notice(level="error", message=ctx.error))
+    finally:
+        if ctx.depth == 0:
+            ctx.session.history = close_dangling([m for m in ctx.messages if m.role != "system"])
+
+
+def close_dangling(messages: list[Message]) -> list[Message]:
+    """Answer every tool call left without a result (a cancelled turn), so the history
+    stays a valid conversation for the next request."""
+    out: list[Message] = []
+    pending: list[ToolCall] = []
+    for m in messages:
+        if m.role == "tool":
+            pending = [c for c in pending if c.id != m.tool_call_id]
+        else:
+            out.extend(Message(role="tool", tool_call_id=c.id, name=c.name, content=SKIPPED) for c in pending)
+            pending = list(m.tool_calls) if m.role == "assistant" else []
+        out.append(m)
+    out.extend(Message(role="tool", tool_call_id=c.id, name=c.name, content=SKIPPED) for c in pending)
+    return out

@@ -1,0 +1,163 @@
+"""The Host: everything a turn needs from whoever drives it (an editor, a terminal, a test).
+
+`BaseHost` works on disk with no user; `LspHost` (in ndomo.lsp) and `TerminalHost`
+specialise it. File work runs off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Literal, Protocol
+
+from pydantic import BaseModel
+
+from ndomo.runtime.events import Status, TurnEvent
+
+ApprovalChoice = Literal["once", "session", "project", "deny"]
+
+
+class ApprovalRequest(BaseModel):
+    permission: str  # edit, write, bash, webfetch, question, task, plan_db, secret
+    subject: str  # the command, path, url or agent the permission is about
+    agent: str
+    mode: str
+    reason: str = ""  # why it is asked (e.g. which simple command did not match)
+
+
+class EditOutcome(BaseModel):
+    applied: bool
+    reason: str = ""
+
+
+class Host(Protocol):
+    async def emit(self, event: TurnEvent) -> None: ...
+    async def status(self, status: Status) -> None: ...
+    async def read_text(self, path: Path) -> str | None: ...
+    async def apply_edit(self, path: Path, new_text: str | None, old_text: str | None) -> EditOutcome: ...
+    async def ask(self, question: str, choices: list[str] | None = None) -> str | None: ...
+    async def approve(self, request: ApprovalRequest) -> ApprovalChoice: ...
+    async def show_document(self, path: Path) -> None: ...
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+
+
+def write_atomic(path: Path, text: str | None) -> None:
+    """Write via a temp file + rename, so a killed process never leaves half a file."""
+    if text is None:
+        path.unlink(missing_ok=True)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class BaseHost:
+    """No user attached: reads and writes disk, denies approvals, answers no questions."""
+
+    def __init__(self) -> None:
+        self.events: list[TurnEvent] = []
+        self.statuses: list[Status] = []
+
+    async def emit(self, event: TurnEvent) -> None:
+        self.events.append(event)
+
+    async def status(self, status: Status) -> None:
+        self.statuses.append(status)
+
+    async def read_text(self, path: Path) -> str | None:
+        return await asyncio.to_thread(_read, path)
+
+    async def apply_edit(self, path: Path, new_text: str | None, old_text: str | None) -> EditOutcome:
+        current = await asyncio.to_thread(_read, path)
+        if old_text is not None and current != old_text:
+            return EditOutcome(applied=False, reason=f"{path.name} changed on disk since it was read")
+        await asyncio.to_thread(write_atomic, path, new_text)
+        return EditOutcome(applied=True)
+
+    async def ask(self, question: str, choices: list[str] | None = None) -> str | None:
+        return None
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalChoice:
+        return "deny"
+
+    async def show_document(self, path: Path) -> None:
+        return None
+
+
+class TerminalHost(BaseHost):
+    """`ndomo run`: streams the answer and tool activity to a terminal."""
+
+    def __init__(self, *, assume_yes: bool = False, out=None, interactive: bool | None = None) -> None:
+        super().__init__()
+        self.assume_yes = assume_yes
+        self.out = out or sys.stdout
+        self.interactive = sys.stdin.isatty() if interactive is None else interactive
+        self._at_line_start = True
+
+    def _print(self, text: str, end: str = "\n") -> None:
+        self.out.write(text + end)
+        self.out.flush()
+
+    async def emit(self, event: TurnEvent) -> None:
+        await super().emit(event)
+        kind = event.kind
+        if kind == "text":
+            self.out.write(event.text)  # type: ignore[attr-defined]
+            self.out.flush()
+            self._at_line_start = event.text.endswith("\n")  # type: ignore[attr-defined]
+            return
+        if not self._at_line_start:
+            self._print("")
+            self._at_line_start = True
+        if kind == "tool_started":
+            args = ", ".join(f"{k}={v!r}"[:80] for k, v in event.arguments.items())  # type: ignore[attr-defined]
+            self._print(f"  → {event.name}({args})")  # type: ignore[attr-defined]
+        elif kind == "tool_finished":
+            self._print(f"  ← {event.name} {event.status}: {event.summary}")  # type: ignore[attr-defined]
+        elif kind == "notice":
+            self._print(f"  ! {event.message}")  # type: ignore[attr-defined]
+        elif kind == "turn_finished":
+            err = f" ({event.error})" if event.error else ""  # type: ignore[attr-defined]
+            self._print(f"[{event.status}]{err}")  # type: ignore[attr-defined]
+
+    async def _prompt(self, text: str) -> str:
+        def read() -> str:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+            return sys.stdin.readline().strip()
+
+        return await asyncio.to_thread(read)
+
+    async def ask(self, question: str, choices: list[str] | None = None) -> str | None:
+        if not self.interactive:
+            return None
+        suffix = f" [{'/'.join(choices)}]" if choices else ""
+        return (await self._prompt(f"? {question}{suffix} ")) or None
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalChoice:
+        if self.assume_yes:
+            return "once"
+        if not self.interactive:
+            return "deny"
+        answer = await self._prompt(
+            f"? allow {request.permission} '{request.subject}' for {request.agent}? "
+            "[o]nce / [s]ession / [p]roject / [d]eny "
+        )
+        return {"o": "once", "s": "session", "p": "project"}.get(answer[:1].lower(), "deny")  # type: ignore[return-value]

@@ -1,0 +1,360 @@
+"""Runtime.run: the fixed phases of a request. Features hook in; this file does not change.
+
+PRE_DISPATCH → [slash dispatch] → POST_DISPATCH → PRE_AGENT_BUILD → [build] →
+POST_AGENT_BUILD → PRE_EXECUTE → [execute] → POST_RESPONSE; ON_ERROR on failure;
+FINALLY always. SKIP_AGENT skips build and execute but not POST_RESPONSE / FINALLY.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Awaitable, Callable
+
+from pydantic import BaseModel
+
+from ndomo.app import App
+from ndomo.runtime.context import SessionState, TurnContext, TurnRequest
+from ndomo.runtime.coordinator import ToolCallCoordinator
+from ndomo.runtime.events import Status, TurnEvent
+from ndomo.runtime.hooks import HookAction, Phase
+from ndomo.runtime.host import BaseHost, Host
+from ndomo.runtime.plugins import Plugins, build_plugins
+from ndomo.runtime.slash import SlashError
+
+log = logging.getLogger("ndomo.runtime")
+
+StatusListener = Callable[[Status], Awaitable[None]]
+EventListener = Callable[[TurnContext, TurnEvent], Awaitable[None]]
+
+
+class RuntimeError_(Exception):
+    """A request the runtime refuses (unknown mode, unknown agent, busy session)."""
+
+
+class TurnSummary(BaseModel):
+    turn_id: int | None
+    session: str
+    agent: str
+    mode: str
+    status: str
+    answer: str = ""
+    error: str | None = None
+    handback: str | None = None
+    iterations: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    modified: list[str] = []
+    payload: Any = None
+
+
+class Runtime:
+    def __init__(self, app: App, plugins: Plugins | None = None) -> None:
+        self.app = app
+        self.plugins = plugins or build_plugins()
+        self.coordinator = ToolCallCoordinator()
+        self.sessions: dict[str, SessionState] = {}
+        self.current_session_id: str | None = None
+        self.active: dict[str, tuple[TurnContext, asyncio.Task]] = {}  # session id → running turn
+        self.status_listeners: list[StatusListener] = []
+        self.event_listeners: list[EventListener] = []
+        self._session_lock = asyncio.Lock()
+        for hook in self.plugins.on_runtime:
+            hook(self)
+
+    @classmethod
+    def of(cls, app: App) -> "Runtime":
+        """The App's runtime, created on first use."""
+        rt = app.services.get("runtime")
+        if rt is None:
+            rt = app.services["runtime"] = cls(app)
+        return rt
+
+    async def aclose(self) -> None:
+        for ctx, task in list(self.active.values()):
+            task.cancel()
+        for ctx, task in list(self.active.values()):
+            try:
+                await task
+            except BaseException:
+                pass
+
+    # -- sessions ---------------------------------------------------------------------
+
+    def default_mode(self) -> str:
+        return self.app.settings.modes.default
+
+    def default_agent(self) -> str:
+        return self.app.settings.default_agent
+
+    async def session(self, session_id: str | None = None, *, new: bool = False) -> SessionState:
+        async with self._session_lock:
+            store = await self.app.store()
+            if new:
+                row = await store.ensure_session(None)
+            elif session_id:
+                row = await store.ensure_session(session_id)
+            elif self.current_session_id:
+                row = await store.ensure_session(self.current_session_id)
+            elif self.app.origin == "cli":
+                row = await store.latest_session() or await store.ensure_session(None)
+            else:
+                row = await store.ensure_session(None)
+            state = self.sessions.get(row.id)
+            if state is None:
+                state = self.sessions[row.id] = SessionState(
+                    id=row.id, mode=row.mode or self.default_mode(), agent=row.agent or self.default_agent()
+                )
+                if not row.mode or not row.agent:
+                    await store.update_session(row.id, mode=state.mode, agent=state.agent)
+            else:  # another process (the CLI) may have switched it
+                state.mode = row.mode or state.mode
+                state.agent = row.agent or state.agent
+            state.committed_plan_id = row.committed_plan_id
+            if session_id is None or new:
+                self.current_session_id = row.id
+            return state
+
+    def check_mode(self, mode: str) -> None:
+        if mode not in self.plugins.modes:
+            raise RuntimeError_(f"unknown mode {mode!r}; modes: {', '.join(sorted(self.plugins.modes))}")
+
+    async def check_agent(self, agent: str) -> Any:
+        agents = await self.agents()
+        found = agents.get(agent)
+        if found is None:
+            raise RuntimeError_(f"unknown agent {agent!r}; agents: {', '.join(sorted(agents.agents))}")
+        return found
+
+    async def agents(self) -> Any:
+        from ndomo.agents.loader import load_agents
+
+        cached = self.app.services.get("agents")
+        if cached is None:
+            cached = self.app.services["agents"] = await asyncio.to_thread(load_agents, self.app.root)
+        return cached
+
+    async def set_mode(self, mode: str, session_id: str | None = None) -> SessionState:
+        self.check_mode(mode)
+        state = await self.session(session_id)
+        store = await self.app.store()
+        await store.update_session(state.id, mode=mode)
+        state.mode = mode
+        await self.publish_status(state)
+        return state
+
+    async def set_agent(self, agent: str, session_id: str | None = None) -> SessionState:
+        definition = await self.check_agent(agent)
+        state = await self.session(session_id)
+        mode = getattr(definition, "default_mode", None) or state.mode
+        self.check_mode(mode)
+        store = await self.app.store()
+        await store.update_session(state.id, agent=agent, mode=mode)
+        state.agent, state.mode = agent, mode
+        await self.publish_status(state)
+        return state
+
+    async def new_session(self) -> SessionState:
+        state = await self.session(new=True)
+        await self.publish_status(state)
+        return state
+
+    async def status(self, state: SessionState) -> Status:
+        plan = None
+        if state.committed_plan_id:
+            try:
+                store = await self.app.store()
+                progress = await store.plan_progress(state.committed_plan_id)
+                detail = await store.get_plan(state.committed_plan_id)
+                plan = {
+                    "id": state.committed_plan_id,
+                    "slug": detail.plan.slug if hasattr(detail, "plan") else getattr(detail, "slug", ""),
+                    "done": progress.done,
+                    "total": progress.total,
+                }
+            except Exception:  # a deleted plan must not break the status bar
+                log.debug("plan status unavailable", exc_info=True)
+        return Status(
+            session=state.id, mode=state.mode, agent=state.agent, busy=state.busy, state=state.last_outcome, plan=plan
+        )
+
+    async def publish_status(self, state: SessionState) -> None:
+        status = await self.status(state)
+        for listener in list(self.status_listeners):
+            try:
+                await listener(status)
+            except Exception:
+                log.exception("status listener failed")
+
+    async def emit(self, ctx: TurnContext, event: TurnEvent) -> None:
+        event.turn_id = event.turn_id or ctx.turn_id or None
+        try:
+            await ctx.host.emit(event)
+        except Exception:
+            log.exception("host failed to take an event")
+        for listener in list(self.event_listeners):
+            try:
+                await listener(ctx, event)
+            except Exception:
+                log.exception("event listener failed")
+
+    # -- turns ------------------------------------------------------------------------
+
+    async def run(
+        self,
+        request: TurnRequest,
+        host: Host | None = None,
+        *,
+        parent: TurnContext | None = None,
+    ) -> TurnSummary:
+        host = host or (parent.host if parent else BaseHost())
+        if parent is not None:
+            state = parent.session
+        else:
+            state = await self.session(request.session)
+        mode = request.mode or (parent.mode if parent else state.mode)
+        agent = request.agent or state.agent
+        try:
+            self.check_mode(mode)
+        except RuntimeError_ as exc:
+            return TurnSummary(turn_id=None, session=state.id, agent=agent, mode=mode, status="failed", error=str(exc))
+        if parent is None and state.id in self.active:
+            return TurnSummary(
+                turn_id=None, session=state.id, agent=agent, mode=mode, status="failed",
+                error="a turn is already running in this session; cancel it first (ndomo.cancel)",
+            )
+        ctx = TurnContext(
+            app=self.app, runtime=self, host=host, request=request, session=state, mode=mode, agent_name=agent,
+            parent_turn_id=parent.turn_id if parent else None, depth=(parent.depth + 1) if parent else 0,
+        )
+        task = asyncio.create_task(self._run(ctx))
+        if parent is None:
+            self.active[state.id] = (ctx, task)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            task.cancel()
+            try:
+                await task
+            except BaseException:
+                pass
+            raise
+        finally:
+            if parent is None:
+                self.active.pop(state.id, None)
+
+    def cancel(self, session_id: str | None = None) -> bool:
+        sid = session_id or self.current_session_id
+        entry = self.active.get(sid) if sid else None
+        if entry is None:
+            return False
+        ctx, task = entry
+        ctx.cancelled.set()
+        task.cancel()
+        return True
+
+    def cancel_call(self, call_id: str) -> bool:
+        return self.coordinator.cancel(call_id)
+
+    async def _run(self, ctx: TurnContext) -> TurnSummary:
+        hooks = self.plugins.hooks
+        top = ctx.depth == 0
+        if top:
+            ctx.session.busy = True
+            await self.publish_status(ctx.session)
+        try:
+            skip = False
+            result = await hooks.run_phase(Phase.PRE_DISPATCH, ctx)
+            if result.action is HookAction.SHORT_CIRCUIT:
+                ctx.payload, ctx.status = result.payload, "done"
+                return self._summary(ctx)
+            skip = result.action is HookAction.SKIP_AGENT
+            if not skip:
+                skip = await self._dispatch(ctx)
+            if not skip:
+                result = await hooks.run_phase(Phase.POST_DISPATCH, ctx)
+                if result.action is HookAction.SHORT_CIRCUIT:
+                    ctx.payload, ctx.status = result.payload, "done"
+                    return self._summary(ctx)
+                skip = result.action is HookAction.SKIP_AGENT
+            for phase, step in (
+                (Phase.PRE_AGENT_BUILD, self._build),
+                (Phase.POST_AGENT_BUILD, None),
+                (Phase.PRE_EXECUTE, self._execute),
+            ):
+                if skip:
+                    break
+                result = await hooks.run_phase(phase, ctx)
+                if result.action is HookAction.SHORT_CIRCUIT:
+                    ctx.payload, ctx.status = result.payload, ctx.status if ctx.status != "running" else "done"
+                    return self._summary(ctx)
+                skip = result.action is HookAction.SKIP_AGENT
+                if step is not None and not skip:
+                    await step(ctx)
+            if ctx.status == "running":
+                ctx.status = "done"
+            await hooks.run_phase(Phase.POST_RESPONSE, ctx)
+        except asyncio.CancelledError:
+            ctx.status = "cancelled"
+            ctx.error = ctx.error or "cancelled by the user"
+            if ctx.turn_id is not None:
+                self.coordinator.cancel_turn(ctx.turn_id)
+        except Exception as exc:
+            log.exception("turn failed")
+            ctx.status = "failed"
+            ctx.error = ctx.error or f"{type(exc).__name__}: {exc}"
+            ctx.state["exception"] = exc
+            try:
+                await hooks.run_phase(Phase.ON_ERROR, ctx)
+            except Exception:
+                log.exception("ON_ERROR hook failed")
+        finally:
+            for hook in hooks.ordered(Phase.FINALLY):
+                if hook.applies(ctx):
+                    try:
+                        await asyncio.shield(hook.run(ctx))
+                    except BaseException:
+                        log.exception("FINALLY hook %s failed", hook.name)
+            if ctx.turn_id is not None:
+                self.coordinator.forget_turn(ctx.turn_id)
+            if top:
+                ctx.session.busy = False
+                if ctx.turn_id:
+                    ctx.session.last_outcome = ctx.status
+                await self.publish_status(ctx.session)
+        return self._summary(ctx)
+
+    async def _dispatch(self, ctx: TurnContext) -> bool:
+        try:
+            handled, payload = await self.plugins.slash.dispatch(ctx, ctx.request.prompt.strip())
+        except SlashError as exc:
+            ctx.status, ctx.error = "failed", str(exc)
+            return True
+        if handled:
+            ctx.payload, ctx.status = payload, "done"
+        return handled
+
+    async def _build(self, ctx: TurnContext) -> None:
+        from ndomo.runtime.builder import build_turn
+
+        await build_turn(ctx)
+
+    async def _execute(self, ctx: TurnContext) -> None:
+        from ndomo.runtime.executor import execute
+
+        await execute(ctx)
+
+    def _summary(self, ctx: TurnContext) -> TurnSummary:
+        roots = ctx.roots
+        modified = []
+        for p in ctx.modified:
+            try:
+                modified.append(p.relative_to(roots[0]).as_posix())
+            except ValueError:
+                modified.append(str(p))
+        return TurnSummary(
+            turn_id=ctx.turn_id, session=ctx.session.id, agent=ctx.agent_name, mode=ctx.mode,
+            status=ctx.status, answer=ctx.answer, error=ctx.error, handback=ctx.handback,
+            iterations=ctx.iterations, tokens_in=ctx.tokens_in, tokens_out=ctx.tokens_out,
+            modified=modified, payload=ctx.payload,
+        )

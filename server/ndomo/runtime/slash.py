@@ -1,0 +1,103 @@
+"""Slash commands: a prompt starting with `/` is a command and never reaches the model.
+
+Built-ins (`/mode`, `/agent`, `/new`, `/help`) are registered by features; every action
+is `/<group> <verb> --flag value …` automatically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+if TYPE_CHECKING:
+    from ndomo.runtime.context import TurnContext
+
+SlashHandler = Callable[["TurnContext", list[str]], Awaitable[Any]]
+
+
+class SlashError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    name: str
+    handler: SlashHandler
+    help: str
+    aliases: tuple[str, ...] = ()
+    category: str = "builtin"
+    usage: str = ""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse would exit the process
+        raise SlashError(message)
+
+
+@dataclass
+class SlashCommandRegistry:
+    _specs: dict[str, CommandSpec] = field(default_factory=dict)
+    _aliases: dict[str, str] = field(default_factory=dict)
+
+    def add(self, spec: CommandSpec) -> None:
+        for name in (spec.name, *spec.aliases):
+            if name in self._specs or name in self._aliases:
+                raise ValueError(f"slash command /{name} registered twice")
+        self._specs[spec.name] = spec
+        for a in spec.aliases:
+            self._aliases[a] = spec.name
+
+    def has(self, name: str) -> bool:
+        return name in self._specs or name in self._aliases
+
+    def specs(self) -> list[CommandSpec]:
+        return sorted(self._specs.values(), key=lambda s: s.name)
+
+    def resolve(self, words: list[str]) -> tuple[CommandSpec, list[str]] | None:
+        """Longest match: `/plan list` beats `/plan` when both exist."""
+        for n in (2, 1):
+            if len(words) >= n:
+                name = " ".join(words[:n])
+                name = self._aliases.get(name, name)
+                if name in self._specs:
+                    return self._specs[name], words[n:]
+        return None
+
+    async def dispatch(self, ctx: "TurnContext", text: str) -> tuple[bool, Any]:
+        """(handled, payload). A `/` prompt that names no command is an error, not a model call."""
+        if not text.startswith("/") or text.startswith("//"):
+            return False, None
+        try:
+            words = shlex.split(text[1:])
+        except ValueError as exc:
+            raise SlashError(f"cannot parse {text!r}: {exc}") from None
+        if not words:
+            raise SlashError("empty slash command; try /help")
+        found = self.resolve(words)
+        if found is None:
+            raise SlashError(f"unknown command /{words[0]}; try /help")
+        spec, rest = found
+        return True, await spec.handler(ctx, rest)
+
+
+def action_specs() -> list[CommandSpec]:
+    """Every action with the slash surface, as `/<group> <verb> --flags`."""
+    from ndomo.actions import ActionError, load_actions
+    from ndomo.cli import add_model_flags
+
+    specs = []
+    for act in load_actions().all("slash"):
+        parser = _Parser(prog="/" + " ".join(act.path), add_help=False)
+        add_model_flags(parser, act.params)
+
+        async def handler(ctx: "TurnContext", args: list[str], act=act, parser=parser) -> Any:
+            ns = parser.parse_args(args)
+            try:
+                return await act.invoke(ctx.app, vars(ns))
+            except ActionError as exc:
+                raise SlashError(exc.message) from None
+
+        specs.append(CommandSpec(name=" ".join(act.path), handler=handler, help=act.summary, category="action"))
+    return specs

@@ -1,0 +1,189 @@
+"""The tool registry: the one door every tool call goes through.
+
+Order of checks, for any name the model sends (offered or not): the mode fence, argument
+validation, guards (mode contracts, the craftsman's scope), the permission policy, then
+the tool. Every refusal is a readable result for the model; the turn goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Literal, Protocol
+
+from pydantic import BaseModel, ValidationError
+
+if TYPE_CHECKING:
+    from ndomo.runtime.context import TurnContext
+
+log = logging.getLogger("ndomo.tools")
+
+Risk = Literal["read", "write", "exec", "network", "plan"]
+
+
+class ToolResult(BaseModel):
+    ok: bool = True
+    content: str = ""
+    status: Literal["done", "failed", "refused", "cancelled"] = "done"
+    data: dict[str, Any] | None = None
+    ends_turn: bool = False  # e.g. handback
+
+    @classmethod
+    def refused(cls, message: str) -> "ToolResult":
+        return cls(ok=False, content=message, status="refused")
+
+    @classmethod
+    def failed(cls, message: str) -> "ToolResult":
+        return cls(ok=False, content=message, status="failed")
+
+
+ToolFn = Callable[["TurnContext", Any], Awaitable["ToolResult | str"]]
+
+
+@dataclass(frozen=True)
+class ToolDescriptor:
+    name: str
+    description: str
+    params: type[BaseModel]
+    run: ToolFn
+    modes: tuple[str, ...] = ()  # empty: every mode; otherwise a whitelist
+    risk: Risk = "read"
+    permission: str | None = None  # agent permission key: edit, write, bash, webfetch, …
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def allowed_in(self, mode: str) -> bool:
+        return not self.modes or mode in self.modes
+
+    def schema(self) -> dict[str, Any]:
+        schema = self.params.model_json_schema()
+        schema.pop("title", None)
+        return schema
+
+
+class ToolGuard(Protocol):
+    """A contract check on parsed arguments; returns a refusal message or None."""
+
+    name: str
+
+    async def check(self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel) -> str | None: ...
+
+
+class PermissionDecision(BaseModel):
+    allowed: bool
+    message: str = ""
+
+
+class PermissionPolicy(Protocol):
+    def visible(self, ctx: "TurnContext", tool: ToolDescriptor) -> bool: ...
+
+    async def check(self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel) -> PermissionDecision: ...
+
+
+class AllowAll:
+    """The policy when no agent policy is installed (tests of the runtime alone)."""
+
+    def visible(self, ctx: "TurnContext", tool: ToolDescriptor) -> bool:
+        return True
+
+    async def check(self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel) -> PermissionDecision:
+        return PermissionDecision(allowed=True)
+
+
+def fence_message(tool: ToolDescriptor, mode: str) -> str:
+    where = " or ".join(tool.modes)
+    return f"tool '{tool.name}' is not available in {mode} mode; switch to {where}"
+
+
+class ToolRegistry:
+    def __init__(self) -> None:
+        self._tools: dict[str, ToolDescriptor] = {}
+        self.guards: list[ToolGuard] = []
+        self.policy: PermissionPolicy = AllowAll()
+
+    def add(self, tool: ToolDescriptor) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} registered twice")
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> ToolDescriptor | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def all(self) -> list[ToolDescriptor]:
+        return [self._tools[n] for n in sorted(self._tools)]
+
+    def filter(self, ctx: "TurnContext") -> list[ToolDescriptor]:
+        """The tools offered to the model for this turn's mode and agent."""
+        return [t for t in self.all() if t.allowed_in(ctx.mode) and self.policy.visible(ctx, t)]
+
+    def parse(self, tool: ToolDescriptor, raw: Any) -> BaseModel | str:
+        if not isinstance(raw, dict):
+            return f"arguments for '{tool.name}' must be a JSON object"
+        try:
+            return tool.params.model_validate(raw)
+        except ValidationError as exc:
+            parts = []
+            for err in exc.errors():
+                loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
+                msg = "unknown argument" if err["type"] == "extra_forbidden" else err["msg"]
+                parts.append(f"{loc}: {msg}")
+            return f"invalid arguments for '{tool.name}': " + "; ".join(parts)
+
+    async def execute(self, ctx: "TurnContext", name: str, raw: Any) -> ToolResult:
+        tool = self._tools.get(name)
+        if tool is None:
+            offered = ", ".join(t.name for t in ctx.tools) or "none"
+            return ToolResult.refused(f"unknown tool '{name}'; available tools: {offered}")
+        if not tool.allowed_in(ctx.mode):
+            return ToolResult.refused(fence_message(tool, ctx.mode))
+        params = self.parse(tool, raw)
+        if isinstance(params, str):
+            return ToolResult.failed(params)
+        for guard in self.guards:
+            refusal = await guard.check(ctx, tool, params)
+            if refusal:
+                return ToolResult.refused(refusal)
+        decision = await self.policy.check(ctx, tool, params)
+        if not decision.allowed:
+            return ToolResult.refused(decision.message or f"permission denied for '{name}'")
+        try:
+            result = await tool.run(ctx, params)
+        except ToolError as exc:
+            return ToolResult.failed(str(exc))
+        except Exception as exc:  # a broken tool is the model's problem to read, not a crash
+            log.exception("tool %s failed", name)
+            return ToolResult.failed(f"tool '{name}' failed: {type(exc).__name__}: {exc}")
+        return result if isinstance(result, ToolResult) else ToolResult(content=str(result))
+
+
+class ToolError(Exception):
+    """A tool's own readable failure (bad path, no match, …)."""
+
+
+def tool(
+    name: str,
+    params: type[BaseModel],
+    *,
+    description: str,
+    modes: tuple[str, ...] = (),
+    risk: Risk = "read",
+    permission: str | None = None,
+    **meta: Any,
+) -> Callable[[ToolFn], ToolDescriptor]:
+    """Declare a tool: `@tool("read", ReadParams, description=…)` over `async def f(ctx, p)`."""
+
+    def deco(fn: ToolFn) -> ToolDescriptor:
+        return ToolDescriptor(
+            name=name,
+            description=description,
+            params=params,
+            run=fn,
+            modes=modes,
+            risk=risk,
+            permission=permission,
+            meta=meta,
+        )
+
+    return deco

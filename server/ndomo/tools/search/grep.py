@@ -1,0 +1,270 @@
+"""Regex search over the workspace: ripgrep when available, pure Python otherwise.
+
+Both engines share the ignore rules, file order, caps and glob matcher so a
+caller (or a test) cannot tell them apart except by ``engine``.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from ndomo.tools.search.patterns import PatternError, compile_glob, expand_braces
+from ndomo.tools.search.walk import ALWAYS_SKIP, resolve_under, walk
+
+MAX_FILE_BYTES = 2 * 1024 * 1024
+MAX_LINE_CHARS = 400
+Engine = Literal["ripgrep", "python"]
+
+
+class GrepError(ValueError):
+    """Bad grep input (regex, glob, path) or a failing search engine."""
+
+
+class Match(BaseModel):
+    path: str
+    line: int
+    text: str
+
+    def render(self) -> str:
+        return f"{self.path}:{self.line}: {self.text}"
+
+
+class GrepResult(BaseModel):
+    matches: list[Match]
+    truncated: bool = False
+    engine: Engine
+
+    def render(self) -> str:
+        """Matches grouped by file, which costs the model fewer tokens than path:line."""
+        if not self.matches:
+            return "no matches"
+        out: list[str] = []
+        current = None
+        for m in self.matches:
+            if m.path != current:
+                current = m.path
+                out.append(current)
+            out.append(f"  {m.line}: {m.text}")
+        if self.truncated:
+            out.append(f"… (stopped at {len(self.matches)} matches; narrow pattern, path or glob)")
+        return "\n".join(out)
+
+
+def clip_line(text: str) -> str:
+    text = text.rstrip("\r\n")
+    return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + "…"
+
+
+@functools.lru_cache(maxsize=1)
+def find_rg() -> str | None:
+    """An ``rg`` that actually runs: PATH first, then the ripgrep wheel's copy."""
+    candidates = [shutil.which("rg"), str(Path(sys.executable).parent / "rg")]
+    for cand in candidates:
+        if not cand or not os.access(cand, os.X_OK):
+            continue
+        try:
+            ok = subprocess.run(
+                [cand, "--version"], capture_output=True, timeout=10, check=False
+            ).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            ok = False
+        if ok:
+            return cand
+    return None
+
+
+def grep(
+    root: Path | str,
+    pattern: str,
+    *,
+    path: str | None = None,
+    glob: str | None = None,
+    limit: int = 200,
+    case_insensitive: bool = False,
+    include_hidden: bool = False,
+    engine: Literal["auto", "ripgrep", "python"] = "auto",
+    timeout_s: float = 60.0,
+) -> GrepResult:
+    """Lines matching ``pattern`` (Python ``re`` syntax), in walk order, at most ``limit``.
+
+    ``path`` narrows to a folder or file under ``root``; ``glob`` filters files
+    (``*.py`` at any depth, ``src/**/*.ts`` anchored). ``engine="auto"`` uses rg when
+    found and falls back to Python when rg rejects a regex Python accepts
+    (look-around, back-references).
+    """
+    if limit < 1:
+        raise GrepError("limit must be at least 1")
+    if not pattern:
+        raise GrepError("empty search pattern")
+    flags = re.IGNORECASE if case_insensitive else 0
+    try:
+        rx = re.compile(pattern, flags)
+    except re.error as exc:
+        raise GrepError(f"invalid regex {pattern!r}: {exc}") from exc
+    try:
+        spec = compile_glob(glob) if glob else None
+    except PatternError as exc:
+        raise GrepError(str(exc)) from exc
+    root = Path(root).resolve()
+    if not root.is_dir():
+        raise GrepError(f"workspace root {str(root)!r} is not a folder")
+    try:
+        start, start_rel = resolve_under(root, path)
+    except ValueError as exc:
+        raise GrepError(str(exc)) from exc
+    if not start.exists():
+        raise GrepError(f"path {path!r} does not exist")
+
+    def keep(rel: str) -> bool:
+        return spec is None or spec.match_file(rel)
+
+    if engine != "python":
+        rg = find_rg()
+        if rg is None and engine == "ripgrep":
+            raise GrepError("ripgrep engine requested but no working rg binary was found")
+        if rg is not None:
+            res = _grep_rg(rg, root, start_rel, pattern, glob, keep, limit,
+                           case_insensitive, include_hidden, timeout_s)
+            if res is not None:
+                return res
+            if engine == "ripgrep":
+                raise GrepError(f"rg cannot run regex {pattern!r} (Python-only syntax)")
+    return _grep_py(root, start_rel, rx, keep, limit, include_hidden)
+
+
+def _grep_py(root, start_rel, rx, keep, limit, include_hidden) -> GrepResult:
+    matches: list[Match] = []
+    for rel, abs_path in walk(root, include_hidden=include_hidden, under=start_rel or None):
+        if not keep(rel):
+            continue
+        try:
+            if abs_path.stat().st_size > MAX_FILE_BYTES:
+                continue
+            data = abs_path.read_bytes()
+        except OSError:
+            continue
+        if b"\0" in data:
+            continue
+        lines = data.decode("utf-8", errors="replace").split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        for no, line in enumerate(lines, 1):
+            if line.endswith("\r"):  # CRLF: `$` must match before the \r, as with rg --crlf
+                line = line[:-1]
+            if rx.search(line):
+                if len(matches) >= limit:
+                    return GrepResult(matches=matches, truncated=True, engine="python")
+                matches.append(Match(path=rel, line=no, text=clip_line(line)))
+    return GrepResult(matches=matches, truncated=False, engine="python")
+
+
+def _type_globs(glob: str | None) -> list[str]:
+    """Basename-only globs rg can pre-filter with; path globs are filtered afterwards."""
+    if not glob:
+        return []
+    try:
+        parts = expand_braces(glob.strip())
+    except PatternError:
+        return []
+    if any("/" in p or ":" in p or "," in p for p in parts):
+        return []
+    return parts
+
+
+def _hidden_or_skipped(rel: str, start_rel: str, include_hidden: bool) -> bool:
+    sub = rel[len(start_rel) + 1 :] if start_rel and rel.startswith(start_rel + "/") else rel
+    if start_rel == rel:
+        return False
+    for seg in sub.split("/"):
+        if seg in ALWAYS_SKIP or (not include_hidden and seg.startswith(".")):
+            return True
+    return False
+
+
+def _json_text(obj: dict) -> str:
+    if "text" in obj:
+        return obj["text"]
+    return base64.b64decode(obj.get("bytes", "")).decode("utf-8", errors="replace")
+
+
+def _grep_rg(rg, root, start_rel, pattern, glob, keep, limit, icase, hidden, timeout_s):
+    """Run rg; ``None`` means rg rejected the regex and the caller should fall back."""
+    cmd = [
+        rg, "--json", "--no-config", "--no-messages", "--no-require-git",
+        "--no-ignore-global", "--sort", "path", "--max-filesize", "2M", "--crlf",
+    ]
+    if icase:
+        cmd.append("--ignore-case")
+    if hidden:
+        cmd.append("--hidden")
+    for name in sorted(ALWAYS_SKIP):
+        cmd += ["--glob", f"!{name}/"]
+    types = _type_globs(glob)
+    for t in types:
+        cmd += ["--type-add", f"ndomo:{t}"]
+    if types:
+        cmd += ["--type", "ndomo"]
+    cmd += ["--regexp", pattern, "--", start_rel or "."]
+    try:
+        proc = subprocess.Popen(
+            cmd, cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    except OSError as exc:
+        raise GrepError(f"cannot start rg: {exc}") from exc
+    timed_out = threading.Event()
+
+    def _expire() -> None:
+        timed_out.set()
+        proc.kill()
+
+    timer = threading.Timer(timeout_s, _expire)
+    timer.start()
+    matches: list[Match] = []
+    truncated = False
+    try:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            try:
+                event = json.loads(raw)
+            except ValueError:
+                continue
+            if event.get("type") != "match":
+                continue
+            data = event["data"]
+            rel = _json_text(data["path"]).replace(os.sep, "/")
+            if rel.startswith("./"):
+                rel = rel[2:]
+            if not keep(rel) or _hidden_or_skipped(rel, start_rel, hidden):
+                continue
+            if len(matches) >= limit:
+                truncated = True
+                break
+            matches.append(Match(path=rel, line=data["line_number"],
+                                 text=clip_line(_json_text(data["lines"]))))
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+        _, err = proc.communicate()
+    if truncated or timed_out.is_set():
+        return GrepResult(matches=matches, truncated=True, engine="ripgrep")
+    msg = err.decode("utf-8", errors="replace").strip()
+    if proc.returncode == 2 and not matches and msg:
+        # File errors are silenced by --no-messages, so stderr here is about the regex.
+        if "regex" in msg.lower():
+            return None
+        raise GrepError(f"rg failed: {msg[:500]}")
+    return GrepResult(matches=matches, truncated=False, engine="ripgrep")

@@ -1,0 +1,86 @@
+"""End-to-end fixtures: the real `ndomo serve` subprocess driven by a pytest-lsp client.
+
+Every e2e test runs twice, with VS Code's and with Neovim's client capabilities.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from lsprotocol import types
+from pygls.uris import from_fs_path
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+CLIENTS = ["visual-studio-code", "neovim"]
+
+
+@pytest.fixture(params=CLIENTS)
+def client_name(request) -> str:
+    return request.param
+
+
+def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NDOMO_")}
+    # Unless a test points it elsewhere, the model is a closed local port: fast, offline.
+    env.setdefault("NDOMO_BASE_URL", "http://127.0.0.1:9/v1")
+    env.update(extra or {})
+    return env
+
+
+class Session:
+    """Starts servers for one test; each is initialised on its own workspace."""
+
+    def __init__(self, client_name: str) -> None:
+        self.client_name = client_name
+        self.clients: list[LanguageClient] = []
+
+    async def start(
+        self,
+        workspace: Path,
+        *,
+        init_options: Any = None,
+        env: dict[str, str] | None = None,
+        handlers: dict[str, Any] | None = None,
+    ) -> LanguageClient:
+        config = ClientServerConfig(
+            server_command=[sys.executable, "-m", "ndomo", "serve"],
+            server_env=server_env(env),
+        )
+        client = await config.start()
+        for method, fn in (handlers or {}).items():
+            client.feature(method)(fn)
+        self.clients.append(client)
+        uri = from_fs_path(str(workspace))
+        client.init_result = await client.initialize_session(
+            types.InitializeParams(
+                capabilities=client_capabilities(self.client_name),
+                root_uri=uri,
+                workspace_folders=[types.WorkspaceFolder(uri=uri, name=workspace.name)],
+                initialization_options=init_options,
+            )
+        )
+        return client
+
+    async def close(self) -> None:
+        for client in self.clients:
+            try:
+                await client.shutdown_session()
+            except Exception:
+                pass
+
+
+@pytest_asyncio.fixture
+async def lsp(client_name: str):
+    session = Session(client_name)
+    yield session
+    await session.close()
+
+
+async def command(client: LanguageClient, name: str, args: Any = None) -> Any:
+    params = types.ExecuteCommandParams(command=name, arguments=None if args is None else [args])
+    return await client.workspace_execute_command_async(params)

@@ -1,0 +1,269 @@
+"""The runtime end to end against the fake model server and a real SQLite store."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from pydantic import BaseModel, ConfigDict
+
+from ndomo.runtime.context import TurnRequest
+from ndomo.runtime.hooks import HookAction, HookResult, LifecycleHook, Phase
+from ndomo.runtime.host import BaseHost
+from ndomo.runtime.plugins import build_plugins
+from ndomo.runtime.runtime import Runtime
+from ndomo.runtime.tools import ToolResult, tool
+
+
+class NoArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+RAN: list[str] = []
+
+
+@tool("shell_only", NoArgs, description="pretend shell", modes=("autopilot",), risk="exec")
+async def shell_only(ctx, p):
+    RAN.append("shell_only")
+    return "ran"
+
+
+@tool("slow", NoArgs, description="takes long")
+async def slow(ctx, p):
+    await asyncio.sleep(30)
+    return "finished sleeping"
+
+
+@tool("noop", NoArgs, description="does nothing")
+async def noop(ctx, p):
+    return "ok"
+
+
+def runtime_with(app, *extra_tools, hooks=()):
+    plugins = build_plugins()
+    for t in extra_tools:
+        plugins.tools.add(t)
+    plugins.hooks.extend(hooks)
+    plugins.hooks.validate()
+    return Runtime(app, plugins)
+
+
+def tool_messages(request):
+    return [m for m in request["body"]["messages"] if m["role"] == "tool"]
+
+
+def offered(request):
+    return {t["function"]["name"] for t in request["body"].get("tools", [])}
+
+
+async def turn_row(app, turn_id):
+    store = await app.store()
+    return await store.get_turn(turn_id)
+
+
+async def test_plain_answer_is_recorded(app, fake):
+    fake.push({"text": "hello there", "chunks": 3})
+    rt = runtime_with(app)
+    host = BaseHost()
+    summary = await rt.run(TurnRequest(prompt="hi"), host)
+    assert summary.status == "done" and summary.answer == "hello there"
+    assert "".join(e.text for e in host.events if e.kind == "text") == "hello there"
+    row = await turn_row(app, summary.turn_id)
+    assert row.status == "done" and row.prompt == "hi" and row.mode == "discussion"
+    transcript = (app.root / ".ndomo" / "sessions" / f"{summary.session}.md").read_text()
+    assert "hi" in transcript and "hello there" in transcript
+
+
+async def test_tool_outside_mode_is_not_offered_and_refused_when_named(app, fake):
+    RAN.clear()
+    fake.push({"tool_calls": [{"name": "shell_only", "arguments": {}}]})
+    fake.push({"text": "ok, I cannot"})
+    rt = runtime_with(app, shell_only)
+    summary = await rt.run(TurnRequest(prompt="run it", mode="discussion"))
+    assert summary.status == "done"
+    first, second = fake.chat_requests()[:2]
+    assert "shell_only" not in offered(first)
+    refusal = tool_messages(second)[0]["content"]
+    assert refusal == "tool 'shell_only' is not available in discussion mode; switch to autopilot"
+    assert RAN == []
+    # and in autopilot it is offered and runs
+    fake.push({"tool_calls": [{"name": "shell_only", "arguments": {}}]})
+    fake.push({"text": "ran it"})
+    summary = await rt.run(TurnRequest(prompt="run it", mode="autopilot"))
+    assert "shell_only" in offered(fake.chat_requests()[2]) and RAN == ["shell_only"]
+
+
+async def test_cancelling_one_tool_call_lets_the_turn_finish(app, fake):
+    fake.push({"tool_calls": [{"name": "slow", "arguments": {}}]})
+    fake.push({"text": "moved on"})
+    rt = runtime_with(app, slow)
+    host = BaseHost()
+    task = asyncio.create_task(rt.run(TurnRequest(prompt="go"), host))
+    for _ in range(200):
+        started = [e for e in host.events if e.kind == "tool_started"]
+        if started:
+            break
+        await asyncio.sleep(0.02)
+    assert rt.cancel_call(started[0].call_id)
+    summary = await asyncio.wait_for(task, 10)
+    assert summary.status == "done" and summary.answer == "moved on"
+    assert tool_messages(fake.chat_requests()[1])[0]["content"] == "cancelled by the user"
+    finished = [e for e in host.events if e.kind == "tool_finished"][0]
+    assert finished.status == "cancelled"
+
+
+async def test_cancelling_the_turn_ends_it_and_records_cancelled(app, fake):
+    fake.push({"tool_calls": [{"name": "slow", "arguments": {}}]})
+    rt = runtime_with(app, slow)
+    host = BaseHost()
+    task = asyncio.create_task(rt.run(TurnRequest(prompt="go"), host))
+    for _ in range(200):
+        if any(e.kind == "tool_started" for e in host.events):
+            break
+        await asyncio.sleep(0.02)
+    assert rt.cancel()
+    summary = await asyncio.wait_for(task, 5)
+    assert summary.status == "cancelled"
+    assert (await turn_row(app, summary.turn_id)).status == "cancelled"
+    assert rt.coordinator.running() == []
+
+
+async def test_cancel_during_a_slow_model_stream(app, fake):
+    fake.push({"text": "too late", "delay": 20})
+    rt = runtime_with(app)
+    task = asyncio.create_task(rt.run(TurnRequest(prompt="go")))
+    await asyncio.sleep(0.5)
+    assert rt.cancel()
+    summary = await asyncio.wait_for(task, 5)
+    assert summary.status == "cancelled"
+
+
+async def test_iteration_cap_ends_the_turn_as_capped(app, fake):
+    app.settings.modes.iteration_caps = {"discussion": 2, "brainstorming": 16, "autopilot": 40}
+    for _ in range(3):
+        fake.push({"tool_calls": [{"name": "noop", "arguments": {}}]})
+    rt = runtime_with(app, noop)
+    summary = await rt.run(TurnRequest(prompt="loop"))
+    assert summary.status == "capped" and "iteration cap" in summary.error
+    assert len(fake.chat_requests()) == 2
+    assert (await turn_row(app, summary.turn_id)).status == "capped"
+
+
+async def test_handback_ends_the_turn_as_blocked(app, fake):
+    fake.push({"tool_calls": [{"name": "handback", "arguments": {"reason": "need the API key"}}]})
+    rt = runtime_with(app)
+    summary = await rt.run(TurnRequest(prompt="deploy", mode="autopilot"))
+    assert summary.status == "blocked" and summary.handback == "need the API key"
+    row = await turn_row(app, summary.turn_id)
+    assert row.status == "blocked" and "API key" in (row.error or "")
+    state = await rt.session(summary.session)
+    assert (await rt.status(state)).state == "blocked"
+
+
+async def test_garbage_tool_call_json_is_reported_to_the_model(app, fake):
+    fake.push({"tool_calls": [{"name": "noop", "arguments": "{not json"}]})
+    fake.push({"text": "fixed"})
+    rt = runtime_with(app, noop)
+    summary = await rt.run(TurnRequest(prompt="go"))
+    assert summary.status == "done" and summary.answer == "fixed"
+    msg = tool_messages(fake.chat_requests()[1])[0]["content"]
+    assert "not valid JSON" in msg
+
+
+@pytest.mark.parametrize(
+    "step, expected",
+    [
+        ({"status": 401}, "API key"),
+        ({"status": 429}, "rate"),
+    ],
+)
+async def test_model_http_errors_give_specific_messages(app, fake, step, expected):
+    fake.push(step)
+    rt = runtime_with(app)
+    summary = await rt.run(TurnRequest(prompt="hi"))
+    assert summary.status == "failed" and expected.lower() in summary.error.lower()
+    assert (await turn_row(app, summary.turn_id)).status == "failed"
+
+
+async def test_unreachable_model_names_the_url(app):
+    app.settings.model.base_url = "http://127.0.0.1:9/v1"
+    rt = runtime_with(app)
+    summary = await rt.run(TurnRequest(prompt="hi"))
+    assert summary.status == "failed" and "http://127.0.0.1:9/v1" in summary.error
+    assert "unreachable" in summary.error
+
+
+async def test_slash_mode_switches_without_a_model_call(app, fake):
+    rt = runtime_with(app)
+    seen = []
+
+    async def listener(status):
+        seen.append(status)
+
+    rt.status_listeners.append(listener)
+    summary = await rt.run(TurnRequest(prompt="/mode brainstorming"))
+    assert summary.status == "done" and summary.payload == {"mode": "brainstorming"}
+    assert fake.chat_requests() == []
+    assert any(s.mode == "brainstorming" and not s.busy for s in seen)
+    assert (await rt.session(summary.session)).mode == "brainstorming"
+    bad = await rt.run(TurnRequest(prompt="/mode sideways"))
+    assert bad.status == "failed" and "unknown mode" in bad.error
+    unknown = await rt.run(TurnRequest(prompt="/frobnicate"))
+    assert unknown.status == "failed" and "unknown command /frobnicate" in unknown.error
+
+
+async def test_skip_agent_still_runs_post_response_and_finally(app, fake):
+    log: list[str] = []
+
+    def hook(name, phase, result=None):
+        async def run(self, ctx):
+            log.append(name)
+            return result
+
+        return type(name, (LifecycleHook,), {"phase": phase, "name": name, "run": run})()
+
+    rt = runtime_with(
+        app,
+        hooks=[
+            hook("skip", Phase.PRE_DISPATCH, HookResult(HookAction.SKIP_AGENT)),
+            hook("build", Phase.PRE_AGENT_BUILD),
+            hook("post", Phase.POST_RESPONSE),
+            hook("fin", Phase.FINALLY),
+        ],
+    )
+    summary = await rt.run(TurnRequest(prompt="hi"))
+    assert log == ["skip", "post", "fin"]
+    assert summary.status == "done" and fake.chat_requests() == []
+
+
+async def test_on_error_sees_the_raised_error(app, fake):
+    seen = []
+
+    class Boom(LifecycleHook):
+        phase, name = Phase.PRE_EXECUTE, "boom"
+
+        async def run(self, ctx):
+            raise ValueError("kaput")
+
+    class Catch(LifecycleHook):
+        phase, name = Phase.ON_ERROR, "catch"
+
+        async def run(self, ctx):
+            seen.append(ctx.state["exception"])
+
+    rt = runtime_with(app, hooks=[Boom(), Catch()])
+    summary = await rt.run(TurnRequest(prompt="hi"))
+    assert summary.status == "failed" and "kaput" in summary.error
+    assert isinstance(seen[0], ValueError)
+
+
+async def test_session_keeps_mode_and_new_session_starts_in_default(app, fake):
+    rt = runtime_with(app)
+    await rt.set_mode("autopilot")
+    first = await rt.session()
+    assert first.mode == "autopilot"
+    fake.push({"text": "ok"})
+    summary = await rt.run(TurnRequest(prompt="hi"))
+    assert summary.mode == "autopilot"
+    new = await rt.new_session()
+    assert new.id != first.id and new.mode == app.settings.modes.default
