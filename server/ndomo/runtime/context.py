@@ -62,6 +62,7 @@ class TurnContext:
     agent_name: str
     turn_id: int | None = None
     parent_turn_id: int | None = None
+    parent: "TurnContext | None" = None  # the delegating turn, for nested (sub-agent) turns
     depth: int = 0
     agent: Any = None  # AgentDef once built
     system_prompt: str = ""
@@ -84,5 +85,8 @@ class TurnContext:
         return [self.app.root]
 
     def note_modified(self, path: Path) -> None:
+        """Count a changed file here and in every delegating turn above."""
         if path not in self.modified:
             self.modified.append(path)
+        if self.parent is not None:
+            self.parent.note_modified(path)

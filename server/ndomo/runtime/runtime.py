@@ -225,7 +225,7 @@ class Runtime:
             )
         ctx = TurnContext(
             app=self.app, runtime=self, host=host, request=request, session=state, mode=mode, agent_name=agent,
-            parent_turn_id=parent.turn_id if parent else None, depth=(parent.depth + 1) if parent else 0,
+            parent_turn_id=parent.turn_id if parent else None, parent=parent, depth=(parent.depth + 1) if parent else 0,
         )
         task = asyncio.create_task(self._run(ctx))
         if parent is None:
