@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ndomo.agents.loader import builtin_agents_dir, load_agents
@@ -21,10 +23,14 @@ def agents():
     return load_agents(None)
 
 
-def test_builtin_dir_is_the_checkout_agents_folder():
+def test_builtin_dir_holds_the_checkout_agents():
+    """From a source checkout it is agents/; from an installed wheel, ndomo/_agents — same files."""
     folder = builtin_agents_dir()
-    assert folder.name == "agents"
+    assert folder.name in ("agents", "_agents")
     assert sorted(p.stem for p in folder.glob("*.md")) == sorted(ALL)
+    checkout = Path(__file__).resolve().parents[3] / "agents"
+    for p in checkout.glob("*.md"):
+        assert (folder / p.name).read_bytes() == p.read_bytes()
 
 
 def test_every_shipped_file_loads_without_problems(agents):
