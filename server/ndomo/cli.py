@@ -104,8 +104,11 @@ def render_result(act: Action, result: Any, as_json: bool) -> str:
 def run_action(act: Action, ns: argparse.Namespace) -> int:
     from ndomo.app import App
 
-    raw = {k: v for k, v in vars(ns).items() if k not in {"workspace", "json", "_handler", "command"}}
+    raw = {k: v for k, v in vars(ns).items() if k not in {"workspace", "json", "_handler", "command", "verb"}}
     root = Path(ns.workspace) if ns.workspace else find_workspace(Path.cwd())
+    if not root.is_dir():
+        print(f"ndomo: workspace {root} is not a folder", file=sys.stderr)
+        return 2
 
     async def go() -> Any:
         app = await asyncio.to_thread(App.load, root)
