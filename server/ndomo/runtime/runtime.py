@@ -164,13 +164,13 @@ class Runtime:
         if state.committed_plan_id:
             try:
                 store = await self.app.store()
-                progress = await store.plan_progress(state.committed_plan_id)
                 detail = await store.get_plan(state.committed_plan_id)
                 plan = {
-                    "id": state.committed_plan_id,
-                    "slug": detail.plan.slug if hasattr(detail, "plan") else getattr(detail, "slug", ""),
-                    "done": progress.done,
-                    "total": progress.total,
+                    "id": detail.id,
+                    "slug": detail.slug,
+                    "status": detail.status,
+                    "done": detail.progress.done,
+                    "total": detail.progress.total,
                 }
             except Exception:  # a deleted plan must not break the status bar
                 log.debug("plan status unavailable", exc_info=True)

@@ -267,3 +267,24 @@ async def test_session_keeps_mode_and_new_session_starts_in_default(app, fake):
     assert summary.mode == "autopilot"
     new = await rt.new_session()
     assert new.id != first.id and new.mode == app.settings.modes.default
+
+
+async def test_autopilot_follows_the_committed_plan_as_guidance(app, fake):
+    store = await app.store()
+    plan = await store.create_plan({"title": "Split config", "overview": "one module per source"})
+    await store.create_tasks(plan.id, [{"description": "move yaml loading", "files": ["cfg.py"]}, {"description": "tests"}])
+    rt = runtime_with(app)
+    state = await rt.session()
+    await store.update_session(state.id, committed_plan_id=plan.id)
+    fake.push({"text": "on it"})
+    await rt.run(TurnRequest(prompt="go", mode="autopilot"))
+    system = [m["content"] for m in fake.chat_requests()[0]["body"]["messages"] if m["role"] == "system"]
+    guidance = [s for s in system if s.startswith("Committed plan")]
+    assert guidance and "Split config" in guidance[0] and "move yaml loading (cfg.py)" in guidance[0]
+    status = await rt.status(await rt.session())
+    assert status.plan == {"id": plan.id, "slug": plan.slug, "status": "draft", "done": 0, "total": 2}
+    # discussion does not inject it
+    fake.push({"text": "ok"})
+    await rt.run(TurnRequest(prompt="talk", mode="discussion"))
+    system = [m["content"] for m in fake.chat_requests()[1]["body"]["messages"] if m["role"] == "system"]
+    assert not any(s.startswith("Committed plan") for s in system)

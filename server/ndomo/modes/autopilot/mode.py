@@ -47,14 +47,14 @@ class PlanGuidance(ModeGatedHook):
         return None
 
 
-def render_guidance(detail) -> str:
-    plan = detail.plan
+def render_guidance(plan) -> str:
+    """The plan as a short system message (PlanDetail: the plan with its tasks)."""
     lines = [f"Committed plan (guidance — follow its intent, adapt freely): {plan.title} [{plan.slug}]"]
     if plan.overview:
         lines.append(f"Overview: {plan.overview}")
     if getattr(plan, "approach", None):
         lines.append(f"Approach: {plan.approach}")
-    for i, t in enumerate(detail.tasks, 1):
+    for i, t in enumerate(plan.tasks, 1):
         files = f" ({', '.join(t.files)})" if t.files else ""
         lines.append(f"{i}. [{t.status}] {t.description}{files}")
     return "\n".join(lines)
