@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Literal, Protocol
 
 from pydantic import BaseModel, ValidationError
 
@@ -38,6 +38,7 @@ class ToolResult(BaseModel):
 
 
 ToolFn = Callable[["TurnContext", Any], Awaitable["ToolResult | str"]]
+AfterCall = Callable[["TurnContext", str, "ToolResult"], Awaitable["ToolResult"]]
 
 
 @dataclass(frozen=True)
@@ -94,11 +95,20 @@ def fence_message(tool: ToolDescriptor, mode: str) -> str:
     return f"tool '{tool.name}' is not available in {mode} mode; switch to {where}"
 
 
+# Tools that exist per workspace or per turn (e.g. reflexes): called with the turn's
+# context, cheap and synchronous (refresh caches in a hook). Static tools win on a clash.
+ToolProvider = Callable[["TurnContext"], Iterable[ToolDescriptor]]
+
+
 class ToolRegistry:
     def __init__(self) -> None:
         self._tools: dict[str, ToolDescriptor] = {}
         self.guards: list[ToolGuard] = []
         self.policy: PermissionPolicy = AllowAll()
+        # Observers of every finished call (refusals included); each may replace the result,
+        # e.g. to end the turn. A failing observer is logged and skipped.
+        self.after_call: list[AfterCall] = []
+        self.providers: list[ToolProvider] = []
 
     def add(self, tool: ToolDescriptor) -> None:
         if tool.name in self._tools:
@@ -114,9 +124,26 @@ class ToolRegistry:
     def all(self) -> list[ToolDescriptor]:
         return [self._tools[n] for n in sorted(self._tools)]
 
+    def provided(self, ctx: "TurnContext") -> list[ToolDescriptor]:
+        """Tools from the providers for this context, minus names a static tool already has."""
+        out: dict[str, ToolDescriptor] = {}
+        for provider in self.providers:
+            for t in provider(ctx):
+                if t.name not in self._tools and t.name not in out:
+                    out[t.name] = t
+        return [out[n] for n in sorted(out)]
+
+    def lookup(self, ctx: "TurnContext", name: str) -> ToolDescriptor | None:
+        """A static tool, else one a provider offers in this context."""
+        found = self._tools.get(name)
+        if found is None and self.providers:
+            found = next((t for t in self.provided(ctx) if t.name == name), None)
+        return found
+
     def filter(self, ctx: "TurnContext") -> list[ToolDescriptor]:
         """The tools offered to the model for this turn's mode and agent."""
-        return [t for t in self.all() if t.allowed_in(ctx.mode) and self.policy.visible(ctx, t)]
+        every = self.all() + self.provided(ctx)
+        return [t for t in every if t.allowed_in(ctx.mode) and self.policy.visible(ctx, t)]
 
     def parse(self, tool: ToolDescriptor, raw: Any) -> BaseModel | str:
         if not isinstance(raw, dict):
@@ -132,7 +159,16 @@ class ToolRegistry:
             return f"invalid arguments for '{tool.name}': " + "; ".join(parts)
 
     async def execute(self, ctx: "TurnContext", name: str, raw: Any) -> ToolResult:
-        tool = self._tools.get(name)
+        result = await self._dispatch(ctx, name, raw)
+        for observer in self.after_call:
+            try:
+                result = await observer(ctx, name, result)
+            except Exception:
+                log.exception("after-call observer failed for %s", name)
+        return result
+
+    async def _dispatch(self, ctx: "TurnContext", name: str, raw: Any) -> ToolResult:
+        tool = self.lookup(ctx, name)
         if tool is None:
             offered = ", ".join(t.name for t in ctx.tools) or "none"
             return ToolResult.refused(f"unknown tool '{name}'; available tools: {offered}")

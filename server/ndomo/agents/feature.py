@@ -1,0 +1,182 @@
+"""Agents in the runtime: permission policy, the craftsman's scope guard, `task` delegation,
+and turns bound to a plan task. One `setup(plugins)`; the runtime core is untouched."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ndomo.runtime.hooks import HookAction, HookResult, LifecycleHook, Phase
+from ndomo.runtime.prompts import PromptContributor
+from ndomo.runtime.tools import ToolResult
+
+from . import scope as sc
+from .delegation import task as task_tool
+from .policy import AgentPolicy
+
+if TYPE_CHECKING:
+    from ndomo.runtime.context import TurnContext
+    from ndomo.runtime.plugins import Plugins
+    from ndomo.runtime.tools import ToolRegistry
+
+log = logging.getLogger("ndomo.agents")
+
+TASK_KEY = "agents.task"
+
+
+class TaskBinding(LifecycleHook):
+    """A turn started on a plan task (`TurnRequest.task_id`) runs it: the task goes to
+    running with this agent and session (the plan's audit fields), and the prompt says so."""
+
+    phase = Phase.PRE_AGENT_BUILD
+    name = "agents.task_binding"
+    after = ("turn_record",)
+    priority = 20
+
+    def applies(self, ctx: "TurnContext") -> bool:
+        return bool(ctx.request.task_id)
+
+    async def run(self, ctx: "TurnContext") -> HookResult | None:
+        from ndomo.plans.errors import StoreError
+
+        store = await ctx.app.store()
+        try:
+            found = await store.get_task(int(str(ctx.request.task_id).strip()))
+            if found.status == "pending":
+                found = await store.update_task_status(
+                    found.id, "running", agent=ctx.agent_name, session_id=ctx.session.id
+                )
+            plan = await store.get_plan(found.plan_id)
+        except (ValueError, StoreError) as exc:
+            ctx.status, ctx.error = "failed", f"cannot run task {ctx.request.task_id!r}: {exc}"
+            return HookResult(HookAction.SKIP_AGENT)
+        if found.status not in ("running", "pending"):
+            ctx.status = "failed"
+            ctx.error = f"task {found.id} is {found.status}; only a pending or running task can be executed"
+            return HookResult(HookAction.SKIP_AGENT)
+        ctx.state[TASK_KEY] = {"task": found, "plan_slug": plan.slug, "plan_title": plan.title}
+        return None
+
+
+class TaskPrompt(PromptContributor):
+    name = "agents.task"
+    priority = 40
+
+    def applies(self, ctx: "TurnContext") -> bool:
+        return TASK_KEY in ctx.state
+
+    async def contribute(self, ctx: "TurnContext") -> str | None:
+        bound = ctx.state[TASK_KEY]
+        t = bound["task"]
+        files = ", ".join(t.files) or "not listed"
+        return (
+            f"You are executing task {t.id} (step {t.ord}) of plan '{bound['plan_slug']}' ({bound['plan_title']}): "
+            f"{t.description}\nFiles: {files}\nIt is already marked running. When it is done call "
+            f"task_update_status with id {t.id}, status done and a short report; if the plan has no pending "
+            "task left, complete the plan with plan_update_status."
+        )
+
+
+class ChildTurns(LifecycleHook):
+    """Remember delegated turns under a threshold agent, so State 4 can undo their edits too."""
+
+    phase = Phase.PRE_AGENT_BUILD
+    name = "agents.child_turns"
+    after = ("turn_record",)
+    priority = 21
+
+    def applies(self, ctx: "TurnContext") -> bool:
+        return ctx.parent is not None
+
+    async def run(self, ctx: "TurnContext") -> HookResult | None:
+        scope = sc.scope_of(ctx.parent) if sc.scope_owner(ctx.parent) else None
+        if scope is not None and ctx.turn_id is not None:
+            scope.child_turns.append(ctx.turn_id)
+        return None
+
+
+class ScopeStart(LifecycleHook):
+    """Open the threshold agent's scope: State 3 on a plan task; State 4 up front when the
+    request already names more files than the limit."""
+
+    phase = Phase.PRE_EXECUTE
+    name = "agents.scope_start"
+    priority = 20
+
+    def applies(self, ctx: "TurnContext") -> bool:
+        return sc.is_scoped(ctx)
+
+    async def run(self, ctx: "TurnContext") -> HookResult | None:
+        scope = sc.scope_of(ctx)
+        assert scope is not None
+        bound = ctx.state.get(TASK_KEY)
+        files = list(bound["task"].files) if bound else sc.explicit_files(ctx.request.prompt)
+        if bound:
+            scope.plan, scope.state = f"task:{bound['task'].id}", 3
+        if len(files) > scope.planned:
+            await sc.enter_state4(ctx, scope, len(files))
+            ctx.handback = scope.handback
+            ctx.answer = scope.handback or ""
+            ctx.status = "blocked"
+            return HookResult(HookAction.SHORT_CIRCUIT)
+        await sc.publish(ctx, scope)
+        return None
+
+
+class ScopeFinish(LifecycleHook):
+    phase = Phase.FINALLY
+    name = "agents.scope_finish"
+    priority = 80  # before turn_finish (90): the turn record gets the hand-back
+
+    def applies(self, ctx: "TurnContext") -> bool:
+        return sc.is_scoped(ctx) and sc.SCOPE_KEY in ctx.state
+
+    async def run(self, ctx: "TurnContext") -> HookResult | None:
+        scope: sc.Scope = ctx.state[sc.SCOPE_KEY]
+        if scope.state == 4:
+            ctx.handback = ctx.handback or scope.handback
+            if ctx.status in ("done", "running"):
+                ctx.status = "blocked"
+            await _block_bound_task(ctx, scope.handback or "out of scope")
+        files = len(sc.touched(ctx))
+        label = scope.label(files) if scope.state == 4 else f"{scope.label(files)} · {ctx.status}"
+        ctx.state["status_state"] = label
+        ctx.session.last_outcome = label
+        return None
+
+
+async def _block_bound_task(ctx: "TurnContext", reason: str) -> None:
+    """A plan task the turn gave up on is blocked, not left running."""
+    bound = ctx.state.get(TASK_KEY)
+    if not bound:
+        return
+    store = await ctx.app.store()
+    try:
+        current = await store.get_task(bound["task"].id)
+        if current.status == "running":
+            await store.update_task_status(current.id, "blocked", error=reason, agent=ctx.agent_name,
+                                           session_id=ctx.session.id)
+    except Exception:
+        log.exception("could not block task %s", bound["task"].id)
+
+
+async def scope_after_call(ctx: "TurnContext", name: str, result: ToolResult) -> ToolResult:
+    """After each call: note plan tools, count files, and end the turn once State 4 is hit."""
+    if result.status == "done":
+        await sc.note_tool_done(ctx, name)
+    await sc.after_call(ctx)
+    scope = sc.scope_of(ctx) if sc.scope_owner(ctx) is not None else None
+    if scope is not None and scope.state == 4:
+        ctx.handback = ctx.handback or scope.handback
+        if not result.ends_turn:
+            result = result.model_copy(update={"ends_turn": True})
+    return result
+
+
+def setup(plugins: "Plugins") -> None:
+    plugins.tools.policy = AgentPolicy()
+    plugins.tools.guards.append(sc.ScopeGuard())
+    plugins.tools.add(task_tool)
+    plugins.hooks.extend([TaskBinding(), ChildTurns(), ScopeStart(), ScopeFinish()])
+    plugins.prompts.add(TaskPrompt())
+    plugins.tools.after_call.append(scope_after_call)

@@ -1,0 +1,187 @@
+"""The runtime's permission policy: agent permission → saved approvals → ask the user.
+
+The mode fence has already run (the registry checks it first). Nothing the model sends
+can widen a permission: the effective permission comes from the agent files only, and a
+delegated turn runs with the intersection of its own and every ancestor's permission.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from ndomo.runtime.host import ApprovalRequest
+from ndomo.runtime.tools import PermissionDecision, ToolDescriptor
+
+from .permissions import decide_bash, intersect, task_allowed
+from .schema import STRICTNESS, AgentPermission, BashPolicy, TaskPolicy
+
+if TYPE_CHECKING:
+    from ndomo.runtime.context import TurnContext
+
+log = logging.getLogger("ndomo.agents")
+
+FLAT_KEYS = ("edit", "write", "webfetch", "question", "plan_db")
+_PERM_KEY = "agents.permission"
+
+
+def effective_permission(ctx: "TurnContext") -> AgentPermission:
+    """The agent's permission, narrowed by every delegating ancestor (cached per turn)."""
+    cached = ctx.state.get(_PERM_KEY)
+    if cached is not None:
+        return cached
+    own = getattr(ctx.agent, "permission", None)
+    if own is None:  # no agent resolved: nothing is granted without asking
+        own = AgentPermission()
+    perm = intersect(effective_permission(ctx.parent), own) if ctx.parent is not None else own
+    ctx.state[_PERM_KEY] = perm
+    return perm
+
+
+def glob_escape(subject: str) -> str:
+    """A saved approval is an fnmatch pattern; store the exact subject, not a glob."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in subject)
+
+
+def is_flat_deny(perm: AgentPermission, key: str | None) -> bool:
+    """True when the permission refuses every call of this kind (the tool is hidden)."""
+    if key in FLAT_KEYS:
+        return getattr(perm, key) == "deny"
+    if key == "bash":
+        bash = perm.bash
+        if isinstance(bash, BashPolicy):
+            return any(layer == "deny" for layer in bash.layers)
+        if isinstance(bash, dict):
+            return bool(bash) and all(v == "deny" for v in bash.values()) and "*" in bash
+        return bash == "deny"
+    if key == "task":
+        layers = perm.task.layers if isinstance(perm.task, TaskPolicy) else [perm.task]
+        return any(all(v == "deny" for v in layer.values()) for layer in layers)
+    return False
+
+
+def _paths(tool: ToolDescriptor, params: BaseModel, key: str) -> list[str]:
+    fn = tool.meta.get(key)
+    if fn is None:
+        return []
+    try:
+        return [str(p) for p in (fn(params) or [])]
+    except Exception:  # a broken path lambda must not open a hole: treated as no paths
+        log.exception("meta[%s] of tool %s failed", key, tool.name)
+        return []
+
+
+def _param(params: BaseModel, *names: str) -> str | None:
+    for name in names:
+        value = getattr(params, name, None)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+class Verdict(BaseModel):
+    action: str  # allow | ask | deny
+    permission: str
+    subject: str
+    reason: str = ""
+
+
+class AgentPolicy:
+    """`PermissionPolicy` for the runtime: see the module docstring for the order."""
+
+    def visible(self, ctx: "TurnContext", tool: ToolDescriptor) -> bool:
+        if ctx.agent is None or tool.permission is None:
+            return True
+        return not is_flat_deny(effective_permission(ctx), tool.permission)
+
+    async def verdict(self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel) -> Verdict:
+        """What the agent's permission says about this call, before approvals."""
+        perm = effective_permission(ctx)
+        key = tool.permission
+        if key is None:
+            verdict = Verdict(action="allow", permission="none", subject=tool.name)
+        elif key in FLAT_KEYS:
+            if key in ("edit", "write"):
+                subject = ", ".join(_paths(tool, params, "paths")) or tool.name
+            elif key == "webfetch":
+                subject = _param(params, "url") or tool.name
+            elif key == "question":
+                subject = _param(params, "question") or tool.name
+            else:
+                subject = tool.name
+            verdict = Verdict(action=getattr(perm, key), permission=key, subject=subject)
+        elif key == "bash":
+            command_of = tool.meta.get("command")
+            command = command_of(params) if command_of else _param(params, "command")
+            if not command:
+                return Verdict(action="deny", permission="bash", subject=tool.name,
+                               reason=f"'{tool.name}' does not say which command it runs")
+            decision = await asyncio.to_thread(decide_bash, perm, command, cwd=ctx.app.root, roots=ctx.roots)
+            verdict = Verdict(action=decision.action, permission="bash", subject=command, reason=decision.explain())
+        elif key == "task":
+            agent = _param(params, "agent") or ""
+            verdict = Verdict(action=task_allowed(perm, agent), permission="task", subject=agent)
+        else:
+            verdict = Verdict(action="ask", permission=key, subject=tool.name,
+                              reason=f"unknown permission '{key}'")
+        secrets = [p for p in _paths(tool, params, "read_paths") + _paths(tool, params, "paths")
+                   if _is_secret(ctx, p)]
+        if secrets and STRICTNESS.get(verdict.action, 2) < STRICTNESS["ask"]:
+            verdict = Verdict(action="ask", permission="secret", subject=secrets[0],
+                              reason=f"{secrets[0]} looks like a secret file")
+        return verdict
+
+    async def check(self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel) -> PermissionDecision:
+        v = await self.verdict(ctx, tool, params)
+        who = f"{ctx.agent_name} ({ctx.mode})"
+        if v.action == "deny":
+            why = f": {v.reason}" if v.reason else ""
+            return PermissionDecision(
+                allowed=False,
+                message=f"permission denied: {who} may not use {v.permission} for '{v.subject}'{why}",
+            )
+        if v.action == "allow" and v.permission == "none":
+            return PermissionDecision(allowed=True)
+        store = await ctx.app.store()
+        saved = await store.find_approval(v.permission, v.subject, ctx.session.id)
+        if saved == "deny":
+            return PermissionDecision(
+                allowed=False, message=f"permission denied by a saved rule: {v.permission} '{v.subject}'"
+            )
+        if v.action == "allow" or saved == "allow":
+            return PermissionDecision(allowed=True)
+        return await self._ask(ctx, v)
+
+    async def _ask(self, ctx: "TurnContext", v: Verdict) -> PermissionDecision:
+        request = ApprovalRequest(permission=v.permission, subject=v.subject, agent=ctx.agent_name,
+                                  mode=ctx.mode, reason=v.reason)
+        try:
+            answer: Any = await ctx.host.approve(request)
+        except Exception:  # a host that cannot ask is a host that did not approve
+            log.exception("host failed to ask for approval")
+            answer = None
+        if answer in ("session", "project"):
+            store = await ctx.app.store()
+            await store.save_approval(v.permission, glob_escape(v.subject), "allow", scope=answer,
+                                      session_id=ctx.session.id if answer == "session" else None)
+            return PermissionDecision(allowed=True)
+        if answer == "once":
+            return PermissionDecision(allowed=True)
+        return PermissionDecision(
+            allowed=False,
+            message=(f"the user did not approve {v.permission} '{v.subject}' for {ctx.agent_name}; "
+                     "do not retry the same call — choose another way or hand back"),
+        )
+
+
+def _is_secret(ctx: "TurnContext", path: str) -> bool:
+    from ndomo.security.paths import is_secret
+
+    try:
+        return is_secret(path, ctx.roots, ctx.app.settings.secret_globs)
+    except Exception:
+        log.exception("secret check failed for %s", path)
+        return True

@@ -1,0 +1,264 @@
+"""The craftsman's 2/5/1 threshold, enforced in code: a guard on every file-changing call.
+
+State 1: up to `direct` distinct files, no plan. State 2: more files only once this turn
+made a plan (`plan_create` + `task_create_batch`). State 3: the turn executes a plan task
+(`TurnRequest.task_id` or a claimed task). State 4: more than `planned` files — the call is
+refused, everything the turn (and its delegated sub-turns) changed is restored, and the
+turn ends as a hand-back naming the foreman. Sub-agents the craftsman delegates to count
+against its scope.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
+
+from ndomo.runtime.tools import ToolDescriptor
+
+from .routing import EXTENSION_STACKS
+
+if TYPE_CHECKING:
+    from ndomo.runtime.context import TurnContext
+
+log = logging.getLogger("ndomo.agents")
+
+SCOPE_KEY = "agents.scope"
+PLAN_CREATE, TASK_BATCH = "plan_create", "task_create_batch"
+CLAIM_TOOLS = frozenset({"task_next_for_agent", "task_update_status", "plan_update_status"})
+
+
+@dataclass
+class Scope:
+    """Per-turn scope state of a threshold agent; kept in the owner turn's `ctx.state`."""
+
+    direct: int
+    planned: int
+    state: int = 1
+    plan: str | None = None  # how the turn got its plan: created | task:<id> | executing:<slug>
+    made: set[str] = field(default_factory=set)  # plan tools that succeeded in this turn
+    originals: dict[str, str | None] = field(default_factory=dict)  # rel path → text before the turn
+    child_turns: list[int] = field(default_factory=list)
+    handback: str | None = None
+    restored: list[str] = field(default_factory=list)
+    unrestored: list[str] = field(default_factory=list)
+
+    def label(self, files: int) -> str:
+        if self.state == 4:
+            return f"state 4 · out of scope → foreman ({files} files > {self.planned})"
+        limit = self.planned if self.plan else self.direct
+        return f"state {self.state} · {files}/{limit} files"
+
+
+def is_scoped(ctx: "TurnContext") -> bool:
+    agent = ctx.agent
+    return agent is not None and (getattr(agent, "threshold", None) is not None or ctx.agent_name == "craftsman")
+
+
+def scope_owner(ctx: "TurnContext | None") -> "TurnContext | None":
+    """The nearest turn (this one or a delegating one) whose agent has a threshold."""
+    while ctx is not None:
+        if is_scoped(ctx):
+            return ctx
+        ctx = ctx.parent
+    return None
+
+
+def scope_of(ctx: "TurnContext") -> Scope | None:
+    owner = scope_owner(ctx)
+    if owner is None:
+        return None
+    scope = owner.state.get(SCOPE_KEY)
+    if scope is None:
+        th = getattr(owner.agent, "threshold", None) or owner.app.settings.threshold
+        scope = owner.state[SCOPE_KEY] = Scope(direct=th.direct, planned=th.planned)
+    return scope
+
+
+def rel_path(ctx: "TurnContext", path: Path | str) -> str:
+    p = Path(path)
+    if not p.is_absolute():
+        return PurePosixPath(str(path).replace("\\", "/")).as_posix()
+    try:
+        return p.relative_to(ctx.app.root).as_posix()
+    except ValueError:
+        return p.as_posix()
+
+
+def touched(owner: "TurnContext") -> list[str]:
+    return list(dict.fromkeys(rel_path(owner, p) for p in owner.modified))
+
+
+async def publish(owner: "TurnContext", scope: Scope) -> None:
+    """Show the scope state in `ndomo/status` while the turn runs."""
+    text = scope.label(len(touched(owner)))
+    owner.state["status_state"] = text
+    if owner.session.last_outcome != text:
+        owner.session.last_outcome = text
+        await owner.runtime.publish_status(owner.session)
+
+
+# -- plan detection ---------------------------------------------------------------------
+
+
+async def executing_plan(owner: "TurnContext") -> str | None:
+    """Slug of an executing plan this session (or this agent) runs, if any."""
+    store = await owner.app.store()
+    for plan in await store.list_plans(status="executing"):
+        if plan.executed_by_session == owner.session.id:
+            return plan.slug
+        running = await store.list_tasks(plan.id, status="running")
+        if any(t.claimed_by == owner.agent_name for t in running):
+            return plan.slug
+    return None
+
+
+async def note_tool_done(ctx: "TurnContext", name: str) -> None:
+    """A plan tool finished: the turn may have entered State 2 or 3."""
+    scope = scope_of(ctx)
+    if scope is None or scope.state == 4:
+        return
+    owner = scope_owner(ctx)
+    assert owner is not None
+    if name in (PLAN_CREATE, TASK_BATCH):
+        scope.made.add(name)
+        if {PLAN_CREATE, TASK_BATCH} <= scope.made and scope.plan is None:
+            scope.plan, scope.state = "created", 2
+    elif name in CLAIM_TOOLS and scope.plan is None:
+        slug = await executing_plan(owner)
+        if slug:
+            scope.plan, scope.state = f"executing:{slug}", 3
+    await publish(owner, scope)
+
+
+# -- explicit scope -----------------------------------------------------------------------
+
+_TEXT_EXTENSIONS = frozenset(
+    ".md .txt .rst .json .yaml .yml .toml .ini .cfg .html .htm .css .scss .sass .less .sh .bash"
+    " .c .h .cc .cpp .hpp .java .kt .kts .rb .php .sql .lua .swift .cs .ex .exs .erl .hs .ml"
+    " .scala .dart .r .jl .proto .graphql .xml .svg .env .lock".split()
+)
+_PATHISH = re.compile(r"(?<![\w/.:-])((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/-])")
+
+
+def explicit_files(prompt: str) -> list[str]:
+    """File paths a prompt names outright (`a.py`, `src/b.ts`), for the up-front State 4 check."""
+    out: list[str] = []
+    for m in _PATHISH.finditer(prompt):
+        token = m.group(1).rstrip(".")
+        suffix = PurePosixPath(token).suffix.lower()
+        if suffix in EXTENSION_STACKS or suffix in _TEXT_EXTENSIONS:
+            out.append(token)
+    return list(dict.fromkeys(out))
+
+
+# -- state 4 ------------------------------------------------------------------------------
+
+
+def handback_text(scope: Scope, count: int, restored: list[str], unrestored: list[str]) -> str:
+    parts = [f"[out of my domain] this work needs {count} files, more than my limit of {scope.planned}."]
+    if restored:
+        parts.append(f"I rolled back the {len(restored)} file(s) this turn changed: {', '.join(restored)}.")
+    if unrestored:
+        parts.append(f"Could NOT restore: {', '.join(unrestored)} — check them by hand.")
+    parts.append("Switch to the foreman (`/agent foreman`) to plan it; then I execute the plan task by task.")
+    return " ".join(parts)
+
+
+async def rollback_scope(owner: "TurnContext", scope: Scope) -> tuple[list[str], list[str]]:
+    """Restore every file the owner turn and its sub-turns changed; (restored, failed)."""
+    store = await owner.app.store()
+    before: dict[str, str | None] = {}
+    for turn_id in [owner.turn_id, *scope.child_turns]:
+        if turn_id is None:
+            continue
+        for edit in await store.turn_edits(turn_id):
+            before.setdefault(edit.path, edit.before)
+    changed = set(before) | set(touched(owner))
+    # The guard's snapshots are taken before any sub-turn writes, so they win.
+    before.update({p: t for p, t in scope.originals.items() if p in changed})
+    restored, failed = [], []
+    for path in sorted(changed):
+        if path not in before:
+            failed.append(path)
+            continue
+        target = owner.app.root / path
+        current = await owner.host.read_text(target)
+        if current == before[path]:
+            restored.append(path)
+            continue
+        outcome = await owner.host.apply_edit(target, before[path], current)
+        (restored if outcome.applied else failed).append(path)
+    return restored, failed
+
+
+async def enter_state4(owner: "TurnContext", scope: Scope, count: int) -> str:
+    scope.state = 4
+    restored, failed = await rollback_scope(owner, scope)
+    scope.restored, scope.unrestored = restored, failed
+    scope.handback = handback_text(scope, count, restored, failed)
+    await publish(owner, scope)
+    return scope.handback
+
+
+# -- the guard ----------------------------------------------------------------------------
+
+
+def declared_paths(tool: ToolDescriptor, params: BaseModel) -> list[str] | None:
+    fn = tool.meta.get("paths")
+    if fn is None:
+        return None
+    return [str(p) for p in (fn(params) or [])]
+
+
+class ScopeGuard:
+    """Refuses a file change that would break the agent's threshold (see module doc)."""
+
+    name = "craftsman_scope"
+
+    async def check(self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel) -> str | None:
+        owner = scope_owner(ctx)
+        if owner is None:
+            return None
+        scope = scope_of(ctx)
+        assert scope is not None
+        if scope.state == 4:
+            return scope.handback
+        paths = declared_paths(tool, params)
+        if paths is None:
+            return None  # not a file change it can announce; counted after the fact
+        done = touched(owner)
+        new = [p for p in dict.fromkeys(rel_path(ctx, p) for p in paths) if p not in done]
+        if not new:
+            return None
+        count = len(done) + len(new)
+        if count > scope.planned:
+            return await enter_state4(owner, scope, count)
+        if count > scope.direct and scope.plan is None:
+            return (
+                f"scope: this would be file {count} of the turn ({', '.join(new)}); without a plan I change at most "
+                f"{scope.direct} files (state 1). For 3-{scope.planned} files make a plan first: call plan_create, "
+                f"then task_create_batch with the steps and their files, then retry this edit (state 2). "
+                f"More than {scope.planned} files: hand back and suggest the foreman."
+            )
+        for p in new:
+            if p not in scope.originals:
+                scope.originals[p] = await owner.host.read_text(owner.app.root / p)
+        return None
+
+
+async def after_call(ctx: "TurnContext") -> None:
+    """Count files changed by tools that could not announce them; >planned is State 4."""
+    owner = scope_owner(ctx)
+    scope = scope_of(ctx) if owner is not None else None
+    if owner is None or scope is None or scope.state == 4:
+        return
+    count = len(touched(owner))
+    if count > scope.planned:
+        await enter_state4(owner, scope, count)
+    else:
+        await publish(owner, scope)

@@ -1,0 +1,94 @@
+"""Runtime fixtures for the agent features: the fake model, a real store, test-only tools."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel, ConfigDict
+
+from ndomo.app import App
+from ndomo.runtime.edits import change_file
+from ndomo.runtime.plugins import build_plugins
+from ndomo.runtime.runtime import Runtime
+from ndomo.runtime.tools import ToolError, tool
+from tests.fakes.fake_model import FakeModel
+
+
+class PutParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str
+    content: str | None = None  # None deletes
+
+
+@tool("put", PutParams, description="write a whole file (test tool)", risk="write", permission="edit",
+      paths=lambda p: [p.path])
+async def put(ctx, p: PutParams):
+    outcome = await change_file(ctx, ctx.app.root / p.path, p.content)
+    if not outcome.applied:
+        raise ToolError(outcome.reason)
+    return f"wrote {p.path}"
+
+
+class PeekParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str
+
+
+@tool("peek", PeekParams, description="read a file (test tool)", read_paths=lambda p: [p.path])
+async def peek(ctx, p: PeekParams):
+    return await ctx.host.read_text(ctx.app.root / p.path) or "(absent)"
+
+
+def runtime_with(app, *extra, plan_tools=True):
+    plugins = build_plugins()
+    for t in extra:
+        plugins.tools.add(t)
+    if plan_tools and plugins.tools.get("plan_create") is None:
+        from ndomo.tools.plans import setup as plans_setup
+
+        plans_setup(plugins)
+    plugins.hooks.validate()
+    return Runtime(app, plugins)
+
+
+def watch(rt) -> list[str]:
+    """Every `ndomo/status` state the runtime publishes, in order."""
+    seen: list[str] = []
+
+    async def listener(status):
+        seen.append(status.state)
+
+    rt.status_listeners.append(listener)
+    return seen
+
+
+def call(name, **arguments):
+    return {"tool_calls": [{"name": name, "arguments": arguments}]}
+
+
+def tool_messages(request):
+    return [m for m in request["body"]["messages"] if m["role"] == "tool"]
+
+
+def offered(request):
+    return {t["function"]["name"] for t in request["body"].get("tools", [])}
+
+
+def write_agent(root, name, frontmatter: str, body: str = "Do the job.") -> None:
+    folder = root / ".ndomo" / "agents"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.md").write_text(f"---\n{frontmatter.strip()}\n---\n{body}\n", encoding="utf-8")
+
+
+@pytest.fixture
+def fake():
+    with FakeModel(default_text="done") as fm:
+        yield fm
+
+
+@pytest.fixture
+async def app(tmp_path, fake):
+    a = App(tmp_path)
+    a.settings.model.base_url = fake.url
+    a.settings.model.max_retries = 0
+    yield a
+    await a.aclose()
