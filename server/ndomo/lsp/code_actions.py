@@ -33,7 +33,7 @@ class CodeActionsFeature(Feature):
             return self.selection_actions(params) + self.diagnostic_fixes(params)
 
     def selection_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
-        if "ndomo.turn" not in self.server.fm.commands:
+        if "ndomo.turn" not in self.server.protocol.fm.commands:
             return []
         uri, rng = params.text_document.uri, params.range
         out = []

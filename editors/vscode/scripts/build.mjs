@@ -1,0 +1,15 @@
+// Bundle the extension (vscode stays external: the editor provides it).
+import { build } from "esbuild";
+
+await build({
+  entryPoints: ["src/extension.ts"],
+  bundle: true,
+  outfile: "dist/extension.js",
+  platform: "node",
+  format: "cjs",
+  target: "node18",
+  external: ["vscode"],
+  sourcemap: true,
+  minify: process.argv.includes("--minify"),
+  logLevel: "info",
+});

@@ -1,0 +1,288 @@
+/**
+ * The palette commands and the LSP command each one issues, kept free of `vscode` so the
+ * mapping is unit-tested. `extension.ts` binds these to the editor through `Ui` and `Lsp`.
+ */
+
+export const MODES = ["discussion", "brainstorming", "autopilot"] as const;
+export const DEFAULT_AGENTS = ["foreman", "craftsman"];
+
+export interface Position {
+  line: number;
+  character: number;
+}
+export interface Range {
+  start: Position;
+  end: Position;
+}
+export interface Selection {
+  uri: string;
+  range: Range;
+  empty: boolean;
+}
+
+export interface PickItem {
+  label: string;
+  description?: string;
+  detail?: string;
+  /** What picking it does: one LSP command with its single object argument. */
+  command: string;
+  args: Record<string, unknown>;
+}
+
+/** The LSP side: `workspace/executeCommand` with one object argument. */
+export interface Lsp {
+  execute(command: string, args?: Record<string, unknown>): Promise<unknown>;
+}
+
+/** The editor side, injected so tests drive it with plain objects. */
+export interface Ui {
+  selection(): Selection | undefined;
+  input(prompt: string, placeholder?: string): Promise<string | undefined>;
+  pick(items: PickItem[], placeholder: string): Promise<PickItem | undefined>;
+  info(message: string): void;
+  error(message: string): void;
+  /** Show a longer text (plans, health, a turn's answer). */
+  show(title: string, body: string): void;
+}
+
+export interface Status {
+  mode: string;
+  agent: string;
+}
+
+export interface Context {
+  lsp: Lsp;
+  ui: Ui;
+  /** The last `ndomo/status` seen (for the current mode/agent in picks). */
+  status(): Status | null;
+}
+
+/** Prompts that go with a selection; the same wording as the server's code actions. */
+export const FIX_PROMPT = "Fix the problems in the selected code.";
+export const PLAN_PROMPT = "Plan the change to the selected code as an atomic plan.";
+
+export function modePickItems(current?: string): PickItem[] {
+  const summaries: Record<string, string> = {
+    discussion: "talk and plan; edits only design notes",
+    brainstorming: "research: read, search, fetch; no edits",
+    autopilot: "build: edits, shell, runs the plan",
+  };
+  return MODES.map((m) => ({
+    label: m === current ? `$(check) ${m}` : m,
+    description: summaries[m],
+    command: "ndomo.mode.set",
+    args: { mode: m },
+  }));
+}
+
+export function agentPickItems(agents: string[], current?: string): PickItem[] {
+  return agents.map((a) => ({
+    label: a === current ? `$(check) ${a}` : a,
+    description: "agent",
+    command: "ndomo.agent.set",
+    args: { agent: a },
+  }));
+}
+
+/** One menu for the status-bar click: modes first, then agents. */
+export function statusMenuItems(agents: string[], status: Status | null): PickItem[] {
+  const modes = modePickItems(status?.mode).map((i) => ({ ...i, description: `mode — ${i.description}` }));
+  return [...modes, ...agentPickItems(agents, status?.agent)];
+}
+
+/** Agent names from `ndomo.agents.list` (when the server has it), else the built-in pair. */
+export async function listAgents(lsp: Lsp): Promise<string[]> {
+  try {
+    const res = await lsp.execute("ndomo.agents.list", {});
+    const raw = Array.isArray(res) ? res : (res as { agents?: unknown })?.agents;
+    if (Array.isArray(raw)) {
+      const names = raw
+        // sub-agents only run delegated tasks: not a session agent to switch to
+        .filter((a) => (a as { mode?: unknown })?.mode !== "subagent")
+        .map((a) => (typeof a === "string" ? a : (a as { name?: unknown })?.name))
+        .filter((n): n is string => typeof n === "string" && n.length > 0);
+      if (names.length) return names;
+    }
+  } catch {
+    // older servers have no ndomo.agents.list
+  }
+  return DEFAULT_AGENTS;
+}
+
+function selectionArgs(sel: Selection | undefined): Record<string, unknown> {
+  return sel ? { uri: sel.uri, range: sel.range } : {};
+}
+
+async function runPick(ctx: Context, items: PickItem[], placeholder: string): Promise<unknown> {
+  const item = await ctx.ui.pick(items, placeholder);
+  if (!item) return undefined;
+  return ctx.lsp.execute(item.command, item.args);
+}
+
+function answerOf(result: unknown): string {
+  const r = result as { answer?: unknown; status?: unknown; error?: unknown } | null;
+  if (!r || typeof r !== "object") return "";
+  if (typeof r.error === "string" && r.error) return `ndomo: ${r.error}`;
+  return typeof r.answer === "string" ? r.answer : "";
+}
+
+async function turn(ctx: Context, args: Record<string, unknown>): Promise<unknown> {
+  const result = await ctx.lsp.execute("ndomo.turn", args);
+  const answer = answerOf(result);
+  if (answer) ctx.ui.show("ndomo", answer);
+  return result;
+}
+
+export interface PaletteCommand {
+  /** VS Code command id (contributes.commands in package.json). */
+  id: string;
+  title: string;
+  /** The LSP command it ends in (documentation and tests). */
+  lsp: string;
+  run(ctx: Context): Promise<unknown>;
+}
+
+export const PALETTE: PaletteCommand[] = [
+  {
+    id: "ndomo.ask",
+    title: "Ask…",
+    lsp: "ndomo.turn",
+    async run(ctx) {
+      const prompt = await ctx.ui.input("Ask ndomo", "What do you want to know or do?");
+      if (!prompt || !prompt.trim()) return undefined;
+      const sel = ctx.ui.selection();
+      return turn(ctx, { prompt: prompt.trim(), ...(sel && !sel.empty ? selectionArgs(sel) : {}) });
+    },
+  },
+  {
+    id: "ndomo.fixSelection",
+    title: "Fix selection with craftsman",
+    lsp: "ndomo.turn",
+    async run(ctx) {
+      const sel = ctx.ui.selection();
+      if (!sel) {
+        ctx.ui.error("ndomo: open a file and select the code to fix");
+        return undefined;
+      }
+      return turn(ctx, { prompt: FIX_PROMPT, ...selectionArgs(sel), agent: "craftsman", mode: "autopilot" });
+    },
+  },
+  {
+    id: "ndomo.planWithForeman",
+    title: "Plan with foreman",
+    lsp: "ndomo.turn",
+    async run(ctx) {
+      const sel = ctx.ui.selection();
+      const what = await ctx.ui.input("Plan with foreman", "What should change? (empty: the selection)");
+      if (what === undefined) return undefined;
+      const prompt = what.trim() || PLAN_PROMPT;
+      if (!what.trim() && (!sel || sel.empty)) {
+        ctx.ui.error("ndomo: say what to plan, or select the code to change");
+        return undefined;
+      }
+      return turn(ctx, { prompt, ...(sel && !sel.empty ? selectionArgs(sel) : {}), agent: "foreman", mode: "discussion" });
+    },
+  },
+  {
+    id: "ndomo.switchMode",
+    title: "Switch mode",
+    lsp: "ndomo.mode.set",
+    run: (ctx) => runPick(ctx, modePickItems(ctx.status()?.mode), "ndomo: switch mode"),
+  },
+  {
+    id: "ndomo.switchAgent",
+    title: "Switch agent",
+    lsp: "ndomo.agent.set",
+    async run(ctx) {
+      const agents = await listAgents(ctx.lsp);
+      return runPick(ctx, agentPickItems(agents, ctx.status()?.agent), "ndomo: switch agent");
+    },
+  },
+  {
+    id: "ndomo.statusMenu",
+    title: "Switch mode or agent",
+    lsp: "ndomo.mode.set",
+    async run(ctx) {
+      const agents = await listAgents(ctx.lsp);
+      return runPick(ctx, statusMenuItems(agents, ctx.status()), "ndomo: switch mode or agent");
+    },
+  },
+  {
+    id: "ndomo.cancelTurn",
+    title: "Cancel turn",
+    lsp: "ndomo.cancel",
+    async run(ctx) {
+      const res = (await ctx.lsp.execute("ndomo.cancel", {})) as { cancelled?: boolean } | null;
+      ctx.ui.info(res?.cancelled ? "ndomo: turn cancelled" : "ndomo: no turn is running");
+      return res;
+    },
+  },
+  {
+    id: "ndomo.undoTurn",
+    title: "Undo last turn",
+    lsp: "ndomo.undo",
+    async run(ctx) {
+      const res = await ctx.lsp.execute("ndomo.undo", {});
+      ctx.ui.info(`ndomo: ${describe(res, "last turn undone")}`);
+      return res;
+    },
+  },
+  {
+    id: "ndomo.showPlans",
+    title: "Show plans",
+    lsp: "ndomo.plan.list",
+    async run(ctx) {
+      const res = await ctx.lsp.execute("ndomo.plan.list", {});
+      ctx.ui.show("ndomo plans", formatPlans(res));
+      return res;
+    },
+  },
+  {
+    id: "ndomo.newSession",
+    title: "New session",
+    lsp: "ndomo.session.new",
+    async run(ctx) {
+      const res = await ctx.lsp.execute("ndomo.session.new", {});
+      ctx.ui.info("ndomo: new session started");
+      return res;
+    },
+  },
+  {
+    id: "ndomo.health",
+    title: "Health",
+    lsp: "ndomo.health",
+    async run(ctx) {
+      const res = await ctx.lsp.execute("ndomo.health", {});
+      ctx.ui.show("ndomo health", JSON.stringify(res, null, 2));
+      return res;
+    },
+  },
+];
+
+function describe(res: unknown, fallback: string): string {
+  if (typeof res === "string") return res;
+  const r = res as { message?: unknown; restored?: unknown; files?: unknown } | null;
+  if (r && typeof r.message === "string") return r.message;
+  const files = (r?.restored ?? r?.files) as unknown;
+  if (Array.isArray(files)) return `${fallback} (${files.length} file${files.length === 1 ? "" : "s"} restored)`;
+  return fallback;
+}
+
+/** Plain-text table of `ndomo.plan.list` (a list, or {plans: [...]}). */
+export function formatPlans(res: unknown): string {
+  const raw = Array.isArray(res) ? res : (res as { plans?: unknown })?.plans;
+  if (!Array.isArray(raw) || raw.length === 0) return "No plans yet.";
+  return raw
+    .map((p) => {
+      const plan = (p as { plan?: unknown }).plan ?? p;
+      const r = plan as Record<string, unknown>;
+      const prog = (p as { progress?: { done?: number; total?: number } }).progress;
+      const count = prog && typeof prog.total === "number" ? ` ${prog.done ?? 0}/${prog.total}` : "";
+      return `${r.status ?? ""}\t${r.slug ?? r.id}${count}\t${r.title ?? ""}`.trim();
+    })
+    .join("\n");
+}
+
+export function findCommand(id: string): PaletteCommand | undefined {
+  return PALETTE.find((c) => c.id === id);
+}

@@ -1,0 +1,82 @@
+/**
+ * Status-bar text from the server's `ndomo/status` notification.
+ * Pure (no `vscode` import) so the format is unit-tested without an editor.
+ */
+
+export interface PlanProgress {
+  id: string;
+  slug?: string;
+  done: number;
+  total: number;
+}
+
+/** The `ndomo/status` payload (public interface of the server). */
+export interface StatusPayload {
+  session: string;
+  mode: string;
+  agent: string;
+  busy: boolean;
+  state: string;
+  plan: PlanProgress | null;
+}
+
+export interface StatusView {
+  text: string;
+  tooltip: string;
+}
+
+export const SPINNER = "$(sync~spin)";
+
+/** States that say nothing worth a place in the status bar. */
+const QUIET_STATES = new Set(["", "idle", "done", "answered", "none"]);
+
+export function formatStatus(status: StatusPayload | null | undefined, connected = true): StatusView {
+  if (!connected) {
+    return { text: "ndomo: $(debug-disconnect) stopped", tooltip: "ndomo: the language server is not running" };
+  }
+  if (!status) {
+    return { text: "ndomo: $(loading~spin) starting", tooltip: "ndomo: waiting for the server" };
+  }
+  const parts = [`ndomo: ${status.agent} · ${status.mode}`];
+  const state = (status.state || "").trim();
+  if (state && !QUIET_STATES.has(state)) parts.push(state);
+  if (status.plan && status.plan.total > 0) parts.push(`${status.plan.done}/${status.plan.total}`);
+  const text = (status.busy ? `${SPINNER} ` : "") + parts.join(" · ");
+
+  const lines = [
+    `Agent: ${status.agent}`,
+    `Mode: ${status.mode}`,
+    `Session: ${status.session}`,
+    `State: ${state || "idle"}${status.busy ? " (turn running)" : ""}`,
+  ];
+  if (status.plan) {
+    const name = status.plan.slug || status.plan.id;
+    lines.push(`Plan: ${name} — ${status.plan.done}/${status.plan.total} tasks done`);
+  }
+  lines.push("Click to switch mode or agent");
+  return { text, tooltip: lines.join("\n") };
+}
+
+/** Parse an untrusted notification payload; `null` when it is not a status. */
+export function parseStatus(raw: unknown): StatusPayload | null {
+  if (!raw || typeof raw !== "object") return null;
+  const r = raw as Record<string, unknown>;
+  if (typeof r.mode !== "string" || typeof r.agent !== "string") return null;
+  let plan: PlanProgress | null = null;
+  if (r.plan && typeof r.plan === "object") {
+    const p = r.plan as Record<string, unknown>;
+    const done = Number(p.done);
+    const total = Number(p.total);
+    if (Number.isFinite(done) && Number.isFinite(total)) {
+      plan = { id: String(p.id ?? ""), slug: typeof p.slug === "string" ? p.slug : undefined, done, total };
+    }
+  }
+  return {
+    session: typeof r.session === "string" ? r.session : "",
+    mode: r.mode,
+    agent: r.agent,
+    busy: r.busy === true,
+    state: typeof r.state === "string" ? r.state : "",
+    plan,
+  };
+}

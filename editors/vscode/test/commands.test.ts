@@ -1,0 +1,189 @@
+import { strict as assert } from "node:assert";
+import { readFileSync } from "node:fs";
+import { test } from "node:test";
+
+import {
+  Context,
+  findCommand,
+  FIX_PROMPT,
+  formatPlans,
+  listAgents,
+  modePickItems,
+  PALETTE,
+  PickItem,
+  Selection,
+  statusMenuItems,
+} from "../src/commands";
+
+interface Fake {
+  ctx: Context;
+  calls: { command: string; args: unknown }[];
+  shown: string[];
+  errors: string[];
+  infos: string[];
+}
+
+const SEL: Selection = {
+  uri: "file:///w/a.py",
+  range: { start: { line: 1, character: 0 }, end: { line: 3, character: 4 } },
+  empty: false,
+};
+
+function fake(opts: {
+  inputs?: (string | undefined)[];
+  pick?: (items: PickItem[]) => PickItem | undefined;
+  selection?: Selection;
+  answers?: Record<string, unknown>;
+  status?: { mode: string; agent: string };
+} = {}): Fake {
+  const f: Fake = { calls: [], shown: [], errors: [], infos: [], ctx: undefined as unknown as Context };
+  const inputs = [...(opts.inputs ?? [])];
+  f.ctx = {
+    lsp: {
+      async execute(command, args) {
+        f.calls.push({ command, args });
+        const a = opts.answers?.[command];
+        if (a instanceof Error) throw a;
+        return a ?? null;
+      },
+    },
+    ui: {
+      selection: () => opts.selection,
+      input: async () => inputs.shift(),
+      pick: async (items) => (opts.pick ? opts.pick(items) : undefined),
+      info: (m) => f.infos.push(m),
+      error: (m) => f.errors.push(m),
+      show: (_t, body) => f.shown.push(body),
+    },
+    status: () => opts.status ?? null,
+  };
+  return f;
+}
+
+const byMode = (mode: string) => (items: PickItem[]) => items.find((i) => i.args.mode === mode);
+
+test("mode pick issues ndomo.mode.set with the picked mode", async () => {
+  const f = fake({ pick: byMode("autopilot"), status: { mode: "discussion", agent: "foreman" } });
+  await findCommand("ndomo.switchMode")!.run(f.ctx);
+  assert.deepEqual(f.calls, [{ command: "ndomo.mode.set", args: { mode: "autopilot" } }]);
+});
+
+test("dismissed pick sends nothing", async () => {
+  const f = fake({ pick: () => undefined });
+  await findCommand("ndomo.switchMode")!.run(f.ctx);
+  assert.deepEqual(f.calls, []);
+});
+
+test("mode items mark the current mode and cover the three modes", () => {
+  const items = modePickItems("brainstorming");
+  assert.deepEqual(items.map((i) => i.args.mode), ["discussion", "brainstorming", "autopilot"]);
+  assert.ok(items[1].label.includes("$(check)"));
+  assert.ok(!items[0].label.includes("$(check)"));
+});
+
+test("status menu offers modes then agents", async () => {
+  const items = statusMenuItems(["foreman", "craftsman"], { mode: "autopilot", agent: "craftsman" });
+  assert.deepEqual(
+    items.map((i) => [i.command, i.args.mode ?? i.args.agent]),
+    [
+      ["ndomo.mode.set", "discussion"],
+      ["ndomo.mode.set", "brainstorming"],
+      ["ndomo.mode.set", "autopilot"],
+      ["ndomo.agent.set", "foreman"],
+      ["ndomo.agent.set", "craftsman"],
+    ],
+  );
+  const f = fake({ pick: (its) => its.find((i) => i.args.agent === "craftsman") });
+  await findCommand("ndomo.statusMenu")!.run(f.ctx);
+  assert.deepEqual(f.calls.at(-1), { command: "ndomo.agent.set", args: { agent: "craftsman" } });
+});
+
+test("agent list comes from ndomo.agents.list when the server has it", async () => {
+  const f = fake({ answers: { "ndomo.agents.list": { agents: [{ name: "foreman", mode: "primary" }, { name: "scout", mode: "subagent" }, { name: "reviewer", mode: "all" }] } } });
+  assert.deepEqual(await listAgents(f.ctx.lsp), ["foreman", "reviewer"]);
+  const g = fake({ answers: { "ndomo.agents.list": new Error("unknown command") } });
+  assert.deepEqual(await listAgents(g.ctx.lsp), ["foreman", "craftsman"]);
+});
+
+test("switch agent issues ndomo.agent.set", async () => {
+  const f = fake({ pick: (items) => items.find((i) => i.args.agent === "craftsman") });
+  await findCommand("ndomo.switchAgent")!.run(f.ctx);
+  assert.deepEqual(f.calls.at(-1), { command: "ndomo.agent.set", args: { agent: "craftsman" } });
+});
+
+test("ask sends the prompt with the selection and shows the answer", async () => {
+  const f = fake({ inputs: ["why is this slow?"], selection: SEL, answers: { "ndomo.turn": { status: "done", answer: "Because." } } });
+  await findCommand("ndomo.ask")!.run(f.ctx);
+  assert.deepEqual(f.calls, [
+    { command: "ndomo.turn", args: { prompt: "why is this slow?", uri: SEL.uri, range: SEL.range } },
+  ]);
+  assert.deepEqual(f.shown, ["Because."]);
+});
+
+test("ask without selection or with an empty prompt", async () => {
+  const f = fake({ inputs: ["hello"], selection: { ...SEL, empty: true } });
+  await findCommand("ndomo.ask")!.run(f.ctx);
+  assert.deepEqual(f.calls, [{ command: "ndomo.turn", args: { prompt: "hello" } }]);
+  const g = fake({ inputs: ["  "] });
+  await findCommand("ndomo.ask")!.run(g.ctx);
+  assert.deepEqual(g.calls, []);
+});
+
+test("fix selection runs the craftsman in autopilot on the selection", async () => {
+  const f = fake({ selection: SEL });
+  await findCommand("ndomo.fixSelection")!.run(f.ctx);
+  assert.deepEqual(f.calls, [
+    { command: "ndomo.turn", args: { prompt: FIX_PROMPT, uri: SEL.uri, range: SEL.range, agent: "craftsman", mode: "autopilot" } },
+  ]);
+  const g = fake();
+  await findCommand("ndomo.fixSelection")!.run(g.ctx);
+  assert.deepEqual(g.calls, []);
+  assert.equal(g.errors.length, 1);
+});
+
+test("plan with foreman uses discussion mode", async () => {
+  const f = fake({ inputs: ["add a cache"], selection: SEL });
+  await findCommand("ndomo.planWithForeman")!.run(f.ctx);
+  assert.deepEqual(f.calls, [
+    { command: "ndomo.turn", args: { prompt: "add a cache", uri: SEL.uri, range: SEL.range, agent: "foreman", mode: "discussion" } },
+  ]);
+});
+
+test("a failed turn shows its error", async () => {
+  const f = fake({ inputs: ["x"], answers: { "ndomo.turn": { status: "failed", answer: "", error: "model unreachable at http://x" } } });
+  await findCommand("ndomo.ask")!.run(f.ctx);
+  assert.deepEqual(f.shown, ["ndomo: model unreachable at http://x"]);
+});
+
+const SIMPLE: Record<string, string> = {
+  "ndomo.cancelTurn": "ndomo.cancel",
+  "ndomo.undoTurn": "ndomo.undo",
+  "ndomo.showPlans": "ndomo.plan.list",
+  "ndomo.newSession": "ndomo.session.new",
+  "ndomo.health": "ndomo.health",
+};
+
+for (const [id, lsp] of Object.entries(SIMPLE)) {
+  test(`${id} maps to ${lsp}`, async () => {
+    const f = fake();
+    await findCommand(id)!.run(f.ctx);
+    assert.deepEqual(f.calls, [{ command: lsp, args: {} }]);
+    assert.equal(findCommand(id)!.lsp, lsp);
+  });
+}
+
+test("every palette command is contributed in package.json and vice versa", () => {
+  const pkg = JSON.parse(readFileSync("package.json", "utf8"));
+  const contributed = new Set<string>(pkg.contributes.commands.map((c: { command: string }) => c.command));
+  for (const c of PALETTE) assert.ok(contributed.has(c.id), `${c.id} missing in package.json`);
+  const own = new Set([...PALETTE.map((c) => c.id), "ndomo.restartServer"]);
+  for (const id of contributed) assert.ok(own.has(id), `${id} has no implementation`);
+  const ask = pkg.contributes.keybindings.find((k: { command: string }) => k.command === "ndomo.ask");
+  assert.ok(ask, "Ask has a keybinding");
+});
+
+test("plans table", () => {
+  assert.equal(formatPlans([]), "No plans yet.");
+  const text = formatPlans([{ id: "p1", slug: "add-cache", title: "Add a cache", status: "draft" }]);
+  assert.match(text, /draft\tadd-cache\tAdd a cache/);
+});

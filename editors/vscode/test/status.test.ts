@@ -1,0 +1,52 @@
+import { strict as assert } from "node:assert";
+import { test } from "node:test";
+
+import { formatStatus, parseStatus, SPINNER } from "../src/status";
+
+const base = { session: "s1", mode: "discussion", agent: "foreman", busy: false, state: "idle", plan: null };
+
+test("idle status shows agent and mode only", () => {
+  assert.equal(formatStatus(base).text, "ndomo: foreman · discussion");
+});
+
+test("busy status gets the spinner", () => {
+  const v = formatStatus({ ...base, busy: true });
+  assert.ok(v.text.startsWith(`${SPINNER} `), v.text);
+  assert.ok(v.text.endsWith("ndomo: foreman · discussion"));
+  assert.match(v.tooltip, /turn running/);
+});
+
+test("craftsman state and plan progress", () => {
+  const v = formatStatus({
+    ...base,
+    agent: "craftsman",
+    mode: "autopilot",
+    state: "in-scope",
+    plan: { id: "p1", slug: "add-cache", done: 3, total: 5 },
+  });
+  assert.equal(v.text, "ndomo: craftsman · autopilot · in-scope · 3/5");
+  assert.match(v.tooltip, /add-cache — 3\/5/);
+});
+
+test("a quiet outcome is not shown, a failure is", () => {
+  assert.equal(formatStatus({ ...base, state: "done" }).text, "ndomo: foreman · discussion");
+  assert.equal(formatStatus({ ...base, state: "failed" }).text, "ndomo: foreman · discussion · failed");
+});
+
+test("empty plan shows no counter", () => {
+  assert.equal(formatStatus({ ...base, plan: { id: "p", done: 0, total: 0 } }).text, "ndomo: foreman · discussion");
+});
+
+test("no status yet and a stopped server", () => {
+  assert.match(formatStatus(null).text, /starting/);
+  assert.match(formatStatus(base, false).text, /stopped/);
+});
+
+test("parseStatus accepts the server payload and rejects junk", () => {
+  const s = parseStatus({ ...base, plan: { id: "p", slug: "x", done: "2", total: 4 } });
+  assert.deepEqual(s?.plan, { id: "p", slug: "x", done: 2, total: 4 });
+  assert.equal(parseStatus(null), null);
+  assert.equal(parseStatus({ mode: 3 }), null);
+  assert.equal(parseStatus("nope"), null);
+  assert.equal(parseStatus({ mode: "autopilot", agent: "craftsman" })?.busy, false);
+});

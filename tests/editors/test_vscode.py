@@ -1,0 +1,62 @@
+"""The VS Code extension builds, type-checks, passes its node tests and packages a .vsix.
+
+Runs on a fresh copy (no node_modules) so `npm ci` from the committed lockfile is what
+is checked, as on CI.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+
+EXT = Path(__file__).resolve().parents[2] / "editors" / "vscode"
+NPM = shutil.which("npm")
+NPX = shutil.which("npx")
+
+pytestmark = pytest.mark.skipif(NPM is None or NPX is None, reason="npm/npx not installed: the VS Code extension cannot be built")
+
+IGNORE = shutil.ignore_patterns("node_modules", "dist", "out-test", "*.vsix")
+
+
+def _run(cmd: list[str], cwd: Path, timeout: float = 300) -> str:
+    env = {**os.environ, "CI": "true", "npm_config_fund": "false", "npm_config_audit": "false", "npm_config_update_notifier": "false"}
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"{' '.join(cmd)} failed ({proc.returncode}):\n{out[-4000:]}"
+    return out
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    work = tmp_path_factory.mktemp("vscode") / "ext"
+    shutil.copytree(EXT, work, ignore=IGNORE)
+    _run([NPM, "ci"], work, timeout=600)
+    return work
+
+
+def test_typecheck(built: Path) -> None:
+    _run([NPM, "run", "typecheck"], built)
+
+
+def test_node_unit_tests(built: Path) -> None:
+    out = _run([NPM, "test"], built)
+    assert "# fail 0" in out
+    assert "# pass 0" not in out
+
+
+def test_build_and_package(built: Path) -> None:
+    _run([NPM, "run", "build"], built)
+    assert (built / "dist" / "extension.js").stat().st_size > 0
+    _run([NPM, "run", "package"], built)
+    vsix = list(built.glob("*.vsix"))
+    assert len(vsix) == 1
+    with zipfile.ZipFile(vsix[0]) as z:
+        names = set(z.namelist())
+    assert "extension/dist/extension.js" in names
+    assert "extension/package.json" in names
+    assert not any(n.startswith("extension/src/") or n.startswith("extension/node_modules/") for n in names)
