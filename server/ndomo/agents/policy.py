@@ -116,6 +116,9 @@ class AgentPolicy:
         elif key == "bash":
             command_of = tool.meta.get("command")
             command = command_of(params) if command_of else _param(params, "command")
+            if command_of is not None and command is None:
+                # the tool declares that this call starts nothing (e.g. serve list/stop)
+                return Verdict(action="allow", permission="bash", subject=tool.name)
             if not command:
                 return Verdict(action="deny", permission="bash", subject=tool.name,
                                reason=f"'{tool.name}' does not say which command it runs")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 from ndomo.runtime.hooks import HookRegistry
 from ndomo.runtime.prompts import PromptManager
@@ -25,6 +25,15 @@ FEATURES: list[str] = [
     "ndomo.modes.discussion",
     "ndomo.modes.brainstorming",
     "ndomo.modes.autopilot",
+    "ndomo.runtime.recovery",
+    "ndomo.tools.shell",
+    "ndomo.tools.web",
+    "ndomo.tools.interaction",
+    "ndomo.tools.reflexes",
+    "ndomo.agents.feature",
+    "ndomo.tools.files",
+    "ndomo.tools.codetools",
+    "ndomo.tools.plans",
 ]
 
 
@@ -37,6 +46,8 @@ class Plugins:
     modes: dict[str, "AgentMode"] = field(default_factory=dict)
     # Called with each Runtime built from these plugins (to add listeners, services …).
     on_runtime: list[Callable[["Runtime"], None]] = field(default_factory=list)
+    # Called with the session a runtime leaves (a new session started) — e.g. to stop its servers.
+    on_session_end: list[Callable[[str], Awaitable[None]]] = field(default_factory=list)
 
     def add_mode(self, mode: "AgentMode") -> None:
         if mode.name in self.modes:

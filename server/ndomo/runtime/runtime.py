@@ -155,7 +155,14 @@ class Runtime:
         return state
 
     async def new_session(self) -> SessionState:
+        previous = self.current_session_id
         state = await self.session(new=True)
+        if previous and previous != state.id:
+            for hook in self.plugins.on_session_end:
+                try:
+                    await hook(previous)
+                except Exception:
+                    log.exception("session-end hook failed")
         await self.publish_status(state)
         return state
 
@@ -320,7 +327,8 @@ class Runtime:
             if top:
                 ctx.session.busy = False
                 if ctx.turn_id:
-                    ctx.session.last_outcome = ctx.status
+                    # a feature (the craftsman's scope) may name a richer final state
+                    ctx.session.last_outcome = ctx.state.get("status_state") or ctx.status
                 await self.publish_status(ctx.session)
         return self._summary(ctx)
 

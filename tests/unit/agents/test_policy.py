@@ -145,3 +145,21 @@ def test_flat_deny():
     assert is_flat_deny(AgentPermission(edit="deny"), "edit")
     assert not is_flat_deny(AgentPermission(edit="ask"), "edit")
     assert not is_flat_deny(AgentPermission(), None)
+
+
+async def test_serve_list_starts_nothing_so_needs_no_bash_approval(app, fake):
+    """`serve list`/`stop` declare no command: allowed even where bash would ask or deny."""
+    from ndomo.runtime.context import TurnRequest
+    from ndomo.runtime.host import BaseHost
+    from tests.unit.agents.conftest import call, runtime_with
+
+    fake.push(call("serve", action="list"))
+    fake.push(call("serve", action="start", static_dir="."))
+    fake.push({"text": "ok"})
+    rt = runtime_with(app)
+    await rt.run(TurnRequest(prompt="servers?", agent="craftsman", mode="autopilot"), BaseHost())
+    tools = [m for m in fake.chat_requests()[1]["body"]["messages"] if m["role"] == "tool"]
+    assert tools[0]["content"] == "nothing is being served in this session"
+    # starting one runs a command: the craftsman's bash "*" asks, and no user → refused
+    tools = [m for m in fake.chat_requests()[2]["body"]["messages"] if m["role"] == "tool"]
+    assert tools[-1]["content"].startswith("the user did not approve bash 'python3 -m http.server")

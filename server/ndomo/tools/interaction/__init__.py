@@ -1,0 +1,16 @@
+"""Interaction tools available in every mode: `ask_user` and `remember`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ndomo.tools.interaction.ask_user import ask_user
+from ndomo.tools.interaction.remember import remember
+
+if TYPE_CHECKING:
+    from ndomo.runtime.plugins import Plugins
+
+
+def setup(plugins: "Plugins") -> None:
+    plugins.tools.add(ask_user)
+    plugins.tools.add(remember)

@@ -1,0 +1,85 @@
+"""The workspace's reflexes as tools: a per-app catalog refreshed (off the loop) before each
+turn is built, read synchronously by a registry tool provider."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ndomo.runtime.context import TurnContext
+from ndomo.runtime.hooks import HookResult, LifecycleHook, Phase
+from ndomo.runtime.tools import ToolDescriptor, ToolResult
+from ndomo.tools.reflexes.loader import load_reflexes, signature
+from ndomo.tools.reflexes.model import Reflex, ReflexProblem
+from ndomo.tools.reflexes.runner import params_model, run_reflex
+
+SERVICE_KEY = "reflexes"
+
+
+def describe(reflex: Reflex) -> str:
+    steps = ", ".join(s.tool for s in reflex.steps)
+    head = reflex.description.strip() or f"Workspace reflex '{reflex.name}'."
+    return f"{head} (reflex from {reflex.source}; steps: {steps}; each step obeys the current mode)"
+
+
+def descriptor(reflex: Reflex) -> ToolDescriptor:
+    async def run(ctx: TurnContext, params) -> ToolResult:
+        result = await run_reflex(ctx, reflex, params.model_dump())
+        status = "done" if result.ok else (result.steps[-1].status if result.steps else "failed")
+        if status == "done" and not result.ok:
+            status = "failed"
+        return ToolResult(ok=result.ok, content=result.render(), status=status,  # type: ignore[arg-type]
+                          data=result.model_dump())
+
+    return ToolDescriptor(
+        name=reflex.tool_name, description=describe(reflex), params=params_model(reflex), run=run,
+        modes=(), risk="exec", permission=None, meta={"reflex": reflex.name},
+    )
+
+
+@dataclass
+class ReflexCatalog:
+    root: Path
+    reflexes: list[Reflex] = field(default_factory=list)
+    problems: list[ReflexProblem] = field(default_factory=list)
+    descriptors: list[ToolDescriptor] = field(default_factory=list)
+    _sig: tuple | None = None
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    async def refresh(self) -> "ReflexCatalog":
+        async with self._lock:
+            sig = await asyncio.to_thread(signature, self.root)
+            if sig != self._sig:
+                self.reflexes, self.problems = await asyncio.to_thread(load_reflexes, self.root)
+                self.descriptors = [descriptor(r) for r in self.reflexes]
+                self._sig = sig
+        return self
+
+    def get(self, name: str) -> Reflex | None:
+        name = name.removeprefix("reflex_")
+        return next((r for r in self.reflexes if r.name == name), None)
+
+
+def catalog_for(app) -> ReflexCatalog:
+    cat = app.services.get(SERVICE_KEY)
+    if cat is None:
+        cat = app.services[SERVICE_KEY] = ReflexCatalog(app.root)
+    return cat
+
+
+def provide(ctx: TurnContext) -> list[ToolDescriptor]:
+    cat = ctx.app.services.get(SERVICE_KEY)
+    return list(cat.descriptors) if cat is not None else []
+
+
+class RefreshReflexes(LifecycleHook):
+    """Picks up added or edited reflex files before the turn's tools are chosen."""
+
+    phase = Phase.PRE_AGENT_BUILD
+    name = "reflexes.refresh"
+    priority = 20
+
+    async def run(self, ctx: TurnContext) -> HookResult | None:
+        await catalog_for(ctx.app).refresh()
+        return None

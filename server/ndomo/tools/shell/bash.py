@@ -1,0 +1,57 @@
+"""The `bash` tool: one command in the workspace root, under a timeout and an output cap."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ndomo.runtime.context import TurnContext
+from ndomo.runtime.tools import ToolError, ToolResult, tool
+from ndomo.security.run import run_shell
+
+MAX_TIMEOUT_S = 600.0
+
+
+class BashParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    command: str = Field(min_length=1, description="Shell command line, run with /bin/bash -c in the workspace root.")
+    timeout_s: float | None = Field(
+        default=None, gt=0, le=MAX_TIMEOUT_S,
+        description=f"Seconds before the command and its children are killed (default from settings, max {MAX_TIMEOUT_S:g}).",
+    )
+
+
+def effective_timeout(ctx: TurnContext, requested: float | None) -> float:
+    return min(requested or ctx.app.settings.shell.timeout_s, MAX_TIMEOUT_S)
+
+
+@tool(
+    "bash",
+    BashParams,
+    description=(
+        "Run a shell command in the workspace root (stdout+stderr merged, no stdin). Returns the exit code and "
+        "output; long output is cut in the middle and the cut is stated. Not for servers: use `serve`."
+    ),
+    modes=("autopilot",),
+    risk="exec",
+    permission="bash",
+    command=lambda p: p.command,
+)
+async def bash(ctx: TurnContext, p: BashParams) -> ToolResult:
+    try:
+        result = await run_shell(
+            p.command,
+            cwd=ctx.app.root,
+            timeout_s=effective_timeout(ctx, p.timeout_s),
+            output_cap=ctx.app.settings.shell.output_cap,
+            cancel=ctx.cancelled,
+        )
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
+    text = result.render()
+    if result.truncated_bytes:
+        text += f"\n(output truncated: {result.truncated_bytes} bytes in the middle not shown)"
+    data = result.model_dump(exclude={"output"})
+    if result.cancelled:
+        return ToolResult(ok=False, content=text, status="cancelled", data=data)
+    ok = result.exit_code == 0
+    return ToolResult(ok=ok, content=text, status="done" if ok else "failed", data=data)

@@ -1,0 +1,142 @@
+"""The `serve` tool: start, stop and list long-running processes (dev servers, a static
+file server) that outlive the tool call, bound to 127.0.0.1, one registry per session."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import shlex
+import sys
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ndomo.runtime.context import TurnContext
+from ndomo.runtime.tools import ToolError, ToolResult, tool
+from ndomo.security.paths import PathRefused, relative_to_workspace, resolve_in_workspace
+from ndomo.tools.shell.processes import HOST, ServeError, ServeManager, free_port
+
+SERVICE_KEY = "serve"
+READY_WAIT_S = 10.0
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
+
+
+class ServeParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    action: Literal["start", "stop", "list"] = Field(description="start a process, stop one by name, or list them")
+    command: str | None = Field(
+        default=None, min_length=1,
+        description="start: the command to keep running (gets $PORT and $HOST=127.0.0.1; it should bind to them).",
+    )
+    static_dir: str | None = Field(
+        default=None, min_length=1,
+        description="start: serve this workspace folder as static files instead of running a command.",
+    )
+    name: str | None = Field(default=None, description="Name to refer to it (start: defaults to 'static' or 'server'; stop: required).")
+    port: int | None = Field(default=None, ge=1024, le=65535, description="start: port to use (default: a free one).")
+
+    @model_validator(mode="after")
+    def _shape(self) -> "ServeParams":
+        if self.action == "start" and (self.command is None) == (self.static_dir is None):
+            raise ValueError("start needs exactly one of command or static_dir")
+        if self.action != "start" and (self.command or self.static_dir or self.port):
+            raise ValueError(f"{self.action} takes only name")
+        if self.action == "stop" and not self.name:
+            raise ValueError("stop needs the name of what to stop")
+        if self.name is not None and not _NAME.match(self.name):
+            raise ValueError("name: letters, digits, '.', '_' or '-', at most 40 characters")
+        return self
+
+
+def manager_for(ctx: TurnContext) -> ServeManager:
+    mgr = ctx.app.services.get(SERVICE_KEY)
+    if mgr is None:
+        mgr = ctx.app.services[SERVICE_KEY] = ServeManager()
+    return mgr
+
+
+def static_argv(directory: str, port: int) -> list[str]:
+    return [sys.executable, "-m", "http.server", "--bind", HOST, "--directory", directory, str(port)]
+
+
+def _command_for_policy(p: ServeParams) -> str | None:
+    """What the bash permission judges; None for stop/list, which start nothing."""
+    if p.action != "start":
+        return None
+    if p.command is not None:
+        return p.command
+    return shlex.join(["python3", "-m", "http.server", "--bind", HOST, "--directory", p.static_dir or ".", "PORT"])
+
+
+@tool(
+    "serve",
+    ServeParams,
+    description=(
+        "Keep a process running after this call: a dev server (`command`, told its port in $PORT) or a static "
+        "file server for a workspace folder (`static_dir`), on 127.0.0.1. action=list shows them with recent "
+        "output; action=stop ends one by name. They stop when the session or the editor closes."
+    ),
+    modes=("autopilot",),
+    risk="exec",
+    permission="bash",
+    command=_command_for_policy,
+)
+async def serve(ctx: TurnContext, p: ServeParams) -> ToolResult:
+    mgr = manager_for(ctx)
+    sid = ctx.session.id
+    try:
+        if p.action == "list":
+            infos = [s.info() for s in mgr.of(sid).values()]
+            if not infos:
+                return ToolResult(content="nothing is being served in this session", data={"served": []})
+            lines = []
+            for i in infos:
+                state = "running" if i.running else f"exited with {i.exit_code}"
+                lines.append(f"{i.name}: {state} · {i.url} · pid {i.pid} · {i.command}")
+                lines += [f"    | {line}" for line in i.recent_output]
+            return ToolResult(content="\n".join(lines), data={"served": [i.model_dump() for i in infos]})
+        if p.action == "stop":
+            served = await mgr.stop(sid, p.name or "")
+            return ToolResult(content=f"stopped '{served.name}' (port {served.port})")
+        return await _start(ctx, mgr, p)
+    except ServeError as exc:
+        raise ToolError(str(exc)) from None
+
+
+async def _start(ctx: TurnContext, mgr: ServeManager, p: ServeParams) -> ToolResult:
+    port = p.port or free_port()
+    root = ctx.app.root
+    if p.static_dir is not None:
+        try:
+            folder = resolve_in_workspace(p.static_dir, ctx.roots)
+        except PathRefused as exc:
+            raise ToolError(exc.message) from None
+        if not folder.is_dir():
+            raise ToolError(f"{p.static_dir} is not a folder in the workspace")
+        name = p.name or "static"
+        argv = static_argv(str(folder), port)
+        shown = f"static files of {relative_to_workspace(folder, ctx.roots)}/"
+        served = await mgr.start(ctx.session.id, name, "static", argv, shown, port, root)
+    else:
+        from ndomo.tools.shell.processes import shell_argv
+
+        name = p.name or "server"
+        env = {"PORT": str(port), "HOST": HOST}
+        served = await mgr.start(ctx.session.id, name, "command", shell_argv(p.command or ""), p.command or "", port, root, env)
+    ready = await mgr.wait_ready(served, READY_WAIT_S)
+    if not served.running and served.pump is not None:  # let the reader collect its last words
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.shield(served.pump), 2.0)
+    info = served.info(tail=10)
+    tail = "\n".join(f"    | {line}" for line in info.recent_output)
+    if not served.running:
+        await mgr.stop(ctx.session.id, name)
+        raise ToolError(f"'{name}' exited at once with code {info.exit_code}" + (f":\n{tail}" if tail else " (no output)"))
+    head = (
+        f"serving '{name}' at {info.url} (pid {info.pid})"
+        if ready
+        else f"started '{name}' (pid {info.pid}) but nothing listens on {info.url} yet after {READY_WAIT_S:g}s; "
+        "check it with serve action=list"
+    )
+    return ToolResult(content=head + (f"\n{tail}" if tail else ""), data=info.model_dump())

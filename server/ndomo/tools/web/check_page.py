@@ -1,0 +1,160 @@
+"""The `check_page` tool: does the page we are building load and contain what it should?
+
+Local pages only (127.0.0.1/localhost URLs, or a workspace HTML file) so it cannot be
+used to browse the web outside brainstorming.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ndomo.runtime.context import TurnContext
+from ndomo.runtime.tools import ToolError, ToolResult, tool
+from ndomo.security.paths import PathRefused, relative_to_workspace, resolve_in_workspace
+from ndomo.tools.web import browser, html_text
+from ndomo.tools.web.fetch import FetchError, fetch
+
+EXCERPT_CHARS = 1500
+MAX_SELECTORS = 30
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+class CheckPageParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    url_or_path: str = Field(
+        min_length=1, description="http(s) URL on 127.0.0.1/localhost, or a workspace-relative HTML file."
+    )
+    expect: list[str] = Field(default_factory=list, max_length=MAX_SELECTORS,
+                              description="CSS selectors that must match at least one element.")
+    missing: list[str] = Field(default_factory=list, max_length=MAX_SELECTORS,
+                               description="CSS selectors that must match nothing.")
+
+
+class SelectorCheck(BaseModel):
+    selector: str
+    want: str  # "present" or "absent"
+    count: int | None  # None: invalid selector
+    ok: bool
+    error: str | None = None
+
+
+class PageReport(BaseModel):
+    target: str
+    engine: str  # "http", "file", "chromium"
+    status: int | None
+    title: str
+    excerpt: str
+    checks: list[SelectorCheck]
+    console_errors: list[str] = []
+    passed: bool
+
+
+def _is_url(raw: str) -> bool:
+    return "://" in raw or raw.lower().startswith(("http:", "https:", "file:", "data:", "javascript:"))
+
+
+def local_url(raw: str) -> str:
+    parts = urlsplit(raw)
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ToolError(f"check_page takes http(s) URLs or workspace files, not {parts.scheme or 'this'}: URLs")
+    host = (parts.hostname or "").lower()
+    if host not in LOCAL_HOSTS and not host.endswith(".localhost"):
+        raise ToolError(
+            f"check_page only checks local pages (127.0.0.1 / localhost), not {host or raw!r}; "
+            "use web_fetch in brainstorming mode to read the web"
+        )
+    return raw
+
+
+def _read_paths(p: CheckPageParams) -> list[str]:
+    return [] if _is_url(p.url_or_path) else [p.url_or_path]
+
+
+def run_checks(html: str, expect: list[str], missing: list[str]) -> tuple[str, str, list[SelectorCheck]]:
+    soup = html_text.parse(html)
+    checks = []
+    for want, sels in (("present", expect), ("absent", missing)):
+        for sel in sels:
+            try:
+                count = len(soup.select(sel))
+            except Exception as exc:  # soupsieve raises SelectorSyntaxError and friends
+                checks.append(SelectorCheck(selector=sel, want=want, count=None, ok=False,
+                                            error=f"invalid CSS selector: {str(exc).splitlines()[0]}"))
+                continue
+            ok = count > 0 if want == "present" else count == 0
+            checks.append(SelectorCheck(selector=sel, want=want, count=count, ok=ok))
+    text = html_text.to_text(soup)
+    excerpt = text[:EXCERPT_CHARS] + (" …" if len(text) > EXCERPT_CHARS else "")
+    return html_text.title_of(soup), excerpt, checks
+
+
+@tool(
+    "check_page",
+    CheckPageParams,
+    description=(
+        "Check a local web page (http://127.0.0.1:PORT/… or localhost, e.g. one started with `serve`) or a "
+        "workspace HTML file: HTTP status, title, a text excerpt, and whether CSS selectors in `expect` match "
+        "and those in `missing` do not."
+    ),
+    risk="read",
+    read_paths=_read_paths,
+)
+async def check_page(ctx: TurnContext, p: CheckPageParams) -> ToolResult:
+    chromium = browser.find_chromium()
+    status: int | None = None
+    errors: list[str] = []
+    if _is_url(p.url_or_path):
+        url = local_url(p.url_or_path)
+        try:
+            fetched = await fetch(url)
+        except FetchError as exc:
+            raise ToolError(str(exc)) from None
+        status, html, target, engine = fetched.status, fetched.text(), fetched.url, "http"
+        browse_url = url
+    else:
+        try:
+            path = resolve_in_workspace(p.url_or_path, ctx.roots)
+        except PathRefused as exc:
+            raise ToolError(exc.message) from None
+        text = await ctx.host.read_text(path)
+        if text is None:
+            raise ToolError(f"{p.url_or_path} does not exist")
+        html, target, engine = text, relative_to_workspace(path, ctx.roots), "file"
+        browse_url = path.as_uri()
+    if chromium:
+        try:
+            page = await browser.render(chromium, browse_url)
+            html, errors, engine = page.dom or html, page.console_errors, "chromium"
+        except (OSError, asyncio.TimeoutError) as exc:
+            errors = [f"(chromium could not run: {exc}; checked the {engine} HTML instead)"]
+    title, excerpt, checks = await asyncio.to_thread(run_checks, html, p.expect, p.missing)
+    passed = all(c.ok for c in checks) and (status is None or status < 400) and not (
+        engine == "chromium" and errors
+    )
+    report = PageReport(target=target, engine=engine, status=status, title=title, excerpt=excerpt,
+                        checks=checks, console_errors=errors, passed=passed)
+    return ToolResult(ok=passed, content=_render(report), status="done" if passed else "failed",
+                      data=report.model_dump())
+
+
+def _render(r: PageReport) -> str:
+    lines = [f"{'PASS' if r.passed else 'FAIL'} {r.target} (engine: {r.engine})"]
+    if r.status is not None:
+        lines.append(f"status: {r.status}")
+    lines.append(f"title: {r.title or '(none)'}")
+    for c in r.checks:
+        if c.error:
+            lines.append(f"✗ {c.selector}: {c.error}")
+        else:
+            mark = "✓" if c.ok else "✗"
+            lines.append(f"{mark} {c.selector}: expected {c.want}, found {c.count}")
+    if r.console_errors:
+        lines.append("console errors:")
+        lines += [f"  {e}" for e in r.console_errors]
+    elif r.engine != "chromium":
+        lines.append("(no browser installed: scripts did not run and console errors were not checked)")
+    lines.append("text:\n" + (r.excerpt or "(no text)"))
+    return "\n".join(lines)

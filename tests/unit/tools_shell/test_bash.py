@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import asyncio
+
+from ndomo.runtime.context import TurnRequest
+from ndomo.runtime.host import BaseHost
+from tests.unit.tools_shell.conftest import alive
+
+
+async def test_bash_fenced_outside_autopilot(make_ctx):
+    for mode in ("discussion", "brainstorming"):
+        ctx = await make_ctx(mode)
+        assert "bash" not in {t.name for t in ctx.tools}
+        res = await ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": "touch made"})
+        assert res.status == "refused"
+        assert f"not available in {mode} mode" in res.content
+        assert not (ctx.app.root / "made").exists()
+
+
+async def test_bash_runs_in_autopilot_in_workspace_root(make_ctx):
+    ctx = await make_ctx("autopilot")
+    assert "bash" in {t.name for t in ctx.tools}
+    res = await ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": "pwd; echo oops >&2; exit 3"})
+    assert res.status == "failed" and not res.ok
+    assert res.content.startswith("exit code: 3")
+    assert str(ctx.app.root) in res.content and "oops" in res.content
+    ok = await ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": "echo hi"})
+    assert ok.ok and ok.content == "exit code: 0\nhi\n"
+
+
+async def test_bash_timeout_kills_grandchild(make_ctx, tmp_path):
+    ctx = await make_ctx("autopilot")
+    cmd = "bash -c 'sleep 300 & echo $! > grandchild.pid; wait'"
+    res = await ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": cmd, "timeout_s": 1})
+    assert res.data["timed_out"] and "timed out" in res.content
+    pid = int((tmp_path / "grandchild.pid").read_text())
+    for _ in range(50):
+        if not alive(pid):
+            break
+        await asyncio.sleep(0.1)
+    assert not alive(pid)
+
+
+async def test_bash_task_cancel_kills_grandchild(make_ctx, tmp_path):
+    ctx = await make_ctx("autopilot")
+    cmd = "bash -c 'sleep 300 & echo $! > gc.pid; wait'"
+    task = asyncio.ensure_future(ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": cmd}))
+    pidfile = tmp_path / "gc.pid"
+    for _ in range(100):
+        if pidfile.exists() and pidfile.read_text().strip():
+            break
+        await asyncio.sleep(0.05)
+    pid = int(pidfile.read_text())
+    assert alive(pid)
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    for _ in range(50):  # SIGKILL delivery is asynchronous
+        if not alive(pid):
+            break
+        await asyncio.sleep(0.1)
+    assert not alive(pid)
+
+
+async def test_bash_turn_cancel_event_reports_cancelled(make_ctx, tmp_path):
+    ctx = await make_ctx("autopilot")
+    task = asyncio.ensure_future(ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": "sleep 300"}))
+    await asyncio.sleep(0.3)
+    ctx.cancelled.set()
+    res = await task
+    assert res.status == "cancelled" and "cancelled" in res.content
+
+
+async def test_bash_output_cap_states_truncation(make_ctx):
+    ctx = await make_ctx("autopilot")
+    ctx.app.settings.shell.output_cap = 1000
+    res = await ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": "head -c 5000 /dev/zero | tr '\\0' a"})
+    assert "truncated 4000 bytes" in res.content
+    assert "output truncated: 4000 bytes" in res.content
+    assert res.data["truncated_bytes"] == 4000
+
+
+async def test_bash_rejects_bad_timeout(make_ctx):
+    ctx = await make_ctx("autopilot")
+    res = await ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": "true", "timeout_s": 10_000})
+    assert res.status == "failed" and "timeout_s" in res.content
+
+
+async def test_bash_in_a_model_turn(rt, fake):
+    # discussion: not offered, refused when called anyway; autopilot: offered and run
+    fake.push({"tool_calls": [{"name": "bash", "arguments": {"command": "touch nope"}}]})
+    fake.push({"text": "ok"})
+    fake.push({"tool_calls": [{"name": "bash", "arguments": {"command": "echo from-model"}}]})
+    fake.push({"text": "ran it"})
+    summary = await rt.run(TurnRequest(prompt="try", mode="discussion"), BaseHost())
+    assert summary.status == "done"
+    summary = await rt.run(TurnRequest(prompt="try", mode="autopilot"), BaseHost())
+    assert summary.status == "done"
+    reqs = fake.chat_requests()
+    offered = [{t["function"]["name"] for t in r["body"].get("tools", [])} for r in reqs]
+    assert "bash" not in offered[0] and "bash" in offered[2]
+    refused = [m for m in reqs[1]["body"]["messages"] if m["role"] == "tool"][-1]["content"]
+    assert "not available in discussion mode" in refused
+    assert not (rt.app.root / "nope").exists()
+    ran = [m for m in reqs[3]["body"]["messages"] if m["role"] == "tool"][-1]["content"]
+    assert ran == "exit code: 0\nfrom-model\n"
