@@ -37,6 +37,10 @@ class ToolCallCoordinator:
         return entry
 
     async def run(self, entry: CallEntry, work: Callable[[], Awaitable[ToolResult]]) -> ToolResult:
+        if entry.user_cancelled:  # cancelled while still pending: never start it
+            entry.status = "cancelled"
+            entry.result = ToolResult(ok=False, content=CANCELLED_TEXT, status="cancelled")
+            return entry.result
         entry.status = "running"
         entry.task = asyncio.ensure_future(work())
         try:
@@ -56,10 +60,11 @@ class ToolCallCoordinator:
 
     def cancel(self, call_id: str) -> bool:
         entry = self.calls.get(call_id)
-        if entry is None or entry.task is None or entry.task.done():
+        if entry is None or entry.status not in ("pending", "running"):
             return False
         entry.user_cancelled = True
-        entry.task.cancel()
+        if entry.task is not None and not entry.task.done():
+            entry.task.cancel()
         return True
 
     def running(self, turn_id: int | None = None) -> list[CallEntry]:

@@ -44,8 +44,10 @@ class Host(Protocol):
 
 
 def _read(path: Path) -> str | None:
+    """The file's text as stored (no newline translation: CRLF files stay CRLF)."""
     try:
-        return path.read_text(encoding="utf-8")
+        with path.open(encoding="utf-8", newline="") as fh:
+            return fh.read()
     except FileNotFoundError:
         return None
 

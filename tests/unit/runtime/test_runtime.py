@@ -288,3 +288,29 @@ async def test_autopilot_follows_the_committed_plan_as_guidance(app, fake):
     await rt.run(TurnRequest(prompt="talk", mode="discussion"))
     system = [m["content"] for m in fake.chat_requests()[1]["body"]["messages"] if m["role"] == "system"]
     assert not any(s.startswith("Committed plan") for s in system)
+
+
+async def test_a_call_cancelled_before_it_starts_never_runs(app):
+    from ndomo.runtime.coordinator import ToolCallCoordinator
+
+    co = ToolCallCoordinator()
+    entry = co.new("slow", turn_id=1)
+    assert co.cancel(entry.id)
+    started = []
+
+    async def work():
+        started.append(True)
+        return ToolResult(content="ran")
+
+    result = await co.run(entry, work)
+    assert result.status == "cancelled" and result.content == "cancelled by the user" and not started
+
+
+async def test_base_host_keeps_crlf(tmp_path):
+    path = tmp_path / "win.txt"
+    path.write_bytes(b"a\r\nb\r\n")
+    host = BaseHost()
+    text = await host.read_text(path)
+    assert text == "a\r\nb\r\n"
+    await host.apply_edit(path, text.replace("b", "c"), text)
+    assert path.read_bytes() == b"a\r\nc\r\n"

@@ -1,0 +1,16 @@
+"""Code-navigation tools over the `ndomo.tools.code` primitives: file_map, outline_file,
+find_symbol, find_references. Read-only, offered in every mode."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ndomo.runtime.plugins import Plugins
+
+
+def setup(plugins: "Plugins") -> None:
+    from ndomo.tools.codetools.tools import TOOLS
+
+    for t in TOOLS:
+        plugins.tools.add(t)

@@ -1,0 +1,78 @@
+"""Shared by the file tools: confinement, workspace-relative names, helpful 'not found's."""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import os
+import posixpath
+from pathlib import Path
+
+from ndomo.runtime.context import TurnContext
+from ndomo.runtime.edits import change_file
+from ndomo.runtime.tools import ToolError
+from ndomo.security.paths import PathRefused, relative_to_workspace, resolve_in_workspace
+
+_NEVER_WRITE = (".git",)
+
+
+def resolve(ctx: TurnContext, raw: str) -> Path:
+    """The model's path, confined to the workspace; a refusal becomes a readable tool error."""
+    try:
+        return resolve_in_workspace(raw, ctx.roots)
+    except PathRefused as exc:
+        raise ToolError(f"path refused: {exc.message}") from None
+
+
+def rel(ctx: TurnContext, path: Path) -> str:
+    try:
+        return relative_to_workspace(path, ctx.roots)
+    except PathRefused:
+        return str(path)
+
+
+def arg_path(raw: str) -> str:
+    """A path argument as guards see it (workspace-relative posix), without touching disk.
+
+    Guards get only the arguments, so this is lexical; the tool itself still resolves
+    (and refuses) the real path.
+    """
+    p = raw.replace("\\", "/").strip()
+    p = posixpath.normpath(p) if p else p
+    return p[2:] if p.startswith("./") else p
+
+
+def check_writable(ctx: TurnContext, path: Path) -> str:
+    """Refuse the repository's own metadata; returns the workspace-relative name."""
+    name = rel(ctx, path)
+    if any(part in _NEVER_WRITE for part in name.split("/")):
+        raise ToolError(f"{name}: files inside .git are never written by tools")
+    return name
+
+
+def _closest_names(path: Path) -> list[str]:
+    parent = path.parent
+    while not parent.is_dir() and parent != parent.parent:
+        parent = parent.parent
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return []
+    return difflib.get_close_matches(path.name, names, n=3, cutoff=0.5)
+
+
+async def not_found(ctx: TurnContext, path: Path) -> ToolError:
+    name = rel(ctx, path)
+    close = await asyncio.to_thread(_closest_names, path)
+    hint = ""
+    if close:
+        base = posixpath.dirname(name)
+        hint = "; did you mean " + ", ".join(posixpath.join(base, c) if base else c for c in close) + "?"
+    return ToolError(f"{name} does not exist{hint} (glob finds files by pattern)")
+
+
+async def apply(ctx: TurnContext, path: Path, new_text: str | None, before: str | None) -> None:
+    """One recorded, undoable change; the Host refusing it is the tool's failure."""
+    outcome = await change_file(ctx, path, new_text, before=before)
+    if not outcome.applied:
+        raise ToolError(f"{rel(ctx, path)} was not changed: {outcome.reason or 'the editor refused the edit'}")

@@ -1,0 +1,234 @@
+"""The plan-store tools. Arguments use the store's field names; the caller's agent and
+session are filled in from the turn, never taken from the model."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+
+from ndomo.agents.routing import make_router
+from ndomo.plans.errors import StoreError
+from ndomo.plans.models import PlanCreate, PlanStatus, Priority, TaskCreate, TaskStatus
+from ndomo.runtime.context import TurnContext
+from ndomo.runtime.events import PlanChanged
+from ndomo.runtime.tools import ToolError, ToolResult, tool
+from ndomo.tools.plans import render
+from ndomo.tools.plans.commit import CommitPlanParams, commit_plan_params
+
+PLAN = dict(risk="plan", permission="plan_db")
+
+
+class _P(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+@asynccontextmanager
+async def _store(ctx: TurnContext) -> AsyncIterator[Any]:
+    """The store, with its deliberate errors turned into readable tool failures."""
+    try:
+        yield await ctx.app.store()
+    except StoreError as exc:
+        raise ToolError(exc.message) from None
+
+
+async def _changed(ctx: TurnContext, plan_id: str) -> None:
+    await ctx.runtime.emit(ctx, PlanChanged(plan_id=plan_id))
+
+
+# -- plans ---------------------------------------------------------------------------------
+
+
+class PlanCreateParams(_P):
+    title: str = Field(min_length=1, max_length=200)
+    overview: str = Field(min_length=1, description="What the plan achieves and why.")
+    approach: str | None = None
+    priority: Priority = "medium"
+    complexity: int | None = Field(default=None, ge=1, le=5)
+    category: str | None = None
+    slug: str | None = Field(default=None, description="kebab-case; derived from the title if unset")
+    tags: list[str] = Field(default_factory=list)
+    files: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+@tool("plan_create", PlanCreateParams, description="Create a draft plan (add its tasks with task_create_batch).", **PLAN)
+async def plan_create(ctx: TurnContext, p: PlanCreateParams) -> str:
+    async with _store(ctx) as store:
+        plan = await store.create_plan(PlanCreate(
+            **p.model_dump(), session_id=ctx.session.id, created_by_agent=ctx.agent_name))
+    await _changed(ctx, plan.id)
+    return "created " + render.plan_line(plan)
+
+
+class PlanRef(_P):
+    id: str = Field(min_length=1, description="plan id or slug")
+
+
+@tool("plan_get", PlanRef, description="A plan with its tasks and progress.", **PLAN)
+async def plan_get(ctx: TurnContext, p: PlanRef) -> str:
+    async with _store(ctx) as store:
+        return render.plan_detail(await store.get_plan(p.id))
+
+
+class PlanListParams(_P):
+    status: PlanStatus | None = None
+    include_archived: StrictBool = False
+    limit: int = Field(default=20, ge=1, le=200)
+
+
+@tool("plan_list", PlanListParams, description="Plans, most recently updated first.", **PLAN)
+async def plan_list(ctx: TurnContext, p: PlanListParams) -> str:
+    async with _store(ctx) as store:
+        plans = await store.list_plans(p.status, include_archived=p.include_archived, limit=p.limit)
+    return render.plans_list(plans)
+
+
+class PlanSearchParams(_P):
+    query: str | None = Field(default=None, description="words to find in plans and their tasks")
+    file_path: str | None = Field(default=None, description="plans touching this file or folder")
+    include_archived: StrictBool = False
+    limit: int = Field(default=20, ge=1, le=200)
+
+
+@tool("plan_search", PlanSearchParams, description="Full-text search over plans and tasks, or by file.", **PLAN)
+async def plan_search(ctx: TurnContext, p: PlanSearchParams) -> str:
+    if not (p.query or p.file_path):
+        raise ToolError("give query, file_path or both")
+    async with _store(ctx) as store:
+        plans = await store.search_plans(p.query, file_path=p.file_path,
+                                         include_archived=p.include_archived, limit=p.limit)
+    return render.plans_list(plans, "no plans match")
+
+
+class PlanStatusParams(PlanRef):
+    status: PlanStatus
+    reason: str | None = None
+    dry_run: StrictBool = False
+    force: StrictBool = Field(default=False, description="override the status machine (needs reason)")
+
+
+@tool("plan_update_status", PlanStatusParams,
+      description="Move a plan: draft→approved|abandoned, approved→executing|abandoned, "
+                  "executing→completed|failed|abandoned.", **PLAN)
+async def plan_update_status(ctx: TurnContext, p: PlanStatusParams) -> str:
+    async with _store(ctx) as store:
+        change = await store.update_plan_status(
+            p.id, p.status, actor=ctx.agent_name, session_id=ctx.session.id,
+            dry_run=p.dry_run, force=p.force, reason=p.reason)
+    if change.applied:
+        await _changed(ctx, change.plan_id)
+    return render.status_change(change)
+
+
+class PlanDeleteParams(PlanRef):
+    confirm: StrictBool = Field(default=False, description="must be the boolean true")
+
+
+@tool("plan_delete", PlanDeleteParams,
+      description="Delete a non-draft plan without active tasks, with its tasks. Needs confirm: true.", **PLAN)
+async def plan_delete(ctx: TurnContext, p: PlanDeleteParams) -> str:
+    async with _store(ctx) as store:
+        gone = await store.delete_plan(p.id, p.confirm, actor=ctx.agent_name)
+    await _changed(ctx, gone.plan_id)
+    return f"deleted plan {gone.slug} and its {gone.tasks_deleted} tasks"
+
+
+# -- tasks ---------------------------------------------------------------------------------
+
+
+class TaskBatchParams(_P):
+    plan_id: str = Field(min_length=1, description="plan id or slug")
+    tasks: list[TaskCreate] = Field(
+        min_length=1,
+        description="In order. dependencies are 1-based positions of earlier tasks of the plan; "
+                    "a task without agent is routed by its files.")
+
+
+@tool("task_create_batch", TaskBatchParams, description="Append tasks to a plan (more than 5 gets a warning).", **PLAN)
+async def task_create_batch(ctx: TurnContext, p: TaskBatchParams) -> str:
+    async with _store(ctx) as store:
+        batch = await store.create_tasks(p.plan_id, p.tasks, router=make_router(ctx.agent_name))
+        plan = await store.get_plan(p.plan_id)
+    await _changed(ctx, plan.id)
+    out = [f"added {len(batch.tasks)} tasks to {plan.slug}:"] + ["  " + render.task_line(t) for t in batch.tasks]
+    out += [f"warning: {w}" for w in batch.warnings]
+    return "\n".join(out)
+
+
+class TaskListParams(_P):
+    plan_id: str = Field(min_length=1, description="plan id or slug")
+    status: TaskStatus | None = None
+
+
+@tool("task_list", TaskListParams, description="A plan's tasks in order.", **PLAN)
+async def task_list(ctx: TurnContext, p: TaskListParams) -> str:
+    async with _store(ctx) as store:
+        tasks = await store.list_tasks(p.plan_id, p.status)
+    return "\n".join(render.task_line(t) for t in tasks) if tasks else "no tasks"
+
+
+class TaskStatusParams(_P):
+    id: int = Field(ge=1, description="task id (the #number)")
+    status: TaskStatus
+    result: str | None = None
+    error: str | None = None
+    tokens: int | None = Field(default=None, ge=0)
+
+
+@tool("task_update_status", TaskStatusParams, description="Record a task's status, result or error.", **PLAN)
+async def task_update_status(ctx: TurnContext, p: TaskStatusParams) -> str:
+    async with _store(ctx) as store:
+        task = await store.update_task_status(
+            p.id, p.status, result=p.result, error=p.error, agent=ctx.agent_name,
+            session_id=ctx.session.id, tokens=p.tokens)
+    await _changed(ctx, task.plan_id)
+    note = (f"\nthe result was long: the full text is kept in {task.result_artifact}"
+            if task.result_artifact else "")
+    return "updated " + render.task_line(task) + note
+
+
+class TaskNextParams(_P):
+    agent: str | None = Field(default=None, description="whose task (you, if unset)")
+    plan_id: str | None = Field(default=None, description="only this plan (id or slug)")
+    peek: StrictBool = Field(default=False, description="show without claiming")
+
+
+@tool("task_next_for_agent", TaskNextParams,
+      description="Claim (mark running) the next ready task for an agent; peek to only look.", **PLAN)
+async def task_next_for_agent(ctx: TurnContext, p: TaskNextParams) -> ToolResult | str:
+    agent = p.agent or ctx.agent_name
+    async with _store(ctx) as store:
+        if p.peek:
+            task = await store.peek_task_for_agent(agent, p.plan_id, ctx.session.id)
+        else:
+            task = await store.next_task_for_agent(agent, p.plan_id, ctx.session.id)
+    if task is None:
+        return f"no ready task for {agent}"
+    if not p.peek:
+        await _changed(ctx, task.plan_id)
+    return ("next: " if p.peek else "claimed: ") + render.task_detail(task)
+
+
+# -- commit_plan ---------------------------------------------------------------------------
+
+
+@tool(
+    "commit_plan", CommitPlanParams, modes=("discussion",), **PLAN,
+    description="Crystallise the discussion into a plan: a title and steps (or markdown with headings, "
+                "checkboxes or a numbered list). It becomes this session's committed plan.",
+)
+async def commit_plan(ctx: TurnContext, p: CommitPlanParams) -> str:
+    async with _store(ctx):
+        try:
+            done = await commit_plan_params(ctx, p)
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
+    return done.render()
+
+
+TOOLS = [
+    plan_create, plan_get, plan_list, plan_search, plan_update_status, plan_delete,
+    task_create_batch, task_list, task_update_status, task_next_for_agent, commit_plan,
+]
