@@ -25,6 +25,11 @@ ACTION_MODULES: list[str] = [
     "ndomo.health",
     "ndomo.runtime.actions",
     "ndomo.plans.actions",
+    "ndomo.runtime.approvals_actions",
+    "ndomo.runtime.undo",
+    "ndomo.runtime.plan_view",
+    "ndomo.tools.reflexes.actions",
+    "ndomo.agents.actions",
 ]
 
 

@@ -35,6 +35,8 @@ class CommandsFeature(Feature):
                 if exc.kind == "invalid":
                     raise JsonRpcInvalidParams(message=f"{act.command}: {exc.message}") from None
                 raise JsonRpcException(message=f"{act.command}: {exc.message}", code=REQUEST_FAILED) from None
+            finally:  # whatever the command changed (plans, tasks …) shows up at once
+                ls.spawn(ls.notify_listeners(ls.command_listeners, act.name))
 
         handler.__name__ = act.command.replace(".", "_")
         ls.command(act.command)(handler)

@@ -39,6 +39,7 @@ class LspHost(BaseHost):
         super().__init__()
         self.server = server
         self.listeners: list = []  # progress etc. subscribe to events here
+        self.progress = None  # the open work-done progress of this host's turn (lsp.progress)
 
     # -- capabilities --------------------------------------------------------------------
     def _ws_edit_caps(self):
@@ -49,6 +50,15 @@ class LspHost(BaseHost):
     def supports_document_changes(self) -> bool:
         we = self._ws_edit_caps()
         return bool(we and we.document_changes)
+
+    def supports_annotations(self) -> bool:
+        we = self._ws_edit_caps()
+        return bool(we and we.document_changes and we.change_annotation_support)
+
+    def _review(self) -> bool:
+        """`review_edits`: the editor asks the user to confirm each edit before applying it."""
+        app = self.server.app
+        return bool(app is not None and app.settings.review_edits and self.supports_annotations())
 
     def supports(self, op: types.ResourceOperationKind) -> bool:
         we = self._ws_edit_caps()
@@ -118,7 +128,25 @@ class LspHost(BaseHost):
                 return await self._send(types.WorkspaceEdit(changes={uri: [edit]}), path)
         return await self._send(types.WorkspaceEdit(document_changes=changes), path)
 
+    def _annotate(self, edit: types.WorkspaceEdit, path: Path) -> types.WorkspaceEdit:
+        ann_id = "ndomo-review"
+        edit.change_annotations = {
+            ann_id: types.ChangeAnnotation(
+                label=f"ndomo: {path.name}", needs_confirmation=True, description="review the agent's edit"
+            )
+        }
+        for change in edit.document_changes or []:
+            if isinstance(change, types.TextDocumentEdit):
+                change.edits = [
+                    types.AnnotatedTextEdit(range=e.range, new_text=e.new_text, annotation_id=ann_id) for e in change.edits
+                ]
+            else:
+                change.annotation_id = ann_id
+        return edit
+
     async def _send(self, edit: types.WorkspaceEdit, path: Path) -> EditOutcome:
+        if edit.document_changes and self._review():
+            edit = self._annotate(edit, path)
         try:
             result = await self.server.workspace_apply_edit_async(
                 types.ApplyWorkspaceEditParams(edit=edit, label=f"ndomo: {path.name}")

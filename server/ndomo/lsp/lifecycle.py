@@ -15,6 +15,7 @@ log = logging.getLogger("ndomo.lsp")
 
 class LifecycleFeature(Feature):
     name = "lifecycle"
+    _starting: asyncio.Future | None = None
 
     def register(self) -> None:
         ls = self.server
@@ -26,10 +27,17 @@ class LifecycleFeature(Feature):
 
         @ls.feature(types.INITIALIZED)
         async def on_initialized(params: types.InitializedParams) -> None:
-            await self.start()
+            self._starting = asyncio.ensure_future(self.start())
+            await asyncio.shield(self._starting)
 
         @ls.feature(types.SHUTDOWN)
         async def on_shutdown(*args) -> None:
+            ls.closing = True
+            if self._starting is not None:  # let start-up finish so nothing reopens the store later
+                try:
+                    await asyncio.wait_for(asyncio.shield(self._starting), 10)
+                except Exception:
+                    log.warning("start-up had not finished at shutdown")
             if ls.app is not None:
                 await ls.app.aclose()
 
@@ -48,6 +56,8 @@ class LifecycleFeature(Feature):
         ls.app = app
         fut.set_result(app)
         for feat in ls.features:
+            if ls.closing:
+                break
             try:
                 await feat.on_ready(app)
             except Exception as exc:  # one broken feature must not take the others down

@@ -30,6 +30,14 @@ class NdomoServer(LanguageServer):
         self.features: list[Feature] = []
         # Features that offer quick fixes on their own diagnostics (plan tasks …).
         self.quick_fix_providers: list = []
+        # async fn(uri, text) called on textDocument/didSave (plan views, agent files …).
+        self.save_listeners: list = []
+        # async fn(command_name) called after every executeCommand (refresh what it may have changed).
+        self.command_listeners: list = []
+        # fn(host) called on each new LspHost (turn progress, transcript …).
+        self.host_setups: list = []
+        self._background: set[asyncio.Task] = set()
+        self.closing = False  # shutdown requested: background work stops, nothing reopens the store
 
     # -- the App is built once the client said `initialized`; handlers wait for it
     def ready_future(self) -> asyncio.Future[App]:
@@ -45,6 +53,35 @@ class NdomoServer(LanguageServer):
         uri = folders[0].uri if folders else self.workspace.root_uri
         path = to_fs_path(uri) if uri else None
         return Path(path) if path else Path.cwd()
+
+    def new_host(self):
+        """The Host for one editor-started turn, with every feature's listeners attached."""
+        from ndomo.lsp.host import LspHost
+
+        host = LspHost(self)
+        for setup in self.host_setups:
+            setup(host)
+        return host
+
+    def spawn(self, coro) -> asyncio.Task:
+        """Run work in the background without losing the task or its exceptions."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+
+        def done(t: asyncio.Task) -> None:
+            self._background.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                log.error("background task failed", exc_info=t.exception())
+
+        task.add_done_callback(done)
+        return task
+
+    async def notify_listeners(self, listeners: list, *args: Any) -> None:
+        for fn in list(listeners):
+            try:
+                await fn(*args)
+            except Exception:
+                log.exception("listener %r failed", fn)
 
     def notify_error(self, message: str) -> None:
         self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=message))
@@ -70,9 +107,16 @@ def _feature_classes() -> list[type[Feature]]:
     from ndomo.lsp.commands import CommandsFeature
     from ndomo.lsp.config_report import ConfigReportFeature
     from ndomo.lsp.lifecycle import LifecycleFeature
+    from ndomo.lsp.agent_diagnostics import AgentDiagnosticsFeature
+    from ndomo.lsp.documents import DocumentsFeature
+    from ndomo.lsp.plan_diagnostics import PlanDiagnosticsFeature
+    from ndomo.lsp.progress import TurnProgressFeature
     from ndomo.lsp.status import StatusFeature
 
-    return [LifecycleFeature, ConfigReportFeature, CommandsFeature, CodeActionsFeature, StatusFeature]
+    return [
+        LifecycleFeature, ConfigReportFeature, CommandsFeature, CodeActionsFeature, StatusFeature,
+        DocumentsFeature, TurnProgressFeature, PlanDiagnosticsFeature, AgentDiagnosticsFeature,
+    ]
 
 
 def create_server() -> NdomoServer:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from ndomo.app import App
-from ndomo.lsp.host import LspHost
 from ndomo.lsp.server import Feature
 from ndomo.runtime.events import Status
 from ndomo.runtime.runtime import Runtime
@@ -17,7 +16,7 @@ class StatusFeature(Feature):
 
     async def on_ready(self, app: App) -> None:
         rt = Runtime.of(app)
-        app.services["host_factory"] = lambda: LspHost(self.server)
+        app.services["host_factory"] = self.server.new_host
 
         async def send(status: Status) -> None:
             self.server.protocol.notify("ndomo/status", status.model_dump(mode="json"))

@@ -1,0 +1,65 @@
+"""Problems in agent definition files as diagnostics: at start and whenever one is saved.
+
+A saved `.ndomo/agents/*.md` also replaces the runtime's cached agent set, so the next
+turn uses the new definition.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.uris import from_fs_path
+
+from ndomo.agents.loader import PROJECT_AGENTS_DIR, AgentSet, load_agents_async
+from ndomo.app import App
+from ndomo.lsp.server import Feature
+
+SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning}
+
+
+def agent_diagnostics(agents: AgentSet) -> dict[str, list[types.Diagnostic]]:
+    by_uri: dict[str, list[types.Diagnostic]] = defaultdict(list)
+    for p in agents.problems:
+        by_uri[from_fs_path(str(Path(p.path)))].append(
+            types.Diagnostic(
+                range=types.Range(
+                    start=types.Position(line=p.line, character=0), end=types.Position(line=p.line + 1, character=0)
+                ),
+                message=p.message,
+                severity=SEVERITY.get(p.severity, types.DiagnosticSeverity.Error),
+                source="ndomo",
+            )
+        )
+    return dict(by_uri)
+
+
+class AgentDiagnosticsFeature(Feature):
+    name = "agent-diagnostics"
+
+    def __init__(self, server) -> None:
+        super().__init__(server)
+        self.published: set[str] = set()
+
+    def register(self) -> None:
+        self.server.save_listeners.append(self.on_save)
+
+    async def on_ready(self, app: App) -> None:
+        await self.reload(app)
+
+    async def on_save(self, path: str, text: str) -> None:
+        app = self.server.app
+        p = Path(path)
+        if app is not None and p.suffix == ".md" and p.parent == app.root / PROJECT_AGENTS_DIR:
+            await self.reload(app)
+
+    async def reload(self, app: App) -> None:
+        agents = await load_agents_async(app.root)
+        app.services["agents"] = agents
+        diags = agent_diagnostics(agents)
+        for uri in sorted(set(diags) | self.published):
+            self.server.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(uri=uri, diagnostics=diags.get(uri, []))
+            )
+        self.published = set(diags)

@@ -1,0 +1,133 @@
+"""Each editor-started turn is a cancellable work-done progress; its transcript opens beside it.
+
+Driven by runtime events (not the host) so the plan's progress can be read from the
+turn's context. Cancelling the progress in the editor cancels the turn.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+
+from lsprotocol import types
+
+from ndomo.app import App
+from ndomo.lsp.host import LspHost
+from ndomo.lsp.server import Feature
+from ndomo.runtime.context import TurnContext
+from ndomo.runtime.events import TurnEvent
+from ndomo.runtime.runtime import Runtime
+
+log = logging.getLogger("ndomo.lsp")
+
+
+@dataclass
+class _Open:
+    token: str
+    session: str
+    title: str
+
+
+class TurnProgressFeature(Feature):
+    name = "progress"
+
+    def __init__(self, server) -> None:
+        super().__init__(server)
+        self.by_token: dict[str, _Open] = {}  # open progresses → the session to cancel
+
+    def register(self) -> None:
+        ls = self.server
+
+        @ls.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+        async def on_cancel(params: types.WorkDoneProgressCancelParams) -> None:
+            entry = self.by_token.get(str(params.token))
+            if entry is None or ls.app is None:
+                return
+            log.info("progress %s cancelled by the client: cancelling session %s", entry.token, entry.session)
+            Runtime.of(ls.app).cancel(entry.session)
+
+    async def on_ready(self, app: App) -> None:
+        Runtime.of(app).event_listeners.append(self.on_event)
+
+    # -- capabilities ------------------------------------------------------------------------
+    def _window_caps(self):
+        caps = self.server.client_capabilities
+        return caps.window if caps else None
+
+    def supports_progress(self) -> bool:
+        w = self._window_caps()
+        return bool(w and w.work_done_progress)
+
+    def supports_show_document(self) -> bool:
+        w = self._window_caps()
+        return bool(w and w.show_document and w.show_document.support)
+
+    # -- events ------------------------------------------------------------------------------
+    async def on_event(self, ctx: TurnContext, event: TurnEvent) -> None:
+        host = ctx.host
+        if not isinstance(host, LspHost):
+            return
+        top = ctx.depth == 0
+        if event.kind == "turn_started" and top:
+            await self._begin(ctx, host)
+            if ctx.app.settings.open_transcript and self.supports_show_document():
+                path = ctx.app.state_dir / "sessions" / f"{ctx.session.id}.md"
+                self.server.spawn(host.show_document(path))
+            return
+        entry: _Open | None = getattr(host, "progress", None)
+        if entry is None:
+            return
+        wdp = self.server.work_done_progress
+        if event.kind == "tool_started":
+            who = "" if top else f"{ctx.agent_name}: "
+            message, percent = await self._message(ctx, f"{who}{event.name}")  # type: ignore[attr-defined]
+            wdp.report(entry.token, types.WorkDoneProgressReport(message=message, percentage=percent, cancellable=True))
+        elif event.kind in ("tool_finished", "plan_changed") and top:
+            message, percent = await self._message(ctx, "thinking")
+            wdp.report(entry.token, types.WorkDoneProgressReport(message=message, percentage=percent, cancellable=True))
+        elif event.kind == "turn_finished" and top:
+            host.progress = None
+            self.by_token.pop(entry.token, None)
+            err = getattr(event, "error", None)
+            wdp.end(entry.token, types.WorkDoneProgressEnd(message=f"{event.status}" + (f": {err}" if err else "")))  # type: ignore[attr-defined]
+
+    async def _begin(self, ctx: TurnContext, host: LspHost) -> None:
+        if not self.supports_progress() or getattr(host, "progress", None) is not None:
+            return
+        token = f"ndomo-turn-{uuid.uuid4().hex[:12]}"
+        try:
+            await self.server.work_done_progress.create_async(token)
+        except Exception:
+            log.debug("client refused progress token", exc_info=True)
+            return
+        entry = _Open(token=token, session=ctx.session.id, title=f"{ctx.agent_name} · {ctx.mode}")
+        host.progress = entry  # type: ignore[attr-defined]
+        self.by_token[token] = entry
+        message, percent = await self._message(ctx, ctx.request.prompt.splitlines()[0][:80])
+        self.server.work_done_progress.begin(
+            token, types.WorkDoneProgressBegin(title=entry.title, message=message, percentage=percent, cancellable=True)
+        )
+
+    async def _message(self, ctx: TurnContext, what: str) -> tuple[str, int | None]:
+        plan = await _plan_progress(ctx)
+        if plan is None:
+            return what, None
+        done, total, percent = plan
+        return f"{what} · plan {done}/{total}", percent
+
+
+async def _plan_progress(ctx: TurnContext) -> tuple[int, int, int] | None:
+    """done/total of the plan this turn works on: the session's committed plan, else the task's."""
+    try:
+        store = await ctx.app.store()
+        plan_id = ctx.session.committed_plan_id
+        if plan_id is None and ctx.request.task_id:
+            plan_id = (await store.get_task(int(ctx.request.task_id.lstrip("#")))).plan_id
+        if plan_id is None:
+            return None
+        p = await store.plan_progress(plan_id)
+        return p.done, p.total, p.percent
+    except Exception:  # a missing plan or task must not break the turn's progress
+        log.debug("plan progress unavailable", exc_info=True)
+        return None

@@ -1,0 +1,89 @@
+"""Approvals as 4-choice requests, saved and revoked; edits for review; agent-file diagnostics."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+from pygls.uris import from_fs_path
+
+from tests.e2e.conftest import command
+from tests.e2e.editor_support import EditorDisk, wait_for
+from tests.fakes.fake_model import FakeModel
+
+CHOICES = ["Allow once", "Allow for this session", "Always allow in this project", "Deny"]
+
+
+async def test_always_allow_is_not_asked_again_until_revoked(lsp, tmp_path):
+    bash = {"tool_calls": [{"name": "bash", "arguments": {"command": "echo hello-ndomo"}}]}
+    script = [bash, {"text": "one"}, bash, {"text": "two"}, bash, {"text": "three"}]
+    asked: list[types.ShowMessageRequestParams] = []
+    answers = ["Always allow in this project", "Deny"]
+
+    def on_request(params: types.ShowMessageRequestParams):
+        asked.append(params)
+        return types.MessageActionItem(title=answers.pop(0))
+
+    with FakeModel(script=script) as fake:
+        client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url}, init_options={"open_transcript": False},
+                                 handlers={types.WINDOW_SHOW_MESSAGE_REQUEST: on_request})
+        turn = {"prompt": "say hello", "agent": "craftsman", "mode": "autopilot"}
+        first = await command(client, "ndomo.turn", turn)
+        assert first["status"] == "done"
+        assert len(asked) == 1 and [a.title for a in asked[0].actions] == CHOICES
+        assert "echo hello-ndomo" in asked[0].message
+
+        new = await command(client, "ndomo.session.new", {})
+        assert new["session"] != first["session"]
+        second = await command(client, "ndomo.turn", turn)
+        assert second["status"] == "done" and second["session"] == new["session"]
+        assert len(asked) == 1  # the project-wide answer was remembered
+        assert "hello-ndomo" in [m for r in fake.chat_requests()[3:4] for m in [r["body"]["messages"][-1]["content"]]][0]
+
+        saved = await command(client, "ndomo.approvals.list", {})
+        (rule,) = [a for a in saved if a["permission"] == "bash"]
+        assert rule["scope"] == "project" and rule["action"] == "allow"
+        assert await command(client, "ndomo.approvals.revoke", {"id": rule["id"]}) == {"revoked": rule["id"]}
+        assert [a for a in await command(client, "ndomo.approvals.list", {}) if a["permission"] == "bash"] == []
+
+        third = await command(client, "ndomo.turn", turn)
+        assert len(asked) == 2  # asked again, and this time denied
+        assert third["status"] == "done"
+        denied = fake.chat_requests()[5]["body"]["messages"][-1]["content"]
+        assert "did not approve" in denied
+
+
+async def test_review_edits_and_agent_file_diagnostics(lsp, tmp_path):
+    agents = tmp_path / ".ndomo" / "agents"
+    agents.mkdir(parents=True)
+    bad = agents / "helper.md"
+    bad.write_text("---\ndescription: helps\nmode: sometimes\n---\nYou help.\n", encoding="utf-8")
+    (tmp_path / "app.py").write_text("x = 1\n", encoding="utf-8")
+    script = [
+        {"tool_calls": [{"name": "edit", "arguments": {"path": "app.py", "old_text": "x = 1", "new_text": "x = 2"}}]},
+        {"text": "bumped"},
+    ]
+    disk = EditorDisk()
+    with FakeModel(script=script) as fake:
+        client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url},
+                                 init_options={"open_transcript": False, "review_edits": True},
+                                 handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)})
+        # a broken agent file is marked at start, on the offending line
+        uri = from_fs_path(str(bad))
+        diags = await wait_for(lambda: client.diagnostics.get(uri), what="agent file diagnostics")
+        assert diags[0].source == "ndomo" and diags[0].range.start.line == 2 and "mode" in diags[0].message
+        # fixed and saved: cleared
+        bad.write_text("---\ndescription: helps\nmode: subagent\n---\nYou help.\n", encoding="utf-8")
+        client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+        await wait_for(lambda: client.diagnostics.get(uri) is not None and len(client.diagnostics[uri]) == 0, what="agent diagnostics cleared")
+
+        summary = await command(client, "ndomo.turn", {"prompt": "bump", "agent": "craftsman", "mode": "autopilot"})
+        assert summary["status"] == "done"
+        edit = disk.requests[0].edit
+        we = client.capabilities.workspace.workspace_edit
+        if we and we.document_changes and we.change_annotation_support:
+            (ann,) = edit.change_annotations.values()
+            assert ann.needs_confirmation is True
+            (change,) = edit.document_changes
+            assert change.edits[0].annotation_id in edit.change_annotations
+        else:
+            assert not edit.change_annotations
+        assert (tmp_path / "app.py").read_text(encoding="utf-8") == "x = 2\n"
