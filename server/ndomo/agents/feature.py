@@ -4,7 +4,7 @@ and turns bound to a plan task. One `setup(plugins)`; the runtime core is untouc
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ndomo.runtime.hooks import HookAction, HookResult, LifecycleHook, Phase
 from ndomo.runtime.prompts import PromptContributor
@@ -17,7 +17,6 @@ from .policy import AgentPolicy
 if TYPE_CHECKING:
     from ndomo.runtime.context import TurnContext
     from ndomo.runtime.plugins import Plugins
-    from ndomo.runtime.tools import ToolRegistry
 
 log = logging.getLogger("ndomo.agents")
 

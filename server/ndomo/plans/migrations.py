@@ -259,6 +259,13 @@ async def _v10_result_artifact(conn: aiosqlite.Connection) -> None:
     await add_column_if_missing(conn, "plan_tasks", "result_artifact", "TEXT")
 
 
+async def _v11_turn_owner(conn: aiosqlite.Connection) -> None:
+    # "<hostname>:<pid>" of the process running the turn: start-up recovery marks a
+    # running turn interrupted only when that process is gone (several servers share a DB).
+    await add_column_if_missing(conn, "turns", "owner", "TEXT")
+    await conn.execute("CREATE INDEX IF NOT EXISTS idx_turns_running ON turns(status) WHERE status = 'running'")
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, plans, plan_tasks, plan_tags", V1_CORE),
     Migration(2, "fts5 over plans and tasks", V2_FTS),
@@ -270,6 +277,7 @@ MIGRATIONS: list[Migration] = [
     Migration(8, "approvals", V8_APPROVALS),
     Migration(9, "memories + fts", V9_MEMORIES),
     Migration(10, "plan_tasks.result_artifact", _v10_result_artifact),
+    Migration(11, "turns.owner", _v11_turn_owner),
 ]
 LATEST_VERSION = MIGRATIONS[-1].version
 

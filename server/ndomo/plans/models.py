@@ -209,6 +209,7 @@ class Turn(_Out):
     started_at: str
     finished_at: str | None = None
     error: str | None = None
+    owner: str | None = None  # "<hostname>:<pid>" of the process that ran it
 
 
 class TurnEdit(_Out):

@@ -6,6 +6,7 @@ from ndomo.plans.base import StoreBase
 from ndomo.plans.db import now
 from ndomo.plans.errors import Invalid, NotFound
 from ndomo.plans.models import TURN_STATUSES, Turn, TurnEdit
+from ndomo.plans.owner import PidAlive, hostname, owner_is_gone, pid_alive, process_owner
 
 
 class TurnOps(StoreBase):
@@ -16,15 +17,18 @@ class TurnOps(StoreBase):
         mode: str | None,
         prompt: str | None,
         parent_turn_id: int | None = None,
+        *,
+        owner: str | None = None,
     ) -> Turn:
+        """`owner` defaults to this process ("<hostname>:<pid>")."""
         async with self._tx():
             await self._ensure_session_row(session_id)  # type: ignore[attr-defined]
             if parent_turn_id is not None:
                 await self.get_turn(parent_turn_id)
             tid = await self._insert(
-                "INSERT INTO turns(session_id, parent_turn_id, agent, mode, prompt, status, started_at)"
-                " VALUES (?, ?, ?, ?, ?, 'running', ?)",
-                (session_id, parent_turn_id, agent, mode, prompt, now()),
+                "INSERT INTO turns(session_id, parent_turn_id, agent, mode, prompt, status, started_at, owner)"
+                " VALUES (?, ?, ?, ?, ?, 'running', ?, ?)",
+                (session_id, parent_turn_id, agent, mode, prompt, now(), owner or process_owner()),
             )
             return await self.get_turn(tid)
 
@@ -56,12 +60,28 @@ class TurnOps(StoreBase):
             )
             return await self.get_turn(turn_id)
 
-    async def mark_interrupted_turns(self) -> int:
-        """At start-up: turns still 'running' belong to a process that died."""
+    async def mark_interrupted_turns(self, *, alive: PidAlive = pid_alive, host: str | None = None) -> int:
+        """At start-up: mark 'interrupted' the running turns whose owner process is gone.
+
+        Only turns of this host whose pid is not alive (or without an owner, from before
+        v11) are touched: another server sharing the database keeps its live turns.
+        Returns how many turns were marked.
+        """
+        host = hostname() if host is None else host
         async with self._tx():
-            return await self._exec(
-                "UPDATE turns SET status = 'interrupted', finished_at = ? WHERE status = 'running'", (now(),)
-            )
+            rows = await self._all("SELECT id, owner FROM turns WHERE status = 'running'")
+            dead = [int(r["id"]) for r in rows if owner_is_gone(r["owner"], host=host, alive=alive)]
+            marked = 0
+            stamp = now()
+            for i in range(0, len(dead), 500):
+                chunk = dead[i : i + 500]
+                marked += await self._exec(
+                    "UPDATE turns SET status = 'interrupted', finished_at = ?,"
+                    " error = coalesce(error, 'interrupted: the process running it stopped')"
+                    f" WHERE status = 'running' AND id IN ({','.join('?' * len(chunk))})",
+                    (stamp, *chunk),
+                )
+            return marked
 
     async def add_turn_edit(self, turn_id: int, path: str, before: str | None, after: str | None) -> TurnEdit:
         async with self._tx():

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
 from pydantic import BaseModel, ConfigDict
 
-from ndomo.app import App
 from ndomo.runtime.edits import change_file
 from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.runtime import Runtime
 from ndomo.runtime.tools import ToolError, tool
-from tests.fakes.fake_model import FakeModel
 
 
 class PutParams(BaseModel):
@@ -79,16 +76,3 @@ def write_agent(root, name, frontmatter: str, body: str = "Do the job.") -> None
     (folder / f"{name}.md").write_text(f"---\n{frontmatter.strip()}\n---\n{body}\n", encoding="utf-8")
 
 
-@pytest.fixture
-def fake():
-    with FakeModel(default_text="done") as fm:
-        yield fm
-
-
-@pytest.fixture
-async def app(tmp_path, fake):
-    a = App(tmp_path)
-    a.settings.model.base_url = fake.url
-    a.settings.model.max_retries = 0
-    yield a
-    await a.aclose()

@@ -66,7 +66,8 @@ async def test_turns_and_edits(store):
     assert done.finished_at and (done.tokens_in, done.tokens_out) == (10, 5)
     with pytest.raises(Invalid):
         await store.finish_turn(t1.id, "exploded")
-    assert await store.mark_interrupted_turns() == 1
+    assert await store.mark_interrupted_turns() == 0  # our own process is alive: nothing to mark
+    assert await store.mark_interrupted_turns(alive=lambda pid: False) == 1
     assert (await store.get_turn(child.id)).status == "interrupted"
     assert [t.id for t in await store.list_turns("s")] == [t1.id, child.id]
     with pytest.raises(NotFound):

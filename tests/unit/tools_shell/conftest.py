@@ -6,28 +6,11 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ndomo.app import App
 from ndomo.runtime.context import TurnContext, TurnRequest
 from ndomo.runtime.host import BaseHost
 from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.runtime import Runtime
 from ndomo.runtime.tools import AllowAll
-from tests.fakes.fake_model import FakeModel
-
-
-@pytest.fixture
-def fake():
-    with FakeModel(default_text="done") as fm:
-        yield fm
-
-
-@pytest.fixture
-async def app(tmp_path, fake):
-    a = App(tmp_path)
-    a.settings.model.base_url = fake.url
-    a.settings.model.max_retries = 0
-    yield a
-    await a.aclose()
 
 
 @pytest.fixture

@@ -1,3 +1,5 @@
+"""Fixtures shared by the unit tests: a scripted model server and an App on a tmp workspace."""
+
 from __future__ import annotations
 
 import pytest

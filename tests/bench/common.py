@@ -1,0 +1,97 @@
+"""Shared bits: percentiles, a result row, the machine, and small process helpers.
+
+Every figure is reported next to a baseline measured in the same run (the machine is
+shared and noisy), and each benchmark returns rows of `Result`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def pct(samples: list[float], p: float) -> float:
+    """Nearest-rank percentile (p in 0..100) of seconds → milliseconds."""
+    if not samples:
+        return float("nan")
+    s = sorted(samples)
+    k = max(0, min(len(s) - 1, int(round(p / 100 * len(s) + 0.5)) - 1))
+    return s[k] * 1000
+
+
+def summary(samples: list[float]) -> dict[str, float]:
+    return {"n": len(samples), "p50": pct(samples, 50), "p95": pct(samples, 95), "p99": pct(samples, 99),
+            "mean": statistics.fmean(samples) * 1000 if samples else float("nan")}
+
+
+@dataclass
+class Result:
+    bench: str
+    case: str
+    value: float  # what is measured (ms, MB …)
+    baseline: float  # the same measure of the reference, this run
+    unit: str
+    target: str  # human text of the target
+    met: bool
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> float:
+        return self.value / self.baseline if self.baseline else float("inf")
+
+    def line(self) -> str:
+        flag = "met" if self.met else "MISSED"
+        return (f"{self.bench:10} {self.case:46} {self.value:10.3f} {self.unit:4} vs {self.baseline:10.3f}"
+                f"  ×{self.ratio:6.2f}  [{self.target}] {flag}")
+
+
+def machine() -> dict[str, Any]:
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(), "cpu": cpu}
+
+
+def timed(fn: Callable[[], Any], n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def env_for_server(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NDOMO_")}
+    env.setdefault("NDOMO_BASE_URL", "http://127.0.0.1:9/v1")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
+    env.update(extra or {})
+    return env
+
+
+def dump(results: list[Result], path: Path | None) -> None:
+    if path is None:
+        return
+    rows = [asdict(r) | {"ratio": r.ratio} for r in results]
+    path.write_text(json.dumps({"machine": machine(), "results": rows}, indent=2))
