@@ -73,3 +73,24 @@ async def test_slash_mode_through_lsp_switches_without_a_model_call(lsp, tmp_pat
     assert fake.chat_requests() == []
     report = await command(client, "ndomo.mode.get", {})
     assert report["mode"] == "brainstorming"
+
+
+@pytest.mark.parametrize("yes", [False, True])
+def test_ndomo_run_denies_asks_unless_yes(tmp_path, yes):
+    script = [
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "echo hello-from-shell"}}]},
+        {"text": "finished"},
+    ]
+    with FakeModel(script=script) as fake:
+        args = [sys.executable, "-m", "ndomo", "run", "--workspace", str(tmp_path),
+                "--agent", "craftsman", "--mode", "autopilot", "say hello"]
+        if yes:
+            args.insert(-1, "--yes")
+        out = subprocess.run(args, capture_output=True, text=True, timeout=60,
+                             env=server_env({"NDOMO_BASE_URL": fake.url}), stdin=subprocess.DEVNULL)
+        assert out.returncode == 0, out.stderr
+        result = tool_results(fake.chat_requests()[1])[0]
+    if yes:
+        assert "hello-from-shell" in result
+    else:
+        assert "did not approve bash 'echo hello-from-shell'" in result
