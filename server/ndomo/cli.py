@@ -15,13 +15,14 @@ import sys
 import types as pytypes
 import typing
 from pathlib import Path
-from typing import Any, Callable
-
-import yaml
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any, Callable
 
 from ndomo import __version__
-from ndomo.actions import Action, ActionError, load_actions
+
+if TYPE_CHECKING:  # pydantic, yaml and the actions load only when a parser is built
+    from pydantic import BaseModel
+
+    from ndomo.actions import Action
 
 # Extra top-level commands that are not actions (serve, run …): name -> (setup, handler).
 Subcommand = tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
@@ -67,6 +68,8 @@ def _json_arg(text: str) -> Any:
 
 
 def add_model_flags(parser: argparse.ArgumentParser, model: type[BaseModel]) -> None:
+    from pydantic import BaseModel
+
     for name, f in model.model_fields.items():
         flag = "--" + name.replace("_", "-")
         ann = _unwrap_optional(f.annotation)
@@ -98,10 +101,13 @@ def render_result(act: Action, result: Any, as_json: bool) -> str:
         return act.render(result)
     if result is None:
         return "ok"
+    import yaml
+
     return yaml.safe_dump(result, sort_keys=False, allow_unicode=True).rstrip()
 
 
 def run_action(act: Action, ns: argparse.Namespace) -> int:
+    from ndomo.actions import ActionError
     from ndomo.app import App
 
     raw = {k: v for k, v in vars(ns).items() if k not in {"workspace", "json", "_handler", "command", "verb"}}
@@ -131,6 +137,8 @@ def run_action(act: Action, ns: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ndomo.actions import load_actions
+
     for mod in CLI_MODULES:
         importlib.import_module(mod)
 
@@ -162,9 +170,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _serve_parser() -> argparse.ArgumentParser:
+    """Only `serve`: an editor spawning the server must not wait for every action's CLI."""
+    importlib.import_module("ndomo.lsp.serve_cmd")
+    setup, handler = EXTRA_COMMANDS["serve"]
+    parser = argparse.ArgumentParser(prog="ndomo")
+    subs = parser.add_subparsers(dest="command", metavar="COMMAND")
+    p = subs.add_parser("serve")
+    setup(p)
+    p.set_defaults(_handler=handler)
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    parser = build_parser()
+    args = sys.argv[1:] if argv is None else list(argv)
+    is_serve = args[:1] == ["serve"] and not {"-h", "--help"} & set(args)
+    parser = _serve_parser() if is_serve else build_parser()
     ns = parser.parse_args(argv)
     handler = getattr(ns, "_handler", None)
     if handler is None:

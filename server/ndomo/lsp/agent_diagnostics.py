@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
-from ndomo.agents.loader import PROJECT_AGENTS_DIR, AgentSet, load_agents_async
-from ndomo.app import App
 from ndomo.lsp.server import Feature
+
+if TYPE_CHECKING:
+    from ndomo.agents.loader import AgentSet
+    from ndomo.app import App
 
 SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning}
 
@@ -51,10 +54,14 @@ class AgentDiagnosticsFeature(Feature):
     async def on_save(self, path: str, text: str) -> None:
         app = self.server.app
         p = Path(path)
+        from ndomo.agents.loader import PROJECT_AGENTS_DIR
+
         if app is not None and p.suffix == ".md" and p.parent == app.root / PROJECT_AGENTS_DIR:
             await self.reload(app)
 
     async def reload(self, app: App) -> None:
+        from ndomo.agents.loader import load_agents_async
+
         agents = await load_agents_async(app.root)
         app.services["agents"] = agents
         diags = agent_diagnostics(agents)

@@ -1,4 +1,9 @@
-"""Every declared action becomes the LSP command `ndomo.<name>` (one object argument)."""
+"""Every declared action becomes the LSP command `ndomo.<name>` (one object argument).
+
+Handlers are registered from `command_names` so `initialize` does not wait for the action
+modules; each handler finds its action in the registry on first use (the registry is
+normally imported already by the background warm-up started at `initialized`).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 REQUEST_FAILED = -32803  # LSP ErrorCodes.RequestFailed
 
-from ndomo.actions import Action, ActionError, load_actions
+from ndomo.lsp.command_names import LSP_ACTION_NAMES, READ_ONLY_ACTIONS
 from ndomo.lsp.server import Feature
 
 log = logging.getLogger("ndomo.lsp")
@@ -19,24 +24,31 @@ class CommandsFeature(Feature):
     name = "commands"
 
     def register(self) -> None:
-        for act in load_actions().all("lsp"):
-            self._register(act)
+        for name in LSP_ACTION_NAMES:
+            self._register(name)
 
-    def _register(self, act: Action) -> None:
+    def _register(self, name: str) -> None:
         ls = self.server
+        command = f"ndomo.{name}"
 
         async def handler(*args: Any) -> Any:
             if len(args) > 1:
-                raise JsonRpcInvalidParams(message=f"{act.command} takes one object argument, got {len(args)}")
+                raise JsonRpcInvalidParams(message=f"{command} takes one object argument, got {len(args)}")
             app = await ls.wait_app()
+            from ndomo.actions import ActionError, load_actions
+
+            act = load_actions().get(name)
+            if act is None:  # the manifest names an action nobody declares any more
+                raise JsonRpcException(message=f"{command}: no such action", code=REQUEST_FAILED)
             try:
                 return await act.invoke(app, args[0] if args else None)
             except ActionError as exc:
                 if exc.kind == "invalid":
-                    raise JsonRpcInvalidParams(message=f"{act.command}: {exc.message}") from None
-                raise JsonRpcException(message=f"{act.command}: {exc.message}", code=REQUEST_FAILED) from None
+                    raise JsonRpcInvalidParams(message=f"{command}: {exc.message}") from None
+                raise JsonRpcException(message=f"{command}: {exc.message}", code=REQUEST_FAILED) from None
             finally:  # whatever the command changed (plans, tasks …) shows up at once
-                ls.spawn(ls.notify_listeners(ls.command_listeners, act.name))
+                if name not in READ_ONLY_ACTIONS:
+                    ls.spawn(ls.notify_listeners(ls.command_listeners, name))
 
-        handler.__name__ = act.command.replace(".", "_")
-        ls.command(act.command)(handler)
+        handler.__name__ = command.replace(".", "_")
+        ls.command(command)(handler)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
-from ndomo.app import App
 from ndomo.lsp.server import Feature
+
+if TYPE_CHECKING:
+    from ndomo.app import App
 
 
 class ConfigReportFeature(Feature):

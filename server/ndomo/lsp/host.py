@@ -34,12 +34,20 @@ def _full_range(text: str) -> types.Range:
     )
 
 
+# Text deltas are sent at most this often: one notification per delta (hundreds a second
+# from a fast model) would queue the editor's requests behind them on the same stdout.
+TEXT_FLUSH_S = 0.05
+
+
 class LspHost(BaseHost):
     def __init__(self, server) -> None:
         super().__init__()
         self.server = server
         self.listeners: list = []  # progress etc. subscribe to events here
         self.progress = None  # the open work-done progress of this host's turn (lsp.progress)
+        self._text: list[str] = []  # deltas not sent yet, all of turn `_text_turn`
+        self._text_turn: int | None = None
+        self._flush_handle: asyncio.TimerHandle | None = None
 
     # -- capabilities --------------------------------------------------------------------
     def _ws_edit_caps(self):
@@ -66,13 +74,36 @@ class LspHost(BaseHost):
 
     # -- Host ------------------------------------------------------------------------------
     async def emit(self, event: TurnEvent) -> None:
-        self.events.append(event)
-        self.server.protocol.notify("ndomo/turn/event", event.model_dump(mode="json"))
+        """Send the event; consecutive text deltas of one turn go out merged, in order.
+
+        Events are not kept (`events` stays empty): the editor has them, and a long-lived
+        server must not grow with every delta.
+        """
+        if event.kind == "text":
+            if self._text and self._text_turn != event.turn_id:
+                self.flush_text()
+            self._text.append(event.text)  # type: ignore[attr-defined]
+            self._text_turn = event.turn_id
+            if self._flush_handle is None:
+                self._flush_handle = asyncio.get_running_loop().call_later(TEXT_FLUSH_S, self.flush_text)
+        else:
+            self.flush_text()  # text before a tool call / the end is sent before it
+            self.server.protocol.notify("ndomo/turn/event", event.model_dump(mode="json"))
         for listener in list(self.listeners):
             try:
                 await listener(event)
             except Exception:
                 log.exception("turn event listener failed")
+
+    def flush_text(self) -> None:
+        """Send the buffered text deltas as one `text` event (no-op when none)."""
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        if not self._text:
+            return
+        text, self._text = "".join(self._text), []
+        self.server.protocol.notify("ndomo/turn/event", {"kind": "text", "turn_id": self._text_turn, "text": text})
 
     def _open_doc(self, path: Path):
         uri = from_fs_path(str(path))

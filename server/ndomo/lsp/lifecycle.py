@@ -7,7 +7,7 @@ import logging
 
 from lsprotocol import types
 
-from ndomo.app import App
+from ndomo.lsp import warmup
 from ndomo.lsp.server import Feature
 
 log = logging.getLogger("ndomo.lsp")
@@ -47,6 +47,9 @@ class LifecycleFeature(Feature):
         if fut.done():
             return
         root = ls.workspace_root()
+        await asyncio.to_thread(warmup.core)  # what every command needs, off the loop
+        from ndomo.app import App
+
         try:
             app = await asyncio.to_thread(App.load, root, ls.init_options, origin="lsp")
         except Exception as exc:  # never die at start-up: run on defaults
@@ -63,3 +66,16 @@ class LifecycleFeature(Feature):
             except Exception as exc:  # one broken feature must not take the others down
                 log.exception("feature %s failed to start", feat.name)
                 ls.notify_error(f"ndomo: {feat.name} failed to start: {exc}")
+        if not ls.closing:  # the first turn's imports, agents and model client, in the background
+            ls.spawn(self._warm(app))
+
+    async def _warm(self, app) -> None:
+        from ndomo.runtime.executor import shared_client
+        from ndomo.runtime.runtime import Runtime
+
+        await asyncio.to_thread(warmup.extras)
+        try:
+            await Runtime.of(app).agents()
+            await asyncio.to_thread(shared_client, app)
+        except Exception:  # a bad agent file or model setting is reported by the first turn
+            log.debug("warm-up of agents / model client failed", exc_info=True)

@@ -12,19 +12,18 @@ import asyncio
 import logging
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
-from ndomo.app import App
 from ndomo.lsp.server import Feature
-from ndomo.plans.errors import StoreError
-from ndomo.plans.models import TERMINAL_PLAN_STATUSES, PlanDetail, Task
-from ndomo.runtime.context import TurnContext
-from ndomo.runtime.events import TurnEvent
-from ndomo.runtime.plan_view import VIEW_DIR, wanted_changes, write_view
-from ndomo.runtime.runtime import Runtime
+
+if TYPE_CHECKING:  # the store and runtime load after `initialized`, not before initialize
+    from ndomo.app import App
+    from ndomo.plans.models import PlanDetail, Task
+    from ndomo.runtime.context import TurnContext
+    from ndomo.runtime.events import TurnEvent
 
 log = logging.getLogger("ndomo.lsp")
 
@@ -85,6 +84,8 @@ class PlanDiagnosticsFeature(Feature):
         self.server.command_listeners.append(self.on_command)
 
     async def on_ready(self, app: App) -> None:
+        from ndomo.runtime.runtime import Runtime
+
         Runtime.of(app).event_listeners.append(self.on_event)
         task = self.server.spawn(self._worker(app))
         app.services["plan_diagnostics"] = _Stopper(task)
@@ -126,6 +127,10 @@ class PlanDiagnosticsFeature(Feature):
 
     # -- refresh -------------------------------------------------------------------------------
     async def refresh(self, app: App) -> None:
+        from ndomo.plans.errors import StoreError
+        from ndomo.plans.models import TERMINAL_PLAN_STATUSES
+        from ndomo.runtime.plan_view import write_view
+
         store = await app.store()
         plans = [p for p in await store.list_plans(limit=1000) if p.status not in TERMINAL_PLAN_STATUSES]
         diags: dict[str, list[types.Diagnostic]] = defaultdict(list)
@@ -168,6 +173,8 @@ class PlanDiagnosticsFeature(Feature):
 
     async def _publish_status(self, app: App) -> None:
         """`ndomo/status` carries the session's plan progress: send it when that moved."""
+        from ndomo.runtime.runtime import Runtime
+
         rt = Runtime.of(app)
         state = await rt.session()
         status = await rt.status(state)
@@ -177,6 +184,9 @@ class PlanDiagnosticsFeature(Feature):
 
     # -- the markdown view written back ---------------------------------------------------------
     async def on_save(self, path: str, text: str) -> None:
+        from ndomo.plans.errors import StoreError
+        from ndomo.runtime.plan_view import VIEW_DIR, wanted_changes
+
         app = self.server.app
         p = Path(path)
         if app is None or p.suffix != ".md" or p.parent != app.root / VIEW_DIR:

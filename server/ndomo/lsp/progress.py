@@ -9,15 +9,17 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from ndomo.app import App
-from ndomo.lsp.host import LspHost
 from ndomo.lsp.server import Feature
-from ndomo.runtime.context import TurnContext
-from ndomo.runtime.events import TurnEvent
-from ndomo.runtime.runtime import Runtime
+
+if TYPE_CHECKING:  # the runtime loads after `initialized`, not before initialize
+    from ndomo.app import App
+    from ndomo.lsp.host import LspHost
+    from ndomo.runtime.context import TurnContext
+    from ndomo.runtime.events import TurnEvent
 
 log = logging.getLogger("ndomo.lsp")
 
@@ -45,9 +47,13 @@ class TurnProgressFeature(Feature):
             if entry is None or ls.app is None:
                 return
             log.info("progress %s cancelled by the client: cancelling session %s", entry.token, entry.session)
+            from ndomo.runtime.runtime import Runtime
+
             Runtime.of(ls.app).cancel(entry.session)
 
     async def on_ready(self, app: App) -> None:
+        from ndomo.runtime.runtime import Runtime
+
         Runtime.of(app).event_listeners.append(self.on_event)
 
     # -- capabilities ------------------------------------------------------------------------
@@ -65,6 +71,8 @@ class TurnProgressFeature(Feature):
 
     # -- events ------------------------------------------------------------------------------
     async def on_event(self, ctx: TurnContext, event: TurnEvent) -> None:
+        from ndomo.lsp.host import LspHost
+
         host = ctx.host
         if not isinstance(host, LspHost):
             return

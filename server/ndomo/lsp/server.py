@@ -9,14 +9,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from ndomo import __version__
-from ndomo.app import App
+
+if TYPE_CHECKING:  # the App (config, pydantic, yaml) loads after `initialized`
+    from ndomo.app import App
 
 log = logging.getLogger("ndomo.lsp")
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from ndomo.app import App
+from typing import TYPE_CHECKING
+
 from ndomo.lsp.server import Feature
-from ndomo.runtime.events import Status
-from ndomo.runtime.runtime import Runtime
+
+if TYPE_CHECKING:
+    from ndomo.app import App
+    from ndomo.runtime.events import Status
 
 
 class StatusFeature(Feature):
@@ -15,6 +18,8 @@ class StatusFeature(Feature):
         pass
 
     async def on_ready(self, app: App) -> None:
+        from ndomo.runtime.runtime import Runtime
+
         rt = Runtime.of(app)
         app.services["host_factory"] = self.server.new_host
 

@@ -24,6 +24,7 @@ from ndomo.plans.models import (
     Progress,
     StatusChange,
 )
+from ndomo.plans.task_ops import task_from_row
 from ndomo.plans.text import fts_query, slugify, with_suffix
 
 log = logging.getLogger(__name__)
@@ -99,15 +100,20 @@ class PlanOps(StoreBase):
             return plan_from_row(await self._plan_row(pid))
 
     async def get_plan(self, id_or_slug: str) -> PlanDetail:
-        async with self._locked():
-            row = await self._plan_row(id_or_slug)
-            pid = row["id"]
-            tasks = await self.list_tasks(pid)  # type: ignore[attr-defined]
-            files = await self._all(
-                "SELECT file_path, role FROM plan_files WHERE plan_id = ? ORDER BY file_path", (pid,)
-            )
-            tags = await self._all("SELECT tag FROM plan_tags WHERE plan_id = ? ORDER BY tag", (pid,))
-            audit = await self._all("SELECT * FROM plan_audit WHERE plan_id = ? ORDER BY id", (pid,))
+        key = _plan_id_arg(id_or_slug)
+        # One snapshot, one thread hop; the plan is picked by id first (as _plan_row does).
+        pick = "(SELECT id FROM plans WHERE id = ?1 OR slug = ?1 ORDER BY id = ?1 DESC LIMIT 1)"
+        rows, task_rows, files, tags, audit = await self._reads(
+            (f"SELECT * FROM plans WHERE id = {pick}", (key,)),
+            (f"SELECT * FROM plan_tasks WHERE plan_id = {pick} ORDER BY ord", (key,)),
+            (f"SELECT file_path, role FROM plan_files WHERE plan_id = {pick} ORDER BY file_path", (key,)),
+            (f"SELECT tag FROM plan_tags WHERE plan_id = {pick} ORDER BY tag", (key,)),
+            (f"SELECT * FROM plan_audit WHERE plan_id = {pick} ORDER BY id", (key,)),
+        )
+        if not rows:
+            raise NotFound(f"no plan with id or slug {key!r}", field="id")
+        row = rows[0]
+        tasks = [task_from_row(r) for r in task_rows]
         plan = plan_from_row(row)
         return PlanDetail(
             **plan.model_dump(),
@@ -153,11 +159,13 @@ class PlanOps(StoreBase):
             params += [match, match]
         if file_path is not None and file_path.strip():
             fp = file_path.strip().rstrip("/")
+            # A range, not substr(): the plan_files(file_path) index serves both arms.
+            # '0' is the character after '/', so [fp/, fp0) is exactly "under fp/".
             where.append(
                 "id IN (SELECT plan_id FROM plan_files WHERE file_path = ?"
-                " OR substr(file_path, 1, ?) = ?)"
+                " OR (file_path >= ? AND file_path < ?))"
             )
-            params += [fp, len(fp) + 1, fp + "/"]
+            params += [fp, fp + "/", fp + "0"]
         if not include_archived:
             where.append("archived_at IS NULL")
         sql = "SELECT * FROM plans" + (" WHERE " + " AND ".join(where) if where else "")
@@ -165,9 +173,15 @@ class PlanOps(StoreBase):
         return [plan_from_row(r) for r in rows]
 
     async def plan_progress(self, id_or_slug: str) -> Progress:
-        row = await self._plan_row(id_or_slug)
-        rows = await self._all("SELECT status FROM plan_tasks WHERE plan_id = ?", (row["id"],))
-        return _progress(r["status"] for r in rows)
+        key = _plan_id_arg(id_or_slug)
+        rows = await self._all(  # one statement: a plan with no task gives one row of NULL
+            "SELECT t.status FROM (SELECT id FROM plans WHERE id = ?1 OR slug = ?1 ORDER BY id = ?1 DESC LIMIT 1) p"
+            " LEFT JOIN plan_tasks t ON t.plan_id = p.id",
+            (key,),
+        )
+        if not rows:
+            raise NotFound(f"no plan with id or slug {key!r}", field="id")
+        return _progress(r["status"] for r in rows if r["status"] is not None)
 
     # ------------------------------------------------------------ status machine
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import aiosqlite
@@ -14,6 +15,8 @@ from ndomo.plans.plan_ops import PlanOps
 from ndomo.plans.sessions import SessionOps
 from ndomo.plans.task_ops import TaskOps
 from ndomo.plans.turns import TurnOps
+
+STAMP_SETTLE_NS = 50_000_000  # 50 ms: well above the kernel's coarse mtime tick
 
 
 class PlanStore(SessionOps, PlanOps, TaskOps, TurnOps, ApprovalOps, MemoryOps):
@@ -54,6 +57,28 @@ class PlanStore(SessionOps, PlanOps, TaskOps, TurnOps, ApprovalOps, MemoryOps):
         async with self._watch.execute("PRAGMA data_version") as cur:
             row = await cur.fetchone()
         return int(row[0])
+
+    def change_stamp(self) -> tuple | None:
+        """A cheap signature of the database files (size, mtime of the db and its WAL).
+
+        Any commit, by any process, appends to the WAL or rewrites the db, so an unchanged
+        stamp means nothing was committed since — callers may reuse what they read then.
+        Two `stat`s, no query. None when it cannot be trusted: a file changed within the
+        last `STAMP_SETTLE_NS` (mtime is coarse; a later write could keep the same stamp).
+        """
+        import time
+
+        stamp = []
+        for p in (self.db_path, self.db_path.with_name(self.db_path.name + "-wal")):
+            try:
+                st = os.stat(p)
+            except OSError:
+                stamp.append(None)
+                continue
+            if time.time_ns() - st.st_mtime_ns < STAMP_SETTLE_NS:
+                return None
+            stamp.append((st.st_size, st.st_mtime_ns, st.st_ino))
+        return tuple(stamp)
 
     async def ping(self) -> bool:
         try:

@@ -25,10 +25,21 @@ def client_for(ctx: TurnContext) -> Any:
     agent_model = getattr(ctx.agent, "model", None)
     if agent_model:
         cfg = cfg.model_copy(update={"name": agent_model})
+    return shared_client(ctx.app, cfg)
+
+
+def shared_client(app: Any, cfg: Any = None) -> Any:
+    """The App's client for `cfg` (default: the configured model), made once.
+
+    Also called by the LSP warm-up, so the first turn does not build the SDK client.
+    """
+    from ndomo.llm.client import make_client
+
+    cfg = cfg if cfg is not None else app.settings.model
     key = "model-client:" + cfg.model_dump_json()
-    client = ctx.app.services.get(key)
+    client = app.services.get(key)
     if client is None:
-        client = ctx.app.services[key] = make_client(cfg)
+        client = app.services[key] = make_client(cfg)
     return client
 
 

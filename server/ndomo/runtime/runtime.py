@@ -59,6 +59,7 @@ class Runtime:
         self.status_listeners: list[StatusListener] = []
         self.event_listeners: list[EventListener] = []
         self._session_lock = asyncio.Lock()
+        self._session_stamps: dict[str, Any] = {}  # session id → store stamp when last read
         for hook in self.plugins.on_runtime:
             hook(self)
 
@@ -90,12 +91,15 @@ class Runtime:
     async def session(self, session_id: str | None = None, *, new: bool = False) -> SessionState:
         async with self._session_lock:
             store = await self.app.store()
+            known = session_id or (None if new else self.current_session_id)
+            stamp = store.change_stamp() if hasattr(store, "change_stamp") else None
+            cached = self.sessions.get(known) if known else None
+            if cached is not None and stamp is not None and stamp == self._session_stamps.get(known):
+                return cached  # nothing committed since it was read: no query (mode.get, status …)
             if new:
                 row = await store.ensure_session(None)
-            elif session_id:
-                row = await store.ensure_session(session_id)
-            elif self.current_session_id:
-                row = await store.ensure_session(self.current_session_id)
+            elif known:
+                row = await self._existing_session(store, known) or await store.ensure_session(known)
             elif self.app.origin == "cli":
                 row = await store.latest_session() or await store.ensure_session(None)
             else:
@@ -113,7 +117,19 @@ class Runtime:
             state.committed_plan_id = row.committed_plan_id
             if session_id is None or new:
                 self.current_session_id = row.id
+            # The stamp from before the read: a commit after it makes the next call re-read.
+            self._session_stamps[row.id] = stamp if known == row.id else None
             return state
+
+    @staticmethod
+    async def _existing_session(store: Any, session_id: str) -> Any:
+        """The session's row by one read (no write transaction), or None when it is new."""
+        from ndomo.plans.errors import StoreError
+
+        try:
+            return await store.get_session(session_id)
+        except StoreError:  # missing (or a bad id: ensure_session reports that clearly)
+            return None
 
     def check_mode(self, mode: str) -> None:
         if mode not in self.plugins.modes:

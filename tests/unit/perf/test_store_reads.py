@@ -1,0 +1,96 @@
+"""get_plan / plan_progress in one round trip, and the session cache seeing other writers."""
+
+from __future__ import annotations
+
+import pytest
+
+from ndomo.plans.errors import Invalid, NotFound
+from ndomo.plans.models import PlanCreate
+from ndomo.plans.store import PlanStore
+from ndomo.runtime.runtime import Runtime
+
+
+@pytest.fixture
+async def store(tmp_path):
+    s = await PlanStore.open(tmp_path / "ndomo.db", workspace=tmp_path)
+    yield s
+    await s.close()
+
+
+async def test_get_plan_and_progress_by_id_or_slug(store):
+    plan = await store.create_plan(PlanCreate(title="Fast reads", overview="o", files=["b.py", "a.py"], tags=["perf"]))
+    await store.create_tasks(plan.id, [{"description": "one"}, {"description": "two"}])
+    for key in (plan.id, plan.slug):
+        d = await store.get_plan(key)
+        assert d.id == plan.id and [t.description for t in d.tasks] == ["one", "two"]
+        assert [f.file_path for f in d.files] == ["a.py", "b.py"] and d.tags == ["perf"]
+        p = await store.plan_progress(key)
+        assert (p.total, p.pending, p.done) == (2, 2, 0)
+
+
+async def test_progress_of_a_plan_without_tasks_and_missing_plans(store):
+    plan = await store.create_plan(PlanCreate(title="Empty", overview="o"))
+    assert (await store.plan_progress(plan.slug)).total == 0
+    with pytest.raises(NotFound):
+        await store.get_plan("nope")
+    with pytest.raises(NotFound):
+        await store.plan_progress("nope")
+    with pytest.raises(Invalid):
+        await store.get_plan("  ")
+
+
+async def test_session_cache_sees_a_write_by_another_connection(app, monkeypatch):
+    import ndomo.plans.store as store_mod
+
+    monkeypatch.setattr(store_mod, "STAMP_SETTLE_NS", 0)  # trust the stamp at once
+    rt = Runtime.of(app)
+    state = await rt.session()
+    await rt.session()  # the first read of a new session only records the stamp
+    store = await app.store()
+    calls = []
+    real = store.get_session
+
+    async def counting(sid):
+        calls.append(sid)
+        return await real(sid)
+
+    monkeypatch.setattr(store, "get_session", counting)
+    assert (await rt.session()).mode == state.mode
+    assert calls == []  # nothing committed since: served from memory
+    other = await PlanStore.open(store.db_path, workspace=app.root)  # e.g. the CLI in a terminal
+    try:
+        await other.update_session(state.id, mode="autopilot")
+    finally:
+        await other.close()
+    assert (await rt.session()).mode == "autopilot"
+    assert calls == [state.id]
+
+
+class _PublicOnly:
+    """An aiosqlite connection seen through its public API only."""
+
+    def __init__(self, conn):
+        self._wrapped = conn
+
+    def __getattr__(self, name):
+        if name in ("_execute", "_conn"):
+            raise AttributeError(name)
+        return getattr(self._wrapped, name)
+
+
+async def test_get_plan_without_aiosqlite_private_hop(tmp_path, monkeypatch):
+    """If aiosqlite stops offering `_execute`, reads fall back to the public API."""
+    from ndomo.plans.store import PlanStore
+
+    store = await PlanStore.open(tmp_path / "db.sqlite", workspace=tmp_path)
+    try:
+        plan = await store.create_plan({"title": "Fallback", "overview": "public path"})
+        await store.create_tasks(plan.id, [{"description": "one"}, {"description": "two"}])
+        real = store._conn
+        monkeypatch.setattr(store, "_conn", _PublicOnly(real))
+        detail = await store.get_plan(plan.slug)
+        assert [t.description for t in detail.tasks] == ["one", "two"]
+        assert detail.progress.total == 2
+    finally:
+        monkeypatch.undo()
+        await store.close()
