@@ -66,6 +66,9 @@ class Settings(_Section):
     secret_globs: list[str] = Field(
         default_factory=lambda: [".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_ed25519*", "*.p12"]
     )
+    history_chars: int = Field(
+        default=120_000, ge=1000, description="Conversation kept across a session's turns; oldest exchanges go first."
+    )
     review_edits: bool = False
     open_transcript: bool = True
     log_level: Literal["debug", "info", "warning", "error"] = "info"

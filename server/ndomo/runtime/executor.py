@@ -125,7 +125,24 @@ async def execute(ctx: TurnContext) -> None:
         await ctx.runtime.emit(ctx, Notice(level="error", message=ctx.error))
     finally:
         if ctx.depth == 0:
-            ctx.session.history = close_dangling([m for m in ctx.messages if m.role != "system"])
+            kept = close_dangling([m for m in ctx.messages if m.role != "system"])
+            ctx.session.history = trim_history(kept, ctx.app.settings.history_chars)
+
+
+def _size(m: Message) -> int:
+    return len(m.content or "") + sum(len(c.name) + len(c.wire_arguments()) for c in m.tool_calls)
+
+
+def trim_history(messages: list[Message], budget: int) -> list[Message]:
+    """Drop whole exchanges (a user message and what followed it) from the front until the
+    rest fits the budget; the latest exchange is always kept."""
+    starts = [i for i, m in enumerate(messages) if m.role == "user"]
+    total = sum(_size(m) for m in messages)
+    for start in starts:
+        if total <= budget:
+            return messages[start:]
+        total -= sum(_size(m) for m in messages[start : next((s for s in starts if s > start), len(messages))])
+    return messages[starts[-1]:] if starts else messages
 
 
 def close_dangling(messages: list[Message]) -> list[Message]:

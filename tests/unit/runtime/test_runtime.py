@@ -314,3 +314,35 @@ async def test_base_host_keeps_crlf(tmp_path):
     assert text == "a\r\nb\r\n"
     await host.apply_edit(path, text.replace("b", "c"), text)
     assert path.read_bytes() == b"a\r\nc\r\n"
+
+
+def test_history_is_trimmed_by_whole_exchanges():
+    from ndomo.llm.messages import Message, ToolCall
+    from ndomo.runtime.executor import trim_history
+
+    def exchange(n, size):
+        call = ToolCall(id=f"c{n}", name="read", arguments={"path": "x"}, raw_arguments='{"path": "x"}')
+        return [
+            Message(role="user", content=f"q{n}" + "x" * size),
+            Message(role="assistant", content=None, tool_calls=[call]),
+            Message(role="tool", tool_call_id=f"c{n}", name="read", content="r" * size),
+            Message(role="assistant", content=f"a{n}"),
+        ]
+
+    history = exchange(1, 1000) + exchange(2, 1000) + exchange(3, 1000)
+    assert trim_history(history, 10_000) == history
+    kept = trim_history(history, 4500)
+    assert [m.content[:2] for m in kept if m.role == "user"] == ["q2", "q3"]
+    assert kept[0].role == "user"  # never starts with an orphaned tool result
+    only_last = trim_history(history, 10)
+    assert only_last == history[8:]  # the latest exchange survives any budget
+
+
+async def test_session_history_is_carried_and_trimmed(app, fake):
+    app.settings.history_chars = 1000
+    rt = runtime_with(app)
+    for i in range(3):
+        fake.push({"text": f"answer {i} " + "z" * 600})
+        await rt.run(TurnRequest(prompt=f"question {i}"))
+    sent = [m["content"] for m in fake.chat_requests()[2]["body"]["messages"] if m["role"] == "user"]
+    assert sent == ["question 1", "question 2"]  # question 0 fell out of the budget
