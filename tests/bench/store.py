@@ -2,7 +2,8 @@
 
 Data is bulk-loaded with raw SQL into a schema made by the real migrations (the FTS
 triggers index it). Each case runs the PlanStore call and then its raw twin — the
-same SQL on a plain synchronous sqlite3 connection — in the same loop iteration.
+same statement (imported from the store: `search_sql`, `READY_SQL`) on a plain
+synchronous sqlite3 connection — in the same loop iteration.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from ndomo.plans.plan_ops import search_sql
 from ndomo.plans.store import PlanStore
-from ndomo.plans.task_ops import _READY
+from ndomo.plans.db import now
+from ndomo.plans.task_ops import CLAIM_SQL, PLAN_STARTED_SQL
 from tests.bench.common import Result, summary
 
 PLANS = 10_000
@@ -61,10 +64,8 @@ class Raw:
         self.c.execute("PRAGMA busy_timeout = 5000")
 
     def search(self, word: str) -> list:
-        return self.c.execute(
-            "SELECT * FROM plans WHERE id IN (SELECT plan_id FROM plans_fts WHERE plans_fts MATCH ?"
-            " UNION SELECT plan_id FROM tasks_fts WHERE tasks_fts MATCH ?) AND archived_at IS NULL"
-            " ORDER BY updated_at DESC, rowid DESC LIMIT 50", (word, word)).fetchall()
+        sql, params = search_sql(word, None, include_archived=False)  # the store's statement
+        return self.c.execute(sql, (*params, 50)).fetchall()
 
     def get(self, slug: str) -> tuple:
         plan = self.c.execute("SELECT * FROM plans WHERE id = ? OR slug = ?", (slug, slug)).fetchone()
@@ -78,25 +79,28 @@ class Raw:
         return self.c.execute("SELECT status FROM plan_tasks WHERE plan_id = ?", (plan["id"],)).fetchall()
 
     def claim(self, agent: str) -> int | None:
+        """The store's claim statements: pick-and-update, put the plan to work, its transitions."""
         self.c.execute("BEGIN IMMEDIATE")
         try:
-            row = self.c.execute(
-                f"SELECT t.id FROM plan_tasks t JOIN plans p ON p.id = t.plan_id WHERE {_READY} AND t.agent = ?"
-                " ORDER BY p.created_at, p.rowid, t.ord LIMIT 1", (agent,)).fetchone()
+            row = self.c.execute(CLAIM_SQL, (agent, None, now())).fetchone()
             if row:
-                self.c.execute("UPDATE plan_tasks SET status = 'running', claimed_by = ? WHERE id = ? AND status = 'pending'",
-                               (agent, row[0]))
+                pid = row["plan_id"]
+                status = self.c.execute(PLAN_STARTED_SQL, (agent, None, now(), pid)).fetchone()["status"]
+                steps = {"draft": ["approved", "executing"], "approved": ["executing"]}.get(status, [])
+                for frm, to in zip([status] + steps, steps):
+                    self.c.execute("SELECT * FROM plans WHERE id = ? OR slug = ?", (pid, pid)).fetchone()
+                    self.c.execute("UPDATE plans SET status = ?, updated_at = ? WHERE id = ?", (to, now(), pid))
+                    self.c.execute("INSERT INTO plan_audit(plan_id, at, actor, from_status, to_status, forced, reason)"
+                                   " VALUES (?, ?, ?, ?, ?, 0, 'a task started')", (pid, now(), agent, frm, to))
             self.c.execute("COMMIT")
         except BaseException:
             self.c.execute("ROLLBACK")
             raise
-        return row[0] if row else None
+        return row["id"] if row else None
 
     def by_file(self, path: str) -> list:
-        return self.c.execute(
-            "SELECT * FROM plans WHERE id IN (SELECT plan_id FROM plan_files WHERE file_path = ?"
-            " OR substr(file_path, 1, ?) = ?) AND archived_at IS NULL ORDER BY updated_at DESC, rowid DESC LIMIT 50",
-            (path, len(path) + 1, path + "/")).fetchall()
+        sql, params = search_sql(None, path, include_archived=False)  # the store's statement
+        return self.c.execute(sql, (*params, 50)).fetchall()
 
 
 async def run() -> list[Result]:

@@ -266,6 +266,73 @@ async def _v11_turn_owner(conn: aiosqlite.Connection) -> None:
     await conn.execute("CREATE INDEX IF NOT EXISTS idx_turns_running ON turns(status) WHERE status = 'running'")
 
 
+# One FTS document per plan (its text and all its task descriptions), keyed by a stable
+# integer plans.search_key, so a search reads only doclists and plans(updated_at,
+# search_key) answers "newest 50 matching" without mapping every hit back to a plan id.
+# plans.rowid is not used as the key: VACUUM may renumber it.
+_PLAN_DOC = """
+INSERT INTO plan_search(rowid, title, overview, approach, tasks)
+  SELECT p.search_key, p.title, p.overview, coalesce(p.approach, ''),
+         coalesce((SELECT group_concat(description, char(10)) FROM plan_tasks WHERE plan_id = p.id), '')
+  FROM plans p WHERE {where};
+"""
+
+
+def _redo_doc(plan: str) -> str:
+    return (f"DELETE FROM plan_search WHERE rowid = (SELECT search_key FROM plans WHERE id = {plan});"
+            + _PLAN_DOC.format(where=f"p.id = {plan}"))
+
+
+V12_SEARCH = f"""
+UPDATE plans SET search_key = rowid WHERE search_key IS NULL;
+CREATE UNIQUE INDEX IF NOT EXISTS idx_plans_search_key ON plans(search_key);
+CREATE INDEX IF NOT EXISTS idx_plans_recent ON plans(updated_at, search_key) WHERE archived_at IS NULL;
+CREATE INDEX IF NOT EXISTS idx_plans_open ON plans(created_at)
+  WHERE status IN ('draft', 'approved', 'executing');
+CREATE INDEX IF NOT EXISTS idx_tasks_ready ON plan_tasks(agent, status, plan_id, ord);
+DROP TRIGGER IF EXISTS plans_fts_ai;
+DROP TRIGGER IF EXISTS plans_fts_au;
+DROP TRIGGER IF EXISTS plans_fts_ad;
+DROP TRIGGER IF EXISTS tasks_fts_ai;
+DROP TRIGGER IF EXISTS tasks_fts_au;
+DROP TRIGGER IF EXISTS tasks_fts_ad;
+DROP TABLE IF EXISTS plans_fts;
+DROP TABLE IF EXISTS tasks_fts;
+CREATE VIRTUAL TABLE IF NOT EXISTS plan_search USING fts5(
+  title, overview, approach, tasks, tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS plan_search_ai AFTER INSERT ON plans BEGIN
+  UPDATE plans SET search_key = (SELECT coalesce(max(search_key), 0) + 1 FROM plans)
+    WHERE rowid = NEW.rowid AND search_key IS NULL;
+  {_PLAN_DOC.format(where="p.rowid = NEW.rowid")}
+END;
+CREATE TRIGGER IF NOT EXISTS plan_search_au AFTER UPDATE OF title, overview, approach ON plans BEGIN
+  {_redo_doc("NEW.id")}
+END;
+CREATE TRIGGER IF NOT EXISTS plan_search_ad AFTER DELETE ON plans BEGIN
+  DELETE FROM plan_search WHERE rowid = OLD.search_key;
+END;
+CREATE TRIGGER IF NOT EXISTS plan_search_tasks_ai AFTER INSERT ON plan_tasks BEGIN
+  {_redo_doc("NEW.plan_id")}
+END;
+CREATE TRIGGER IF NOT EXISTS plan_search_tasks_au AFTER UPDATE OF description, plan_id ON plan_tasks BEGIN
+  {_redo_doc("OLD.plan_id")}
+  {_redo_doc("NEW.plan_id")}
+END;
+CREATE TRIGGER IF NOT EXISTS plan_search_tasks_ad AFTER DELETE ON plan_tasks BEGIN
+  {_redo_doc("OLD.plan_id")}
+END;
+DELETE FROM plan_search;
+{_PLAN_DOC.format(where="1")}
+"""
+
+
+async def _v12_search(conn: aiosqlite.Connection) -> None:
+    await add_column_if_missing(conn, "plans", "search_key", "INTEGER")
+    for stmt in split_sql(V12_SEARCH):
+        await conn.execute(stmt)
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, plans, plan_tasks, plan_tags", V1_CORE),
     Migration(2, "fts5 over plans and tasks", V2_FTS),
@@ -278,6 +345,7 @@ MIGRATIONS: list[Migration] = [
     Migration(9, "memories + fts", V9_MEMORIES),
     Migration(10, "plan_tasks.result_artifact", _v10_result_artifact),
     Migration(11, "turns.owner", _v11_turn_owner),
+    Migration(12, "plan_search fts (one doc per plan), claim and recency indexes", _v12_search),
 ]
 LATEST_VERSION = MIGRATIONS[-1].version
 

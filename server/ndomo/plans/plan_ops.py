@@ -146,30 +146,14 @@ class PlanOps(StoreBase):
         include_archived: bool = False,
         limit: int = 50,
     ) -> list[Plan]:
-        """Full-text over plans and their tasks, and/or plans touching a file (or a folder)."""
-        where, params = [], []
-        if query is not None and query.strip():
-            match = fts_query(query)
-            if match is None:
-                return []
-            where.append(
-                "id IN (SELECT plan_id FROM plans_fts WHERE plans_fts MATCH ?"
-                " UNION SELECT plan_id FROM tasks_fts WHERE tasks_fts MATCH ?)"
-            )
-            params += [match, match]
-        if file_path is not None and file_path.strip():
-            fp = file_path.strip().rstrip("/")
-            # A range, not substr(): the plan_files(file_path) index serves both arms.
-            # '0' is the character after '/', so [fp/, fp0) is exactly "under fp/".
-            where.append(
-                "id IN (SELECT plan_id FROM plan_files WHERE file_path = ?"
-                " OR (file_path >= ? AND file_path < ?))"
-            )
-            params += [fp, fp + "/", fp + "0"]
-        if not include_archived:
-            where.append("archived_at IS NULL")
-        sql = "SELECT * FROM plans" + (" WHERE " + " AND ".join(where) if where else "")
-        rows = await self._all(sql + " ORDER BY updated_at DESC, rowid DESC LIMIT ?", (*params, limit))
+        """Full-text over plans and their tasks, and/or plans touching a file (or a folder).
+
+        Every word must appear (as a prefix) in the plan's text or its tasks' descriptions.
+        """
+        sql, params = search_sql(query, file_path, include_archived)
+        if sql is None:
+            return []
+        rows = await self._all(sql, (*params, limit))
         return [plan_from_row(r) for r in rows]
 
     async def plan_progress(self, id_or_slug: str) -> Progress:
@@ -391,3 +375,41 @@ def _relative(path: Path, root: Path) -> str:
         return path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         return str(path)
+
+
+def search_sql(
+    query: str | None, file_path: str | None, include_archived: bool
+) -> tuple[str | None, list[object]]:
+    """The search statement (its last parameter is the limit); None when nothing can match.
+
+    Newest first. A text-only search walks idx_plans_recent (updated_at, search_key)
+    backwards and tests each key against the FTS hits, stopping at the limit, instead of
+    fetching and sorting every matching plan (a common word matches thousands). A file
+    filter matches few plans, which are fetched by id and sorted.
+    """
+    where: list[str] = []
+    params: list[object] = []
+    by_text = query is not None and bool(query.strip())
+    by_file = file_path is not None and bool(file_path.strip())
+    if by_text:
+        match = fts_query(query)
+        if match is None:
+            return None, []
+        where.append("search_key IN (SELECT rowid FROM plan_search WHERE plan_search MATCH ?)")
+        params.append(match)
+    if by_file:
+        fp = file_path.strip().rstrip("/")
+        # A range, not substr(): the plan_files(file_path) index serves both arms.
+        # '0' is the character after '/', so [fp/, fp0) is exactly "under fp/".
+        where.append(
+            "id IN (SELECT plan_id FROM plan_files WHERE file_path = ?"
+            " OR (file_path >= ? AND file_path < ?))"
+        )
+        params += [fp, fp + "/", fp + "0"]
+    source = "plans"
+    if not include_archived:
+        where.append("archived_at IS NULL")
+        if by_text and not by_file:
+            source = "plans INDEXED BY idx_plans_recent"
+    sql = f"SELECT * FROM {source}" + (" WHERE " + " AND ".join(where) if where else "")
+    return sql + " ORDER BY updated_at DESC, search_key DESC LIMIT ?", params

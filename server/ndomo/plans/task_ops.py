@@ -26,6 +26,35 @@ AND NOT EXISTS (
 """
 
 
+# The ready tasks of `agent` (?1), optionally of one plan (?2), oldest plan first, at most ?3.
+# Plans are walked oldest first on idx_plans_open and each one's pending tasks for the agent
+# are read in ord order from idx_tasks_ready (agent, status, plan_id, ord); the walk stops
+# at the limit, so only the dependencies of the tasks about to be returned are checked,
+# instead of every pending task of the agent being checked and sorted.
+_READY_WALK = f"""
+FROM plans p INDEXED BY idx_plans_open
+CROSS JOIN plan_tasks t INDEXED BY idx_tasks_ready
+  ON t.agent = ?1 AND t.status = 'pending' AND t.plan_id = p.id
+WHERE p.status IN ('draft', 'approved', 'executing') AND (?2 IS NULL OR p.id = ?2) AND {_READY}
+ORDER BY p.created_at, p.rowid, t.ord
+"""
+READY_SQL = f"SELECT t.* {_READY_WALK} LIMIT ?3"
+# The claim in one statement (?3 is the start time): inside BEGIN IMMEDIATE nobody else
+# can write between the pick and the update, and RETURNING hands back the claimed row.
+CLAIM_SQL = f"""
+UPDATE plan_tasks SET status = 'running', claimed_by = ?1, started_at = ?3,
+  finished_at = NULL, duration_ms = NULL
+WHERE id = (SELECT t.id {_READY_WALK} LIMIT 1) AND status = 'pending'
+RETURNING *
+"""
+# Put a plan to work when one of its tasks starts; returns its status for the transitions.
+PLAN_STARTED_SQL = """
+UPDATE plans SET executed_by_agent = coalesce(executed_by_agent, ?),
+  executed_by_session = coalesce(executed_by_session, ?), updated_at = ?
+WHERE id = ? RETURNING status
+"""
+
+
 def task_from_row(row: sqlite3.Row) -> Task:
     d = dict(row)
     d["files"] = loads(d.get("files"), [])
@@ -202,34 +231,24 @@ class TaskOps(StoreBase):
             params.append(tokens)
         await self._exec(f"UPDATE plan_tasks SET {', '.join(sets)} WHERE id = ?", (*params, tid))
         if status == "running":
-            await self._plan_started(plan, agent or row["agent"], session_id)
+            await self._plan_started(plan["id"], agent or row["agent"], session_id)
 
-    async def _plan_started(self, plan: sqlite3.Row, agent: str | None, session_id: str | None) -> None:
+    async def _plan_started(self, plan_id: str, agent: str | None, session_id: str | None) -> None:
         if session_id:
             await self._ensure_session_row(session_id)  # type: ignore[attr-defined]
-        await self._exec(
-            "UPDATE plans SET executed_by_agent = coalesce(executed_by_agent, ?),"
-            " executed_by_session = coalesce(executed_by_session, ?), updated_at = ? WHERE id = ?",
-            (agent, session_id, now(), plan["id"]),
-        )
-        status = plan["status"]
+        (row,) = await self._all(PLAN_STARTED_SQL, (agent, session_id, now(), plan_id))
+        status = row["status"]
         if status == "draft":
-            await self._change_status(plan["id"], "approved", actor=agent, session_id=session_id,  # type: ignore[attr-defined]
+            await self._change_status(plan_id, "approved", actor=agent, session_id=session_id,  # type: ignore[attr-defined]
                                       force=False, reason="a task started")
             status = "approved"
         if status == "approved":
-            await self._change_status(plan["id"], "executing", actor=agent, session_id=session_id,  # type: ignore[attr-defined]
+            await self._change_status(plan_id, "executing", actor=agent, session_id=session_id,  # type: ignore[attr-defined]
                                       force=False, reason="a task started")
 
     async def _ready_tasks(self, agent: str, plan_id: str | None, limit: int) -> list[sqlite3.Row]:
-        sql = (f"SELECT t.* FROM plan_tasks t JOIN plans p ON p.id = t.plan_id WHERE {_READY}"
-               " AND t.agent = ?")
-        params: list[object] = [agent]
-        if plan_id is not None:
-            sql += " AND t.plan_id = ?"
-            params.append((await self._plan_row(plan_id))["id"])  # type: ignore[attr-defined]
-        sql += " ORDER BY p.created_at, p.rowid, t.ord LIMIT ?"
-        return await self._all(sql, (*params, limit))
+        pid = None if plan_id is None else (await self._plan_row(plan_id))["id"]  # type: ignore[attr-defined]
+        return await self._all(READY_SQL, (agent, pid, limit))
 
     async def peek_task_for_agent(
         self, agent: str, plan_id: str | None = None, session_id: str | None = None
@@ -247,17 +266,10 @@ class TaskOps(StoreBase):
         """
         if not isinstance(agent, str) or not agent.strip():
             raise Invalid("agent must be a non-empty string", field="agent")
+        pid = None if plan_id is None else (await self._plan_row(plan_id))["id"]  # type: ignore[attr-defined]
         async with self._tx():
-            for row in await self._ready_tasks(agent, plan_id, 20):
-                ts = now()
-                n = await self._exec(
-                    "UPDATE plan_tasks SET status = 'running', claimed_by = ?, started_at = ?,"
-                    " finished_at = NULL, duration_ms = NULL WHERE id = ? AND status = 'pending'",
-                    (agent, ts, row["id"]),
-                )
-                if n != 1:
-                    continue
-                plan = await self._plan_row(row["plan_id"])  # type: ignore[attr-defined]
-                await self._plan_started(plan, agent, session_id)
-                return task_from_row(await self._task_row(row["id"]))
-        return None
+            rows = await self._all(CLAIM_SQL, (agent, pid, now()))
+            if not rows:
+                return None
+            await self._plan_started(rows[0]["plan_id"], agent, session_id)
+            return task_from_row(rows[0])

@@ -187,7 +187,8 @@ async def test_delete_cascades_tasks_tags_files(store):
         key = "id" if table == "plans" else "plan_id"
         row = await store._one(f"SELECT count(*) FROM {table} WHERE {key} = ?", (plan.id,))
         assert row[0] == 0, table
-    assert (await store._one("SELECT count(*) FROM tasks_fts WHERE plan_id = ?", (plan.id,)))[0] == 0
+    docs, plans = await store._one("SELECT (SELECT count(*) FROM plan_search), (SELECT count(*) FROM plans)")
+    assert docs == plans  # the plan's search document went with it
     with pytest.raises(NotFound):
         await store.get_plan(plan.id)
 

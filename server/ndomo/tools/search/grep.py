@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Literal
 
@@ -199,12 +200,40 @@ def _json_text(obj: dict) -> str:
     return base64.b64decode(obj.get("bytes", "")).decode("utf-8", errors="replace")
 
 
+# rg --sort path searches on one thread (2× slower on 2 cores), so rg first runs on all
+# threads and the matches are put in walk order here. Past this many output lines the
+# sort would cost more than it saves, and the search is redone sorted, stopping at `limit`.
+PARALLEL_LINE_CAP = 5000
+
+
+def walk_key(rel: str) -> tuple[str, ...]:
+    """Sort key of the walk order: depth-first, names sorted within each folder."""
+    return tuple(rel.split("/"))
+
+
 def _grep_rg(rg, root, start_rel, pattern, glob, keep, limit, icase, hidden, timeout_s):
     """Run rg; ``None`` means rg rejected the regex and the caller should fall back."""
+    started = time.monotonic()
+    parallel = _run_rg(rg, root, start_rel, pattern, glob, keep, limit, icase, hidden, timeout_s,
+                       sort=False)
+    if parallel != "overflow":
+        return parallel
+    left = max(0.1, timeout_s - (time.monotonic() - started))
+    return _run_rg(rg, root, start_rel, pattern, glob, keep, limit, icase, hidden, left, sort=True)
+
+
+def _rg_cmd(rg, start_rel, pattern, glob, limit, icase, hidden, sort):
     cmd = [
         rg, "--json", "--no-config", "--no-messages", "--no-require-git",
-        "--no-ignore-global", "--sort", "path", "--max-filesize", "2M", "--crlf",
+        "--no-ignore-global", "--crlf",
     ]
+    # No --max-filesize: it costs rg a stat of every file (+30% here); the size cap is
+    # checked below, only for files that matched.
+    if sort:
+        cmd += ["--sort", "path"]
+    else:
+        # Matches past the first limit+1 of one file can neither be shown nor change `truncated`.
+        cmd += ["--max-count", str(limit + 1)]
     if icase:
         cmd.append("--ignore-case")
     if hidden:
@@ -217,6 +246,12 @@ def _grep_rg(rg, root, start_rel, pattern, glob, keep, limit, icase, hidden, tim
     if types:
         cmd += ["--type", "ndomo"]
     cmd += ["--regexp", pattern, "--", start_rel or "."]
+    return cmd
+
+
+def _run_rg(rg, root, start_rel, pattern, glob, keep, limit, icase, hidden, timeout_s, *, sort):
+    """One rg run. Unsorted runs return "overflow" when the output is too long to sort."""
+    cmd = _rg_cmd(rg, start_rel, pattern, glob, limit, icase, hidden, sort)
     try:
         proc = subprocess.Popen(
             cmd, cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -233,33 +268,50 @@ def _grep_rg(rg, root, start_rel, pattern, glob, keep, limit, icase, hidden, tim
     timer = threading.Timer(timeout_s, _expire)
     timer.start()
     matches: list[Match] = []
-    truncated = False
+    truncated = overflow = False
+    # Paths are checked once per file: rg prints a "begin" event before a file's matches.
+    path_ok: dict[str, bool] = {}
+    loads = json.loads
     try:
         assert proc.stdout is not None
-        for raw in proc.stdout:
+        for n, raw in enumerate(proc.stdout):
+            if not sort and n >= PARALLEL_LINE_CAP:
+                overflow = True
+                break
+            if not raw.startswith(b'{"type":"match"'):
+                continue
             try:
-                event = json.loads(raw)
-            except ValueError:
+                data = loads(raw)["data"]
+            except (ValueError, KeyError):
                 continue
-            if event.get("type") != "match":
+            rel = _json_text(data["path"])
+            ok = path_ok.get(rel)
+            if ok is None:
+                key = rel.replace(os.sep, "/")
+                if key.startswith("./"):
+                    key = key[2:]
+                ok = path_ok[rel] = (keep(key) and not _hidden_or_skipped(key, start_rel, hidden)
+                                     and _small_enough(root, key))
+            if not ok:
                 continue
-            data = event["data"]
-            rel = _json_text(data["path"]).replace(os.sep, "/")
-            if rel.startswith("./"):
-                rel = rel[2:]
-            if not keep(rel) or _hidden_or_skipped(rel, start_rel, hidden):
-                continue
-            if len(matches) >= limit:
+            if sort and len(matches) >= limit:
                 truncated = True
                 break
-            matches.append(Match(path=rel, line=data["line_number"],
-                                 text=clip_line(_json_text(data["lines"]))))
+            path = rel.replace(os.sep, "/")
+            matches.append(Match(path=path[2:] if path.startswith("./") else path,
+                                 line=data["line_number"], text=clip_line(_json_text(data["lines"]))))
     finally:
         timer.cancel()
         if proc.poll() is None:
             proc.kill()
         _, err = proc.communicate()
-    if truncated or timed_out.is_set():
+    if timed_out.is_set():
+        return GrepResult(matches=_ordered(matches, sort)[:limit], truncated=True, engine="ripgrep")
+    if overflow:
+        return "overflow"
+    if not sort and len(matches) > limit:
+        matches, truncated = _ordered(matches, sort)[:limit], True
+    if truncated:
         return GrepResult(matches=matches, truncated=True, engine="ripgrep")
     msg = err.decode("utf-8", errors="replace").strip()
     if proc.returncode == 2 and not matches and msg:
@@ -267,4 +319,18 @@ def _grep_rg(rg, root, start_rel, pattern, glob, keep, limit, icase, hidden, tim
         if "regex" in msg.lower():
             return None
         raise GrepError(f"rg failed: {msg[:500]}")
-    return GrepResult(matches=matches, truncated=False, engine="ripgrep")
+    return GrepResult(matches=_ordered(matches, sort), truncated=False, engine="ripgrep")
+
+
+def _small_enough(root: Path, rel: str) -> bool:
+    try:
+        return (root / rel).stat().st_size <= MAX_FILE_BYTES
+    except OSError:
+        return False
+
+
+def _ordered(matches: list[Match], already: bool) -> list[Match]:
+    """Walk order; rg lists one file's matches together and in line order."""
+    if already:
+        return matches
+    return sorted(matches, key=lambda m: (walk_key(m.path), m.line))

@@ -1,0 +1,85 @@
+"""The indexed search and claim paths (migration 12) keep their results right."""
+
+import sqlite3
+
+from ndomo.plans.migrations import migrate
+from ndomo.plans.models import TaskCreate
+from ndomo.plans.plan_ops import search_sql
+from tests.unit.plans.conftest import make_plan, to_status
+
+
+def ids(plans):
+    return [p.id for p in plans]
+
+
+async def test_search_follows_task_edits_and_is_newest_first(store):
+    a = await make_plan(store, "Alpha ledger", overview="Books.")
+    b = await make_plan(store, "Beta", overview="Nothing here.")
+    await store.create_tasks(b.id, [TaskCreate(description="rebuild the ledger index")])
+    assert ids(await store.search_plans("ledger")) == [b.id, a.id]  # b was updated last
+    assert ids(await store.search_plans("ledger", limit=1)) == [b.id]
+    assert ids(await store.search_plans("rebuild index")) == [b.id]
+    (t,) = await store.list_tasks(b.id)
+    await store._exec("UPDATE plan_tasks SET description = 'polish wording' WHERE id = ?", (t.id,))
+    assert ids(await store.search_plans("ledger")) == [a.id]
+    assert ids(await store.search_plans("polish")) == [b.id]
+    await store._exec("DELETE FROM plan_tasks WHERE id = ?", (t.id,))
+    assert await store.search_plans("polish") == []
+
+
+async def test_new_plans_get_unique_search_keys(store):
+    plans = [await make_plan(store, f"Plan {i} widget") for i in range(5)]
+    await store._exec("DELETE FROM plans WHERE id = ?", (plans[-1].id,))  # the highest key is freed
+    c = await make_plan(store, "Plan after delete widget")
+    keys = await store._all("SELECT search_key FROM plans")
+    assert len({r[0] for r in keys}) == len(keys) == 5 and all(r[0] for r in keys)
+    assert ids(await store.search_plans("widget"))[0] == c.id
+
+
+def test_text_only_search_walks_the_recency_index(tmp_path):
+    sql, params = search_sql("word", None, include_archived=False)
+    assert "INDEXED BY idx_plans_recent" in sql
+    file_sql, _ = search_sql("word", "src/a.py", include_archived=False)
+    assert "INDEXED BY" not in file_sql  # few plans touch a file: fetch them by id
+    assert search_sql("?!", None, False) == (None, [])
+
+
+async def test_claim_takes_oldest_open_plan_first_and_waits_for_dependencies(store):
+    old = await make_plan(store, "Old")
+    new = await make_plan(store, "New", tasks=1)
+    await store.create_tasks(old.id, [TaskCreate(description="first", agent="smith"),
+                                      TaskCreate(description="second", agent="smith", dependencies=[1]),
+                                      TaskCreate(description="other agent", agent="mason")])
+    first = await store.next_task_for_agent("smith")
+    assert (first.plan_id, first.description) == (old.id, "first")
+    nxt = await store.next_task_for_agent("smith")  # "second" waits for "first"
+    assert (nxt.plan_id, nxt.description) == (new.id, "step 1")
+    assert await store.next_task_for_agent("smith") is None
+    await store.update_task_status(first.id, "done")
+    assert (await store.next_task_for_agent("smith", plan_id=old.slug)).description == "second"
+    assert (await store.next_task_for_agent("mason")).description == "other agent"
+
+
+async def test_claim_skips_closed_plans(store):
+    plan = await make_plan(store, "Closed", tasks=1)
+    await to_status(store, plan.id, "abandoned")
+    assert await store.next_task_for_agent("smith") is None
+
+
+async def test_upgrade_builds_search_docs_from_existing_rows(tmp_path):
+    import aiosqlite
+
+    path = tmp_path / "old.db"
+    async with aiosqlite.connect(path) as conn:
+        conn.row_factory = sqlite3.Row
+        await migrate(conn, target=11)
+        await conn.execute("INSERT INTO plans(id, slug, title, overview, created_at, updated_at)"
+                           " VALUES ('p1', 'p1', 'Legacy', 'Old overview', 't', 't')")
+        await conn.execute("INSERT INTO plan_tasks(plan_id, ord, description) VALUES ('p1', 1, 'tune the zeppelin')")
+        await conn.commit()
+        await migrate(conn)
+        sql, params = search_sql("zeppelin", None, False)
+        async with conn.execute(sql, (*params, 10)) as cur:
+            assert [r["id"] for r in await cur.fetchall()] == ["p1"]
+        async with conn.execute("SELECT name FROM sqlite_master WHERE name IN ('plans_fts', 'tasks_fts')") as cur:
+            assert await cur.fetchall() == []
