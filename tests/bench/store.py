@@ -2,8 +2,9 @@
 
 Data is bulk-loaded with raw SQL into a schema made by the real migrations (the FTS
 triggers index it). Each case runs the PlanStore call and then its raw twin — the
-same statement (imported from the store: `search_sql`, `READY_SQL`) on a plain
-synchronous sqlite3 connection — in the same loop iteration.
+same statements (imported from the store: `search_sql`, `GET_PLAN_SQL`, `PROGRESS_SQL`,
+`CLAIM_SQL`, `PLAN_STARTED_SQL`) on a plain synchronous sqlite3 connection — in the same
+loop iteration.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ndomo.plans.plan_ops import search_sql
+from ndomo.plans.plan_ops import GET_PLAN_SQL, PROGRESS_SQL, search_sql
 from ndomo.plans.store import PlanStore
 from ndomo.plans.db import now
 from ndomo.plans.task_ops import CLAIM_SQL, PLAN_STARTED_SQL
@@ -67,16 +68,16 @@ class Raw:
         sql, params = search_sql(word, None, include_archived=False)  # the store's statement
         return self.c.execute(sql, (*params, 50)).fetchall()
 
-    def get(self, slug: str) -> tuple:
-        plan = self.c.execute("SELECT * FROM plans WHERE id = ? OR slug = ?", (slug, slug)).fetchone()
-        tasks = self.c.execute("SELECT * FROM plan_tasks WHERE plan_id = ? ORDER BY ord", (plan["id"],)).fetchall()
-        tags = self.c.execute("SELECT tag FROM plan_tags WHERE plan_id = ?", (plan["id"],)).fetchall()
-        files = self.c.execute("SELECT * FROM plan_files WHERE plan_id = ?", (plan["id"],)).fetchall()
-        return plan, tasks, tags, files
+    def get(self, slug: str) -> list:
+        """The store's five reads (plan, tasks, files, tags, audit) in one read transaction."""
+        self.c.execute("BEGIN")
+        try:
+            return [self.c.execute(sql, (slug,)).fetchall() for sql in GET_PLAN_SQL]
+        finally:
+            self.c.execute("COMMIT")
 
     def progress(self, slug: str) -> list:
-        plan = self.c.execute("SELECT id FROM plans WHERE id = ? OR slug = ?", (slug, slug)).fetchone()
-        return self.c.execute("SELECT status FROM plan_tasks WHERE plan_id = ?", (plan["id"],)).fetchall()
+        return self.c.execute(PROGRESS_SQL, (slug,)).fetchall()
 
     def claim(self, agent: str) -> int | None:
         """The store's claim statements: pick-and-update, put the plan to work, its transitions."""

@@ -10,24 +10,38 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any, AsyncIterator, Iterable
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Iterator, TypeVar
 
 import aiosqlite
 from pydantic import BaseModel, ValidationError
+from pydantic_core import from_json
 
-from ndomo.plans.db import write_tx
+from ndomo.plans.db import BEGIN_ATTEMPTS, begin_backoff, write_tx
 from ndomo.plans.errors import Invalid, WriteOnceViolation
+from ndomo.plans.program import BeginBusy, Program, run_program, run_write
+
+T = TypeVar("T")
 
 
 def loads(value: Any, default: Any) -> Any:
+    """A stored JSON column; missing or unreadable gives `default`.
+
+    pydantic-core's parser: ~10× faster than `json.loads` on the small documents stored
+    here, and every row decoded pays it up to three times.
+    """
     if value is None or value == "":
         return default
     try:
-        return json.loads(value)
+        return from_json(value)
     except (TypeError, ValueError):
         return default
+
+
+def row_dict(row: sqlite3.Row) -> dict[str, Any]:
+    """A row as a dict; `dict(zip(...))` is ~2.5× faster than `dict(row)`."""
+    return dict(zip(row.keys(), row))
 
 
 def dumps(value: Any) -> str:
@@ -44,6 +58,17 @@ def validate(model: type[BaseModel], data: Any, where: str = "") -> Any:
         parts = [f"{where}{'.'.join(str(x) for x in e['loc']) or '(value)'}: {e['msg']}" for e in exc.errors()]
         first = exc.errors()[0]["loc"] if exc.errors() else ()
         raise Invalid("invalid " + "; ".join(parts), field=".".join(str(x) for x in first) or None) from None
+
+
+@contextmanager
+def _write_once_errors() -> Iterator[None]:
+    """The write-once triggers abort with a message naming the rule: a typed error."""
+    try:
+        yield
+    except sqlite3.IntegrityError as exc:
+        if "write-once" in str(exc):
+            raise WriteOnceViolation(str(exc)) from exc
+        raise
 
 
 class StoreBase:
@@ -77,13 +102,57 @@ class StoreBase:
             if self._conn.in_transaction:
                 yield self._conn
                 return
-            try:
+            with _write_once_errors():
                 async with write_tx(self._conn) as conn:
                     yield conn
-            except sqlite3.IntegrityError as exc:
-                if "write-once" in str(exc):
-                    raise WriteOnceViolation(str(exc)) from exc
-                raise
+
+    def _hop(self) -> tuple[Callable[..., Awaitable[Any]], sqlite3.Connection] | None:
+        """aiosqlite's private "run this callable on your thread" and its sqlite3 connection.
+
+        The public API has no "run these statements together"; None on an aiosqlite
+        without them, and callers then take the public, slower path.
+        """
+        hop = getattr(self._conn, "_execute", None)
+        raw = getattr(self._conn, "_conn", None)
+        return None if hop is None or raw is None else (hop, raw)
+
+    async def _run(self, program: Program[T]) -> T:
+        """Run a statement program in the caller's transaction (or autocommit), one hop."""
+        async with self._locked():
+            fast = self._hop()
+            if fast is not None:
+                hop, raw = fast
+                return await hop(run_program, raw, program)
+            try:  # the public path: one hop per statement
+                step = next(program)
+                while True:
+                    step = program.send(list(await self._conn.execute_fetchall(*step)))
+            except StopIteration as done:
+                return done.value
+
+    async def _write(self, make: Callable[[], Program[T]]) -> T:
+        """Run `make()` as one write transaction, joining the caller's if one is open.
+
+        Same semantics as `_tx` (BEGIN IMMEDIATE retried while busy, rollback on any
+        error, write-once errors mapped), but BEGIN, the statements and COMMIT are one
+        hop. If the caller is cancelled meanwhile, the transaction still completes
+        (as one in flight at COMMIT would).
+        """
+        async with self._locked():
+            fast = self._hop()
+            if self._conn.in_transaction or fast is None:
+                async with self._tx():
+                    return await self._run(make())
+            hop, raw = fast
+            with _write_once_errors():
+                for attempt in range(BEGIN_ATTEMPTS):
+                    try:
+                        return await hop(run_write, raw, make)
+                    except BeginBusy as exc:
+                        if attempt == BEGIN_ATTEMPTS - 1:
+                            raise exc.__cause__ or exc from None
+                    await asyncio.sleep(begin_backoff(attempt))
+            raise AssertionError("unreachable")
 
     # Reads are one `execute_fetchall`: one hop to aiosqlite's thread instead of three
     # (execute, fetch, close), which is most of a small query's cost.
@@ -98,11 +167,7 @@ class StoreBase:
         return rows[0] if rows else None
 
     async def _reads(self, *queries: tuple[str, Iterable[Any]]) -> list[list[sqlite3.Row]]:
-        """Several reads in one hop to aiosqlite's thread, as one consistent snapshot.
-
-        Uses aiosqlite's `_execute` (queue a callable on its thread): the public API has
-        no "run these statements together", and each hop costs ~0.1 ms.
-        """
+        """Several reads in one hop to aiosqlite's thread, as one consistent snapshot."""
 
         def run(conn: sqlite3.Connection) -> list[list[sqlite3.Row]]:
             own_tx = not conn.in_transaction
@@ -114,11 +179,11 @@ class StoreBase:
                 if own_tx:
                     conn.execute("COMMIT")
 
-        hop = getattr(self._conn, "_execute", None)
-        raw = getattr(self._conn, "_conn", None)
         async with self._locked():
-            if hop is None or raw is None:  # another aiosqlite: the public, slower path
+            fast = self._hop()
+            if fast is None:  # another aiosqlite: the public, slower path
                 return [list(await self._conn.execute_fetchall(sql, tuple(p))) for sql, p in queries]
+            hop, raw = fast
             return await hop(run, raw)
 
     async def _exec(self, sql: str, params: Iterable[Any] = ()) -> int:

@@ -52,6 +52,11 @@ async def connect(path: Path) -> aiosqlite.Connection:
     return conn
 
 
+def begin_backoff(attempt: int) -> float:
+    """Seconds to wait before retrying a busy BEGIN IMMEDIATE (jittered, doubling, ≤ 1 s)."""
+    return min(1.0, 0.02 * 2**attempt) * (0.5 + random.random())
+
+
 @asynccontextmanager
 async def write_tx(conn: aiosqlite.Connection) -> AsyncIterator[aiosqlite.Connection]:
     """BEGIN IMMEDIATE … COMMIT, rolled back on any error; BEGIN retried while busy."""
@@ -62,7 +67,7 @@ async def write_tx(conn: aiosqlite.Connection) -> AsyncIterator[aiosqlite.Connec
         except sqlite3.OperationalError as exc:
             if not is_busy(exc) or attempt == BEGIN_ATTEMPTS - 1:
                 raise
-            await asyncio.sleep(min(1.0, 0.02 * 2**attempt) * (0.5 + random.random()))
+            await asyncio.sleep(begin_backoff(attempt))
     try:
         yield conn
     except BaseException:

@@ -8,23 +8,25 @@ import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
+from pydantic import TypeAdapter
+
 from ndomo.plans import archive
-from ndomo.plans.base import StoreBase, dumps, loads, validate
+from ndomo.plans.base import StoreBase, dumps, loads, row_dict, validate
 from ndomo.plans.db import now
 from ndomo.plans.errors import Invalid, InvalidTransition, NotFound, Refused
 from ndomo.plans.models import (
     PLAN_STATUSES,
     TERMINAL_PLAN_STATUSES,
-    AuditEntry,
     Plan,
     PlanCreate,
     PlanDeleted,
     PlanDetail,
-    PlanFile,
     Progress,
     StatusChange,
 )
-from ndomo.plans.task_ops import task_from_row
+from ndomo.plans.program import Program
+from ndomo.plans.sessions import ensure_session_row
+from ndomo.plans.task_ops import task_dict
 from ndomo.plans.text import fts_query, slugify, with_suffix
 
 log = logging.getLogger(__name__)
@@ -39,10 +41,32 @@ TRANSITIONS: dict[str, frozenset[str]] = {
 }
 
 
-def plan_from_row(row: sqlite3.Row) -> Plan:
-    d = dict(row)
+def plan_dict(row: sqlite3.Row) -> dict:
+    d = row_dict(row)
     d["metadata"] = loads(d.get("metadata"), {})
-    return Plan.model_validate(d)
+    return d
+
+
+def plan_from_row(row: sqlite3.Row) -> Plan:
+    return Plan.model_validate(plan_dict(row))
+
+
+# Validating a whole result list in one call into pydantic-core, not one call per row.
+_PLANS = TypeAdapter(list[Plan])
+
+
+# The plan ?1 (an id or a slug), picked by id first as `plan_row` does.
+_PICK = "(SELECT id FROM plans WHERE id = ?1 OR slug = ?1 ORDER BY id = ?1 DESC LIMIT 1)"
+# get_plan: plan, tasks, files, tags, audit — read in one hop and one read transaction.
+GET_PLAN_SQL: tuple[str, ...] = (
+    f"SELECT * FROM plans WHERE id = {_PICK}",
+    f"SELECT * FROM plan_tasks WHERE plan_id = {_PICK} ORDER BY ord",
+    f"SELECT file_path, role FROM plan_files WHERE plan_id = {_PICK} ORDER BY file_path",
+    f"SELECT tag FROM plan_tags WHERE plan_id = {_PICK} ORDER BY tag",
+    f"SELECT * FROM plan_audit WHERE plan_id = {_PICK} ORDER BY id",
+)
+# plan_progress in one statement: a plan with no task gives one row of NULL, none gives no row.
+PROGRESS_SQL = f"SELECT t.status FROM {_PICK} p LEFT JOIN plan_tasks t ON t.plan_id = p.id"
 
 
 def _plan_id_arg(value: object) -> str:
@@ -55,11 +79,7 @@ class PlanOps(StoreBase):
     # ------------------------------------------------------------ lookup
 
     async def _plan_row(self, id_or_slug: str) -> sqlite3.Row:
-        key = _plan_id_arg(id_or_slug)
-        row = await self._one("SELECT * FROM plans WHERE id = ? OR slug = ?", (key, key))
-        if row is None:
-            raise NotFound(f"no plan with id or slug {key!r}", field="id")
-        return row
+        return await self._run(plan_row(id_or_slug))
 
     async def _unique_slug(self, base: str) -> str:
         slug, n = base, 2
@@ -101,28 +121,18 @@ class PlanOps(StoreBase):
 
     async def get_plan(self, id_or_slug: str) -> PlanDetail:
         key = _plan_id_arg(id_or_slug)
-        # One snapshot, one thread hop; the plan is picked by id first (as _plan_row does).
-        pick = "(SELECT id FROM plans WHERE id = ?1 OR slug = ?1 ORDER BY id = ?1 DESC LIMIT 1)"
-        rows, task_rows, files, tags, audit = await self._reads(
-            (f"SELECT * FROM plans WHERE id = {pick}", (key,)),
-            (f"SELECT * FROM plan_tasks WHERE plan_id = {pick} ORDER BY ord", (key,)),
-            (f"SELECT file_path, role FROM plan_files WHERE plan_id = {pick} ORDER BY file_path", (key,)),
-            (f"SELECT tag FROM plan_tags WHERE plan_id = {pick} ORDER BY tag", (key,)),
-            (f"SELECT * FROM plan_audit WHERE plan_id = {pick} ORDER BY id", (key,)),
-        )
+        rows, task_rows, files, tags, audit = await self._reads(*((sql, (key,)) for sql in GET_PLAN_SQL))
         if not rows:
             raise NotFound(f"no plan with id or slug {key!r}", field="id")
-        row = rows[0]
-        tasks = [task_from_row(r) for r in task_rows]
-        plan = plan_from_row(row)
-        return PlanDetail(
-            **plan.model_dump(),
-            tasks=tasks,
-            files=[PlanFile.model_validate(dict(r)) for r in files],
-            tags=[r["tag"] for r in tags],
-            progress=_progress(t.status for t in tasks),
-            audit=[AuditEntry.model_validate(dict(r)) for r in audit],
-        )
+        # Plain dicts validated in one call: no intermediate Plan/Task models to dump again.
+        return PlanDetail.model_validate({
+            **plan_dict(rows[0]),
+            "tasks": [task_dict(r) for r in task_rows],
+            "files": [row_dict(r) for r in files],
+            "tags": [r["tag"] for r in tags],
+            "progress": _counts(r["status"] for r in task_rows),
+            "audit": [row_dict(r) for r in audit],
+        })
 
     async def list_plans(
         self, status: str | None = None, *, include_archived: bool = False, limit: int = 50
@@ -136,7 +146,7 @@ class PlanOps(StoreBase):
             where.append("archived_at IS NULL")
         sql = "SELECT * FROM plans" + (" WHERE " + " AND ".join(where) if where else "")
         rows = await self._all(sql + " ORDER BY updated_at DESC, rowid DESC LIMIT ?", (*params, limit))
-        return [plan_from_row(r) for r in rows]
+        return _PLANS.validate_python([plan_dict(r) for r in rows])
 
     async def search_plans(
         self,
@@ -154,15 +164,11 @@ class PlanOps(StoreBase):
         if sql is None:
             return []
         rows = await self._all(sql, (*params, limit))
-        return [plan_from_row(r) for r in rows]
+        return _PLANS.validate_python([plan_dict(r) for r in rows])
 
     async def plan_progress(self, id_or_slug: str) -> Progress:
         key = _plan_id_arg(id_or_slug)
-        rows = await self._all(  # one statement: a plan with no task gives one row of NULL
-            "SELECT t.status FROM (SELECT id FROM plans WHERE id = ?1 OR slug = ?1 ORDER BY id = ?1 DESC LIMIT 1) p"
-            " LEFT JOIN plan_tasks t ON t.plan_id = p.id",
-            (key,),
-        )
+        rows = await self._all(PROGRESS_SQL, (key,))
         if not rows:
             raise NotFound(f"no plan with id or slug {key!r}", field="id")
         return _progress(r["status"] for r in rows if r["status"] is not None)
@@ -189,11 +195,10 @@ class PlanOps(StoreBase):
         _check_status(status)
         if force and not (reason and reason.strip()):
             raise Invalid("force needs a reason", field="reason")
-        async with self._tx():
-            change = await self._change_status(
-                id_or_slug, status, actor=actor, session_id=session_id,
-                force=force, reason=reason, dry_run=dry_run,
-            )
+        change = await self._write(lambda: change_status(
+            id_or_slug, status, actor=actor, session_id=session_id,
+            force=force, reason=reason, dry_run=dry_run,
+        ))
         if change.applied and status in TERMINAL_PLAN_STATUSES:
             path, err = await self._archive_quietly(change.plan_id)
             change.archive_path = path
@@ -213,71 +218,14 @@ class PlanOps(StoreBase):
         dry_run: bool = False,
     ) -> StatusChange:
         """Inside a transaction: check, then apply one transition and its audit row."""
-        row = await self._plan_row(id_or_slug)
-        pid, current = row["id"], row["status"]
-        legal = status in TRANSITIONS[current]
-        blockers: list[str] = []
-        if status == "completed":
-            active = await self._all(
-                "SELECT ord, status, description FROM plan_tasks WHERE plan_id = ?"
-                " AND status IN ('pending', 'running') ORDER BY ord",
-                (pid,),
-            )
-            blockers = [f"task {r['ord']} is {r['status']}: {r['description']}" for r in active]
-        allowed = status != current and (force or (legal and not blockers))
-        change = StatusChange(
-            plan_id=pid, slug=row["slug"], from_status=current, to_status=status,
-            allowed=allowed, applied=False, dry_run=dry_run, forced=force and allowed,
-            blockers=blockers,
-        )
-        if not allowed:
-            if status == current:
-                change.message = f"plan {row['slug']} is already {current}"
-            elif not legal:
-                options = ", ".join(sorted(TRANSITIONS[current])) or "nothing (terminal state)"
-                change.message = (
-                    f"plan {row['slug']} cannot go from {current} to {status};"
-                    f" allowed from {current}: {options}"
-                )
-            else:
-                change.message = (
-                    f"plan {row['slug']} cannot be completed while tasks are pending or running: "
-                    + "; ".join(blockers)
-                )
-            if dry_run:
-                return change
-            if blockers and legal:
-                raise Refused(change.message, field="status", blockers=blockers)
-            raise InvalidTransition(change.message, field="status")
-        change.message = f"plan {row['slug']}: {current} → {status}" + (" (forced)" if force else "")
-        if dry_run:
-            change.message = "would move " + change.message
-            return change
-        ts = now()
-        if session_id:
-            await self._ensure_session_row(session_id)  # type: ignore[attr-defined]
-        sets = "status = ?, updated_at = ?"
-        params: list[object] = [status, ts]
-        if status == "executing":
-            sets += (", executed_by_agent = coalesce(executed_by_agent, ?),"
-                     " executed_by_session = coalesce(executed_by_session, ?)")
-            params += [actor, session_id]
-        if current in TERMINAL_PLAN_STATUSES:
-            sets += ", archived_at = NULL"  # a forced reopen shows up again; the file stays
-        await self._exec(f"UPDATE plans SET {sets} WHERE id = ?", (*params, pid))
-        await self._audit(pid, actor, current, status, force, reason, ts)
-        change.applied = True
-        return change
+        return await self._run(change_status(id_or_slug, status, actor=actor, session_id=session_id,
+                                             force=force, reason=reason, dry_run=dry_run))
 
     async def _audit(
         self, pid: str, actor: str | None, from_status: str | None, to_status: str,
         forced: bool, reason: str | None, ts: str | None = None,
     ) -> None:
-        await self._exec(
-            "INSERT INTO plan_audit(plan_id, at, actor, from_status, to_status, forced, reason)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (pid, ts or now(), actor, from_status, to_status, int(forced), reason),
-        )
+        await self._run(audit_row(pid, actor, from_status, to_status, forced, reason, ts))
 
     # ------------------------------------------------------------ delete
 
@@ -353,6 +301,99 @@ class PlanOps(StoreBase):
         return done
 
 
+# ------------------------------------------------------------ statement programs
+# Run through StoreBase._run/_write: one hop to aiosqlite's thread for all their statements.
+
+PLAN_ROW_SQL = "SELECT * FROM plans WHERE id = ? OR slug = ?"
+
+
+def plan_row(id_or_slug: object) -> Program[sqlite3.Row]:
+    key = _plan_id_arg(id_or_slug)
+    rows = yield PLAN_ROW_SQL, (key, key)
+    if not rows:
+        raise NotFound(f"no plan with id or slug {key!r}", field="id")
+    return rows[0]
+
+
+def audit_row(
+    pid: str, actor: str | None, from_status: str | None, to_status: str,
+    forced: bool, reason: str | None, ts: str | None = None,
+) -> Program[None]:
+    yield (
+        "INSERT INTO plan_audit(plan_id, at, actor, from_status, to_status, forced, reason)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (pid, ts or now(), actor, from_status, to_status, int(forced), reason),
+    )
+
+
+def change_status(
+    id_or_slug: str,
+    status: str,
+    *,
+    actor: str | None,
+    session_id: str | None,
+    force: bool,
+    reason: str | None,
+    dry_run: bool = False,
+) -> Program[StatusChange]:
+    """Inside a transaction: check, then apply one transition and its audit row."""
+    row = yield from plan_row(id_or_slug)
+    pid, current = row["id"], row["status"]
+    legal = status in TRANSITIONS[current]
+    blockers: list[str] = []
+    if status == "completed":
+        active = yield (
+            "SELECT ord, status, description FROM plan_tasks WHERE plan_id = ?"
+            " AND status IN ('pending', 'running') ORDER BY ord",
+            (pid,),
+        )
+        blockers = [f"task {r['ord']} is {r['status']}: {r['description']}" for r in active]
+    allowed = status != current and (force or (legal and not blockers))
+    change = StatusChange(
+        plan_id=pid, slug=row["slug"], from_status=current, to_status=status,
+        allowed=allowed, applied=False, dry_run=dry_run, forced=force and allowed,
+        blockers=blockers,
+    )
+    if not allowed:
+        if status == current:
+            change.message = f"plan {row['slug']} is already {current}"
+        elif not legal:
+            options = ", ".join(sorted(TRANSITIONS[current])) or "nothing (terminal state)"
+            change.message = (
+                f"plan {row['slug']} cannot go from {current} to {status};"
+                f" allowed from {current}: {options}"
+            )
+        else:
+            change.message = (
+                f"plan {row['slug']} cannot be completed while tasks are pending or running: "
+                + "; ".join(blockers)
+            )
+        if dry_run:
+            return change
+        if blockers and legal:
+            raise Refused(change.message, field="status", blockers=blockers)
+        raise InvalidTransition(change.message, field="status")
+    change.message = f"plan {row['slug']}: {current} → {status}" + (" (forced)" if force else "")
+    if dry_run:
+        change.message = "would move " + change.message
+        return change
+    ts = now()
+    if session_id:
+        yield from ensure_session_row(session_id)
+    sets = "status = ?, updated_at = ?"
+    params: list[object] = [status, ts]
+    if status == "executing":
+        sets += (", executed_by_agent = coalesce(executed_by_agent, ?),"
+                 " executed_by_session = coalesce(executed_by_session, ?)")
+        params += [actor, session_id]
+    if current in TERMINAL_PLAN_STATUSES:
+        sets += ", archived_at = NULL"  # a forced reopen shows up again; the file stays
+    yield f"UPDATE plans SET {sets} WHERE id = ?", (*params, pid)
+    yield from audit_row(pid, actor, current, status, force, reason, ts)
+    change.applied = True
+    return change
+
+
 def _check_status(status: object) -> None:
     if status not in PLAN_STATUSES:
         raise Invalid(
@@ -360,14 +401,19 @@ def _check_status(status: object) -> None:
         )
 
 
-def _progress(statuses) -> Progress:
+def _counts(statuses) -> dict[str, int]:
+    """Progress fields from task statuses."""
     counts = {k: 0 for k in ("done", "failed", "blocked", "running", "pending")}
     total = 0
     for s in statuses:
         total += 1
         counts[s] = counts.get(s, 0) + 1
     percent = round(100 * counts["done"] / total) if total else 0
-    return Progress(total=total, percent=percent, **counts)
+    return {"total": total, "percent": percent, **counts}
+
+
+def _progress(statuses) -> Progress:
+    return Progress.model_validate(_counts(statuses))
 
 
 def _relative(path: Path, root: Path) -> str:

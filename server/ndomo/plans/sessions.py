@@ -10,8 +10,14 @@ from ndomo.plans.base import StoreBase, dumps, loads
 from ndomo.plans.db import now
 from ndomo.plans.errors import Invalid, NotFound
 from ndomo.plans.models import Session
+from ndomo.plans.program import Program
 
 _UNSET: Any = object()
+
+
+def ensure_session_row(session_id: str) -> Program[None]:
+    """Make sure the session exists before something references it."""
+    yield "INSERT OR IGNORE INTO sessions(id, created_at, metadata) VALUES (?, ?, '{}')", (session_id, now())
 
 
 def session_from_row(row: sqlite3.Row) -> Session:
@@ -23,10 +29,7 @@ def session_from_row(row: sqlite3.Row) -> Session:
 class SessionOps(StoreBase):
     async def _ensure_session_row(self, session_id: str) -> None:
         """Inside a transaction: make sure the session exists before something references it."""
-        await self._exec(
-            "INSERT OR IGNORE INTO sessions(id, created_at, metadata) VALUES (?, ?, '{}')",
-            (session_id, now()),
-        )
+        await self._run(ensure_session_row(session_id))
 
     async def ensure_session(self, session_id: str | None = None) -> Session:
         """Return the session, creating it (or a fresh one when id is None) if needed."""

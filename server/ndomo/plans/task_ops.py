@@ -6,10 +6,12 @@ import sqlite3
 from typing import Callable, Sequence
 
 from ndomo.plans import artifacts
-from ndomo.plans.base import StoreBase, dumps, loads, validate
+from ndomo.plans.base import StoreBase, dumps, loads, row_dict, validate
 from ndomo.plans.db import now
 from ndomo.plans.errors import Invalid, NotFound, Refused
 from ndomo.plans.models import TASK_STATUSES, TERMINAL_PLAN_STATUSES, Task, TaskBatch, TaskCreate
+from ndomo.plans.program import Program
+from ndomo.plans.sessions import ensure_session_row
 from ndomo.plans.text import norm_description
 
 SOFT_TASK_LIMIT = 5
@@ -55,12 +57,17 @@ WHERE id = ? RETURNING status
 """
 
 
-def task_from_row(row: sqlite3.Row) -> Task:
-    d = dict(row)
+def task_dict(row: sqlite3.Row) -> dict:
+    """A task row with its JSON columns decoded: Task's input (also nested in PlanDetail)."""
+    d = row_dict(row)
     d["files"] = loads(d.get("files"), [])
     d["dependencies"] = loads(d.get("dependencies"), [])
     d["metadata"] = loads(d.get("metadata"), {})
-    return Task.model_validate(d)
+    return d
+
+
+def task_from_row(row: sqlite3.Row) -> Task:
+    return Task.model_validate(task_dict(row))
 
 
 def _task_id_arg(value: object) -> int:
@@ -234,17 +241,7 @@ class TaskOps(StoreBase):
             await self._plan_started(plan["id"], agent or row["agent"], session_id)
 
     async def _plan_started(self, plan_id: str, agent: str | None, session_id: str | None) -> None:
-        if session_id:
-            await self._ensure_session_row(session_id)  # type: ignore[attr-defined]
-        (row,) = await self._all(PLAN_STARTED_SQL, (agent, session_id, now(), plan_id))
-        status = row["status"]
-        if status == "draft":
-            await self._change_status(plan_id, "approved", actor=agent, session_id=session_id,  # type: ignore[attr-defined]
-                                      force=False, reason="a task started")
-            status = "approved"
-        if status == "approved":
-            await self._change_status(plan_id, "executing", actor=agent, session_id=session_id,  # type: ignore[attr-defined]
-                                      force=False, reason="a task started")
+        await self._run(plan_started(plan_id, agent, session_id))
 
     async def _ready_tasks(self, agent: str, plan_id: str | None, limit: int) -> list[sqlite3.Row]:
         pid = None if plan_id is None else (await self._plan_row(plan_id))["id"]  # type: ignore[attr-defined]
@@ -266,10 +263,38 @@ class TaskOps(StoreBase):
         """
         if not isinstance(agent, str) or not agent.strip():
             raise Invalid("agent must be a non-empty string", field="agent")
-        pid = None if plan_id is None else (await self._plan_row(plan_id))["id"]  # type: ignore[attr-defined]
-        async with self._tx():
-            rows = await self._all(CLAIM_SQL, (agent, pid, now()))
-            if not rows:
-                return None
-            await self._plan_started(rows[0]["plan_id"], agent, session_id)
-            return task_from_row(rows[0])
+        row = await self._write(lambda: claim(agent, plan_id, session_id))
+        return None if row is None else task_from_row(row)
+
+
+# ------------------------------------------------------------ statement programs
+# Run through StoreBase._run/_write: one hop to aiosqlite's thread for all their statements.
+
+
+def plan_started(plan_id: str, agent: str | None, session_id: str | None) -> Program[None]:
+    """A task of the plan started: record who runs it, and move a draft/approved plan to executing."""
+    from ndomo.plans.plan_ops import change_status  # plan_ops imports this module
+
+    if session_id:
+        yield from ensure_session_row(session_id)
+    (row,) = yield PLAN_STARTED_SQL, (agent, session_id, now(), plan_id)
+    status = row["status"]
+    if status == "draft":
+        yield from change_status(plan_id, "approved", actor=agent, session_id=session_id,
+                                 force=False, reason="a task started")
+        status = "approved"
+    if status == "approved":
+        yield from change_status(plan_id, "executing", actor=agent, session_id=session_id,
+                                 force=False, reason="a task started")
+
+
+def claim(agent: str, plan_id: str | None, session_id: str | None) -> Program[sqlite3.Row | None]:
+    """Inside BEGIN IMMEDIATE: pick and mark the first ready task, put its plan to work."""
+    from ndomo.plans.plan_ops import plan_row
+
+    pid = None if plan_id is None else (yield from plan_row(plan_id))["id"]
+    rows = yield CLAIM_SQL, (agent, pid, now())
+    if not rows:
+        return None
+    yield from plan_started(rows[0]["plan_id"], agent, session_id)
+    return rows[0]

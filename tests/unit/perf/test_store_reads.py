@@ -94,3 +94,44 @@ async def test_get_plan_without_aiosqlite_private_hop(tmp_path, monkeypatch):
     finally:
         monkeypatch.undo()
         await store.close()
+
+
+async def _claim_and_finish(store):
+    plan = await store.create_plan({"title": "Paths", "overview": "both paths", "created_by_agent": "foreman"})
+    await store.create_tasks(plan.id, [{"description": "a", "agent": "craftsman"}, {"description": "b", "agent": "craftsman"}])
+    first = await store.next_task_for_agent("craftsman", session_id="s1")
+    second = await store.next_task_for_agent("craftsman", session_id="s1")
+    assert {first.description, second.description} == {"a", "b"}
+    assert await store.next_task_for_agent("craftsman") is None
+    for t in (first, second):
+        await store.update_task_status(t.id, "done", result="ok")
+    change = await store.update_plan_status(plan.id, "completed", actor="craftsman")
+    detail = await store.get_plan(plan.id)
+    assert change.applied and detail.status == "completed"
+    assert detail.executed_by_agent == "craftsman" and detail.executed_by_session == "s1"
+    assert [a.to_status for a in detail.audit][:3] == ["approved", "executing", "completed"]
+    return detail
+
+
+def _write_once_program(plan_id):
+    yield "UPDATE plans SET created_by_agent = 'someone else' WHERE id = ?", (plan_id,)
+    return None
+
+
+async def test_writes_take_the_same_path_with_or_without_the_private_hop(tmp_path, monkeypatch):
+    """Claims, transitions and the write-once mapping behave alike on both paths."""
+    from ndomo.plans.errors import WriteOnceViolation
+    from ndomo.plans.store import PlanStore
+
+    for public_only in (False, True):
+        store = await PlanStore.open(tmp_path / f"db{public_only}.sqlite", workspace=tmp_path)
+        try:
+            if public_only:
+                monkeypatch.setattr(store, "_conn", _PublicOnly(store._conn))
+            detail = await _claim_and_finish(store)
+            with pytest.raises(WriteOnceViolation):
+                await store._write(lambda: _write_once_program(detail.id))
+            assert (await store.get_plan(detail.id)).created_by_agent == "foreman"  # rolled back
+        finally:
+            monkeypatch.undo()
+            await store.close()
