@@ -47,6 +47,9 @@ async def sample(client, uri: str, n: int) -> dict[str, list[float]]:
     return out
 
 
+SETTLE_S = 3.0
+
+
 async def open_doc(client, root: Path) -> str:
     path = root / "sample.py"
     text = "def add(a, b):\n    return a + b\n\nprint(add(1, 2))\n"
@@ -62,6 +65,9 @@ async def measure(cmd: list[str], root: Path, env: dict[str, str] | None = None,
     client, _ = await start(cmd, root, env)
     try:
         uri = await open_doc(client, root)
+        # Let start-up settle (ndomo imports the rest of itself in the background after
+        # `initialized`): "idle" means a server that is up and doing nothing. Same for the floor.
+        await asyncio.sleep(SETTLE_S)
         await sample(client, uri, WARMUP)
         idle = await sample(client, uri, N)
         busy = None
