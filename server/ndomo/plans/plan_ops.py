@@ -206,21 +206,6 @@ class PlanOps(StoreBase):
                 change.message += f"; archive not written: {err}"
         return change
 
-    async def _change_status(
-        self,
-        id_or_slug: str,
-        status: str,
-        *,
-        actor: str | None,
-        session_id: str | None,
-        force: bool,
-        reason: str | None,
-        dry_run: bool = False,
-    ) -> StatusChange:
-        """Inside a transaction: check, then apply one transition and its audit row."""
-        return await self._run(change_status(id_or_slug, status, actor=actor, session_id=session_id,
-                                             force=force, reason=reason, dry_run=dry_run))
-
     async def _audit(
         self, pid: str, actor: str | None, from_status: str | None, to_status: str,
         forced: bool, reason: str | None, ts: str | None = None,

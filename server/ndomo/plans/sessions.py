@@ -103,6 +103,8 @@ class SessionOps(StoreBase):
 
     async def end_session(self, session_id: str, *, actor: str = "system") -> Session:
         """Close the session and abandon its plans still approved or executing."""
+        from ndomo.plans.plan_ops import change_status  # plan_ops imports this module
+
         async with self._tx():
             await self._ensure_session_row(session_id)
             await self._exec(
@@ -115,10 +117,10 @@ class SessionOps(StoreBase):
             )
             abandoned = [r["id"] for r in rows]
             for pid in abandoned:
-                await self._change_status(  # type: ignore[attr-defined]
+                await self._run(change_status(
                     pid, "abandoned", actor=actor, session_id=session_id,
                     force=False, reason=f"session {session_id} ended",
-                )
+                ))
         for pid in abandoned:
             await self._archive_quietly(pid)  # type: ignore[attr-defined]
         return await self.get_session(session_id)

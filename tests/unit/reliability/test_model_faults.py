@@ -6,7 +6,6 @@ import asyncio
 
 import pytest
 
-from ndomo.app import App
 from ndomo.runtime.context import TurnRequest
 from ndomo.runtime.host import BaseHost
 from ndomo.runtime.runtime import Runtime
@@ -15,17 +14,14 @@ from tests.fakes.fake_model import FakeModel
 
 @pytest.fixture
 def fake():
+    """The shared `app` fixture talks to this one: it answers "recovered" once the script ends."""
     with FakeModel(default_text="recovered") as fm:
         yield fm
 
 
 @pytest.fixture
-async def rt(tmp_path, fake):
-    app = App(tmp_path)
-    app.settings.model.base_url = fake.url
-    app.settings.model.max_retries = 0
-    yield Runtime(app)
-    await app.aclose()
+def rt(app):
+    return Runtime(app)
 
 
 async def run_then_next(rt: Runtime, prompt: str = "go"):
