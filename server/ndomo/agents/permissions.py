@@ -122,11 +122,11 @@ def intersect(caller: AgentPermission, sub: AgentPermission) -> AgentPermission:
     )
 
 
-def decide_bash(perm: AgentPermission, command: str, *, cwd=None, roots=None):
+def decide_bash(perm: AgentPermission, command: str, *, cwd=None, roots=None, secret_globs=None):
     """`ShellDecision` for one command under an agent's (possibly layered) bash permission."""
     bash = perm.bash
     if isinstance(bash, BashPolicy):
-        return bash.decide(command, cwd=cwd, roots=roots)
+        return bash.decide(command, cwd=cwd, roots=roots, secret_globs=secret_globs)
     from ndomo.security.shell import decide
 
-    return decide(command, bash, cwd=cwd, roots=roots)
+    return decide(command, bash, cwd=cwd, roots=roots, secret_globs=secret_globs)

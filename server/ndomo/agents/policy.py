@@ -122,7 +122,8 @@ class AgentPolicy:
             if not command:
                 return Verdict(action="deny", permission="bash", subject=tool.name,
                                reason=f"'{tool.name}' does not say which command it runs")
-            decision = await asyncio.to_thread(decide_bash, perm, command, cwd=ctx.app.root, roots=ctx.roots)
+            decision = await asyncio.to_thread(decide_bash, perm, command, cwd=ctx.app.root, roots=ctx.roots,
+                                               secret_globs=ctx.app.settings.secret_globs)
             verdict = Verdict(action=decision.action, permission="bash", subject=command, reason=decision.explain())
         elif key == "task":
             agent = _param(params, "agent") or ""

@@ -32,13 +32,13 @@ class BashPolicy(BaseModel):
 
     layers: list[Union[Action, dict[str, Action]]]
 
-    def decide(self, command: str, *, cwd=None, roots=None):
+    def decide(self, command: str, *, cwd=None, roots=None, secret_globs=None):
         """The `ShellDecision` of the strictest layer (the first one on a tie)."""
         from ndomo.security.shell import decide  # lazy: keeps the models importable on their own
 
         best = None
         for rules in self.layers or ["ask"]:
-            decision = decide(command, rules, cwd=cwd, roots=roots)
+            decision = decide(command, rules, cwd=cwd, roots=roots, secret_globs=secret_globs)
             if best is None or STRICTNESS.get(decision.action, 2) > STRICTNESS.get(best.action, 2):
                 best = decision
         return best

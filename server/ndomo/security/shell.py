@@ -8,6 +8,8 @@ wins. Whatever cannot be parsed or understood asks the user rather than guessing
 
 from __future__ import annotations
 
+import glob as _glob
+import os
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -17,7 +19,8 @@ from typing import Any, Mapping, Sequence
 import bashlex
 from pydantic import BaseModel
 
-from ndomo.security.paths import PathRefused, is_secret, resolve_in_workspace
+from ndomo.security.control import instruction_file, shell_read_only
+from ndomo.security.paths import PathRefused, is_secret, relative_to_workspace, resolve_in_workspace
 from ndomo.security.shell_rules import Action, Rules, rank, rule_action, strictest, validate_rules
 from ndomo.security.shell_words import (
     DEVICE_SINKS,
@@ -26,6 +29,7 @@ from ndomo.security.shell_words import (
     dangerous_assignment,
     normalise,
     render,
+    write_targets,
 )
 
 MAX_COMMAND_CHARS = 20_000
@@ -34,6 +38,7 @@ _OUTPUT_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
 _INPUT_REDIRECTS = frozenset({"<", "<&"})
 _TIME_WORD = re.compile(r"(^|[;&|(){}!\n]\s*|\b(?:then|do|else|elif)\s+)time(\s+-p)?(?=\s)")
 _NESTED_SUBST = re.compile(r"\$\(|`|[<>]\(")
+MAX_GLOB_MATCHES = 1000
 
 
 class ShellDecision(BaseModel):
@@ -60,6 +65,11 @@ class _Unit:
     floor: Action = "allow"
     notes: list[str] = field(default_factory=list)
     deny_also: list[str] = field(default_factory=list)  # other spellings checked for deny only
+    inputs: list[Word] = field(default_factory=list)  # `<` targets: read like arguments
+    outputs: list[Word] = field(default_factory=list)  # `>` targets: written
+    paths: list[Word] = field(default_factory=list)  # path values normalisation took out (git -C)
+    writes: list[Word] = field(default_factory=list)  # further write targets (git config -f)
+    git_config: bool = False  # changes the repository's .git/config
 
     def ask(self, note: str) -> None:
         self.floor = strictest(self.floor, "ask")
@@ -78,18 +88,60 @@ class _Verdict:
     why: str
 
 
+def _unquoted_specials(raw: str) -> tuple[bool, bool]:
+    """(glob, brace): whether the source text of a word holds unquoted glob characters or a
+    brace expansion — the quotes are gone from the parsed word, so the source is read."""
+    glob = brace = False
+    depth = 0
+    sq = dq = False
+    i, n = 0, len(raw)
+    while i < n:
+        c = raw[i]
+        if sq:
+            sq = c != "'"
+        elif c == "\\":
+            i += 2
+            continue
+        elif dq:
+            dq = c != '"'
+        elif c == "'":
+            sq = True
+        elif c == '"':
+            dq = True
+        elif c == "$" and raw[i + 1 : i + 2] in ("'", "{"):
+            if raw[i + 1] == "'":
+                sq = True
+            else:
+                close = raw.find("}", i)
+                i = n if close < 0 else close + 1
+                continue
+            i += 1
+        elif c in "*?[":
+            glob = True
+        elif c == "{":
+            depth += 1
+        elif c == "}" and depth:
+            depth -= 1
+        elif depth and (c == "," or raw[i : i + 2] == ".."):
+            brace = True
+        i += 1
+    return glob, brace
+
+
 class _Analyzer:
     def __init__(self, depth: int = 0) -> None:
         self.depth = depth
         self.units: list[_Unit] = []
         self.problems: list[str] = []
         self.functions: set[str] = set()
+        self.source = ""
 
     # -- entry ---------------------------------------------------------------
     def analyse(self, source: str) -> None:
         trees = _parse(source, self.problems)
         if trees is None:
             return
+        trees, self.source = trees
         for tree in trees:
             self.visit(tree, [])
 
@@ -148,8 +200,7 @@ class _Analyzer:
                 if name:
                     unit.ask(f"sets {name}, which can change what actually runs")
             elif part.kind == "word":
-                literal = not self.word_parts(part, unit)
-                words.append(Word(part.word, literal))
+                words.append(self.word(part, unit))
             elif part.kind == "redirect":
                 self.redirect(part, unit)
             else:
@@ -164,6 +215,9 @@ class _Analyzer:
 
     def add(self, unit: _Unit, norm: Normalised, original: str) -> None:
         unit.words = norm.words
+        unit.paths += norm.paths
+        unit.writes += norm.writes
+        unit.git_config = unit.git_config or norm.writes_git_config
         unit.floor = strictest(unit.floor, norm.floor)
         unit.notes += [n for n in norm.notes if n not in unit.notes]
         if norm.words and "/" in norm.words[0].value:
@@ -193,6 +247,14 @@ class _Analyzer:
         for p in sub.problems:
             parent.ask(f"inner script: {p}")
         self.units.extend(sub.units)
+
+    def word(self, node: Any, unit: _Unit) -> Word:
+        literal = not self.word_parts(node, unit)
+        start, end = getattr(node, "pos", (0, 0))
+        glob, brace = _unquoted_specials(self.source[start:end])
+        if brace:
+            unit.ask(f"`{node.word}` uses brace expansion")
+        return Word(node.word, literal, glob)
 
     def word_parts(self, node: Any, unit: _Unit | None) -> bool:
         """Judge substitutions inside a word; True when the word's value is not literal."""
@@ -225,28 +287,33 @@ class _Analyzer:
         rtype = node.type
         target = node.output
         target_word = target if getattr(target, "kind", None) == "word" else None
-        computed = self.word_parts(target_word, unit) if target_word is not None else False
+        word = self.word(target_word, unit) if target_word is not None else None
+        computed = word is not None and not word.literal
         value = target_word.word if target_word is not None else target
         if rtype in ("<<", "<<-"):
             unit.ask("uses a heredoc")
         elif rtype == "<<<":
             unit.ask("uses a here-string")
         elif rtype in _INPUT_REDIRECTS:
-            pass
+            if word is not None and not (rtype == "<&" and (value.isdigit() or value == "-")):
+                unit.inputs.append(word)
         elif rtype == ">&" and (isinstance(value, int) or str(value).isdigit() or value == "-"):
             pass  # fd duplication such as 2>&1
         elif rtype in _OUTPUT_REDIRECTS or rtype == ">&":
             if computed or value not in DEVICE_SINKS:
                 unit.ask(f"redirects output to the file {value}")
+            if word is not None:
+                unit.outputs.append(word)
         else:
             raise _Unparsable(f"unsupported redirection {rtype}")
 
 
-def _parse(source: str, problems: list[str]) -> list[Any] | None:
+def _parse(source: str, problems: list[str]) -> tuple[list[Any], str] | None:
+    """The parse trees and the text they were parsed from (positions index into it)."""
     text = source
     for _ in range(8):
         try:
-            return bashlex.parse(text)
+            return bashlex.parse(text), text
         except NotImplementedError as exc:
             if "time" in str(exc) and _TIME_WORD.search(text):
                 # bashlex has no `time` keyword; blank it out (it only times the pipeline)
@@ -294,36 +361,112 @@ def _only_comments(command: str) -> bool:
     return all(not line.strip() or line.strip().startswith("#") for line in command.splitlines())
 
 
+def _texts(w: Word) -> list[str]:
+    """The path-like strings one argument may stand for: the word itself, the value of
+    `--opt=VAL`, the rest of a short cluster (`-tDIR`), and what follows `=` (`-o k=v`)."""
+    v = w.value
+    out: list[str] = []
+    if v.startswith("--"):
+        if "=" in v:
+            out.append(v.split("=", 1)[1])
+    elif v.startswith("-") and v != "-":
+        out += [v[k:] for k in range(2, len(v)) if k == 2 or v[k] in "/.~"]
+    else:
+        out.append(v)
+    for text in list(out):
+        while "=" in text:
+            text = text.split("=", 1)[1]
+            out.append(text)
+    return [t for t in dict.fromkeys(out) if t and t != "-" and t not in DEVICE_SINKS]
+
+
+def _expand(text: str, w: Word, cwd: Path) -> list[str] | None:
+    """The paths a word names after the shell's glob expansion (itself when nothing matches);
+    None when there are too many matches to check."""
+    if not w.glob:
+        return [text]
+    try:
+        it = _glob.iglob(text, root_dir=None if os.path.isabs(text) else cwd)
+        matches = []
+        for m in it:
+            matches.append(m)
+            if len(matches) > MAX_GLOB_MATCHES:
+                return None
+    except (OSError, ValueError):
+        return [text]
+    return matches or [text]
+
+
+def _resolved(w: Word, cwd: Path, roots: Sequence[Path]):
+    """(text, path or PathRefused) for every path an argument stands for, globs expanded."""
+    for text in _texts(w):
+        paths = _expand(text, w, cwd)
+        if paths is None:
+            yield text, PathRefused(f"the glob matches more than {MAX_GLOB_MATCHES} files; too many to check")
+            continue
+        for path in paths:
+            try:
+                yield path, resolve_in_workspace(path, roots, base=cwd)
+            except PathRefused as exc:
+                yield path, exc
+
+
 def _path_notes(
     unit: _Unit, cwd: Path | None, roots: Sequence[Path], secret_globs: list[str] | None
 ) -> list[str]:
-    """Arguments that point outside the workspace or at secrets: an allow becomes ask."""
+    """Arguments computed at run time, or pointing outside the workspace or at secrets:
+    an allow becomes ask."""
     notes = []
-    for w in unit.words[1:]:
+    for w in unit.words[1:] + unit.paths + unit.inputs + unit.outputs + unit.writes:
+        if not w.literal:
+            notes.append(f"argument `{w.value}` is computed at run time (a variable or a substitution)")
+            continue
+        if not roots or cwd is None:
+            continue
+        for text, p in _resolved(w, cwd, roots):
+            if isinstance(p, PathRefused):
+                if "\x00" not in text:
+                    notes.append(f"argument {text!r}: {p.message}")
+            elif is_secret(p, roots, secret_globs):
+                notes.append(f"argument {text!r} looks like a secret file")
+    return list(dict.fromkeys(notes))
+
+
+def _control_notes(unit: _Unit, cwd: Path | None, roots: Sequence[Path]) -> tuple[list[str], list[str]]:
+    """(deny, ask) notes for a command writing into the control files."""
+    deny: list[str] = []
+    ask: list[str] = []
+    if unit.git_config:
+        deny.append("writes .git/config: git configuration is changed by the user by hand, never by an agent")
+    if not roots or cwd is None:
+        return deny, ask
+    for w in write_targets(unit.words) + unit.outputs + unit.writes:
         if not w.literal:
             continue
-        v = w.value
-        if v.startswith("--") and "=" in v:
-            v = v.split("=", 1)[1]
-        elif v.startswith("-"):
-            continue
-        if not v or v in DEVICE_SINKS:
-            continue
-        try:
-            p = resolve_in_workspace(v, roots, base=cwd)
-        except PathRefused as exc:
-            if "\x00" not in v:
-                notes.append(f"argument {v!r}: {exc.message}")
-            continue
-        if is_secret(p, roots, secret_globs):
-            notes.append(f"argument {v!r} looks like a secret file")
-    return notes
+        for text, p in _resolved(w, cwd, roots):
+            if isinstance(p, PathRefused):
+                continue
+            try:
+                rel = relative_to_workspace(p, roots)
+            except PathRefused:
+                continue
+            if shell_read_only(rel):
+                deny.append(
+                    f"writes into {rel}: .git/config, .git/hooks/ and .ndomo/ are changed by the user by hand, "
+                    "never by an agent's shell command"
+                )
+            elif instruction_file(rel):
+                ask.append(f"writes {rel}, which the agents read as project instructions")
+    return list(dict.fromkeys(deny)), list(dict.fromkeys(ask))
 
 
 def _judge(unit: _Unit, rules: Rules, cwd, roots, secret_globs) -> _Verdict:
     if not unit.words:
         action: Action = unit.floor
         why = "; ".join(unit.notes) or "assignment only"
+        deny_notes, _ = _control_notes(unit, cwd, roots)
+        if deny_notes:
+            return _Verdict(unit, "deny", "; ".join(deny_notes))
         return _Verdict(unit, action, why)
     rule_act, pattern = rule_action(unit.text, rules)
     why = f"rule {pattern!r}" if pattern else ("permission " + repr(rules) if isinstance(rules, str) else "no rule matches")
@@ -333,8 +476,14 @@ def _judge(unit: _Unit, rules: Rules, cwd, roots, secret_globs) -> _Verdict:
             rule_act, why = "deny", f"rule {pat2!r} (as `{other}`)"
     action = strictest(rule_act, unit.floor)
     notes = list(unit.notes)
-    if action == "allow" and roots:
-        path_notes = _path_notes(unit, cwd, roots, secret_globs)
+    deny_notes, ask_notes = _control_notes(unit, cwd, roots)
+    if deny_notes:
+        action = "deny"
+        notes = deny_notes + notes
+        why = "; ".join(deny_notes)
+        return _Verdict(unit, action, why + (f" ({'; '.join(unit.notes)})" if unit.notes else ""))
+    if action == "allow":
+        path_notes = ask_notes + _path_notes(unit, cwd, roots, secret_globs)
         if path_notes:
             action = "ask"
             notes += path_notes

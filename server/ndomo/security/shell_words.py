@@ -47,8 +47,12 @@ _DANGEROUS_VARS = re.compile(
 
 @dataclass
 class Word:
+    """One parsed word. `literal`: no variable or substitution in it; `glob`: it holds
+    unquoted glob characters the shell expands against the file system."""
+
     value: str
     literal: bool = True
+    glob: bool = False
 
 
 @dataclass
@@ -61,9 +65,17 @@ class Normalised:
     nested: list[str] = field(default_factory=list)  # shell source to judge too (bash -c, eval)
     extra: list[list[Word]] = field(default_factory=list)  # further commands (find -exec)
     xargs: bool = False
+    paths: list[Word] = field(default_factory=list)  # path values stripped from the words (git -C)
+    writes: list[Word] = field(default_factory=list)  # paths the command writes to (git config -f)
+    writes_git_config: bool = False  # `git config` changing the repository's own config
 
     def ask(self, note: str) -> None:
         self.floor = strictest(self.floor, "ask")
+        if note not in self.notes:
+            self.notes.append(note)
+
+    def deny(self, note: str) -> None:
+        self.floor = "deny"
         if note not in self.notes:
             self.notes.append(note)
 
@@ -379,6 +391,195 @@ def _inspect(out: Normalised) -> None:
         return
     if base == "find":
         _find(out, args)
+        return
+    if base == "git":
+        _git(out)
+
+
+# --- git ------------------------------------------------------------------------------
+
+# Global options (before the subcommand) stripped before matching, so `git -C . push -f`
+# meets the rules written for `git push -f`.
+_GIT_FLAGS = frozenset({
+    "--no-pager", "-p", "--paginate", "-P", "--bare", "--no-replace-objects", "--literal-pathspecs",
+    "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs", "--no-optional-locks", "--no-lazy-fetch",
+    "--no-advice",
+})
+_GIT_PATH_OPTS = frozenset({"-C", "--git-dir", "--work-tree"})
+_GIT_VALUE_OPTS = frozenset({"--namespace", "--super-prefix", "--attr-source", "--list-cmds"})
+_GIT_CONFIG_OPTS = frozenset({"-c", "--config-env"})
+# Subcommand options that run a command or write a file (git accepts unique prefixes of
+# long options, so a prefix of these counts too).
+_GIT_RISKY_LONG = {
+    "--open-files-in-pager": "runs a command",
+    "--output": "writes to a file",
+    "--exec": "runs a command",
+    "--upload-pack": "runs a command",
+    "--receive-pack": "runs a command",
+    "--extcmd": "runs a command",
+    "--sendmail-cmd": "runs a command",
+    "--to-cmd": "runs a command",
+    "--cc-cmd": "runs a command",
+    "--header-cmd": "runs a command",
+    "--config": "sets configuration",
+    "--template": "copies hooks from a folder",
+}
+# subcommand -> short option letters that run a command or set configuration
+_GIT_RISKY_SHORT = {"grep": "O", "rebase": "x", "clone": "uc", "difftool": "x", "mergetool": "x",
+                    "fetch": "", "pull": "", "ls-remote": "", "archive": "", "submodule": ""}
+_GIT_RUNNERS = {"filter-branch": "runs shell code", "filter-repo": "runs code",
+                "instaweb": "starts a web server"}
+_GIT_CONFIG_KEYS = ("core.", "alias.", "include.", "includeif.")
+_GIT_CONFIG_WRITES = frozenset({"--add", "--unset", "--unset-all", "--replace-all", "--rename-section",
+                                "--remove-section", "--edit", "-e"})
+_GIT_CONFIG_SUBCOMMANDS = frozenset({"set", "unset", "rename-section", "remove-section", "edit"})
+_GIT_CONFIG_ELSEWHERE = frozenset({"--global", "--system", "--blob"})
+
+
+def _git(out: Normalised) -> None:
+    ws = out.words
+    i = 1
+    while i < len(ws):
+        w = ws[i]
+        v = w.value
+        if not w.literal and v.startswith("-"):
+            out.ask("git has a computed global option")
+            return
+        if not v.startswith("-"):
+            break
+        key, eq, val = v.partition("=")
+        if key in _GIT_FLAGS and not eq:
+            i += 1
+            continue
+        takes = key in _GIT_PATH_OPTS or key in _GIT_VALUE_OPTS or key in _GIT_CONFIG_OPTS or key == "--exec-path"
+        if not takes:
+            break  # --version, --help or an option we do not know: left for the rules to see
+        if key == "--exec-path" and not eq:
+            i += 1  # prints the path
+            continue
+        if eq and key not in ("-C", "-c"):
+            value, i = Word(val, w.literal, w.glob), i + 1
+        elif eq:
+            break  # `-C=x` is not git syntax
+        elif i + 1 < len(ws):
+            value, i = ws[i + 1], i + 2
+        else:
+            out.ask(f"git {key} has no value")
+            return
+        if key in _GIT_PATH_OPTS:
+            out.paths.append(value)
+        elif key in _GIT_CONFIG_OPTS:
+            out.ask(f"git {key} {value.value} sets configuration for this run, which can run commands")
+        elif key == "--exec-path":
+            out.ask(f"git --exec-path={value.value} changes which programs git runs")
+    out.words = [ws[0]] + ws[i:]
+    if len(out.words) > 1:
+        _git_subcommand(out, out.words[1].value, out.words[2:])
+
+
+def _git_subcommand(out: Normalised, sub: str, args: list[Word]) -> None:
+    if sub in _GIT_RUNNERS:
+        out.ask(f"git {sub} {_GIT_RUNNERS[sub]}")
+    values = [w.value for w in args]
+    if sub == "submodule" and "foreach" in values:
+        out.ask("git submodule foreach runs a command")
+    if sub == "bisect" and "run" in values:
+        out.ask("git bisect run runs a command")
+    letters = _GIT_RISKY_SHORT.get(sub, "")
+    for w in args:
+        v = w.value
+        if v == "--":
+            break
+        if v.startswith("--") and len(v) > 3:
+            name = v.split("=", 1)[0]
+            for risky, what in _GIT_RISKY_LONG.items():
+                if risky.startswith(name):
+                    out.ask(f"git {sub} {name} (as {risky}) {what}")
+        elif v.startswith("-") and not v.startswith("--"):
+            hit = set(v[1:]) & set(letters)
+            if hit:
+                out.ask(f"git {sub} -{sorted(hit)[0]} runs a command or sets configuration")
+    if sub == "config":
+        _git_config(out, args)
+
+
+def _git_config(out: Normalised, args: list[Word]) -> None:
+    values = [w.value for w in args]
+    positional = [v for v in values if not v.startswith("-")]
+    keys = [v for v in positional if v.lower().startswith(_GIT_CONFIG_KEYS)]
+    for k in keys:
+        out.ask(f"git config {k} sets core/alias/include configuration, which can run commands")
+    writes = (
+        any(v.split("=", 1)[0] in _GIT_CONFIG_WRITES for v in values)
+        or (positional[:1] and positional[0] in _GIT_CONFIG_SUBCOMMANDS)
+        or len(positional) >= 2
+    )
+    if not writes or any(v in _GIT_CONFIG_ELSEWHERE for v in values):
+        return
+    for j, w in enumerate(args):
+        if w.value in ("-f", "--file") and j + 1 < len(args):
+            out.writes.append(args[j + 1])
+            return
+        if w.value.startswith("--file="):
+            out.writes.append(Word(w.value.split("=", 1)[1], w.literal, w.glob))
+            return
+    out.writes_git_config = True
+
+
+# --- commands that write files: their targets, for the control-file rule ------------------
+
+_TARGET_LAST = frozenset({"cp", "install", "ln", "rsync", "scp", "link"})
+_WRITES_ALL = frozenset({"mv", "tee", "touch", "rm", "rmdir", "unlink", "shred", "truncate", "chmod", "chown",
+                         "chgrp", "mkdir", "dd", "patch", "tar", "unzip", "cpio", "mkfifo", "mknod", "setfacl",
+                         "chattr", "curl", "wget", "git-lfs"})
+_IN_PLACE = frozenset({"sed", "perl", "ruby"})
+
+
+def write_targets(words: list[Word]) -> list[Word]:
+    """The arguments of a normalised command that may name a file it writes (superset)."""
+    if not words:
+        return []
+    base = _base(words[0].value)
+    args = words[1:]
+    if base in _WRITES_ALL:
+        return list(args)
+    if base in _IN_PLACE:
+        in_place = any(
+            w.value.startswith("--in-place") or (w.value.startswith("-") and not w.value.startswith("--")
+                                                 and "i" in w.value)
+            for w in args
+        )
+        return list(args) if in_place else []
+    if base not in _TARGET_LAST:
+        return []
+    targets: list[Word] = []
+    positional: list[Word] = []
+    j = 0
+    while j < len(args):
+        w = args[j]
+        v = w.value
+        if v == "--":
+            positional += args[j + 1 :]
+            break
+        if v in ("-t", "--target-directory") and j + 1 < len(args):
+            targets.append(args[j + 1])
+            j += 2
+            continue
+        if v.startswith("--target-directory="):
+            targets.append(Word(v.split("=", 1)[1], w.literal, w.glob))
+        elif v.startswith("-") and not v.startswith("--") and "t" in v[1:]:
+            rest = v[v.index("t", 1) + 1 :]
+            if rest:
+                targets.append(Word(rest, w.literal, w.glob))
+            elif j + 1 < len(args):
+                targets.append(args[j + 1])
+                j += 1
+        elif not v.startswith("-") or v == "-":
+            positional.append(w)
+        j += 1
+    if positional and not targets:
+        targets.append(positional[-1])
+    return targets
 
 
 def _find(out: Normalised, args: list[Word]) -> None:

@@ -23,7 +23,7 @@ CORPUS: list[tuple[str, str, str | None]] = [
     ("ls 2>/dev/null && git status", "allow", None),
     ("(ls; git status)", "allow", None),
     ("if git status; then ls; fi", "allow", None),
-    ("for f in a b; do git diff $f; done", "allow", None),
+    ("for f in a b; do git diff $f; done", "ask", "computed at run time"),  # issue 14: a variable argument asks
     ("g''it status", "allow", None),  # quotes removed: this really runs git status
     ("nice -n 5 git status", "allow", None),
     ("timeout -s KILL 5 git status", "allow", None),
@@ -67,7 +67,7 @@ CORPUS: list[tuple[str, str, str | None]] = [
     ("stdbuf -oL rm x", "deny", None),
     ("time rm x", "deny", None),
     ("ls | xargs rm", "deny", "xargs"),
-    ("ls | xargs -0 -n1 git status", "allow", None),
+    ("ls | xargs -0 -n1 git status", "ask", "computed at run time"),  # issue 14: arguments from the input are unknown
     ("ls | xargs cat", "ask", "xargs"),
     ("sudo ls", "ask", "sudo is never auto-allowed"),
     ("sudo -u root rm -rf x", "deny", None),

@@ -1,0 +1,72 @@
+"""The project's control files: what configures ndomo, git and the agents themselves.
+
+An agent that could rewrite these could widen its own permissions (`.ndomo/agents/*.md`,
+`.ndomo/config.yaml`), plant code git runs (`.git/config`, `.git/hooks/`), forge saved
+approvals (`.ndomo/ndomo.db`) or rewrite the instructions every later turn obeys
+(`AGENTS.md`). Paths here are workspace-relative posix strings of the resolved real path.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+ControlKind = Literal["plan_view", "instructions", "agent_config", "denied"]
+
+INSTRUCTION_FILES = frozenset({"AGENTS.md", "CLAUDE.md", ".ndomo/instructions.md"})
+_PLAN_VIEWS = ".ndomo/plans"
+
+
+def _under(rel: str, folder: str) -> bool:
+    return rel == folder or rel.startswith(folder + "/")
+
+
+def instruction_file(rel: str) -> bool:
+    """A project instruction file the agents read into their system prompt."""
+    return rel in INSTRUCTION_FILES
+
+
+def shell_read_only(rel: str) -> bool:
+    """Where a shell command may never write: the sandbox mounts these read-only too.
+
+    The rest of `.git/` stays writable so `git add` and `git commit` work.
+    """
+    return rel in (".git", ".git/config") or _under(rel, ".git/hooks") or _under(rel, ".ndomo")
+
+
+def control_kind(rel: str) -> ControlKind | None:
+    """How an agent's file tools treat a write to `rel` (None: not a control file).
+
+    instructions / agent_config: always ask the user, in every mode, with a warning;
+    plan_view: refused, plans change through the plan tools; denied: refused.
+    """
+    if instruction_file(rel):
+        return "instructions"
+    if rel == ".ndomo/config.yaml" or (rel.startswith(".ndomo/agents/") and rel.count("/") == 2):
+        return "agent_config"
+    if _under(rel, _PLAN_VIEWS):
+        return "plan_view"
+    if _under(rel, ".ndomo") or _under(rel, ".git"):
+        return "denied"
+    return None
+
+
+def never_design(rel: str) -> bool:
+    """`.ndomo/**` and `.git/**` are never design artifacts, whatever the config says."""
+    return _under(rel, ".ndomo") or _under(rel, ".git")
+
+
+def warning(rel: str) -> str:
+    """What approving a write to this control file would grant, for the approval prompt."""
+    kind = control_kind(rel)
+    if kind == "instructions":
+        return (f"WARNING: {rel} is a project instruction file: every later turn of every agent obeys what it says. "
+                "Approve only if you have read the change.")
+    if rel == ".ndomo/config.yaml":
+        return ("WARNING: .ndomo/config.yaml decides which model server gets your code and which environment "
+                "variable is sent as its API key, which files count as secrets and as design artifacts. "
+                "A change here can leak secrets or widen what discussion mode may write.")
+    if kind == "agent_config":
+        return (f"WARNING: {rel} defines an agent and its permissions (shell rules, edits, delegation). "
+                "A change here can let that agent run commands or edit files without asking, "
+                "in this and every later session.")
+    return f"{rel} is a control file"
