@@ -113,7 +113,7 @@ def fake_shell(monkeypatch):
         def __init__(self, action, command):
             self.action, self.commands, self.reasons = action, [command], [f"{action} by fake"]
 
-    def decide(command, rules, *, cwd=None, roots=None):
+    def decide(command, rules, *, cwd=None, roots=None, secret_globs=None):
         if isinstance(rules, str):
             return ShellDecision(rules, command)
         best = max((k for k in rules if command.startswith(k.rstrip("*"))), key=len, default=None)
