@@ -42,7 +42,8 @@ class ModesConfig(_Section):
     iteration_caps: dict[ModeName, int] = Field(
         default_factory=lambda: {"discussion": 8, "brainstorming": 16, "autopilot": 40}
     )
-    design_globs: list[str] = Field(default_factory=lambda: ["**/*.md", "docs/**", ".ndomo/**"])
+    # `.ndomo/**` and `.git/**` never count, whatever is listed here (security.control)
+    design_globs: list[str] = Field(default_factory=lambda: ["**/*.md", "docs/**"])
     discussion_prose_cap: int = Field(default=1200, ge=100)
 
 

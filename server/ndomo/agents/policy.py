@@ -63,15 +63,44 @@ def is_flat_deny(perm: AgentPermission, key: str | None) -> bool:
     return False
 
 
+class _PathsUnknown(Exception):
+    """A tool's path declaration failed: which files it touches is unknown."""
+
+
 def _paths(tool: ToolDescriptor, params: BaseModel, key: str) -> list[str]:
     fn = tool.meta.get(key)
     if fn is None:
         return []
     try:
         return [str(p) for p in (fn(params) or [])]
-    except Exception:  # a broken path lambda must not open a hole: treated as no paths
+    except Exception as exc:  # fail closed: a broken path lambda must not skip the checks
         log.exception("meta[%s] of tool %s failed", key, tool.name)
-        return []
+        raise _PathsUnknown(f"'{tool.name}' could not say which files it touches ({type(exc).__name__}: {exc})") from None
+
+
+def _control_verdict(ctx: "TurnContext", tool: ToolDescriptor, paths: list[str]) -> "Verdict | None":
+    """Writes to the control files: refused (.git/, .ndomo/, plan views) or always asked
+    (agent files, config, project instructions), whatever the agent's permission says."""
+    from ndomo.security.control import control_kind, warning
+    from ndomo.security.paths import PathRefused, relative_to_workspace, resolve_in_workspace
+
+    ask: Verdict | None = None
+    for raw in paths:
+        try:
+            rel = relative_to_workspace(resolve_in_workspace(raw, ctx.roots), ctx.roots)
+        except PathRefused:
+            continue  # the tool itself refuses it, with the reason
+        kind = control_kind(rel)
+        if kind == "plan_view":
+            return Verdict(action="deny", permission="control", subject=rel,
+                           reason="plans change only through the plan tools (plan_update, task_update_status, …); "
+                                  "the .ndomo/plans/ views are rewritten from the store")
+        if kind == "denied":
+            return Verdict(action="deny", permission="control", subject=rel,
+                           reason=".git/ and .ndomo/ are never written by agents; the user changes them by hand")
+        if kind is not None and ask is None:
+            ask = Verdict(action="ask", permission="control", subject=rel, reason=warning(rel))
+    return ask
 
 
 def _param(params: BaseModel, *names: str) -> str | None:
@@ -99,6 +128,12 @@ class AgentPolicy:
 
     async def verdict(self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel) -> Verdict:
         """What the agent's permission says about this call, before approvals."""
+        try:
+            return await self._verdict(ctx, tool, params)
+        except _PathsUnknown as exc:
+            return Verdict(action="deny", permission=tool.permission or "paths", subject=tool.name, reason=str(exc))
+
+    async def _verdict(self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel) -> Verdict:
         perm = effective_permission(ctx)
         key = tool.permission
         if key is None:
@@ -131,11 +166,15 @@ class AgentPolicy:
         else:
             verdict = Verdict(action="ask", permission=key, subject=tool.name,
                               reason=f"unknown permission '{key}'")
-        secrets = [p for p in _paths(tool, params, "read_paths") + _paths(tool, params, "paths")
-                   if _is_secret(ctx, p)]
+        written = _paths(tool, params, "paths")
+        secrets = [p for p in _paths(tool, params, "read_paths") + written if _is_secret(ctx, p)]
         if secrets and STRICTNESS.get(verdict.action, 2) < STRICTNESS["ask"]:
             verdict = Verdict(action="ask", permission="secret", subject=secrets[0],
                               reason=f"{secrets[0]} looks like a secret file")
+        if written and tool.risk == "write" and verdict.action != "deny":
+            control = await asyncio.to_thread(_control_verdict, ctx, tool, written)
+            if control is not None:
+                verdict = control
         return verdict
 
     async def check(self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel) -> PermissionDecision:
@@ -149,6 +188,8 @@ class AgentPolicy:
             )
         if v.action == "allow" and v.permission == "none":
             return PermissionDecision(allowed=True)
+        if v.permission == "control":  # always asked: no saved approval answers for it
+            return await self._ask(ctx, v)
         store = await ctx.app.store()
         saved = await store.find_approval(v.permission, v.subject, ctx.session.id)
         if saved == "deny":
@@ -167,12 +208,12 @@ class AgentPolicy:
         except Exception:  # a host that cannot ask is a host that did not approve
             log.exception("host failed to ask for approval")
             answer = None
-        if answer in ("session", "project"):
+        if answer in ("session", "project") and v.permission != "control":
             store = await ctx.app.store()
             await store.save_approval(v.permission, glob_escape(v.subject), "allow", scope=answer,
                                       session_id=ctx.session.id if answer == "session" else None)
             return PermissionDecision(allowed=True)
-        if answer == "once":
+        if answer in ("once", "session", "project"):  # a control file is approved one change at a time
             return PermissionDecision(allowed=True)
         return PermissionDecision(
             allowed=False,

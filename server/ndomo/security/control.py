@@ -70,3 +70,44 @@ def warning(rel: str) -> str:
                 "A change here can let that agent run commands or edit files without asking, "
                 "in this and every later session.")
     return f"{rel} is a control file"
+
+
+def design_artifact(rel: str, globs: list[str]) -> bool:
+    """Does a FILE at workspace-relative `rel` match the design globs (gitignore syntax)?
+
+    Unlike plain gitignore matching, a pattern naming files (`**/*.md`) does not match
+    what lies inside a folder that happens to be called `notes.md`; only a pattern that
+    names a folder (`docs/`, `docs/**`) covers the files inside it. `.ndomo/` and
+    `.git/` never count.
+    """
+    if never_design(rel):
+        return False
+    verdict = False
+    for pattern in _design_spec(tuple(globs)).patterns:
+        if pattern.include is None or pattern.regex is None:
+            continue
+        m = pattern.regex.match(rel)
+        if m is None:
+            continue
+        through_folder = m.groupdict().get("ps_d") is not None
+        if through_folder and not _folder_pattern(pattern.pattern):
+            continue
+        verdict = bool(pattern.include)
+    return verdict
+
+
+def _folder_pattern(text: str) -> bool:
+    t = text.lstrip("!").rstrip()
+    return t.endswith("/") or t.endswith("/**")
+
+
+_SPECS: dict[tuple[str, ...], object] = {}
+
+
+def _design_spec(globs: tuple[str, ...]):
+    import pathspec
+
+    spec = _SPECS.get(globs)
+    if spec is None:
+        spec = _SPECS[globs] = pathspec.GitIgnoreSpec.from_lines([g for g in globs if g.strip()])
+    return spec

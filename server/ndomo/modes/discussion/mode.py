@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-import pathspec
+import asyncio
+import os
+
 from pydantic import BaseModel
 
 from ndomo.modes.base import AgentMode, ModeContract
@@ -8,12 +10,26 @@ from ndomo.runtime.context import TurnContext
 from ndomo.runtime.hooks import HookResult, ModeGatedHook, Phase
 from ndomo.runtime.prompts import ModePromptContributor
 from ndomo.runtime.tools import ToolDescriptor
+from ndomo.security.control import control_kind, design_artifact
+from ndomo.security.paths import PathRefused, relative_to_workspace, resolve_in_workspace
 
 NAME = "discussion"
 
 
+def _real(ctx: TurnContext, raw: str) -> tuple[str, bool] | None:
+    """(workspace-relative real path, is a folder) — the same resolution the file tools
+    use to write, so a symlink `docs/api.md -> ../src/app.py` is judged as src/app.py."""
+    try:
+        path = resolve_in_workspace(raw, ctx.roots)
+        return relative_to_workspace(path, ctx.roots), os.path.isdir(path)
+    except PathRefused:
+        return None
+
+
 class DesignArtifactsOnly:
-    """Discussion may write, but only design artifacts (docs, markdown, .ndomo/)."""
+    """Discussion may write, but only design artifacts: files matching the design globs,
+    judged on their resolved real path; `.ndomo/` and `.git/` never count. Project
+    instruction and agent files pass on to the permission policy, which always asks."""
 
     name = "design_artifacts_only"
 
@@ -22,15 +38,26 @@ class DesignArtifactsOnly:
             return None
         globs = ctx.app.settings.modes.design_globs
         paths_of = tool.meta.get("paths")
-        paths = paths_of(params) if paths_of else None
+        try:
+            paths = paths_of(params) if paths_of else None
+        except Exception:
+            paths = None
         if not paths:
             return f"'{tool.name}' cannot show which files it writes; discussion mode writes only design artifacts ({', '.join(globs)})"
-        spec = pathspec.GitIgnoreSpec.from_lines(globs)
-        bad = [p for p in paths if not spec.match_file(p)]
+        bad = []
+        for raw in paths:
+            real = await asyncio.to_thread(_real, ctx, str(raw))
+            if real is None:
+                continue  # the tool refuses it with the reason
+            rel, folder = real
+            if control_kind(rel) in ("instructions", "agent_config"):
+                continue  # the policy asks the user, with a warning
+            if folder or not design_artifact(rel, globs):
+                bad.append(rel if rel == str(raw) else f"{raw} (really {rel})")
         if bad:
             return (
-                f"discussion mode writes only design artifacts ({', '.join(globs)}); "
-                f"{', '.join(bad)} is implementation — switch to autopilot"
+                f"discussion mode writes only design artifacts ({', '.join(globs)}; never .ndomo/ or .git/); "
+                f"{', '.join(bad)} is not one — switch to autopilot"
             )
         return None
 
@@ -45,7 +72,7 @@ class Concise(ModePromptContributor):
         return (
             "Mode: DISCUSSION — decide what to do, do not implement.\n"
             f"- Be ultra-concise: at most {cap} characters of prose per answer; bullets over paragraphs.\n"
-            "- You may write only design artifacts (markdown, docs/, .ndomo/). No code changes, no shell.\n"
+            "- You may write only design artifacts (markdown, docs/). No code changes, no shell.\n"
             "- When the plan is clear, crystallise it with `commit_plan` (title + ≤5 steps with files)."
         )
 
