@@ -87,3 +87,22 @@ async def test_review_edits_and_agent_file_diagnostics(lsp, tmp_path):
         else:
             assert not edit.change_annotations
         assert (tmp_path / "app.py").read_text(encoding="utf-8") == "x = 2\n"
+
+
+async def test_an_editor_error_during_approval_fails_the_call_with_its_message(lsp, tmp_path):
+    """The editor failing to show the request is not the user saying "deny"."""
+    bash = {"tool_calls": [{"name": "bash", "arguments": {"command": "echo hello-ndomo"}}]}
+    asked: list[types.ShowMessageRequestParams] = []
+
+    def on_request(params: types.ShowMessageRequestParams):
+        asked.append(params)
+        raise RuntimeError("message UI crashed")
+
+    with FakeModel(script=[bash, {"text": "one"}]) as fake:
+        client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url}, init_options={"open_transcript": False},
+                                 handlers={types.WINDOW_SHOW_MESSAGE_REQUEST: on_request})
+        summary = await command(client, "ndomo.turn", {"prompt": "say hello", "agent": "craftsman", "mode": "autopilot"})
+        assert summary["status"] == "done" and len(asked) == 1
+        result = fake.chat_requests()[1]["body"]["messages"][-1]["content"]
+        assert "could not ask the user" in result and "message UI crashed" in result, result
+        assert "did not approve" not in result

@@ -205,9 +205,13 @@ class AgentPolicy:
                                   mode=ctx.mode, reason=v.reason)
         try:
             answer: Any = await ctx.host.approve(request)
-        except Exception:  # a host that cannot ask is a host that did not approve
+        except Exception as exc:  # the user said nothing: an error, not a "deny"
             log.exception("host failed to ask for approval")
-            answer = None
+            return PermissionDecision(
+                allowed=False, failed=True,
+                message=(f"could not ask the user to approve {v.permission} '{v.subject}': {exc}; "
+                         "nothing was run"),
+            )
         if answer in ("session", "project") and v.permission != "control":
             store = await ctx.app.store()
             await store.save_approval(v.permission, glob_escape(v.subject), "allow", scope=answer,

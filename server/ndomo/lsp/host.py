@@ -202,8 +202,14 @@ class LspHost(BaseHost):
         msg = f"ndomo · {request.agent} ({request.mode}) wants {request.permission}: {request.subject}"
         if request.reason:
             msg += f" — {request.reason}"
-        picked = await self.ask(msg, list(APPROVAL_CHOICES))
-        return APPROVAL_CHOICES.get(picked or "", "deny")  # dismissed → deny
+        actions = [types.MessageActionItem(title=c) for c in APPROVAL_CHOICES]
+        try:
+            picked = await self.server.window_show_message_request_async(
+                types.ShowMessageRequestParams(type=types.MessageType.Info, message=msg, actions=actions)
+            )
+        except Exception as exc:  # an editor error is not the user's answer: the call fails, saying why
+            raise RuntimeError(f"the editor failed to show the approval request ({type(exc).__name__}: {exc})") from exc
+        return APPROVAL_CHOICES.get(picked.title if picked else "", "deny")  # dismissed → deny
 
     async def show_document(self, path: Path) -> None:
         try:

@@ -72,6 +72,7 @@ class ToolGuard(Protocol):
 class PermissionDecision(BaseModel):
     allowed: bool
     message: str = ""
+    failed: bool = False  # the check itself broke (e.g. the editor could not ask): a failure, not a refusal
 
 
 class PermissionPolicy(Protocol):
@@ -183,6 +184,8 @@ class ToolRegistry:
                 return ToolResult.refused(refusal)
         decision = await self.policy.check(ctx, tool, params)
         if not decision.allowed:
+            if decision.failed:
+                return ToolResult.failed(decision.message or f"the permission check for '{name}' failed")
             return ToolResult.refused(decision.message or f"permission denied for '{name}'")
         try:
             result = await tool.run(ctx, params)
