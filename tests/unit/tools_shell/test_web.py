@@ -108,3 +108,20 @@ async def test_check_page_workspace_file_and_refusals(make_ctx, tmp_path, monkey
     assert outside.status == "failed" and "escapes the workspace" in outside.content
     absent = await run(ctx, "check_page", {"url_or_path": "web/none.html"})
     assert absent.status == "failed" and "does not exist" in absent.content
+
+
+@pytest.mark.parametrize("location", ["http://0x7f000001:{port}/page", "http://2130706433:{port}/page",
+                                      "https://example.org/", "http://127.0.0.1.nip.io:{port}/page"])
+async def test_check_page_applies_the_local_rule_to_every_redirect_hop(make_ctx, site, monkeypatch, location):
+    monkeypatch.setattr("ndomo.tools.web.browser.find_chromium", lambda: None)
+    port = site.server_address[1]
+    site.routes["/away"] = (302, {"Location": location.format(port=port)}, b"")
+    site.routes["/two-hops"] = (302, {"Location": "/away"}, b"")
+    ctx = await make_ctx("autopilot")
+    direct = await ctx.runtime.plugins.tools.execute(ctx, "check_page", {"url_or_path": location.format(port=port)})
+    assert not direct.ok and "only checks local pages" in direct.content
+    for start in ("/away", "/two-hops"):
+        res = await ctx.runtime.plugins.tools.execute(ctx, "check_page", {"url_or_path": site.url + start})
+        assert not res.ok and "redirect from" in res.content and "only checks local pages" in res.content, res.content
+    local = await ctx.runtime.plugins.tools.execute(ctx, "check_page", {"url_or_path": site.url + "/moved"})
+    assert local.ok and local.data["title"] == "Test Page"

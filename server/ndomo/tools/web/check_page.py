@@ -69,6 +69,14 @@ def local_url(raw: str) -> str:
     return raw
 
 
+def _local_hop(target: str) -> None:
+    """The local-only rule applied to a redirect target (fetch refuses the hop on FetchError)."""
+    try:
+        local_url(target)
+    except ToolError as exc:
+        raise FetchError(str(exc)) from None
+
+
 def _read_paths(p: CheckPageParams) -> list[str]:
     return [] if _is_url(p.url_or_path) else [p.url_or_path]
 
@@ -109,11 +117,11 @@ async def check_page(ctx: TurnContext, p: CheckPageParams) -> ToolResult:
     if _is_url(p.url_or_path):
         url = local_url(p.url_or_path)
         try:
-            fetched = await fetch(url)
+            fetched = await fetch(url, check_hop=_local_hop)  # every redirect hop stays local
         except FetchError as exc:
             raise ToolError(str(exc)) from None
         status, html, target, engine = fetched.status, fetched.text(), fetched.url, "http"
-        browse_url = url
+        browse_url = local_url(fetched.url)  # the browser starts at the checked final URL
     else:
         try:
             path = resolve_in_workspace(p.url_or_path, ctx.roots)

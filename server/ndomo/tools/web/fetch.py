@@ -4,6 +4,7 @@ total time cap, errors as readable text."""
 from __future__ import annotations
 
 import asyncio
+from typing import Callable
 from urllib.parse import urljoin, urlsplit
 
 import httpx
@@ -50,16 +51,21 @@ def check_url(url: str) -> str:
     return url.strip()
 
 
-async def fetch(url: str, *, max_bytes: int = MAX_BYTES, time_cap_s: float = TIME_CAP_S) -> Fetched:
+async def fetch(
+    url: str, *, max_bytes: int = MAX_BYTES, time_cap_s: float = TIME_CAP_S,
+    check_hop: Callable[[str], object] | None = None,
+) -> Fetched:
+    """GET `url`, following redirects by hand; `check_hop` (raising FetchError to refuse) is
+    applied to every redirect target as well, so a caller's URL rule holds on each hop."""
     url = check_url(url)
     try:
         async with asyncio.timeout(time_cap_s):
-            return await _fetch(url, max_bytes)
+            return await _fetch(url, max_bytes, check_hop)
     except TimeoutError:
         raise FetchError(f"gave up on {url} after {time_cap_s:g}s") from None
 
 
-async def _fetch(url: str, max_bytes: int) -> Fetched:
+async def _fetch(url: str, max_bytes: int, check_hop: Callable[[str], object] | None = None) -> Fetched:
     hops: list[str] = []
     timeout = httpx.Timeout(15.0, connect=10.0)
     async with httpx.AsyncClient(follow_redirects=False, timeout=timeout, headers={"User-Agent": USER_AGENT},
@@ -73,6 +79,8 @@ async def _fetch(url: str, max_bytes: int) -> Fetched:
                             raise FetchError(f"more than {MAX_REDIRECTS} redirects (last: {url} → {target})")
                         try:
                             target = check_url(target)
+                            if check_hop is not None:
+                                check_hop(target)
                         except FetchError as exc:
                             raise FetchError(f"redirect from {url} refused: {exc}") from None
                         hops.append(url)
