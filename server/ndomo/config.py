@@ -50,6 +50,7 @@ class ModesConfig(_Section):
 class ThresholdConfig(_Section):
     direct: int = Field(default=2, ge=0)
     planned: int = Field(default=5, ge=1)
+    direct_lines: int = Field(default=50, ge=1)
 
 
 class ShellConfig(_Section):

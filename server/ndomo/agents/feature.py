@@ -11,6 +11,7 @@ from ndomo.runtime.prompts import PromptContributor
 from ndomo.runtime.tools import ToolResult
 
 from . import scope as sc
+from .contract import DesignWritesOnly
 from .delegation import task as task_tool
 from .policy import AgentPolicy
 
@@ -174,6 +175,7 @@ async def scope_after_call(ctx: "TurnContext", name: str, result: ToolResult) ->
 
 def setup(plugins: "Plugins") -> None:
     plugins.tools.policy = AgentPolicy()
+    plugins.tools.guards.append(DesignWritesOnly())
     plugins.tools.guards.append(sc.ScopeGuard())
     plugins.tools.add(task_tool)
     plugins.hooks.extend([TaskBinding(), ChildTurns(), ScopeStart(), ScopeFinish()])

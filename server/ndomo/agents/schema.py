@@ -100,6 +100,7 @@ class Threshold(BaseModel):
 
     direct: int = Field(default=2, ge=0)
     planned: int = Field(default=5, ge=1)
+    direct_lines: int = Field(default=50, ge=1, description="State 1 also ends past this many changed lines")
 
     @model_validator(mode="after")
     def _ordered(self) -> "Threshold":
@@ -120,6 +121,8 @@ class AgentFrontmatter(BaseModel):
     default_mode: ModeName | None = None
     permission: AgentPermission = Field(default_factory=AgentPermission)
     threshold: Threshold | None = None
+    # the agent's write contract: any (default) or design (a planner: design artifacts and plans only)
+    writes: Literal["any", "design"] = "any"
 
 
 class AgentDef(AgentFrontmatter):

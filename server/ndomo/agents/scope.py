@@ -1,15 +1,18 @@
 """The craftsman's 2/5/1 threshold, enforced in code: a guard on every file-changing call.
 
-State 1: up to `direct` distinct files, no plan. State 2: more files only once this turn
-made a plan (`plan_create` + `task_create_batch`). State 3: the turn executes a plan task
-(`TurnRequest.task_id` or a claimed task). State 4: more than `planned` files — the call is
-refused, everything the turn (and its delegated sub-turns) changed is restored, and the
-turn ends as a hand-back naming the foreman. Sub-agents the craftsman delegates to count
-against its scope.
+State 1: up to `direct` distinct files, no plan, at most `direct_lines` changed lines and
+one stack (by the routing table). State 2: more files (or lines, or stacks) only once this
+turn made a plan (`plan_create` + `task_create_batch`). State 3: the turn executes a plan
+task (`TurnRequest.task_id` or a claimed task). State 4: more than `planned` files — the
+call is refused, everything the turn (and its delegated sub-turns) changed is restored, the
+draft plan the turn created is abandoned (audited), and the turn ends as a hand-back naming
+the foreman. Sub-agents the craftsman delegates to count against its scope.
 """
 
 from __future__ import annotations
 
+import asyncio
+import difflib
 import logging
 import re
 from dataclasses import dataclass, field
@@ -38,6 +41,7 @@ class Scope:
 
     direct: int
     planned: int
+    direct_lines: int = 50
     state: int = 1
     plan: str | None = None  # how the turn got its plan: created | task:<id> | executing:<slug>
     made: set[str] = field(default_factory=set)  # plan tools that succeeded in this turn
@@ -46,6 +50,9 @@ class Scope:
     handback: str | None = None
     restored: list[str] = field(default_factory=list)
     unrestored: list[str] = field(default_factory=list)
+    plans_before: set[str] | None = None  # plan ids that existed before this turn's plan_create
+    created_plans: list[str] = field(default_factory=list)  # plans this turn created
+    abandoned: list[str] = field(default_factory=list)  # drafts abandoned at State 4
 
     def label(self, files: int) -> str:
         if self.state == 4:
@@ -75,7 +82,8 @@ def scope_of(ctx: "TurnContext") -> Scope | None:
     scope = owner.state.get(SCOPE_KEY)
     if scope is None:
         th = getattr(owner.agent, "threshold", None) or owner.app.settings.threshold
-        scope = owner.state[SCOPE_KEY] = Scope(direct=th.direct, planned=th.planned)
+        scope = owner.state[SCOPE_KEY] = Scope(direct=th.direct, planned=th.planned,
+                                               direct_lines=getattr(th, "direct_lines", 50))
     return scope
 
 
@@ -124,6 +132,12 @@ async def note_tool_done(ctx: "TurnContext", name: str) -> None:
         return
     owner = scope_owner(ctx)
     assert owner is not None
+    if name == PLAN_CREATE and scope.plans_before is not None:
+        store = await owner.app.store()
+        for plan in await store.list_plans(status="draft", limit=200):
+            if plan.id not in scope.plans_before and plan.id not in scope.created_plans:
+                scope.created_plans.append(plan.id)
+        scope.plans_before = None
     if name in (PLAN_CREATE, TASK_BATCH):
         scope.made.add(name)
         if {PLAN_CREATE, TASK_BATCH} <= scope.made and scope.plan is None:
@@ -196,11 +210,38 @@ async def rollback_scope(owner: "TurnContext", scope: Scope) -> tuple[list[str],
     return restored, failed
 
 
+async def abandon_own_drafts(owner: "TurnContext", scope: Scope) -> list[str]:
+    """State 4: the draft plans this turn created are abandoned (audited), so no orphan
+    drafts remain; a plan that moved on from draft is left alone."""
+    store = await owner.app.store()
+    done = []
+    for pid in scope.created_plans:
+        if pid in scope.abandoned:
+            continue
+        try:
+            plan = await store.get_plan(pid)
+            if plan.status != "draft":
+                continue
+            await store.update_plan_status(
+                pid, "abandoned", actor=owner.agent_name, session_id=owner.session.id,
+                reason=f"{owner.agent_name} went out of scope (State 4) in the turn that drafted it",
+            )
+        except Exception:
+            log.exception("could not abandon draft plan %s", pid)
+            continue
+        scope.abandoned.append(pid)
+        done.append(plan.slug)
+    return done
+
+
 async def enter_state4(owner: "TurnContext", scope: Scope, count: int) -> str:
     scope.state = 4
     restored, failed = await rollback_scope(owner, scope)
     scope.restored, scope.unrestored = restored, failed
     scope.handback = handback_text(scope, count, restored, failed)
+    drafts = await abandon_own_drafts(owner, scope)
+    if drafts:
+        scope.handback += f" I abandoned the draft plan(s) I had started: {', '.join(drafts)}."
     await publish(owner, scope)
     return scope.handback
 
@@ -213,6 +254,74 @@ def declared_paths(tool: ToolDescriptor, params: BaseModel) -> list[str] | None:
     if fn is None:
         return None
     return [str(p) for p in (fn(params) or [])]
+
+
+def changed_lines(before: str | None, after: str | None) -> int:
+    """Lines a change adds, removes or rewrites (a rewritten line counts once)."""
+    a = (before or "").splitlines()
+    b = (after or "").splitlines()
+    n = 0
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag != "equal":
+            n += max(i2 - i1, j2 - j1)
+    return n
+
+
+def _patch_lines(patch: str) -> int:
+    """Changed lines of a unified diff: per hunk, the larger of its removed and added lines."""
+    total = plus = minus = 0
+    for line in patch.splitlines():
+        if line.startswith("@@") or line.startswith("--- ") or line.startswith("+++ "):
+            total += max(plus, minus)
+            plus = minus = 0
+        elif line.startswith("+"):
+            plus += 1
+        elif line.startswith("-"):
+            minus += 1
+    return total + max(plus, minus)
+
+
+def stack_of(path: str) -> str | None:
+    """The code stack a file belongs to by the routing table (None: not code)."""
+    return EXTENSION_STACKS.get(PurePosixPath(path).suffix.lower())
+
+
+async def _lines_after(owner: "TurnContext", scope: Scope, ctx: "TurnContext", params: BaseModel,
+                       targets: list[str], done: list[str]) -> int | None:
+    """Changed lines of the turn if this call goes through (None: cannot tell beforehand).
+
+    Reads the public arguments of the file tools: `write {path, content}`,
+    `edit {path, old_text, new_text}`, `apply_patch {patch}`.
+    """
+    fields = type(params).model_fields
+    before: dict[str, str | None] = {}
+    current: dict[str, str | None] = {}
+    for p in dict.fromkeys(done + targets):
+        current[p] = await owner.host.read_text(owner.app.root / p)
+        before[p] = scope.originals.get(p, current[p])
+    total = 0
+    if "patch" in fields:
+        total += _patch_lines(str(getattr(params, "patch", "") or ""))
+        after = {p: current[p] for p in targets}
+    elif len(targets) == 1 and "content" in fields:
+        after = {targets[0]: getattr(params, "content", None)}
+    elif len(targets) == 1 and {"old_text", "new_text"} <= set(fields):
+        text = current[targets[0]]
+        old, new = getattr(params, "old_text", ""), getattr(params, "new_text", "")
+        after = {targets[0]: text.replace(old, new, 1) if text is not None and old and old in text else text}
+    else:
+        return None
+    for p in dict.fromkeys(done + targets):
+        total += await asyncio.to_thread(changed_lines, before[p], after.get(p, current[p]))
+    return total
+
+
+def _needs_plan(scope: Scope, why: str) -> str:
+    return (
+        f"scope: {why}; without a plan I stay in state 1 (at most {scope.direct} files, {scope.direct_lines} changed "
+        f"lines, one stack). Make a plan first: call plan_create, then task_create_batch with the steps and their "
+        f"files, then retry this change (state 2). More than {scope.planned} files: hand back and suggest the foreman."
+    )
 
 
 class ScopeGuard:
@@ -228,23 +337,33 @@ class ScopeGuard:
         assert scope is not None
         if scope.state == 4:
             return scope.handback
+        if tool.name == PLAN_CREATE and scope.plans_before is None:
+            store = await owner.app.store()
+            scope.plans_before = {p.id for p in await store.list_plans(status="draft", limit=200)}
         paths = declared_paths(tool, params)
         if paths is None:
             return None  # not a file change it can announce; counted after the fact
         done = touched(owner)
-        new = [p for p in dict.fromkeys(rel_path(ctx, p) for p in paths) if p not in done]
-        if not new:
-            return None
+        targets = list(dict.fromkeys(rel_path(ctx, p) for p in paths))
+        new = [p for p in targets if p not in done]
         count = len(done) + len(new)
-        if count > scope.planned:
+        if new and count > scope.planned:
             return await enter_state4(owner, scope, count)
-        if count > scope.direct and scope.plan is None:
-            return (
-                f"scope: this would be file {count} of the turn ({', '.join(new)}); without a plan I change at most "
-                f"{scope.direct} files (state 1). For 3-{scope.planned} files make a plan first: call plan_create, "
-                f"then task_create_batch with the steps and their files, then retry this edit (state 2). "
-                f"More than {scope.planned} files: hand back and suggest the foreman."
-            )
+        if scope.plan is None:
+            if count > scope.direct:
+                return _needs_plan(scope, f"this would be file {count} of the turn ({', '.join(new)})")
+            stacks = sorted({s for s in map(stack_of, done + new) if s})
+            if len(stacks) > 1:
+                return _needs_plan(scope, f"this would touch {len(stacks)} stacks ({', '.join(stacks)}); "
+                                          "work across stacks is split into tasks per stack")
+            for p in new:
+                if p not in scope.originals:
+                    scope.originals[p] = await owner.host.read_text(owner.app.root / p)
+            lines = await _lines_after(owner, scope, ctx, params, targets, done)
+            if lines is not None and lines > scope.direct_lines:
+                return _needs_plan(scope, f"this would make {lines} changed lines in the turn, more than "
+                                          f"{scope.direct_lines}")
+            return None
         for p in new:
             if p not in scope.originals:
                 scope.originals[p] = await owner.host.read_text(owner.app.root / p)
