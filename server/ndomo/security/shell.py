@@ -70,6 +70,7 @@ class _Unit:
     paths: list[Word] = field(default_factory=list)  # path values normalisation took out (git -C)
     writes: list[Word] = field(default_factory=list)  # further write targets (git config -f)
     git_config: bool = False  # changes the repository's .git/config
+    chdirs: list[Word] = field(default_factory=list)  # folders it runs in (env -C, git -C)
 
     def ask(self, note: str) -> None:
         self.floor = strictest(self.floor, "ask")
@@ -218,6 +219,7 @@ class _Analyzer:
         unit.paths += norm.paths
         unit.writes += norm.writes
         unit.git_config = unit.git_config or norm.writes_git_config
+        unit.chdirs += norm.chdirs
         unit.floor = strictest(unit.floor, norm.floor)
         unit.notes += [n for n in norm.notes if n not in unit.notes]
         if norm.words and "/" in norm.words[0].value:
@@ -397,22 +399,45 @@ def _expand(text: str, w: Word, cwd: Path) -> list[str] | None:
     return matches or [text]
 
 
-def _resolved(w: Word, cwd: Path, roots: Sequence[Path]):
-    """(text, path or PathRefused) for every path an argument stands for, globs expanded."""
-    for text in _texts(w):
-        paths = _expand(text, w, cwd)
-        if paths is None:
-            yield text, PathRefused(f"the glob matches more than {MAX_GLOB_MATCHES} files; too many to check")
-            continue
-        for path in paths:
-            try:
-                yield path, resolve_in_workspace(path, roots, base=cwd)
-            except PathRefused as exc:
-                yield path, exc
+def _resolved(w: Word, cwd: Path | Sequence[Path], roots: Sequence[Path]):
+    """(text, path or PathRefused) for every path an argument stands for, globs expanded,
+    from each folder the command may run in."""
+    for base in ([cwd] if isinstance(cwd, Path) else cwd):
+        for text in _texts(w):
+            paths = _expand(text, w, base)
+            if paths is None:
+                yield text, PathRefused(f"the glob matches more than {MAX_GLOB_MATCHES} files; too many to check")
+                continue
+            for path in paths:
+                try:
+                    yield path, resolve_in_workspace(path, roots, base=base)
+                except PathRefused as exc:
+                    yield path, exc
+
+
+def _folders(units: list[_Unit], cwd: Path | None, roots: Sequence[Path]) -> list[Path]:
+    """The folders the line's commands may run in: the start folder plus every literal
+    `cd`/`pushd`/`env -C`/`git -C` target inside the workspace. Relative paths are judged
+    from each of them, so `cd .git && cp ../x config` is seen as writing .git/config."""
+    if cwd is None:
+        return []
+    out = [cwd]
+    for u in units:
+        targets = list(u.chdirs)
+        if u.words and u.words[0].value in ("cd", "pushd"):
+            targets += [w for w in u.words[1:] if not w.value.startswith("-")][:1]
+        for w in targets:
+            if not w.literal:
+                continue
+            for base in list(out):
+                for _, p in _resolved(w, base, roots):
+                    if isinstance(p, Path) and p not in out and p.is_dir():
+                        out.append(p)
+    return out
 
 
 def _path_notes(
-    unit: _Unit, cwd: Path | None, roots: Sequence[Path], secret_globs: list[str] | None
+    unit: _Unit, cwd: Sequence[Path] | None, roots: Sequence[Path], secret_globs: list[str] | None
 ) -> list[str]:
     """Arguments computed at run time, or pointing outside the workspace or at secrets:
     an allow becomes ask."""
@@ -421,7 +446,7 @@ def _path_notes(
         if not w.literal:
             notes.append(f"argument `{w.value}` is computed at run time (a variable or a substitution)")
             continue
-        if not roots or cwd is None:
+        if not roots or not cwd:
             continue
         for text, p in _resolved(w, cwd, roots):
             if isinstance(p, PathRefused):
@@ -432,13 +457,13 @@ def _path_notes(
     return list(dict.fromkeys(notes))
 
 
-def _control_notes(unit: _Unit, cwd: Path | None, roots: Sequence[Path]) -> tuple[list[str], list[str]]:
+def _control_notes(unit: _Unit, cwd: Sequence[Path] | None, roots: Sequence[Path]) -> tuple[list[str], list[str]]:
     """(deny, ask) notes for a command writing into the control files."""
     deny: list[str] = []
     ask: list[str] = []
     if unit.git_config:
         deny.append("writes .git/config: git configuration is changed by the user by hand, never by an agent")
-    if not roots or cwd is None:
+    if not roots or not cwd:
         return deny, ask
     for w in write_targets(unit.words) + unit.outputs + unit.writes:
         if not w.literal:
@@ -537,7 +562,8 @@ def decide(
     roots = list(roots or [])
     if roots and cwd is None:
         cwd = roots[0]
-    verdicts = [_judge(u, rules, cwd, roots, secret_globs) for u in analyzer.units]
+    folders = _folders(analyzer.units, cwd, roots) if roots else []
+    verdicts = [_judge(u, rules, folders, roots, secret_globs) for u in analyzer.units]
     if not verdicts and not analyzer.problems:
         return ShellDecision(action="deny", commands=[], reasons=["empty command: nothing to run"])
     overall: Action = "allow"

@@ -68,6 +68,7 @@ class Normalised:
     paths: list[Word] = field(default_factory=list)  # path values stripped from the words (git -C)
     writes: list[Word] = field(default_factory=list)  # paths the command writes to (git config -f)
     writes_git_config: bool = False  # `git config` changing the repository's own config
+    chdirs: list[Word] = field(default_factory=list)  # folders the command runs in (env -C, git -C)
 
     def ask(self, note: str) -> None:
         self.floor = strictest(self.floor, "ask")
@@ -193,9 +194,17 @@ def _env(out: Normalised) -> list[Word] | None:
             return None
         if v in ("-i", "--ignore-environment", "-", "-0", "--null", "-v", "--debug"):
             i += 1
-        elif v in ("-u", "--unset", "-C", "--chdir"):
+        elif v in ("-C", "--chdir"):
+            if i + 1 < n:
+                out.chdirs.append(ws[i + 1])
             i += 2
-        elif v.startswith(("--unset=", "--chdir=")) or (v[:2] in ("-u", "-C") and len(v) > 2):
+        elif v.startswith("--chdir=") or (v[:2] == "-C" and len(v) > 2):
+            value = v.split("=", 1)[1] if v.startswith("--") else v[2:]
+            out.chdirs.append(Word(value, w.literal, w.glob))
+            i += 1
+        elif v in ("-u", "--unset"):
+            i += 2
+        elif v.startswith("--unset=") or (v[:2] == "-u" and len(v) > 2):
             i += 1
         elif v == "--":
             i += 1
@@ -468,6 +477,8 @@ def _git(out: Normalised) -> None:
             return
         if key in _GIT_PATH_OPTS:
             out.paths.append(value)
+            if key == "-C":
+                out.chdirs.append(value)
         elif key in _GIT_CONFIG_OPTS:
             out.ask(f"git {key} {value.value} sets configuration for this run, which can run commands")
         elif key == "--exec-path":

@@ -93,6 +93,10 @@ CASES: list[tuple[str, str, str, str | None]] = [
     ("craftsman", "git config core.fsmonitor ./x", "deny", "by hand"),
     ("craftsman", "git config --add user.name me", "deny", "by hand"),
     ("craftsman", "ln -s ../x .git/hooks/pre-push", "deny", "by hand"),
+    ("craftsman", "cd .git && cp ../x config", "deny", "by hand"),
+    ("craftsman", "cd .git/hooks; mv ../../x pre-commit", "deny", "by hand"),
+    ("craftsman", "env -C .git cp ../x config", "deny", "by hand"),
+    ("craftsman", "env --chdir=.ndomo cp ../x ndomo.db", "deny", "by hand"),
     ("craftsman", "cp x AGENTS.md", "ask", "project instructions"),
     ("craftsman", "mv x CLAUDE.md", "ask", "project instructions"),
     ("craftsman", "cp x .git/info/exclude", "allow", None),  # the rest of .git/ stays writable
