@@ -25,6 +25,7 @@ class AgentInfo(BaseModel):
     path: str
     permissions: dict[str, str]
     threshold: dict[str, int] | None = None
+    writes: str = "any"  # the write contract: any | design
 
 
 class AgentList(BaseModel):
@@ -83,7 +84,7 @@ def describe_agents(agents: list[AgentDef], problems: list[AgentProblem], worksp
             AgentInfo(
                 name=a.name, description=a.description, mode=a.mode, default_mode=a.default_mode,
                 source=_source(a, workspace), path=a.source, permissions=permission_summary(a.permission),
-                threshold=a.threshold.model_dump() if a.threshold else None,
+                threshold=a.threshold.model_dump() if a.threshold else None, writes=a.writes,
             )
             for a in agents
         ],

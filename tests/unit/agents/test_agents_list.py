@@ -28,6 +28,7 @@ permission:
     assert foreman["source"] == "builtin" and foreman["permissions"]["bash"] == "deny"
     assert foreman["permissions"]["task"].startswith("allow scout, scribe, sage, guild")
     assert by_name["craftsman"]["threshold"] == {"direct": 2, "planned": 5, "direct_lines": 50}
+    assert foreman["writes"] == "design" and by_name["craftsman"]["writes"] == "any"
     helper = by_name["helper"]
     assert helper["source"] == "project" and helper["permissions"]["bash"] == "ask by default; 1 allowed, 0 denied patterns"
     [problem] = result["problems"]
