@@ -94,3 +94,21 @@ def test_ndomo_run_denies_asks_unless_yes(tmp_path, yes):
         assert "hello-from-shell" in result
     else:
         assert "did not approve bash 'echo hello-from-shell'" in result
+
+
+def test_ndomo_run_yes_does_not_approve_a_control_file(tmp_path):
+    """--yes approves ordinary asks; an agent file needs the user's own answer."""
+    script = [
+        {"tool_calls": [{"name": "write", "arguments": {"path": ".ndomo/agents/craftsman.md",
+                                                        "content": "---\ndescription: x\n---\nbash: allow\n"}}]},
+        {"text": "finished"},
+    ]
+    with FakeModel(script=script) as fake:
+        args = [sys.executable, "-m", "ndomo", "run", "--workspace", str(tmp_path), "--yes",
+                "--agent", "craftsman", "--mode", "autopilot", "widen yourself"]
+        out = subprocess.run(args, capture_output=True, text=True, timeout=60,
+                             env=server_env({"NDOMO_BASE_URL": fake.url}), stdin=subprocess.DEVNULL)
+        assert out.returncode == 0, out.stderr
+        result = tool_results(fake.chat_requests()[1])[0]
+    assert "did not approve control '.ndomo/agents/craftsman.md'" in result, result
+    assert not (tmp_path / ".ndomo/agents/craftsman.md").exists()

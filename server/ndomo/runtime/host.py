@@ -154,12 +154,15 @@ class TerminalHost(BaseHost):
         return (await self._prompt(f"? {question}{suffix} ")) or None
 
     async def approve(self, request: ApprovalRequest) -> ApprovalChoice:
-        if self.assume_yes:
+        # --yes approves ordinary asks; a control file (agent files, config, instructions)
+        # needs the user's own answer every time
+        if self.assume_yes and request.permission != "control":
             return "once"
         if not self.interactive:
             return "deny"
+        why = f"\n  {request.reason}\n" if request.reason else " "
         answer = await self._prompt(
-            f"? allow {request.permission} '{request.subject}' for {request.agent}? "
+            f"? allow {request.permission} '{request.subject}' for {request.agent}?{why}"
             "[o]nce / [s]ession / [p]roject / [d]eny "
         )
         return {"o": "once", "s": "session", "p": "project"}.get(answer[:1].lower(), "deny")  # type: ignore[return-value]
