@@ -9,14 +9,12 @@ contract of any ancestor that has it, so a planner cannot have code written for 
 from __future__ import annotations
 
 import asyncio
-import os
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from ndomo.runtime.tools import ToolDescriptor
-from ndomo.security.control import control_kind, design_artifact
-from ndomo.security.paths import PathRefused, relative_to_workspace, resolve_in_workspace
+from ndomo.security.control import control_kind, design_artifact, real_target
 
 if TYPE_CHECKING:
     from ndomo.runtime.context import TurnContext
@@ -29,14 +27,6 @@ def design_writer(ctx: "TurnContext | None") -> str | None:
             return ctx.agent_name
         ctx = ctx.parent
     return None
-
-
-def _real(ctx: "TurnContext", raw: str) -> tuple[str, bool] | None:
-    try:
-        path = resolve_in_workspace(raw, ctx.roots)
-        return relative_to_workspace(path, ctx.roots), os.path.isdir(path)
-    except PathRefused:
-        return None
 
 
 def handoff(agent: str, what: str) -> str:
@@ -72,7 +62,7 @@ class DesignWritesOnly:
             return handoff(agent, f"'{tool.name}' cannot show which files it writes")
         bad = []
         for raw in paths:
-            real = await asyncio.to_thread(_real, ctx, raw)
+            real = await asyncio.to_thread(real_target, raw, ctx.roots)
             if real is None:
                 continue  # the tool refuses it, saying why
             rel, folder = real

@@ -81,15 +81,14 @@ def _paths(tool: ToolDescriptor, params: BaseModel, key: str) -> list[str]:
 def _control_verdict(ctx: "TurnContext", tool: ToolDescriptor, paths: list[str]) -> "Verdict | None":
     """Writes to the control files: refused (.git/, .ndomo/, plan views) or always asked
     (agent files, config, project instructions), whatever the agent's permission says."""
-    from ndomo.security.control import control_kind, warning
-    from ndomo.security.paths import PathRefused, relative_to_workspace, resolve_in_workspace
+    from ndomo.security.control import control_kind, real_target, warning
 
     ask: Verdict | None = None
     for raw in paths:
-        try:
-            rel = relative_to_workspace(resolve_in_workspace(raw, ctx.roots), ctx.roots)
-        except PathRefused:
+        real = real_target(raw, ctx.roots)
+        if real is None:
             continue  # the tool itself refuses it, with the reason
+        rel = real[0]
         kind = control_kind(rel)
         if kind == "plan_view":
             return Verdict(action="deny", permission="control", subject=rel,

@@ -8,7 +8,14 @@ approvals (`.ndomo/ndomo.db`) or rewrite the instructions every later turn obeys
 
 from __future__ import annotations
 
-from typing import Literal
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal, Sequence
+
+import pathspec
+
+from ndomo.security.paths import PathRefused, relative_to_workspace, resolve_in_workspace
 
 ControlKind = Literal["plan_view", "instructions", "agent_config", "denied"]
 
@@ -101,13 +108,16 @@ def _folder_pattern(text: str) -> bool:
     return t.endswith("/") or t.endswith("/**")
 
 
-_SPECS: dict[tuple[str, ...], object] = {}
+@lru_cache(maxsize=32)
+def _design_spec(globs: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines([g for g in globs if g.strip()])
 
 
-def _design_spec(globs: tuple[str, ...]):
-    import pathspec
-
-    spec = _SPECS.get(globs)
-    if spec is None:
-        spec = _SPECS[globs] = pathspec.GitIgnoreSpec.from_lines([g for g in globs if g.strip()])
-    return spec
+def real_target(raw: str, roots: Sequence[Path]) -> tuple[str, bool] | None:
+    """(workspace-relative real path, is a folder) of a file-tool path argument, resolved
+    exactly as the file tools resolve it before writing; None when they would refuse it."""
+    try:
+        path = resolve_in_workspace(raw, roots)
+        return relative_to_workspace(path, roots), os.path.isdir(path)
+    except PathRefused:
+        return None

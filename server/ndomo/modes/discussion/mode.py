@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 
 from pydantic import BaseModel
 
@@ -10,20 +9,9 @@ from ndomo.runtime.context import TurnContext
 from ndomo.runtime.hooks import HookResult, ModeGatedHook, Phase
 from ndomo.runtime.prompts import ModePromptContributor
 from ndomo.runtime.tools import ToolDescriptor
-from ndomo.security.control import control_kind, design_artifact
-from ndomo.security.paths import PathRefused, relative_to_workspace, resolve_in_workspace
+from ndomo.security.control import control_kind, design_artifact, real_target
 
 NAME = "discussion"
-
-
-def _real(ctx: TurnContext, raw: str) -> tuple[str, bool] | None:
-    """(workspace-relative real path, is a folder) — the same resolution the file tools
-    use to write, so a symlink `docs/api.md -> ../src/app.py` is judged as src/app.py."""
-    try:
-        path = resolve_in_workspace(raw, ctx.roots)
-        return relative_to_workspace(path, ctx.roots), os.path.isdir(path)
-    except PathRefused:
-        return None
 
 
 class DesignArtifactsOnly:
@@ -46,7 +34,7 @@ class DesignArtifactsOnly:
             return f"'{tool.name}' cannot show which files it writes; discussion mode writes only design artifacts ({', '.join(globs)})"
         bad = []
         for raw in paths:
-            real = await asyncio.to_thread(_real, ctx, str(raw))
+            real = await asyncio.to_thread(real_target, str(raw), ctx.roots)
             if real is None:
                 continue  # the tool refuses it with the reason
             rel, folder = real
