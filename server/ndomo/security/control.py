@@ -32,12 +32,26 @@ def instruction_file(rel: str) -> bool:
     return rel in INSTRUCTION_FILES
 
 
+def _in_git(rel: str) -> bool:
+    """Inside a `.git` folder at any depth (a nested repository's too)."""
+    return ".git" in rel.split("/")
+
+
 def shell_read_only(rel: str) -> bool:
     """Where a shell command may never write: the sandbox mounts these read-only too.
 
-    The rest of `.git/` stays writable so `git add` and `git commit` work.
+    `.git/config` and `.git/hooks/` of the repository and of any nested one (a `sub/.git`
+    made by the agent would run its hooks and config under `git -C sub`), the `.git`
+    folder itself, and `.ndomo/`. The rest of `.git/` stays writable so `git add` and
+    `git commit` work.
     """
-    return rel in (".git", ".git/config") or _under(rel, ".git/hooks") or _under(rel, ".ndomo")
+    parts = rel.split("/")
+    for i, part in enumerate(parts):
+        if part == ".git":
+            rest = parts[i + 1 :]
+            if not rest or rest[0] in ("config", "hooks"):
+                return True
+    return _under(rel, ".ndomo")
 
 
 def control_kind(rel: str) -> ControlKind | None:
@@ -52,14 +66,14 @@ def control_kind(rel: str) -> ControlKind | None:
         return "agent_config"
     if _under(rel, _PLAN_VIEWS):
         return "plan_view"
-    if _under(rel, ".ndomo") or _under(rel, ".git"):
+    if _under(rel, ".ndomo") or _in_git(rel):
         return "denied"
     return None
 
 
 def never_design(rel: str) -> bool:
     """`.ndomo/**` and `.git/**` are never design artifacts, whatever the config says."""
-    return _under(rel, ".ndomo") or _under(rel, ".git")
+    return _under(rel, ".ndomo") or _in_git(rel)
 
 
 def warning(rel: str) -> str:

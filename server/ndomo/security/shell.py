@@ -71,6 +71,7 @@ class _Unit:
     writes: list[Word] = field(default_factory=list)  # further write targets (git config -f)
     git_config: bool = False  # changes the repository's .git/config
     chdirs: list[Word] = field(default_factory=list)  # folders it runs in (env -C, git -C)
+    git_dirs: list[Word] = field(default_factory=list)  # git --git-dir values
 
     def ask(self, note: str) -> None:
         self.floor = strictest(self.floor, "ask")
@@ -220,6 +221,7 @@ class _Analyzer:
         unit.writes += norm.writes
         unit.git_config = unit.git_config or norm.writes_git_config
         unit.chdirs += norm.chdirs
+        unit.git_dirs += norm.git_dirs
         unit.floor = strictest(unit.floor, norm.floor)
         unit.notes += [n for n in norm.notes if n not in unit.notes]
         if norm.words and "/" in norm.words[0].value:
@@ -454,6 +456,12 @@ def _path_notes(
                     notes.append(f"argument {text!r}: {p.message}")
             elif is_secret(p, roots, secret_globs):
                 notes.append(f"argument {text!r} looks like a secret file")
+    if roots and cwd:
+        for w in unit.git_dirs:
+            for text, p in _resolved(w, cwd, roots):
+                if isinstance(p, Path) and relative_to_workspace(p, roots) != ".git":
+                    notes.append(f"git --git-dir={text}: git would read its configuration (which can run "
+                                 "commands) from a folder that is not the repository's .git")
     return list(dict.fromkeys(notes))
 
 

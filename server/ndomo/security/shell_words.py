@@ -69,6 +69,7 @@ class Normalised:
     writes: list[Word] = field(default_factory=list)  # paths the command writes to (git config -f)
     writes_git_config: bool = False  # `git config` changing the repository's own config
     chdirs: list[Word] = field(default_factory=list)  # folders the command runs in (env -C, git -C)
+    git_dirs: list[Word] = field(default_factory=list)  # `git --git-dir` values: where git reads config
 
     def ask(self, note: str) -> None:
         self.floor = strictest(self.floor, "ask")
@@ -479,6 +480,8 @@ def _git(out: Normalised) -> None:
             out.paths.append(value)
             if key == "-C":
                 out.chdirs.append(value)
+            elif key == "--git-dir":
+                out.git_dirs.append(value)
         elif key in _GIT_CONFIG_OPTS:
             out.ask(f"git {key} {value.value} sets configuration for this run, which can run commands")
         elif key == "--exec-path":

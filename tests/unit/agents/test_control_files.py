@@ -54,6 +54,7 @@ async def _run(app, fake, calls, *, agent="craftsman", mode="autopilot", host=No
     (".ndomo/agents/sub/x.md", "denied"),
     (".git/config", "denied"),
     (".git/hooks/pre-commit", "denied"),
+    ("sub/.git/config", "denied"),
     ("docs/AGENTS.md", None),
     ("src/app.py", None),
 ])

@@ -100,6 +100,8 @@ CASES: list[tuple[str, str, str, str | None]] = [
     ("craftsman", "cd .git/hooks; mv ../../x pre-commit", "deny", "by hand"),
     ("craftsman", "env -C .git cp ../x config", "deny", "by hand"),
     ("craftsman", "env --chdir=.ndomo cp ../x ndomo.db", "deny", "by hand"),
+    ("craftsman", "mkdir -p sub/.git && cp x sub/.git/config", "deny", "by hand"),
+    ("craftsman", "cp x sub/.git/hooks/pre-commit", "deny", "by hand"),
     ("craftsman", "cp x AGENTS.md", "ask", "project instructions"),
     ("craftsman", "mv x CLAUDE.md", "ask", "project instructions"),
     ("craftsman", "cp x .git/info/exclude", "allow", None),  # the rest of .git/ stays writable
@@ -135,6 +137,8 @@ CASES: list[tuple[str, str, str, str | None]] = [
     ("craftsman", "git --git-dir .git --work-tree . push -f origin", "deny", "git push -f*"),
     ("craftsman", "git -P -C src push --force", "deny", None),
     ("craftsman", "/usr/bin/git -C . push --force", "deny", None),
+    ("craftsman", "git --git-dir=src status", "ask", "not the repository's .git"),
+    ("craftsman", "git --git-dir .git status", "allow", None),
     ("craftsman", "git -C src status", "allow", None),
     ("craftsman", "git --no-pager diff", "allow", None),
     ("craftsman", "git -C /tmp status", "ask", "outside"),
