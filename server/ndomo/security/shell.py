@@ -95,11 +95,14 @@ def _unquoted_specials(raw: str) -> tuple[bool, bool]:
     brace expansion — the quotes are gone from the parsed word, so the source is read."""
     glob = brace = False
     depth = 0
-    sq = dq = False
+    sq = dq = ansi = False
     i, n = 0, len(raw)
     while i < n:
         c = raw[i]
         if sq:
+            if ansi and c == "\\":  # $'…' knows backslash escapes, \' included
+                i += 2
+                continue
             sq = c != "'"
         elif c == "\\":
             i += 2
@@ -107,12 +110,12 @@ def _unquoted_specials(raw: str) -> tuple[bool, bool]:
         elif dq:
             dq = c != '"'
         elif c == "'":
-            sq = True
+            sq, ansi = True, False
         elif c == '"':
             dq = True
         elif c == "$" and raw[i + 1 : i + 2] in ("'", "{"):
             if raw[i + 1] == "'":
-                sq = True
+                sq, ansi = True, True
             else:
                 close = raw.find("}", i)
                 i = n if close < 0 else close + 1

@@ -258,3 +258,20 @@ async def test_tool_corpus(ws: Path, agent, mode, tool, args, expected):
         assert db.read_bytes()[:16] in (b"", b"SQLite format 3\x00")
     if expected == "ask" and tool != "bash" and tool != "read":
         assert "WARNING" in host.asked[0].reason, host.asked[0]
+
+
+@pytest.mark.parametrize(("raw", "glob", "brace"), [
+    (".e*", True, False),
+    ("'.e*'", False, False),
+    ('".e*"', False, False),
+    ("\\*", False, False),
+    ("$'\\''.e*", True, False),  # ANSI-C quoting ends after its escaped quote
+    ("a{b,c}", False, True),
+    ("'a{b,c}'", False, False),
+    ("{}", False, False),
+    ("x{1..3}", False, True),
+])
+def test_unquoted_glob_and_brace_detection(raw, glob, brace):
+    from ndomo.security.shell import _unquoted_specials
+
+    assert _unquoted_specials(raw) == (glob, brace)
