@@ -513,11 +513,9 @@ def _judge(unit: _Unit, rules: Rules, cwd, roots, secret_globs) -> _Verdict:
     action = strictest(rule_act, unit.floor)
     notes = list(unit.notes)
     deny_notes, ask_notes = _control_notes(unit, cwd, roots)
-    if deny_notes:
-        action = "deny"
-        notes = deny_notes + notes
+    if deny_notes:  # a control-file write is denied whatever the rules say
         why = "; ".join(deny_notes)
-        return _Verdict(unit, action, why + (f" ({'; '.join(unit.notes)})" if unit.notes else ""))
+        return _Verdict(unit, "deny", why + (f" ({'; '.join(unit.notes)})" if unit.notes else ""))
     if action == "allow":
         path_notes = ask_notes + _path_notes(unit, cwd, roots, secret_globs)
         if path_notes:
