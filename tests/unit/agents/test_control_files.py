@@ -116,6 +116,7 @@ async def test_agent_files_config_and_instructions_always_ask_with_a_warning(app
                                            call("write", path=path, content="two\n")], host=Host("project"))
     assert [r.permission for r in host.asked] == ["control", "control"], results  # "always" saved nothing
     assert "WARNING" in host.asked[0].reason and grants in host.asked[0].reason
+    assert "nothing is saved" in host.asked[0].reason
     assert (app.root / path).read_text() == "two\n"
     store = await app.store()
     assert await store.list_approvals() == []
