@@ -545,7 +545,8 @@ def _git_config(out: Normalised, args: list[Word]) -> None:
 _TARGET_LAST = frozenset({"cp", "install", "ln", "rsync", "scp", "link"})
 _WRITES_ALL = frozenset({"mv", "tee", "touch", "rm", "rmdir", "unlink", "shred", "truncate", "chmod", "chown",
                          "chgrp", "mkdir", "dd", "patch", "tar", "unzip", "cpio", "mkfifo", "mknod", "setfacl",
-                         "chattr", "curl", "wget", "git-lfs"})
+                         "chattr", "curl", "wget", "git-lfs", "sqlite3", "ed", "ex", "vi", "vim", "nvim", "nano",
+                         "emacs"})
 _IN_PLACE = frozenset({"sed", "perl", "ruby"})
 
 

@@ -102,6 +102,8 @@ CASES: list[tuple[str, str, str, str | None]] = [
     ("craftsman", "env --chdir=.ndomo cp ../x ndomo.db", "deny", "by hand"),
     ("craftsman", "mkdir -p sub/.git && cp x sub/.git/config", "deny", "by hand"),
     ("craftsman", "cp x sub/.git/hooks/pre-commit", "deny", "by hand"),
+    ("craftsman", "sqlite3 .ndomo/ndomo.db 'delete from approvals'", "deny", "by hand"),
+    ("craftsman", "ex -sc 'wq' .git/config", "deny", "by hand"),
     ("craftsman", "cp x AGENTS.md", "ask", "project instructions"),
     ("craftsman", "mv x CLAUDE.md", "ask", "project instructions"),
     ("craftsman", "cp x .git/info/exclude", "allow", None),  # the rest of .git/ stays writable
