@@ -31,6 +31,12 @@ class ModelConfig(_Section):
     timeout_s: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=2, ge=0, le=10)
     temperature: float | None = Field(default=None, ge=0, le=2)
+    stream: Literal["auto"] | bool = Field(
+        default="auto", description="auto: stream, and send again unstreamed when a server cannot stream tool calls."
+    )
+    context_window: int | None = Field(
+        default=None, ge=512, description="Tokens the model takes per request; unset: learned from the server."
+    )
 
     def resolved_api_key(self, env: Mapping[str, str] | None = None) -> str | None:
         env = os.environ if env is None else env

@@ -4,6 +4,12 @@ Real sockets on 127.0.0.1 so the real client code (SDK, HTTP, SSE parsing,
 retries, cancellation) is exercised. Each chat request consumes one step of
 the script; when it runs out the server answers `default_text`.
 
+Server behaviours of real local servers (each off by default): `stream_tools=False`
+(llama-cpp-python: a streamed request with tools gets an event stream with no chunk),
+`tools=False` (Ollama: 400 "does not support tools"), `n_ctx` (a context limit, with
+llama.cpp's or OpenAI's error), `props` (llama.cpp's /props), `ollama` (/api/show),
+`max_model_len` (vLLM's /v1/models). Prompt tokens are counted as request bytes / 4.
+
 In-process:   with FakeModel(script=[{"text": "hi"}]) as fake: ... fake.url ...
 As a process: python -m tests.fakes.fake_model --script s.json [--port N] [--record FILE]
               prints "READY <url>" and serves until killed. Steps can be added
@@ -65,6 +71,16 @@ class Step(BaseModel):
     garbage: bool = False
     huge: int | None = Field(default=None, ge=0)
     usage: bool = True  # False: ignore stream_options.include_usage, like some local servers
+    empty: bool = False  # a streamed reply: event stream opened, ended without a chunk
+    stream_error: str | None = None  # a streamed reply: an `error` event after the first piece
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """The fake's tokenizer: bytes of messages + tools (compact JSON) / 4."""
+    def size(v: Any) -> int:
+        return len(json.dumps(v, ensure_ascii=False, separators=(",", ":")).encode())
+
+    return (size(body.get("messages", [])) + (size(body["tools"]) if body.get("tools") else 0)) // 4
 
 
 def load_script(data: Any) -> tuple[list[Step], str | None]:
@@ -113,12 +129,26 @@ class FakeModel:
         strict_models: bool = False,
         api_key: str | None = None,
         record: str | Path | None = None,
+        stream_tools: bool = True,
+        tools: bool = True,
+        n_ctx: int | None = None,
+        context_error: str = "llamacpp",
+        props: bool = False,
+        ollama: dict[str, Any] | None = None,
+        max_model_len: int | None = None,
     ) -> None:
         self._steps, default = load_script(list(script or []))
         self.default_text = default if default is not None else default_text
         self.models = list(models or ["fake-model"])
         self.strict_models = strict_models  # 404 for a model not in `models`
         self.api_key = api_key  # when set, other keys get 401
+        self.stream_tools = stream_tools
+        self.tools = tools
+        self.n_ctx = n_ctx
+        self.context_error = context_error  # "llamacpp" or "openai" wording
+        self.props = props
+        self.ollama = ollama  # {"num_ctx": int?, "context_length": int, "capabilities": [...]}
+        self.max_model_len = max_model_len
         self.requests: list[dict[str, Any]] = []
         self.disconnects: list[int] = []  # request numbers whose client went away early
         self._record = Path(record) if record else None
@@ -312,7 +342,14 @@ class _Handler(BaseHTTPRequestHandler):
             if not self._auth_ok():
                 return self._error(401, ERROR_TEXT[401], code="invalid_api_key")
             data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.owner.models]
+            if self.owner.max_model_len:
+                for d in data:
+                    d["max_model_len"] = self.owner.max_model_len
             return self._send_json(200, {"object": "list", "data": data})
+        if self.path == "/props" and self.owner.props:
+            n_ctx = self.owner.n_ctx or 4096
+            return self._send_json(200, {"default_generation_settings": {"n_ctx": n_ctx, "params": {}},
+                                         "total_slots": 1, "model_path": "/models/fake.gguf"})
         if self.path == "/_fake/requests":
             return self._send_json(200, self.owner.requests)
         self._error(404, f"no route {self.path}")
@@ -327,6 +364,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._error(400, f"bad step: {exc}")
             return self._send_json(200, {"remaining": self.owner.remaining})
         number = self._record(body, raw)
+        if self.path == "/api/show" and self.owner.ollama is not None:
+            return self._api_show()
         if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
             return self._error(404, f"no route {self.path}")
         if not isinstance(body, dict):
@@ -336,12 +375,55 @@ class _Handler(BaseHTTPRequestHandler):
         model = str(body.get("model", ""))
         if self.owner.strict_models and model not in self.owner.models:
             return self._error(404, f"The model '{model}' does not exist", code="model_not_found")
+        refusal = self._refusal(body, model)
+        if refusal is not None:
+            return refusal()
         step = self.owner._take(body)
         try:
             self._answer(step, body, model)
         except _ClientGone:
             self.close_connection = True
             self.owner._note_gone(number)
+
+    def _api_show(self) -> None:
+        o = self.owner.ollama or {}
+        params = f"num_ctx                        {o['num_ctx']}" if o.get("num_ctx") else 'stop "<|im_end|>"'
+        self._send_json(200, {"modelfile": "FROM fake", "parameters": params, "template": "{{ .Prompt }}",
+                              "details": {"family": "llama"},
+                              "model_info": {"general.architecture": "llama",
+                                             "llama.context_length": o.get("context_length", 32768)},
+                              "capabilities": o.get("capabilities", ["completion", "tools"])})
+
+    def _refusal(self, body: dict[str, Any], model: str) -> Any:
+        """A server-level refusal (no script step is used): tools, context, streaming."""
+        owner = self.owner
+        if body.get("tools") and not owner.tools:
+            # Ollama's OpenAI-compatible endpoint, word for word.
+            return lambda: self._error(400, f"registry.ollama.ai/library/{model} does not support tools",
+                                       code=None)
+        if owner.n_ctx is not None:
+            tokens = prompt_tokens(body)
+            if tokens > owner.n_ctx:
+                if owner.context_error == "openai":
+                    return lambda: self._send_json(400, {"error": {
+                        "message": f"This model's maximum context length is {owner.n_ctx} tokens. However, your "
+                                   f"messages resulted in {tokens} tokens. Please reduce the length of the messages.",
+                        "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})
+                return lambda: self._send_json(400, {"error": {
+                    "code": 400, "message": "the request exceeds the available context size, try increasing it",
+                    "type": "exceed_context_size_error", "n_prompt_tokens": tokens, "n_ctx": owner.n_ctx}})
+        if body.get("stream") and body.get("tools") and not owner.stream_tools:
+            # llama-cpp-python: "Automatic streaming tool choice is not supported" goes to its log;
+            # the client gets an event stream that ends with nothing in it.
+            return lambda: self._empty_stream()
+        return None
+
+    def _empty_stream(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self._chunk(b"")
 
     def _answer(self, step: Step, body: dict[str, Any], model: str) -> None:
         if step.delay:
@@ -358,13 +440,15 @@ class _Handler(BaseHTTPRequestHandler):
             text = ("lorem ipsum " * (step.huge // 12 + 1))[: step.huge]
         if step.cut and not text:
             text = "this answer will be cut off"
+        if body.get("stream") and step.empty:
+            return self._empty_stream()
         if body.get("stream"):
             self._stream(step, body, model, text)
         else:
             self._whole(step, body, model, text)
 
     def _usage(self, body: dict[str, Any], text: str, step: Step) -> dict[str, int]:
-        prompt = len(json.dumps(body.get("messages", []))) // 4
+        prompt = prompt_tokens(body)
         completion = (len(text) + sum(len(json.dumps(c.arguments)) for c in step.tool_calls)) // 4 + 1
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
@@ -424,6 +508,14 @@ class _Handler(BaseHTTPRequestHandler):
             return
         for piece in pieces:
             delta({"content": piece})
+            if step.stream_error:
+                self._sse({"error": {"message": step.stream_error, "type": "server_error"}})
+                self._chunk(b"")
+                return
+        if step.stream_error and not pieces:
+            self._sse({"error": {"message": step.stream_error, "type": "server_error"}})
+            self._chunk(b"")
+            return
         for i, call in enumerate(step.tool_calls):
             args = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
             head = {"index": i, "id": call.id or f"call_{i}_{uuid.uuid4().hex[:6]}", "type": "function",
@@ -447,6 +539,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", action="append", dest="models", help="model id to list (repeatable)")
     parser.add_argument("--api-key", help="require this bearer key")
     parser.add_argument("--record", help="append every request as a JSON line to this file")
+    parser.add_argument("--n-ctx", type=int, help="refuse requests over this many tokens (llama.cpp wording)")
+    parser.add_argument("--props", action="store_true", help="serve llama.cpp's /props with n_ctx")
+    parser.add_argument("--no-stream-tools", action="store_true", help="empty stream for streamed requests with tools")
+    parser.add_argument("--no-tools", action="store_true", help="400 'does not support tools' for requests with tools")
     args = parser.parse_args(argv)
     steps: list[Any] = []
     default = args.default_text
@@ -458,7 +554,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         steps, default = list(loaded), file_default if file_default is not None else default
     fake = FakeModel(steps, default, host=args.host, port=args.port, models=args.models, api_key=args.api_key,
-                     record=args.record).start()
+                     record=args.record, n_ctx=args.n_ctx, props=args.props, stream_tools=not args.no_stream_tools,
+                     tools=not args.no_tools).start()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

@@ -4,13 +4,18 @@ from .client import ModelClient, Probe, make_client
 from .errors import (
     ModelAuthError,
     ModelBadResponse,
+    ModelContextExceeded,
+    ModelContextTooSmall,
+    ModelEmptyStream,
     ModelError,
     ModelRateLimited,
     ModelRequestRejected,
     ModelServerError,
     ModelTimeout,
+    ModelToolsUnsupported,
     ModelUnreachable,
 )
+from .capabilities import Capabilities
 from .messages import (
     Finished,
     Message,
@@ -24,6 +29,7 @@ from .messages import (
 )
 
 __all__ = [
+    "Capabilities", "ModelContextExceeded", "ModelContextTooSmall", "ModelEmptyStream", "ModelToolsUnsupported",
     "Finished", "Message", "ModelAuthError", "ModelBadResponse", "ModelClient", "ModelError",
     "ModelRateLimited", "ModelRequestRejected", "ModelServerError", "ModelTimeout", "ModelUnreachable",
     "Probe", "StreamEvent", "TextDelta", "ToolCall", "ToolCallReady", "ToolSpec", "Usage", "UsageEvent",

@@ -5,17 +5,17 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
+from .capabilities import Capabilities
 from .client import Probe
-from .errors import ModelBadResponse, ModelError, ModelTimeout
+from .errors import ModelBadResponse, ModelContextExceeded, ModelError, ModelTimeout, ModelToolsUnsupported, map_error
 from .messages import Finished, Message, StreamEvent, TextDelta, ToolCall, ToolCallReady, ToolSpec, Usage, UsageEvent
-from .retry import RetryPolicy
-from .sdk_errors import map_error, with_retries
 
 if TYPE_CHECKING:
     from ndomo.config import ModelConfig
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 MAX_TOKENS = 8192
+CACHE = {"type": "ephemeral"}
 STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
 
 
@@ -46,7 +46,16 @@ def to_anthropic(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
 
 
 def to_anthropic_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
-    return [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools]
+    """Tools with a cache breakpoint on the last one: the tool list is part of the stable prefix."""
+    out = [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools]
+    if out:
+        out[-1]["cache_control"] = CACHE
+    return out
+
+
+def system_blocks(system: str) -> list[dict[str, Any]]:
+    """The system prompt as one cached block: byte-identical across a session's turns."""
+    return [{"type": "text", "text": system, "cache_control": CACHE}]
 
 
 def _sdk() -> Any:
@@ -57,25 +66,35 @@ def _sdk() -> Any:
 
 
 class AnthropicClient:
-    def __init__(self, cfg: ModelConfig, *, retry_base_delay: float = 0.5, retry_max_delay: float = 20.0,
-                 probe_timeout_s: float = 5.0, env: dict[str, str] | None = None) -> None:
+    def __init__(self, cfg: ModelConfig, *, probe_timeout_s: float = 5.0, env: dict[str, str] | None = None) -> None:
         self.sdk = _sdk()
         self.cfg = cfg
         # The shared default points at a local OpenAI-style server; it means "unset" here.
         url = cfg.base_url.rstrip("/")
         self.url = DEFAULT_BASE_URL if url == "http://127.0.0.1:11434/v1" else url
-        self.retry = RetryPolicy(max_retries=cfg.max_retries, base_delay=retry_base_delay, max_delay=retry_max_delay)
         self.probe_timeout_s = min(probe_timeout_s, cfg.timeout_s)
+        self.caps = Capabilities(stream_tools=True, tools=True)
         self._client = self.sdk.AsyncAnthropic(
-            base_url=self.url, api_key=cfg.resolved_api_key(env) or "missing", timeout=cfg.timeout_s, max_retries=0
+            base_url=self.url, api_key=cfg.resolved_api_key(env) or "missing", timeout=cfg.timeout_s,
+            max_retries=cfg.max_retries,
         )
 
     async def aclose(self) -> None:
         await self._client.close()
 
-    def _describe(self, model: str, route: str = "chat") -> dict[str, Any]:
-        return {"url": self.url, "model": model, "api_key_env": self.cfg.api_key_env,
-                "timeout_s": self.cfg.timeout_s, "route": route}
+    def _map(self, exc: BaseException, model: str, route: str = "chat") -> ModelError:
+        status = getattr(exc, "status_code", None)
+        retried = isinstance(exc, self.sdk.APIConnectionError) or (isinstance(status, int) and (
+            status in (408, 409, 429) or status >= 500))
+        return map_error(exc, self.sdk, url=self.url, model=model, api_key_env=self.cfg.api_key_env,
+                         timeout_s=self.cfg.timeout_s, route=route,
+                         retries=self.cfg.max_retries if route == "chat" and retried else 0)
+
+    def streams(self, tools: list[ToolSpec]) -> bool:
+        return True
+
+    async def learn(self) -> Capabilities:
+        return self.caps
 
     async def stream(self, messages: list[Message], tools: list[ToolSpec], *, model: str | None = None,
                      temperature: float | None = None) -> AsyncIterator[StreamEvent]:
@@ -83,14 +102,16 @@ class AnthropicClient:
         system, wire = to_anthropic(messages)
         params: dict[str, Any] = {"model": model_name, "max_tokens": MAX_TOKENS, "messages": wire, "stream": True}
         if system:
-            params["system"] = system
+            params["system"] = system_blocks(system)
         if tools:
             params["tools"] = to_anthropic_tools(tools)
         temp = temperature if temperature is not None else self.cfg.temperature
         if temp is not None:
             params["temperature"] = min(temp, 1.0)  # Anthropic's range is 0..1
-        sdk_stream = await with_retries(lambda: self._client.messages.create(**params), self.sdk, self.retry,
-                                        **self._describe(model_name))
+        try:
+            sdk_stream = await self._client.messages.create(**params)
+        except self.sdk.APIError as exc:
+            raise self._map(exc, model_name) from exc
         try:
             async for event in self._events(sdk_stream):
                 yield event
@@ -123,13 +144,24 @@ class AnthropicClient:
                 elif kind == "message_stop":
                     done = True
         except self.sdk.APITimeoutError as exc:
-            raise ModelTimeout(f"model endpoint {self.url} stopped sending for {self.cfg.timeout_s:g}s mid-answer",
-                               url=self.url) from exc
-        except self.sdk.APIError as exc:
-            raise ModelBadResponse(f"model endpoint {self.url} cut the stream off mid-answer: {exc}", url=self.url) from exc
+            raise ModelTimeout(f"model endpoint {self.url} stopped sending for {self.cfg.timeout_s:g}s mid-answer; "
+                               "raise model.timeout_s", url=self.url) from exc
+        except self.sdk.APIConnectionError as exc:
+            raise ModelBadResponse(f"model endpoint {self.url} cut the stream off mid-answer; try again",
+                                   url=self.url) from exc
+        except self.sdk.APIError as exc:  # an `error` event inside the stream
+            mapped = self._map(exc, self.cfg.name)
+            if isinstance(mapped, (ModelContextExceeded, ModelToolsUnsupported)):
+                raise mapped from exc
+            body = getattr(exc, "body", None)
+            err = body.get("error") if isinstance(body, dict) else None
+            kind = f"{err.get('type')}: " if isinstance(err, dict) and err.get("type") else ""
+            text = err.get("message") if isinstance(err, dict) else getattr(exc, "message", str(exc))
+            raise ModelBadResponse(f"model endpoint {self.url} sent an error event mid-stream ({kind}{text}); "
+                                   "try again later", url=self.url) from exc
         if not done:
-            raise ModelBadResponse(f"model endpoint {self.url} ended the stream before the answer was finished",
-                                   url=self.url)
+            raise ModelBadResponse(f"model endpoint {self.url} ended the stream before the answer was finished; "
+                                   "try again", url=self.url)
         yield UsageEvent(usage=usage)
         yield Finished(reason=STOP_REASONS.get(reason or "", reason or "stop"))
 
@@ -138,8 +170,7 @@ class AnthropicClient:
             page = await self._client.with_options(timeout=self.probe_timeout_s, max_retries=0).models.list()
             models = sorted(str(m.id) for m in (getattr(page, "data", None) or []))
         except Exception as exc:  # a probe reports, it never raises
-            err = map_error(exc, self.sdk, retries=0, **self._describe(self.cfg.name, route="models"))
-            return Probe(url=self.url, ok=False, detail=str(err))
+            return Probe(url=self.url, ok=False, detail=str(self._map(exc, self.cfg.name, route="models")))
         listed = "available" if self.cfg.name in models else "not among them"
         return Probe(url=self.url, ok=True, detail=f"{len(models)} models; '{self.cfg.name}' {listed}", models=models)
 

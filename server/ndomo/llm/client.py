@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, AsyncIterator, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
+from .capabilities import Capabilities
 from .errors import ModelError
 from .messages import Message, StreamEvent, ToolSpec
 
@@ -25,6 +26,17 @@ class Probe(BaseModel):
 
 @runtime_checkable
 class ModelClient(Protocol):
+    url: str
+    caps: Capabilities  # what was learned about the endpoint + model; the runtime persists it
+
+    def streams(self, tools: list[ToolSpec]) -> bool:
+        """Whether a request with these tools is streamed (`model.stream` and what was learned)."""
+        ...
+
+    async def learn(self) -> Capabilities:
+        """Ask the server what it says about itself (context window, tool support); never raises."""
+        ...
+
     def stream(
         self,
         messages: list[Message],
@@ -40,7 +52,7 @@ class ModelClient(Protocol):
 
 
 def make_client(cfg: ModelConfig, **options: object) -> ModelClient:
-    """Client for `cfg.provider`; `options` go to the client (e.g. `retry_base_delay`)."""
+    """Client for `cfg.provider`; `options` go to the client (e.g. `probe_timeout_s`)."""
     if cfg.provider == "anthropic":
         try:
             importlib.import_module("anthropic")

@@ -1,23 +1,45 @@
-"""OpenAI-compatible streaming client (OpenAI, Ollama, vLLM, llama.cpp, LM Studio, OpenRouter …)."""
+"""OpenAI-compatible client (OpenAI, Ollama, vLLM, llama.cpp, LM Studio, OpenRouter …).
+
+Streams by default; `model.stream: auto` sends a request again without streaming when a
+server cannot stream tool calls (an error, or a stream that ends with nothing in it), and
+remembers that in `caps`. Retries are the SDK's (`max_retries`, honouring Retry-After).
+"""
 
 from __future__ import annotations
 
-import asyncio
+import json
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
+import httpx
 import openai
 
 from .assembly import ToolCallAssembler
+from .budget import request_size
+from .capabilities import Capabilities
 from .client import Probe
-from .errors import ModelBadResponse, ModelError, ModelTimeout
-from .messages import Finished, Message, StreamEvent, TextDelta, ToolCallReady, ToolSpec, Usage, UsageEvent
-from .retry import RetryPolicy
-from .sdk_errors import map_error, with_retries
+from .errors import (
+    ModelAuthError,
+    ModelBadResponse,
+    ModelContextExceeded,
+    ModelEmptyStream,
+    ModelError,
+    ModelRateLimited,
+    ModelTimeout,
+    ModelToolsUnsupported,
+    ModelUnreachable,
+    map_error,
+)
+from .messages import Finished, Message, StreamEvent, TextDelta, ToolCall, ToolCallReady, ToolSpec, Usage, UsageEvent
 
 if TYPE_CHECKING:
     from ndomo.config import ModelConfig
 
 NO_KEY = "not-needed"  # local servers accept any key, but the SDK insists on one
+OLLAMA_DEFAULT_CTX = 4096  # what Ollama uses when neither num_ctx nor OLLAMA_CONTEXT_LENGTH is set
+
+# Failures after which a streamed request with tools is worth one non-streamed try.
+_NOT_A_STREAM_PROBLEM = (ModelUnreachable, ModelAuthError, ModelRateLimited, ModelTimeout, ModelContextExceeded,
+                         ModelToolsUnsupported)
 
 
 def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
@@ -47,69 +69,75 @@ def to_openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
     ]
 
 
+def _retryable(exc: BaseException) -> bool:
+    """Would the SDK have retried this? (for "after N retries" in the message)"""
+    if isinstance(exc, (openai.APIConnectionError, openai.APITimeoutError)):
+        return True
+    status = getattr(exc, "status_code", None)
+    if not isinstance(status, int):
+        return False
+    if status == 429:
+        headers = getattr(getattr(exc, "response", None), "headers", {}) or {}
+        try:
+            return float(headers.get("retry-after") or 0) <= 60
+        except ValueError:
+            return True
+    return status in (408, 409) or status >= 500
+
+
 class OpenAIClient:
-    def __init__(
-        self,
-        cfg: ModelConfig,
-        *,
-        retry_base_delay: float = 0.5,
-        retry_max_delay: float = 20.0,
-        probe_timeout_s: float = 5.0,
-        env: dict[str, str] | None = None,
-    ) -> None:
+    def __init__(self, cfg: ModelConfig, *, probe_timeout_s: float = 5.0, env: dict[str, str] | None = None) -> None:
         self.cfg = cfg
         self.url = cfg.base_url.rstrip("/")
-        self.retry = RetryPolicy(max_retries=cfg.max_retries, base_delay=retry_base_delay, max_delay=retry_max_delay)
         self.probe_timeout_s = min(probe_timeout_s, cfg.timeout_s)
-        self._sleep = asyncio.sleep  # replaceable so tests can observe backoff without waiting
+        self.caps = Capabilities()  # the runtime loads and saves these (per endpoint + model)
         self._stream_options = True  # dropped once if a server rejects the parameter
         self._sdk = openai.AsyncOpenAI(
             base_url=self.url,
             api_key=cfg.resolved_api_key(env) or NO_KEY,
             timeout=openai.Timeout(cfg.timeout_s, connect=min(10.0, cfg.timeout_s)),
-            max_retries=0,
+            max_retries=cfg.max_retries,
         )
 
     async def aclose(self) -> None:
         await self._sdk.close()
 
-    def _describe(self, model: str, route: str = "chat") -> dict[str, Any]:
-        return {
-            "url": self.url,
-            "model": model,
-            "api_key_env": self.cfg.api_key_env,
-            "timeout_s": self.cfg.timeout_s,
-            "route": route,
-        }
+    def _map(self, exc: BaseException, model: str, route: str = "chat") -> ModelError:
+        return map_error(exc, openai, url=self.url, model=model, api_key_env=self.cfg.api_key_env,
+                         timeout_s=self.cfg.timeout_s, route=route,
+                         retries=self.cfg.max_retries if route == "chat" and _retryable(exc) else 0)
 
-    def _params(self, messages: list[Message], tools: list[ToolSpec], model: str, temperature: float | None) -> dict:
-        params: dict[str, Any] = {"model": model, "messages": to_openai_messages(messages), "stream": True}
+    def _params(self, messages: list[Message], tools: list[ToolSpec], model: str, temperature: float | None,
+                stream: bool) -> dict:
+        params: dict[str, Any] = {"model": model, "messages": to_openai_messages(messages), "stream": stream}
         if tools:
             params["tools"] = to_openai_tools(tools)
             params["tool_choice"] = "auto"
         temp = temperature if temperature is not None else self.cfg.temperature
         if temp is not None:
             params["temperature"] = temp
-        if self._stream_options:
+        if stream and self._stream_options:
             params["stream_options"] = {"include_usage": True}
         return params
 
     async def _open(self, params: dict[str, Any]) -> Any:
         try:
-            return await with_retries(
-                lambda: self._sdk.chat.completions.create(**params),
-                openai,
-                self.retry,
-                sleep=self._sleep,
-                **self._describe(params["model"]),
-            )
-        except ModelError as err:
-            cause = err.__cause__
-            if err.status == 400 and "stream_options" in str(getattr(cause, "message", "")) and self._stream_options:
+            return await self._sdk.chat.completions.create(**params)
+        except openai.APIStatusError as exc:
+            if exc.status_code == 400 and "stream_options" in str(exc.message) and params.get("stream_options"):
                 self._stream_options = False
                 params.pop("stream_options", None)
                 return await self._open(params)
-            raise
+            raise self._map(exc, params["model"]) from exc
+        except openai.APIError as exc:
+            raise self._map(exc, params["model"]) from exc
+
+    def streams(self, tools: list[ToolSpec]) -> bool:
+        """Whether the next request is streamed: `model.stream`, and in auto what was learned."""
+        setting = self.cfg.stream
+        if setting is True or setting is False:
+            return setting
+        return not (tools and self.caps.stream_tools is False)
 
     async def stream(
         self,
@@ -120,15 +148,80 @@ class OpenAIClient:
         temperature: float | None = None,
     ) -> AsyncIterator[StreamEvent]:
         model_name = model or self.cfg.name
-        sdk_stream = await self._open(self._params(messages, tools, model_name, temperature))
+        size = request_size(messages, tools)
         try:
-            async for event in self._events(sdk_stream):
+            if not self.streams(tools):
+                async for event in self._whole(self._params(messages, tools, model_name, temperature, False), size):
+                    yield event
+                return
+            sent = False
+            try:
+                async for event in self._streamed(self._params(messages, tools, model_name, temperature, True), size):
+                    sent = True
+                    yield event
+                if tools and self.cfg.stream == "auto":
+                    self.caps.stream_tools = True
+                return
+            except ModelError as err:
+                if sent or not tools or self.cfg.stream != "auto" or isinstance(err, _NOT_A_STREAM_PROBLEM):
+                    raise
+                first = err
+            # auto: the server could not stream this request with tools; once more, whole.
+            try:
+                async for event in self._whole(self._params(messages, tools, model_name, temperature, False), size):
+                    yield event
+            except ModelError as err:
+                err.message = f"{err.message} (a streamed try failed first: {first.message})"
+                err.args = (err.message,)
+                raise
+            self.caps.stream_tools = False
+        except ModelToolsUnsupported:
+            self.caps.tools = False
+            raise
+        if tools:
+            self.caps.tools = True
+
+    def _calibrate(self, size: int, usage: Usage | None) -> None:
+        if usage is not None and usage.prompt_tokens > 0:
+            ratio = size / usage.prompt_tokens
+            if 1.0 <= ratio <= 8.0:  # outside this the server counts something else
+                self.caps.bytes_per_token = round(ratio, 3)
+
+    async def _whole(self, params: dict[str, Any], size: int) -> AsyncIterator[StreamEvent]:
+        reply = await self._open(params)
+        choices = getattr(reply, "choices", None)
+        if not choices:
+            raise ModelBadResponse(f"model endpoint {self.url} answered without a choice: {str(reply)[:200]}; "
+                                   "see the model server's log", url=self.url)
+        choice = choices[0]
+        message = choice.message
+        if message.content:
+            yield TextDelta(text=message.content)
+        calls = []
+        for n, raw in enumerate(getattr(message, "tool_calls", None) or []):
+            fn = raw.function
+            args = fn.arguments if isinstance(fn.arguments, str) else json.dumps(fn.arguments)
+            calls.append(ToolCall.from_raw(raw.id or f"call_{n}", fn.name or "", args or ""))
+        for call in calls:
+            yield ToolCallReady(call=call)
+        usage = None
+        if reply.usage is not None:
+            usage = Usage(prompt_tokens=reply.usage.prompt_tokens or 0, completion_tokens=reply.usage.completion_tokens or 0)
+            self._calibrate(size, usage)
+            yield UsageEvent(usage=usage)
+        finish = choice.finish_reason or "stop"
+        yield Finished(reason="tool_calls" if calls and finish == "stop" else finish)
+
+    async def _streamed(self, params: dict[str, Any], size: int) -> AsyncIterator[StreamEvent]:
+        sdk_stream = await self._open(params)
+        try:
+            async for event in self._events(sdk_stream, size):
                 yield event
         finally:
             # Runs on completion, error, cancellation and aclose(): the socket never outlives us.
             await sdk_stream.close()
 
-    async def _events(self, sdk_stream: Any) -> AsyncIterator[StreamEvent]:
+    async def _events(self, sdk_stream: Any, size: int) -> AsyncIterator[StreamEvent]:
         calls = ToolCallAssembler()
         finish: str | None = None
         usage: Usage | None = None
@@ -141,17 +234,18 @@ class OpenAIClient:
                 break
             except openai.APITimeoutError as exc:
                 raise ModelTimeout(
-                    f"model endpoint {self.url} stopped sending for {self.cfg.timeout_s:g}s mid-answer", url=self.url
+                    f"model endpoint {self.url} stopped sending for {self.cfg.timeout_s:g}s mid-answer; "
+                    "raise model.timeout_s or use a faster model", url=self.url
                 ) from exc
             except openai.APIConnectionError as exc:
-                raise ModelBadResponse(f"model endpoint {self.url} cut the stream off mid-answer", url=self.url) from exc
+                raise ModelBadResponse(f"model endpoint {self.url} cut the stream off mid-answer; "
+                                       "see the model server's log", url=self.url) from exc
             except openai.APIError as exc:  # an error event inside the stream
-                raise ModelBadResponse(
-                    f"model endpoint {self.url} reported an error mid-stream: {exc.message}", url=self.url
-                ) from exc
+                raise self._stream_error(exc) from exc
             except (ValueError, TypeError) as exc:  # JSONDecodeError, pydantic validation
                 raise ModelBadResponse(
-                    f"model endpoint {self.url} sent a malformed stream chunk ({type(exc).__name__})", url=self.url
+                    f"model endpoint {self.url} sent a malformed stream chunk ({type(exc).__name__}: {exc}); "
+                    "see the model server's log", url=self.url
                 ) from exc
             chunks += 1
             raw_usage = getattr(chunk, "usage", None)
@@ -180,23 +274,112 @@ class OpenAIClient:
         if finish is None:
             if chunks == 0:
                 ctype = sdk_stream.response.headers.get("content-type", "none")
+                if "text/event-stream" in ctype:
+                    raise ModelEmptyStream(
+                        f"model endpoint {self.url} opened an event stream and ended it without a single chunk "
+                        "(the server's log says why; llama-cpp-python does this for tool calls it cannot stream); "
+                        "set model.stream: false or auto", url=self.url)
                 raise ModelBadResponse(
-                    f"model endpoint {self.url} sent a reply that is not a chat completion stream "
-                    f"(content-type {ctype})",
-                    url=self.url,
-                )
-            raise ModelBadResponse(f"model endpoint {self.url} ended the stream before the answer was finished", url=self.url)
+                    f"model endpoint {self.url} answered with content-type {ctype} instead of an event stream; "
+                    "check that model.base_url is an OpenAI-compatible API (often ends in /v1)", url=self.url)
+            raise ModelBadResponse(f"model endpoint {self.url} ended the stream before the answer was finished; "
+                                   "see the model server's log", url=self.url)
         if usage is not None:
+            self._calibrate(size, usage)
             yield UsageEvent(usage=usage)
         yield Finished(reason=finish)
+
+    def _stream_error(self, exc: Any) -> ModelError:
+        mapped = self._map(exc, self.cfg.name)
+        if isinstance(mapped, (ModelContextExceeded, ModelToolsUnsupported)):
+            return mapped
+        text = " ".join(str(getattr(exc, "message", "") or exc).split())[:300]
+        return ModelBadResponse(f"model endpoint {self.url} sent an error event mid-stream: {text}; "
+                                "see the model server's log", url=self.url)
+
+    # ---- what the server says about itself ---------------------------------------------
+
+    @property
+    def root(self) -> str:
+        """The server's root (base URL without /v1): where /props and /api/show live."""
+        return self.url[: -len("/v1")] if self.url.endswith("/v1") else self.url
+
+    async def server_facts(self) -> dict[str, Any]:
+        """Context window and tool support as the server reports them, from whichever of
+        vLLM's /v1/models, llama.cpp's /props, Ollama's /api/show, LM Studio's /api/v0/models
+        answers. Never raises; an empty dict when nothing was found."""
+        facts: dict[str, Any] = {}
+        name = self.cfg.name
+        headers = {"authorization": f"Bearer {self._sdk.api_key}"}
+        async with httpx.AsyncClient(timeout=self.probe_timeout_s, headers=headers) as http:
+            async def get(method: str, url: str, **kw: Any) -> Any:
+                try:
+                    resp = await http.request(method, url, **kw)
+                    return resp.json() if resp.status_code == 200 else None
+                except (httpx.HTTPError, ValueError):
+                    return None
+
+            models = await get("GET", f"{self.url}/models")
+            for m in (models or {}).get("data", []) if isinstance(models, dict) else []:
+                if isinstance(m, dict) and m.get("id") == name and isinstance(m.get("max_model_len"), int):
+                    facts.update(context_window=m["max_model_len"], context_source="/v1/models max_model_len")
+            if "context_window" not in facts:
+                props = await get("GET", f"{self.root}/props")
+                if isinstance(props, dict):
+                    gen = props.get("default_generation_settings") or {}
+                    n_ctx = gen.get("n_ctx") if isinstance(gen, dict) else None
+                    n_ctx = n_ctx if isinstance(n_ctx, int) else props.get("n_ctx")
+                    if isinstance(n_ctx, int) and n_ctx > 0:
+                        facts.update(context_window=n_ctx, context_source="/props n_ctx")
+            if "context_window" not in facts:
+                show = await get("POST", f"{self.root}/api/show", json={"model": name})
+                if isinstance(show, dict):
+                    facts.update(self._ollama(show))
+            if "context_window" not in facts:
+                lms = await get("GET", f"{self.root}/api/v0/models")
+                for m in (lms or {}).get("data", []) if isinstance(lms, dict) else []:
+                    size = m.get("loaded_context_length") or m.get("max_context_length") if isinstance(m, dict) else None
+                    if isinstance(m, dict) and m.get("id") == name and isinstance(size, int):
+                        facts.update(context_window=size, context_source="LM Studio context length")
+        return facts
+
+    @staticmethod
+    def _ollama(show: dict[str, Any]) -> dict[str, Any]:
+        facts: dict[str, Any] = {"ollama": True}
+        num_ctx = None
+        for line in str(show.get("parameters") or "").splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0] == "num_ctx" and parts[1].isdigit():
+                num_ctx = int(parts[1])
+        trained = next((v for k, v in (show.get("model_info") or {}).items()
+                        if k.endswith(".context_length") and isinstance(v, int)), None)
+        facts["trained_context"] = trained
+        if num_ctx:
+            facts.update(context_window=num_ctx, context_source="Ollama num_ctx")
+        else:
+            window = min(OLLAMA_DEFAULT_CTX, trained) if trained else OLLAMA_DEFAULT_CTX
+            facts.update(context_window=window, context_source="Ollama default num_ctx (no num_ctx set)")
+        caps = show.get("capabilities")
+        if isinstance(caps, list):
+            facts["tools"] = "tools" in caps
+        return facts
+
+    async def learn(self) -> Capabilities:
+        """Fill `caps` from the server's own reports (once; the runtime saves them)."""
+        facts = await self.server_facts()
+        if facts.get("context_window") and not self.caps.context_window:
+            self.caps.context_window = facts["context_window"]
+            self.caps.context_source = facts["context_source"]
+        if facts.get("tools") is False:
+            self.caps.tools = False
+        return self.caps
 
     async def probe(self) -> Probe:
         try:
             page = await self._sdk.with_options(timeout=self.probe_timeout_s, max_retries=0).models.list()
             models = sorted(str(m.id) for m in (getattr(page, "data", None) or []))
         except Exception as exc:  # a probe reports, it never raises
-            err = map_error(exc, openai, retries=0, **self._describe(self.cfg.name, route="models"))
-            return Probe(url=self.url, ok=False, detail=str(err))
+            return Probe(url=self.url, ok=False, detail=str(self._map(exc, self.cfg.name, route="models")))
         if self.cfg.name in models:
             detail = f"{len(models)} models; '{self.cfg.name}' available"
         else:

@@ -19,13 +19,14 @@ def fake() -> Any:
 
 @pytest.fixture
 async def clients() -> AsyncIterator[Any]:
-    """Factory for clients with tiny backoff; closes them after the test."""
+    """Factory for clients; closes them after the test. Retries are the SDK's: scripts that
+    want a quick retry send `retry-after-ms`."""
     made: list[OpenAIClient] = []
 
     def make(url: str, **cfg: Any) -> OpenAIClient:
         env = cfg.pop("env", {})
         cfg.setdefault("name", "fake-model")
-        client = OpenAIClient(ModelConfig(base_url=url, **cfg), retry_base_delay=0.001, retry_max_delay=0.01, env=env)
+        client = OpenAIClient(ModelConfig(base_url=url, **cfg), env=env)
         made.append(client)
         return client
 

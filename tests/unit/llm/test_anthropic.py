@@ -49,5 +49,6 @@ def test_message_conversion_merges_tool_results_into_one_user_turn() -> None:
         },
     ]
     assert to_anthropic_tools([ToolSpec(name="ls", description="list")]) == [
-        {"name": "ls", "description": "list", "input_schema": {"type": "object", "properties": {}}}
+        {"name": "ls", "description": "list", "input_schema": {"type": "object", "properties": {}},
+         "cache_control": {"type": "ephemeral"}}  # the last tool closes the cached prefix
     ]

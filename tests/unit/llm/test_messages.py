@@ -6,7 +6,6 @@ from pydantic import TypeAdapter, ValidationError
 from ndomo.llm.assembly import ToolCallAssembler
 from ndomo.llm.messages import Finished, Message, StreamEvent, TextDelta, ToolCall, ToolSpec, parse_arguments
 from ndomo.llm.openai_client import to_openai_messages, to_openai_tools
-from ndomo.llm.retry import RetryPolicy, parse_retry_after
 
 
 def test_parse_arguments_accepts_object_and_empty() -> None:
@@ -84,19 +83,3 @@ def test_assembler_handles_servers_reusing_index_zero_and_missing_ids() -> None:
     assert all(c.id for c in calls)
 
 
-def test_retry_policy_backoff_is_jittered_exponential_and_capped() -> None:
-    p = RetryPolicy(max_retries=5, base_delay=1.0, max_delay=4.0)
-    assert p.delay(0, rng=lambda: 0.0) == 0.5 and p.delay(0, rng=lambda: 1.0) == 1.0
-    assert p.delay(1, rng=lambda: 1.0) == 2.0
-    assert p.delay(4, rng=lambda: 1.0) == 4.0  # capped
-    assert p.delay(5) is None  # out of retries
-    assert p.delay(0, retry_after=3.0) == 3.0
-    assert p.delay(0, retry_after=3600) is None  # too long to wait silently
-
-
-def test_parse_retry_after_forms() -> None:
-    assert parse_retry_after({"Retry-After": "7"}) == 7.0
-    assert parse_retry_after({"retry-after-ms": "250"}) == 0.25
-    assert parse_retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:10 GMT"}, now=1445412480.0) == 10.0
-    assert parse_retry_after({"retry-after": "soon"}) is None
-    assert parse_retry_after({}) is None

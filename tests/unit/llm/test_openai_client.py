@@ -117,7 +117,8 @@ async def test_huge_answer_streams_whole(fake: Any, clients: Any) -> None:
 async def test_connection_refused_names_the_url(clients: Any, closed_port_url: str) -> None:
     with pytest.raises(ModelUnreachable) as info:
         await collect(clients(closed_port_url, max_retries=1))
-    assert str(info.value) == f"model endpoint {closed_port_url} is unreachable (connection refused) after 1 retry"
+    assert str(info.value) == (f"model endpoint {closed_port_url} is unreachable (connection refused) after 1 retry; "
+                               "check the server is running and model.base_url")
     assert "\n" not in str(info.value)
 
 
@@ -131,15 +132,16 @@ async def test_401_is_an_auth_error_naming_the_variable(clients: Any) -> None:
         with pytest.raises(ModelAuthError) as info:
             await collect(clients(fake.url, env={"NDOMO_API_KEY": "wrong"}))
         assert str(info.value) == (
-            f"model endpoint {fake.url} rejected the API key (401); set NDOMO_API_KEY or model.api_key_env"
+            f"model endpoint {fake.url} rejected the API key (401: Incorrect API key provided); "
+            "set NDOMO_API_KEY or model.api_key_env"
         )
         assert len(fake.chat_requests()) == 1  # not retried
         assert text_of(await collect(clients(fake.url, env={"NDOMO_API_KEY": "right"}))) == "done"
 
 
 async def test_429_twice_then_ok_succeeds_after_retries(fake: Any, clients: Any) -> None:
-    fake.push({"status": 429})
-    fake.push({"status": 429})
+    fake.push({"status": 429, "headers": {"retry-after-ms": "1"}})
+    fake.push({"status": 429, "headers": {"retry-after-ms": "1"}})
     fake.push({"text": "finally"})
     assert text_of(await collect(clients(fake.url, max_retries=2))) == "finally"
     assert len(fake.chat_requests()) == 3
@@ -147,24 +149,28 @@ async def test_429_twice_then_ok_succeeds_after_retries(fake: Any, clients: Any)
 
 async def test_429_always_is_rate_limited(fake: Any, clients: Any) -> None:
     for _ in range(3):
-        fake.push({"status": 429})
-    with pytest.raises(ModelRateLimited, match=r"rate limiting requests \(429\) after 2 retries; try again later"):
+        fake.push({"status": 429, "headers": {"retry-after-ms": "1"}})
+    with pytest.raises(ModelRateLimited, match=r"rate limiting requests \(429: Rate limit reached, please retry later\) "
+                       r"after 2 retries; retry after 0.001s"):
         await collect(clients(fake.url, max_retries=2))
     assert len(fake.chat_requests()) == 3
 
 
-async def test_retry_after_is_honoured(fake: Any, clients: Any) -> None:
-    fake.push({"status": 429, "headers": {"Retry-After": "2"}})
-    fake.push({"status": 503})
+async def test_retry_after_is_honoured_by_the_sdk(fake: Any, clients: Any) -> None:
+    fake.push({"status": 429, "headers": {"Retry-After": "0.2"}})
+    fake.push({"status": 503, "headers": {"retry-after-ms": "10"}})
     client = clients(fake.url, max_retries=3)
-    slept: list[float] = []
+    sdk = client._sdk
+    waits: list[float] = []
+    real = sdk._calculate_retry_timeout
 
-    async def record(seconds: float) -> None:
-        slept.append(seconds)
+    def spy(*args: Any, **kw: Any) -> float:
+        waits.append(real(*args, **kw))
+        return waits[-1]
 
-    client._sleep = record
+    sdk._calculate_retry_timeout = spy
     assert text_of(await collect(client)) == "done"
-    assert slept[0] == 2.0 and 0 < slept[1] <= 0.01
+    assert waits == [0.2, 0.01] and len(fake.chat_requests()) == 3
 
 
 async def test_retry_after_too_long_is_reported_not_waited(fake: Any, clients: Any) -> None:
@@ -177,8 +183,8 @@ async def test_retry_after_too_long_is_reported_not_waited(fake: Any, clients: A
 
 async def test_500_always_is_a_server_error(fake: Any, clients: Any) -> None:
     for _ in range(2):
-        fake.push({"status": 500})
-    with pytest.raises(ModelServerError, match=r"failed \(500\) after 1 retry: internal server error"):
+        fake.push({"status": 500, "headers": {"retry-after-ms": "1"}})
+    with pytest.raises(ModelServerError, match=r"failed \(500\) after 1 retry: internal server error; see the model"):
         await collect(clients(fake.url, max_retries=1))
 
 
@@ -186,12 +192,12 @@ async def test_unknown_model_404_names_the_model(clients: Any) -> None:
     from tests.fakes.fake_model import FakeModel
 
     with FakeModel(models=["a"], strict_models=True) as fake:
-        with pytest.raises(ModelBadResponse, match=r"does not know model 'nope' \(404\)"):
+        with pytest.raises(ModelBadResponse, match=r"does not know model 'nope' \(404: The model 'nope' does not exist\); check model.name"):
             await collect(clients(fake.url, name="nope"))
 
 
 async def test_wrong_base_path_404_points_at_base_url(fake: Any, clients: Any) -> None:
-    with pytest.raises(ModelBadResponse, match=r"no chat completions route \(404\); check model.base_url"):
+    with pytest.raises(ModelBadResponse, match=r"no chat completions route \(404: no route /api/chat/completions\); check model.base_url"):
         await collect(clients(fake.url.removesuffix("/v1") + "/api"))
 
 
@@ -206,15 +212,15 @@ async def test_stream_cut_midway_is_bad_response(fake: Any, clients: Any) -> Non
 
 async def test_garbage_body_is_bad_response(fake: Any, clients: Any) -> None:
     fake.push({"garbage": True})
-    with pytest.raises(ModelBadResponse, match=r"not a chat completion stream \(content-type text/html\)"):
+    with pytest.raises(ModelBadResponse, match=r"answered with content-type text/html instead of an event stream"):
         await collect(clients(fake.url))
 
 
 async def test_slow_server_times_out(fake: Any, clients: Any) -> None:
     fake.push({"delay": 5, "text": "late"})
-    with pytest.raises(ModelTimeout, match=r"did not answer within 0.3s"):
-        await collect(clients(fake.url, timeout_s=0.3))
-    assert len(fake.chat_requests()) == 1  # a slow model is not retried
+    with pytest.raises(ModelTimeout, match=r"did not answer within 0.3s; raise model.timeout_s"):
+        await collect(clients(fake.url, timeout_s=0.3, max_retries=0))
+    assert len(fake.chat_requests()) == 1
 
 
 async def test_cancelling_a_waiting_stream_closes_the_connection(fake: Any, clients: Any) -> None:
@@ -253,7 +259,7 @@ async def test_probe_ok_lists_models(fake: Any, clients: Any) -> None:
 async def test_probe_refused_reports_without_raising(clients: Any, closed_port_url: str) -> None:
     probe = await clients(closed_port_url).probe()
     assert not probe.ok and probe.models == []
-    assert probe.detail == f"model endpoint {closed_port_url} is unreachable (connection refused)"
+    assert probe.detail.startswith(f"model endpoint {closed_port_url} is unreachable (connection refused); check")
 
 
 async def test_probe_bad_key(clients: Any) -> None:
@@ -261,10 +267,10 @@ async def test_probe_bad_key(clients: Any) -> None:
 
     with FakeModel(api_key="k") as fake:
         probe = await clients(fake.url).probe()
-    assert not probe.ok and "rejected the API key (401)" in probe.detail
+    assert not probe.ok and "rejected the API key (401: Incorrect API key provided)" in probe.detail
 
 
 def test_make_client_picks_openai_by_default() -> None:
-    client = make_client(ModelConfig(base_url="http://127.0.0.1:1/v1/"), retry_base_delay=0.0)
+    client = make_client(ModelConfig(base_url="http://127.0.0.1:1/v1/"), probe_timeout_s=1.0)
     assert isinstance(client, OpenAIClient) and client.url == "http://127.0.0.1:1/v1"
-    assert client.retry.base_delay == 0.0 and client.retry.max_retries == 2
+    assert client._sdk.max_retries == 2  # retries are the SDK's own

@@ -1,0 +1,135 @@
+"""Fit a request into the model's context window before it is sent.
+
+No tokenizer works offline, so the size of a request is its JSON in bytes (messages +
+tools, compact UTF-8: what the OpenAI SDK sends) turned into tokens by a ratio the
+server's `usage.prompt_tokens` calibrates. What gives way, in order: old history by whole
+exchanges, then the tool list (the mode's and agent's core set), then the system prompt
+(a compact one). If even that does not fit, the turn fails before sending.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from .capabilities import estimate_tokens
+from .errors import ModelContextTooSmall
+from .messages import Message, ToolSpec
+
+
+def _wire_messages(messages: Sequence[Message]) -> list[dict]:
+    from .openai_client import to_openai_messages
+
+    return to_openai_messages(list(messages))
+
+
+def _wire_tools(tools: Sequence[ToolSpec]) -> list[dict]:
+    from .openai_client import to_openai_tools
+
+    return to_openai_tools(list(tools))
+
+
+def json_size(value: object) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def request_size(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int:
+    """Bytes of `messages` + `tools` as JSON (compact, UTF-8): the fixed, checkable proxy."""
+    return json_size(_wire_messages(messages)) + (json_size(_wire_tools(tools)) if tools else 0)
+
+
+def drop_exchanges(messages: list[Message], fits: Callable[[list[Message]], bool]) -> list[Message]:
+    """Drop whole exchanges (a user message and everything up to the next one) from the
+    front until `fits` says yes; leading system messages and the latest exchange stay.
+    Returns the shortest candidate when nothing fits, so the caller can decide."""
+    head = 0
+    while head < len(messages) and messages[head].role == "system":
+        head += 1
+    system, rest = messages[:head], messages[head:]
+    starts = [i for i, m in enumerate(rest) if m.role == "user"]
+    candidate = messages
+    for start in starts:
+        candidate = system + rest[start:]
+        if fits(candidate):
+            return candidate
+    return candidate
+
+
+def trim_to_chars(messages: list[Message], budget: int) -> list[Message]:
+    """Whole-exchange trimming by characters of content (the session history cap)."""
+    def size(ms: list[Message]) -> int:
+        return sum(len(m.content or "") + sum(len(c.name) + len(c.wire_arguments()) for c in m.tool_calls) for m in ms)
+
+    return drop_exchanges(messages, lambda ms: size(ms) <= budget)
+
+
+@dataclass
+class Window:
+    """The context window a request must fit: tokens, where the number came from, and
+    how many tokens are kept free for the answer."""
+
+    tokens: int
+    source: str
+    bytes_per_token: float | None = None
+    setting: str = "model.context_window"
+
+    @property
+    def reserve(self) -> int:
+        return min(1024, self.tokens // 4)
+
+    @property
+    def input_tokens(self) -> int:
+        return self.tokens - self.reserve
+
+    def estimate(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int:
+        return estimate_tokens(request_size(messages, tools), self.bytes_per_token)
+
+
+@dataclass
+class Fitted:
+    messages: list[Message]
+    tools: list[ToolSpec]
+    size: int
+    tokens: int
+    steps: list[str] = field(default_factory=list)  # what gave way, for a notice
+
+
+def fit(messages: list[Message], tools: list[ToolSpec], window: Window | None, *,
+        core_tools: list[ToolSpec] | None = None, compact_system: str | None = None) -> Fitted:
+    """The request to send: `messages` (system first) and `tools`, cut down until it fits."""
+    def done(ms: list[Message], ts: list[ToolSpec], steps: list[str]) -> Fitted:
+        size = request_size(ms, ts)
+        tokens = window.estimate(ms, ts) if window else estimate_tokens(size)
+        return Fitted(ms, ts, size, tokens, steps)
+
+    if window is None:
+        return done(messages, tools, [])
+    limit = window.input_tokens
+
+    def fits_with(ts: list[ToolSpec]) -> Callable[[list[Message]], bool]:
+        return lambda ms: window.estimate(ms, ts) <= limit
+
+    steps: list[str] = []
+    trimmed = drop_exchanges(messages, fits_with(tools))
+    if len(trimmed) < len(messages):
+        steps.append(f"dropped {len(messages) - len(trimmed)} older messages")
+    if fits_with(tools)(trimmed):
+        return done(trimmed, tools, steps)
+    if core_tools is not None and len(core_tools) < len(tools):
+        tools = core_tools
+        steps.append(f"offered only the core tools ({', '.join(t.name for t in tools)})")
+        if fits_with(tools)(trimmed):
+            return done(trimmed, tools, steps)
+    if compact_system is not None and trimmed and trimmed[0].role == "system":
+        trimmed = [Message.system(compact_system), *trimmed[1:]]
+        steps.append("used the compact system prompt")
+        if fits_with(tools)(trimmed):
+            return done(trimmed, tools, steps)
+    need = window.estimate(trimmed, tools)
+    raise ModelContextTooSmall(
+        f"the request does not fit the model's context window: about {need} tokens "
+        f"({request_size(trimmed, tools)} bytes, even after {', '.join(steps) or 'trimming'}) against a window of "
+        f"{window.tokens} tokens ({window.source}) with {window.reserve} kept for the answer; raise the server's "
+        f"context size and set {window.setting} to match"
+    )
