@@ -21,16 +21,15 @@ MAX_DEPTH = 3  # a nested turn's depth (the user's turn is 0)
 
 class TaskParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    agent: str = Field(min_length=1, description="Sub-agent to delegate to (e.g. scout, python-smith).")
-    prompt: str = Field(min_length=1, description="Self-contained instructions: the sub-agent sees nothing else.")
+    agent: str = Field(min_length=1, description="e.g. scout")
+    prompt: str = Field(min_length=1, description="self-contained")
 
 
 @tool(
     "task",
     TaskParams,
     description=(
-        "Delegate a self-contained job to a sub-agent; it runs with your mode and at most your "
-        "permissions and returns its final answer."
+        "Delegate a job to a sub-agent; returns its answer."
     ),
     permission="task",
 )

@@ -61,6 +61,7 @@ class TaskBinding(LifecycleHook):
 class TaskPrompt(PromptContributor):
     name = "agents.task"
     priority = 40
+    placement = "turn"  # changes every turn: kept out of the cached system prompt
 
     def applies(self, ctx: "TurnContext") -> bool:
         return TASK_KEY in ctx.state

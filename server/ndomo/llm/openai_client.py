@@ -18,15 +18,14 @@ from .budget import request_size
 from .capabilities import Capabilities
 from .client import Probe
 from .errors import (
-    ModelAuthError,
     ModelBadResponse,
     ModelContextExceeded,
     ModelEmptyStream,
     ModelError,
-    ModelRateLimited,
+    ModelRequestRejected,
+    ModelServerError,
     ModelTimeout,
     ModelToolsUnsupported,
-    ModelUnreachable,
     map_error,
 )
 from .messages import Finished, Message, StreamEvent, TextDelta, ToolCall, ToolCallReady, ToolSpec, Usage, UsageEvent
@@ -37,9 +36,12 @@ if TYPE_CHECKING:
 NO_KEY = "not-needed"  # local servers accept any key, but the SDK insists on one
 OLLAMA_DEFAULT_CTX = 4096  # what Ollama uses when neither num_ctx nor OLLAMA_CONTEXT_LENGTH is set
 
-# Failures after which a streamed request with tools is worth one non-streamed try.
-_NOT_A_STREAM_PROBLEM = (ModelUnreachable, ModelAuthError, ModelRateLimited, ModelTimeout, ModelContextExceeded,
-                         ModelToolsUnsupported)
+
+
+def _stream_problem(err: ModelError) -> bool:
+    """Failures after which a streamed request with tools is worth one non-streamed try: an
+    empty stream, a 5xx, or a plain 4xx refusal (not auth, rate, context, tools or a 404)."""
+    return isinstance(err, (ModelEmptyStream, ModelServerError)) or type(err) is ModelRequestRejected
 
 
 def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
@@ -163,7 +165,7 @@ class OpenAIClient:
                     self.caps.stream_tools = True
                 return
             except ModelError as err:
-                if sent or not tools or self.cfg.stream != "auto" or isinstance(err, _NOT_A_STREAM_PROBLEM):
+                if sent or not tools or self.cfg.stream != "auto" or not _stream_problem(err):
                     raise
                 first = err
             # auto: the server could not stream this request with tools; once more, whole.

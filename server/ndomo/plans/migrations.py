@@ -12,6 +12,7 @@ from typing import Awaitable, Callable, Union
 import aiosqlite
 
 from ndomo.plans.db import now, split_sql, write_tx
+from ndomo.plans.model_caps import V14_MODEL_CAPS
 
 Step = Union[str, Callable[[aiosqlite.Connection], Awaitable[None]]]
 
@@ -346,6 +347,8 @@ MIGRATIONS: list[Migration] = [
     Migration(10, "plan_tasks.result_artifact", _v10_result_artifact),
     Migration(11, "turns.owner", _v11_turn_owner),
     Migration(12, "plan_search fts (one doc per plan), claim and recency indexes", _v12_search),
+    # 13 is the conversation helper's (session messages); the numbers are fixed across branches.
+    Migration(14, "model_caps: what an endpoint + model can do", V14_MODEL_CAPS),
 ]
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -50,5 +50,8 @@ async def build_turn(ctx: TurnContext) -> None:
     selection = await selection_context(ctx)
     if selection:
         prompt = f"{prompt}\n\n{selection}"
+    turn = await rt.plugins.prompts.build(ctx, placement="turn")
+    if turn:
+        prompt = f"{prompt}\n\n{turn}"
     history = list(ctx.session.history) if ctx.depth == 0 else []
     ctx.messages = [Message(role="system", content=ctx.system_prompt), *history, Message(role="user", content=prompt)]

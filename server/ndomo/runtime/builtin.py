@@ -114,18 +114,21 @@ class AgentPrompt(PromptContributor):
     async def contribute(self, ctx: TurnContext) -> str | None:
         return getattr(ctx.agent, "prompt", None)
 
+    async def compact(self, ctx: TurnContext) -> str | None:
+        """For a tight context window: who the agent is, in its frontmatter's one line."""
+        about = getattr(ctx.agent, "description", None) or ""
+        return f"You are the {ctx.agent_name} agent: {about}".strip()
+
 
 class Environment(PromptContributor):
     name = "environment"
     priority = 90
 
     async def contribute(self, ctx: TurnContext) -> str | None:
-        tools = ", ".join(t.name for t in ctx.tools) or "none"
+        # Stable across a session's turns (no date, no tool list: the tools travel on their own).
         return (
-            f"Environment: workspace {ctx.app.root} · {platform.system()} · "
-            f"{datetime.now(timezone.utc):%Y-%m-%d}\n"
-            f"You are the {ctx.agent_name} agent in {ctx.mode} mode. Tools in this mode: {tools}. "
-            "Paths are relative to the workspace. When you are truly blocked, call `handback` with the reason."
+            f"Workspace {ctx.app.root} ({platform.system()}); paths are relative to it. "
+            f"You are the {ctx.agent_name} agent in {ctx.mode} mode."
         )
 
 
@@ -134,13 +137,13 @@ class Environment(PromptContributor):
 
 class HandbackParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    reason: str = Field(min_length=1, description="What blocks you and what you need from the user.")
+    reason: str = Field(min_length=1, description="what blocks you, what you need")
 
 
 @tool(
     "handback",
-    HandbackParams,
-    description="Stop and hand control back to the user because you are blocked. Give the reason.",
+    HandbackParams, core=True,
+    description="Stop: you are blocked and need the user.",
 )
 async def handback(ctx: TurnContext, p: HandbackParams) -> ToolResult:
     ctx.handback = p.reason

@@ -6,11 +6,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ndomo.llm.errors import ModelError
+from ndomo.llm.errors import ModelContextExceeded, ModelError, ModelToolsUnsupported
 from ndomo.llm.messages import Message, TextDelta as ModelText, ToolCall, ToolCallReady, ToolSpec, UsageEvent
+from ndomo.llm.budget import trim_to_chars
+from ndomo.runtime import model_fit as mf
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.events import Notice, TextDelta, ToolFinished, ToolStarted
-from ndomo.runtime.tools import ToolResult
+from ndomo.runtime.tools import ToolResult, tool_specs
 
 log = logging.getLogger("ndomo.runtime")
 
@@ -58,10 +60,11 @@ def summarise(result: ToolResult, limit: int = 160) -> str:
     return first[:limit]
 
 
-async def _stream(ctx: TurnContext, client: Any, specs: list[ToolSpec]) -> tuple[str, list[ToolCall]]:
+async def _stream(ctx: TurnContext, client: Any, messages: list[Message], specs: list[ToolSpec]
+                  ) -> tuple[str, list[ToolCall]]:
     text: list[str] = []
     calls: list[ToolCall] = []
-    async for event in client.stream(ctx.messages, specs, temperature=temperature_for(ctx)):
+    async for event in client.stream(messages, specs, temperature=temperature_for(ctx)):
         if isinstance(event, ModelText):
             text.append(event.text)
             await ctx.runtime.emit(ctx, TextDelta(text=event.text))
@@ -87,11 +90,45 @@ async def run_call(ctx: TurnContext, call: ToolCall) -> ToolResult:
     return result
 
 
+async def _ask(ctx: TurnContext, client: Any, specs: list[ToolSpec]) -> tuple[str, list[ToolCall]]:
+    """One model call that fits the context window; a context error learns the window and
+    tries once smaller; a tool-less model answers without tools outside autopilot."""
+    retried = False
+    while True:
+        fitted = await mf.fit_request(ctx, client, specs)
+        if fitted.steps and not ctx.state.get("fit_noticed"):
+            ctx.state["fit_noticed"] = True
+            await ctx.runtime.emit(ctx, Notice(level="info", message="to fit the model's context window: "
+                                               + "; ".join(fitted.steps)))
+        try:
+            return await _stream(ctx, client, fitted.messages, fitted.tools)
+        except ModelContextExceeded as err:
+            if retried:
+                raise
+            retried = True
+            mf.learn_window_from_error(client, err, fitted.tokens)
+            await mf.save_caps(ctx, client)
+        except ModelToolsUnsupported:
+            await mf.save_caps(ctx, client)
+            if not specs or ctx.mode == "autopilot":
+                raise ModelError(mf.tools_refusal(ctx, client)) from None
+            specs = []
+            await ctx.runtime.emit(ctx, Notice(level="warning", message=f"model '{client.cfg.name}' does not support "
+                                               "tool calling: answering without tools"))
+        finally:
+            await mf.save_caps(ctx, client)
+
+
 async def execute(ctx: TurnContext) -> None:
     client = client_for(ctx)
-    specs = [ToolSpec(name=t.name, description=t.description, parameters=t.schema()) for t in ctx.tools]
+    specs = tool_specs(ctx.tools)
     cap = iteration_cap(ctx)
     try:
+        await mf.load_caps(ctx, client)
+        if specs and client.caps.tools is False:
+            if ctx.mode == "autopilot":
+                raise ModelError(mf.tools_refusal(ctx, client))
+            specs = []
         while True:
             if ctx.iterations >= cap:
                 ctx.status = "capped"
@@ -99,7 +136,7 @@ async def execute(ctx: TurnContext) -> None:
                 await ctx.runtime.emit(ctx, Notice(level="warning", message=ctx.error))
                 break
             ctx.iterations += 1
-            text, calls = await _stream(ctx, client, specs)
+            text, calls = await _ask(ctx, client, specs)
             ctx.messages.append(Message(role="assistant", content=text or None, tool_calls=calls))
             if not calls:
                 ctx.answer = text
@@ -129,20 +166,10 @@ async def execute(ctx: TurnContext) -> None:
             ctx.session.history = trim_history(kept, ctx.app.settings.history_chars)
 
 
-def _size(m: Message) -> int:
-    return len(m.content or "") + sum(len(c.name) + len(c.wire_arguments()) for c in m.tool_calls)
-
-
 def trim_history(messages: list[Message], budget: int) -> list[Message]:
-    """Drop whole exchanges (a user message and what followed it) from the front until the
-    rest fits the budget; the latest exchange is always kept."""
-    starts = [i for i, m in enumerate(messages) if m.role == "user"]
-    total = sum(_size(m) for m in messages)
-    for start in starts:
-        if total <= budget:
-            return messages[start:]
-        total -= sum(_size(m) for m in messages[start : next((s for s in starts if s > start), len(messages))])
-    return messages[starts[-1]:] if starts else messages
+    """Drop whole exchanges from the front until the rest fits `budget` characters; the
+    latest exchange is always kept (see ndomo.llm.budget for the token-budget twin)."""
+    return trim_to_chars(messages, budget)
 
 
 def close_dangling(messages: list[Message]) -> list[Message]:

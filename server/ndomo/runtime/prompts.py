@@ -18,8 +18,17 @@ class PromptContributor:
     def applies(self, ctx: "TurnContext") -> bool:
         return True
 
+    # "system": part of the stable system prompt (byte-identical across a session's turns
+    # for one agent and mode, so prompt caches hit); "turn": per-turn context, appended to
+    # the latest user message instead.
+    placement: str = "system"
+
     async def contribute(self, ctx: "TurnContext") -> str | None:  # pragma: no cover - interface
         raise NotImplementedError
+
+    async def compact(self, ctx: "TurnContext") -> str | None:
+        """The fragment when the context window is tight; by default the same."""
+        return await self.contribute(ctx)
 
 
 class ModePromptContributor(PromptContributor):
@@ -45,16 +54,26 @@ class PromptManager:
     def contributors(self) -> list[PromptContributor]:
         return list(self._contributors)
 
-    async def build(self, ctx: "TurnContext") -> str:
+    async def build(self, ctx: "TurnContext", *, compact: bool = False, placement: str = "system") -> str:
+        """The system prompt (or, with placement="turn", the per-turn context)."""
         parts = []
         for c in self._contributors:
-            if not c.applies(ctx):
+            if c.placement != placement or not c.applies(ctx):
                 continue
             try:
-                fragment = await c.contribute(ctx)
+                fragment = await (c.compact(ctx) if compact else c.contribute(ctx))
             except Exception:
                 log.exception("prompt contributor %s failed; skipped", c.name)
                 continue
             if fragment and fragment.strip():
                 parts.append(fragment.strip())
         return "\n\n".join(parts)
+
+
+def add_to_prompt(ctx: "TurnContext", text: str) -> None:
+    """Per-turn context goes into the latest user message, never the system prompt or an
+    early message, so the prefix a prompt cache keeps stays byte-identical."""
+    for m in reversed(ctx.messages):
+        if m.role == "user":
+            m.content = f"{m.content or ''}\n\n{text}".strip()
+            return

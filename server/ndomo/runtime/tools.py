@@ -56,9 +56,70 @@ class ToolDescriptor:
         return not self.modes or mode in self.modes
 
     def schema(self) -> dict[str, Any]:
-        schema = self.params.model_json_schema()
-        schema.pop("title", None)
-        return schema
+        """The parameters as offered to the model: compact (see `compact_schema`)."""
+        return compact_schema(self.params.model_json_schema())
+
+
+# `Field(json_schema_extra={HIDDEN: True})`: accepted when sent, not offered (rarely needed fields).
+HIDDEN = "x-hidden"
+# Checked by the registry's validation anyway; to a model they are bytes, not guidance.
+_DROP = {"title", "minLength", "maxLength", "minItems", "maxItems", "exclusiveMinimum", "exclusiveMaximum"}
+
+
+def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A JSON schema with only what tells a model how to call: no titles, no null branches
+    of optional fields, no `null` defaults, no length limits, `$defs` inlined (some local
+    servers' grammar builders cannot follow `$ref`), no descriptions of nested models.
+    Validation still uses the full pydantic model."""
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any, nested: bool = False) -> Any:
+        if isinstance(node, list):
+            return [walk(n, nested) for n in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            target = defs.get(node["$ref"].rsplit("/", 1)[-1], {})
+            merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+            if "description" not in node:
+                merged.pop("description", None)  # a model's docstring, not this field's
+            return walk(merged, True)
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in _DROP or key == "$defs" or (key == "default" and value is None):
+                continue
+            if key == "additionalProperties" and value is False:
+                continue
+            if key == "default":
+                continue  # the model leaves the field out to get it
+            if key == "minimum" and "maximum" not in node:
+                continue  # a bare lower bound (≥0, ≥1) says nothing a name does not
+            if key == "properties" and isinstance(value, dict):
+                out[key] = {name: walk(v, True) for name, v in value.items() if not (isinstance(v, dict) and v.get(HIDDEN))}
+                continue
+            if key == "required" and isinstance(value, list):
+                hidden = {n for n, v in (node.get("properties") or {}).items() if isinstance(v, dict) and v.get(HIDDEN)}
+                out[key] = [n for n in value if n not in hidden]
+                continue
+            if key == HIDDEN:
+                continue
+            out[key] = walk(value, True)
+        branches = out.get("anyOf")
+        if isinstance(branches, list):
+            kept = [b for b in branches if b != {"type": "null"}]
+            if len(kept) == 1:
+                out.pop("anyOf")
+                out = {**kept[0], **out}
+        return out
+
+    return walk(schema)
+
+
+def tool_specs(tools: Iterable[ToolDescriptor]) -> list[Any]:
+    """What the model is offered for `tools`: one place, so the schemas can be cached."""
+    from ndomo.llm.messages import ToolSpec
+
+    return [ToolSpec(name=t.name, description=t.description, parameters=t.schema()) for t in tools]
 
 
 class ToolGuard(Protocol):

@@ -44,7 +44,7 @@ async def test_reply_that_is_not_json(rt, fake):
     fake.push({"garbage": True})
     first, _ = await run_then_next(rt)
     assert first.status == "failed"
-    assert "not a chat completion" in first.error and fake.url in first.error
+    assert "instead of an event stream" in first.error and fake.url in first.error
     assert "Traceback" not in first.error
 
 

@@ -2,11 +2,10 @@ from __future__ import annotations
 
 import logging
 
-from ndomo.llm.messages import Message
 from ndomo.modes.base import AgentMode, ModeContract
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.hooks import HookResult, ModeGatedHook, Phase
-from ndomo.runtime.prompts import ModePromptContributor
+from ndomo.runtime.prompts import ModePromptContributor, add_to_prompt
 
 NAME = "autopilot"
 log = logging.getLogger("ndomo.modes")
@@ -19,10 +18,12 @@ class Autonomy(ModePromptContributor):
 
     async def contribute(self, ctx: TurnContext) -> str | None:
         return (
-            "Mode: AUTOPILOT — full autonomy end to end.\n"
-            "- Plan briefly, act, verify (run the tests), and re-plan when a step fails.\n"
-            "- Do not stop to ask for what you can find out. Hand back (`handback`) only when truly blocked."
+            "Mode: AUTOPILOT — full autonomy. Plan briefly, act, verify (run the tests), re-plan when a step "
+            "fails. Don't ask what you can find out; `handback` only when truly blocked."
         )
+
+    async def compact(self, ctx: TurnContext) -> str | None:
+        return "Mode: AUTOPILOT — act, verify, re-plan; `handback` only when blocked."
 
 
 class PlanGuidance(ModeGatedHook):
@@ -43,7 +44,7 @@ class PlanGuidance(ModeGatedHook):
             log.warning("committed plan %s is gone; no guidance injected", plan_id)
             return None
         ctx.state["guidance_plan"] = plan_id
-        ctx.messages.insert(1, Message(role="system", content=render_guidance(detail)))
+        add_to_prompt(ctx, render_guidance(detail))  # per turn: the system prompt stays cacheable
         return None
 
 

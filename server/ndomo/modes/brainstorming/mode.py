@@ -14,12 +14,13 @@ class Research(ModePromptContributor):
 
     async def contribute(self, ctx: TurnContext) -> str | None:
         return (
-            "Mode: BRAINSTORMING — find out, do not build.\n"
-            "- Research with the code tools and `web_fetch`; compare options, name trade-offs.\n"
-            "- Externalise every finding worth keeping with `remember` (fact, decision or preference):\n"
-            "  notes survive the conversation, your context does not.\n"
-            "- No shell. Edits only when the user asks for them."
+            "Mode: BRAINSTORMING — find out, don't build. Research with the code tools and `web_fetch`; compare "
+            "options, name trade-offs. Save every finding worth keeping with `remember`: notes outlive your "
+            "context. Edits only when asked."
         )
+
+    async def compact(self, ctx: TurnContext) -> str | None:
+        return "Mode: BRAINSTORMING — research; `remember` findings."
 
 
 class BrainstormingMode(AgentMode):

@@ -58,11 +58,12 @@ class Concise(ModePromptContributor):
     async def contribute(self, ctx: TurnContext) -> str | None:
         cap = ctx.app.settings.modes.discussion_prose_cap
         return (
-            "Mode: DISCUSSION — decide what to do, do not implement.\n"
-            f"- Be ultra-concise: at most {cap} characters of prose per answer; bullets over paragraphs.\n"
-            "- You may write only design artifacts (markdown, docs/). No code changes, no shell.\n"
-            "- When the plan is clear, crystallise it with `commit_plan` (title + ≤5 steps with files)."
+            f"Mode: DISCUSSION — decide, don't implement. Ultra-concise: ≤{cap} characters, bullets. Write only "
+            "design artifacts (markdown, docs/). When the plan is clear: `commit_plan` (title + ≤5 steps with files)."
         )
+
+    async def compact(self, ctx: TurnContext) -> str | None:
+        return "Mode: DISCUSSION — decide, don't implement; be brief; `commit_plan` when clear."
 
 
 class ProseCap(ModeGatedHook):

@@ -21,11 +21,11 @@ class _P(BaseModel):
 
 
 class FileMapParams(_P):
-    path: str | None = Field(default=None, description="Folder to map (workspace root if unset).")
-    depth: int = Field(default=3, ge=1, le=10, description="Folder levels listed in full; deeper ones are totals.")
+    path: str | None = None
+    depth: int = Field(default=3, ge=1, le=10)
 
 
-@tool("file_map", FileMapParams, description="Map of folders and files with symbol counts, to find your way around.")
+@tool("file_map", FileMapParams, description="Folders and files with symbol counts.")
 async def file_map(ctx: TurnContext, p: FileMapParams) -> str:
     under = None
     if p.path and p.path not in (".", "./"):
@@ -42,10 +42,10 @@ async def file_map(ctx: TurnContext, p: FileMapParams) -> str:
 
 
 class OutlineParams(_P):
-    path: str = Field(min_length=1, description="Workspace-relative file path.")
+    path: str = Field(min_length=1)
 
 
-@tool("outline_file", OutlineParams, description="Classes, functions and headings of one file with their line spans.",
+@tool("outline_file", OutlineParams, description="Symbols of one file with line spans.",
       read_paths=lambda p: [arg_path(p.path)])
 async def outline_file(ctx: TurnContext, p: OutlineParams) -> str:
     path = resolve(ctx, p.path)
@@ -62,11 +62,11 @@ async def outline_file(ctx: TurnContext, p: OutlineParams) -> str:
 
 
 class FindSymbolParams(_P):
-    name: str = Field(min_length=1, description="Symbol name, or Parent.name for a method.")
+    name: str = Field(min_length=1, description="name or Parent.name")
     kind: SymbolKind | None = None
 
 
-@tool("find_symbol", FindSymbolParams, description="Where a class, function or other symbol is defined.")
+@tool("find_symbol", FindSymbolParams, description="Where a symbol is defined.")
 async def find_symbol(ctx: TurnContext, p: FindSymbolParams) -> str:
     try:
         hits = await asyncio.to_thread(find_defs, ctx.app.root, p.name, kind=p.kind, limit=SYMBOL_LIMIT)
@@ -76,10 +76,10 @@ async def find_symbol(ctx: TurnContext, p: FindSymbolParams) -> str:
 
 
 class FindReferencesParams(_P):
-    name: str = Field(min_length=1, description="Identifier (the last part of a dotted name is used).")
+    name: str = Field(min_length=1)
 
 
-@tool("find_references", FindReferencesParams, description="Lines that use an identifier (code, not strings or comments).")
+@tool("find_references", FindReferencesParams, description="Code lines using an identifier.")
 async def find_references(ctx: TurnContext, p: FindReferencesParams) -> str:
     try:
         refs = await asyncio.to_thread(find_refs, ctx.app.root, p.name, REFERENCE_LIMIT)

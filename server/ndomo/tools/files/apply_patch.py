@@ -20,8 +20,7 @@ class ApplyPatchParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     patch: str = Field(
         min_length=1,
-        description="Unified diff (as `git diff` prints): '--- a/path', '+++ b/path', '@@ -l,n +l,n @@' hunks; "
-                    "/dev/null for new or deleted files.",
+        description="unified diff as `git diff` prints it; /dev/null for new or deleted files",
     )
 
 
@@ -34,8 +33,7 @@ def _patch_paths(p: ApplyPatchParams) -> list[str]:
 
 @tool(
     "apply_patch", ApplyPatchParams, risk="write", permission="edit",
-    description="Apply a unified diff to one or more files (new and deleted files too). "
-                "Every hunk is checked first: if one does not fit, no file is changed.",
+    description="Apply a unified diff to files; all hunks or none.",
     paths=_patch_paths,
 )
 async def apply_patch(ctx: TurnContext, p: ApplyPatchParams) -> str:

@@ -22,9 +22,9 @@ MAX_DIR_ENTRIES = 200
 
 class ReadParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    path: str = Field(min_length=1, description="Workspace-relative file path.")
-    start_line: int | None = Field(default=None, ge=1, description="First line (1-based).")
-    end_line: int | None = Field(default=None, ge=1, description="Last line, inclusive.")
+    path: str = Field(min_length=1)
+    start_line: int | None = Field(default=None, ge=1, description="1-based")
+    end_line: int | None = Field(default=None, ge=1, description="inclusive")
 
     @model_validator(mode="after")
     def _order(self) -> "ReadParams":
@@ -82,8 +82,8 @@ def render(name: str, text: str, start: int | None, end: int | None) -> str:
 
 
 @tool(
-    "read", ReadParams,
-    description="Read a file (numbered lines; start_line/end_line for a range). Long files are cut and the cut is stated.",
+    "read", ReadParams, core=True,
+    description="Read a file with line numbers (long files are cut, and say so).",
     read_paths=lambda p: [arg_path(p.path)],
 )
 async def read(ctx: TurnContext, p: ReadParams) -> str:

@@ -33,10 +33,10 @@ def _workspace_pattern(ctx: TurnContext, pattern: str) -> str:
 
 class GlobParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    pattern: str = Field(min_length=1, description="gitignore-style: '*.py' (any depth), 'src/**/*.ts', '{a,b}'.")
+    pattern: str = Field(min_length=1, description="gitignore-style, e.g. src/**/*.ts")
 
 
-@tool("glob", GlobParams, description="Find files by pattern (ignored files skipped).")
+@tool("glob", GlobParams, core=True, description="Find files by name pattern.")
 async def glob(ctx: TurnContext, p: GlobParams) -> str:
     pattern = _workspace_pattern(ctx, p.pattern)
     try:
@@ -48,12 +48,12 @@ async def glob(ctx: TurnContext, p: GlobParams) -> str:
 
 class GrepParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    pattern: str = Field(min_length=1, description="Regular expression (Python/ripgrep syntax).")
-    path: str | None = Field(default=None, description="Folder or file to search (workspace root if unset).")
-    glob: str | None = Field(default=None, description="Only files matching this pattern, e.g. '*.py'.")
+    pattern: str = Field(min_length=1, description="regex")
+    path: str | None = None
+    glob: str | None = Field(default=None, description="e.g. *.py")
 
 
-@tool("grep", GrepParams, description="Search file contents by regex; matches grouped by file.")
+@tool("grep", GrepParams, core=True, description="Search file contents by regex.")
 async def grep(ctx: TurnContext, p: GrepParams) -> str:
     under = None
     if p.path and p.path.strip() not in (".", "./"):

@@ -34,13 +34,13 @@ def _lines(text: str) -> int:
 
 class WriteParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    path: str = Field(min_length=1, description="Workspace-relative file path; folders are created.")
-    content: str = Field(description="The whole new content of the file.")
+    path: str = Field(min_length=1)
+    content: str = Field(description="whole file")
 
 
 @tool(
-    "write", WriteParams, risk="write", permission="write",
-    description="Create a file or overwrite it with new content (folders are created).",
+    "write", WriteParams, core=True, risk="write", permission="write",
+    description="Create or overwrite a file.",
     paths=lambda p: [arg_path(p.path)],
 )
 async def write(ctx: TurnContext, p: WriteParams) -> str:
@@ -58,9 +58,9 @@ async def write(ctx: TurnContext, p: WriteParams) -> str:
 
 class EditParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    path: str = Field(min_length=1, description="Workspace-relative file path.")
-    old_text: str = Field(min_length=1, description="Exact text to replace; must occur exactly once.")
-    new_text: str = Field(description="Replacement text.")
+    path: str = Field(min_length=1)
+    old_text: str = Field(min_length=1, description="exact, occurs once")
+    new_text: str
 
 
 def _line_of(text: str, offset: int) -> int:
@@ -103,8 +103,8 @@ def _closest(text: str, old: str) -> str:
 
 
 @tool(
-    "edit", EditParams, risk="write", permission="edit",
-    description="Replace old_text (which must occur exactly once) with new_text in a file.",
+    "edit", EditParams, core=True, risk="write", permission="edit",
+    description="Replace old_text with new_text in a file.",
     paths=lambda p: [arg_path(p.path)],
 )
 async def edit(ctx: TurnContext, p: EditParams) -> str:

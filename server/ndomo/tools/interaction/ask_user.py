@@ -12,9 +12,9 @@ NO_ANSWER = "the user did not answer"
 
 class AskUserParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    question: str = Field(min_length=1, max_length=2000, description="The question, short and specific.")
+    question: str = Field(min_length=1, max_length=2000, description="short, specific")
     choices: list[str] | None = Field(
-        default=None, max_length=12, description="Answers to pick from (the user may still type another)."
+        default=None, max_length=12, description="optional answers"
     )
 
     @field_validator("choices")
@@ -29,7 +29,7 @@ class AskUserParams(BaseModel):
 @tool(
     "ask_user",
     AskUserParams,
-    description="Ask the user one question (optionally with choices) and wait for the answer.",
+    description="Ask the user one question and wait.",
     risk="read",
     permission="question",
 )

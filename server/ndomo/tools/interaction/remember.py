@@ -13,14 +13,14 @@ from ndomo.runtime.tools import ToolError, ToolResult, tool
 
 class RememberParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    content: str = Field(min_length=1, max_length=4000, description="The note, one self-contained statement.")
-    category: Literal["fact", "decision", "preference"] = Field(description="fact, decision or preference")
+    content: str = Field(min_length=1, max_length=4000, description="one self-contained statement")
+    category: Literal["fact", "decision", "preference"]
 
 
 @tool(
     "remember",
     RememberParams,
-    description="Save a finding, decision or user preference as a note for later turns; near-duplicates are merged.",
+    description="Save a note for later sessions.",
     risk="plan",
 )
 async def remember(ctx: TurnContext, p: RememberParams) -> ToolResult:

@@ -25,19 +25,19 @@ _MAX_OVERVIEW = 8000
 
 class StepIn(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
-    description: str = Field(min_length=1, description="What to do, in one line.")
-    files: list[str] = Field(default_factory=list, description="Workspace-relative files it touches.")
-    complexity: int | None = Field(default=None, ge=1, le=5, description="1 (trivial) .. 5 (hard)")
+    description: str = Field(min_length=1, description="one line")
+    files: list[str] = Field(default_factory=list)
+    complexity: int | None = Field(default=None, ge=1, le=5, description="1 trivial..5 hard")
     risk: Literal["low", "medium", "high"] | None = None
-    details: str | None = Field(default=None, description="Optional notes for whoever builds it.")
+    details: str | None = Field(default=None, description="notes for the builder")
 
 
 class CommitPlanParams(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
     title: str = Field(min_length=1, max_length=200)
-    steps: list[StepIn] | None = Field(default=None, description="The plan's steps, in order (≤5 is best).")
+    steps: list[StepIn] | None = Field(default=None, description="in order, ≤5")
     markdown: str | None = Field(
-        default=None, description="The plan as markdown (headings, checkboxes or a numbered list) when steps is not given."
+        default=None, description="instead of steps: headings, checkboxes or a numbered list"
     )
 
     @model_validator(mode="after")

@@ -13,11 +13,12 @@ from ndomo.plans.errors import StoreError
 from ndomo.plans.models import PlanCreate, PlanStatus, Priority, TaskCreate, TaskStatus
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.events import PlanChanged
-from ndomo.runtime.tools import ToolError, ToolResult, tool
+from ndomo.runtime.tools import HIDDEN, ToolError, ToolResult, tool
 from ndomo.tools.plans import render
 from ndomo.tools.plans.commit import CommitPlanParams, commit_plan_params
 
 PLAN = dict(risk="plan", permission="plan_db")
+OFF = {HIDDEN: True}  # accepted, not offered: keeps the request small
 
 
 class _P(BaseModel):
@@ -42,18 +43,18 @@ async def _changed(ctx: TurnContext, plan_id: str) -> None:
 
 class PlanCreateParams(_P):
     title: str = Field(min_length=1, max_length=200)
-    overview: str = Field(min_length=1, description="What the plan achieves and why.")
+    overview: str = Field(min_length=1, description="What and why.")
     approach: str | None = None
-    priority: Priority = "medium"
-    complexity: int | None = Field(default=None, ge=1, le=5)
-    category: str | None = None
-    slug: str | None = Field(default=None, description="kebab-case; derived from the title if unset")
-    tags: list[str] = Field(default_factory=list)
+    priority: Priority = Field(default="medium", json_schema_extra=OFF)
+    complexity: int | None = Field(default=None, ge=1, le=5, json_schema_extra=OFF)
+    category: str | None = Field(default=None, json_schema_extra=OFF)
+    slug: str | None = Field(default=None, json_schema_extra=OFF)
+    tags: list[str] = Field(default_factory=list, json_schema_extra=OFF)
     files: list[str] = Field(default_factory=list)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict, json_schema_extra=OFF)
 
 
-@tool("plan_create", PlanCreateParams, description="Create a draft plan (add its tasks with task_create_batch).", **PLAN)
+@tool("plan_create", PlanCreateParams, description="Create a draft plan; then task_create_batch.", **PLAN)
 async def plan_create(ctx: TurnContext, p: PlanCreateParams) -> str:
     async with _store(ctx) as store:
         plan = await store.create_plan(PlanCreate(
@@ -63,10 +64,10 @@ async def plan_create(ctx: TurnContext, p: PlanCreateParams) -> str:
 
 
 class PlanRef(_P):
-    id: str = Field(min_length=1, description="plan id or slug")
+    id: str = Field(min_length=1, description="id or slug")
 
 
-@tool("plan_get", PlanRef, description="A plan with its tasks and progress.", **PLAN)
+@tool("plan_get", PlanRef, description="A plan with its tasks.", **PLAN)
 async def plan_get(ctx: TurnContext, p: PlanRef) -> str:
     async with _store(ctx) as store:
         return render.plan_detail(await store.get_plan(p.id))
@@ -74,11 +75,11 @@ async def plan_get(ctx: TurnContext, p: PlanRef) -> str:
 
 class PlanListParams(_P):
     status: PlanStatus | None = None
-    include_archived: StrictBool = False
-    limit: int = Field(default=20, ge=1, le=200)
+    include_archived: StrictBool = Field(default=False, json_schema_extra=OFF)
+    limit: int = Field(default=20, ge=1, le=200, json_schema_extra=OFF)
 
 
-@tool("plan_list", PlanListParams, description="Plans, most recently updated first.", **PLAN)
+@tool("plan_list", PlanListParams, description="Plans, newest first.", **PLAN)
 async def plan_list(ctx: TurnContext, p: PlanListParams) -> str:
     async with _store(ctx) as store:
         plans = await store.list_plans(p.status, include_archived=p.include_archived, limit=p.limit)
@@ -86,13 +87,13 @@ async def plan_list(ctx: TurnContext, p: PlanListParams) -> str:
 
 
 class PlanSearchParams(_P):
-    query: str | None = Field(default=None, description="words to find in plans and their tasks")
-    file_path: str | None = Field(default=None, description="plans touching this file or folder")
-    include_archived: StrictBool = False
-    limit: int = Field(default=20, ge=1, le=200)
+    query: str | None = None
+    file_path: str | None = Field(default=None, description="plans touching this path")
+    include_archived: StrictBool = Field(default=False, json_schema_extra=OFF)
+    limit: int = Field(default=20, ge=1, le=200, json_schema_extra=OFF)
 
 
-@tool("plan_search", PlanSearchParams, description="Full-text search over plans and tasks, or by file.", **PLAN)
+@tool("plan_search", PlanSearchParams, description="Search plans and tasks by words or file.", **PLAN)
 async def plan_search(ctx: TurnContext, p: PlanSearchParams) -> str:
     if not (p.query or p.file_path):
         raise ToolError("give query, file_path or both")
@@ -105,13 +106,12 @@ async def plan_search(ctx: TurnContext, p: PlanSearchParams) -> str:
 class PlanStatusParams(PlanRef):
     status: PlanStatus
     reason: str | None = None
-    dry_run: StrictBool = False
-    force: StrictBool = Field(default=False, description="override the status machine (needs reason)")
+    dry_run: StrictBool = Field(default=False, json_schema_extra=OFF)
+    force: StrictBool = Field(default=False, json_schema_extra=OFF)
 
 
 @tool("plan_update_status", PlanStatusParams,
-      description="Move a plan: draft→approved|abandoned, approved→executing|abandoned, "
-                  "executing→completed|failed|abandoned.", **PLAN)
+      description="Move a plan along draft→approved→executing→completed|failed, or abandon it.", **PLAN)
 async def plan_update_status(ctx: TurnContext, p: PlanStatusParams) -> str:
     async with _store(ctx) as store:
         change = await store.update_plan_status(
@@ -123,11 +123,11 @@ async def plan_update_status(ctx: TurnContext, p: PlanStatusParams) -> str:
 
 
 class PlanDeleteParams(PlanRef):
-    confirm: StrictBool = Field(default=False, description="must be the boolean true")
+    confirm: StrictBool = Field(default=False, description="must be true")
 
 
 @tool("plan_delete", PlanDeleteParams,
-      description="Delete a non-draft plan without active tasks, with its tasks. Needs confirm: true.", **PLAN)
+      description="Delete a non-draft plan with no active tasks.", **PLAN)
 async def plan_delete(ctx: TurnContext, p: PlanDeleteParams) -> str:
     async with _store(ctx) as store:
         gone = await store.delete_plan(p.id, p.confirm, actor=ctx.agent_name)
@@ -139,14 +139,12 @@ async def plan_delete(ctx: TurnContext, p: PlanDeleteParams) -> str:
 
 
 class TaskBatchParams(_P):
-    plan_id: str = Field(min_length=1, description="plan id or slug")
+    plan_id: str = Field(min_length=1)
     tasks: list[TaskCreate] = Field(
-        min_length=1,
-        description="In order. dependencies are 1-based positions of earlier tasks of the plan; "
-                    "a task without agent is routed by its files.")
+        min_length=1, description="In order; dependencies: 1-based positions; no agent: routed by files.")
 
 
-@tool("task_create_batch", TaskBatchParams, description="Append tasks to a plan (more than 5 gets a warning).", **PLAN)
+@tool("task_create_batch", TaskBatchParams, description="Append tasks to a plan (≤5 best).", **PLAN)
 async def task_create_batch(ctx: TurnContext, p: TaskBatchParams) -> str:
     async with _store(ctx) as store:
         batch = await store.create_tasks(p.plan_id, p.tasks, router=make_router(ctx.agent_name))
@@ -158,7 +156,7 @@ async def task_create_batch(ctx: TurnContext, p: TaskBatchParams) -> str:
 
 
 class TaskListParams(_P):
-    plan_id: str = Field(min_length=1, description="plan id or slug")
+    plan_id: str = Field(min_length=1)
     status: TaskStatus | None = None
 
 
@@ -170,14 +168,14 @@ async def task_list(ctx: TurnContext, p: TaskListParams) -> str:
 
 
 class TaskStatusParams(_P):
-    id: int = Field(ge=1, description="task id (the #number)")
+    id: int = Field(ge=1, description="task #number")
     status: TaskStatus
     result: str | None = None
     error: str | None = None
-    tokens: int | None = Field(default=None, ge=0)
+    tokens: int | None = Field(default=None, ge=0, json_schema_extra=OFF)
 
 
-@tool("task_update_status", TaskStatusParams, description="Record a task's status, result or error.", **PLAN)
+@tool("task_update_status", TaskStatusParams, core=True, description="Set a task's status, with result or error.", **PLAN)
 async def task_update_status(ctx: TurnContext, p: TaskStatusParams) -> str:
     async with _store(ctx) as store:
         task = await store.update_task_status(
@@ -190,13 +188,13 @@ async def task_update_status(ctx: TurnContext, p: TaskStatusParams) -> str:
 
 
 class TaskNextParams(_P):
-    agent: str | None = Field(default=None, description="whose task (you, if unset)")
-    plan_id: str | None = Field(default=None, description="only this plan (id or slug)")
-    peek: StrictBool = Field(default=False, description="show without claiming")
+    agent: str | None = Field(default=None, description="default: you")
+    plan_id: str | None = None
+    peek: StrictBool = Field(default=False, description="look, don't claim")
 
 
 @tool("task_next_for_agent", TaskNextParams,
-      description="Claim (mark running) the next ready task for an agent; peek to only look.", **PLAN)
+      description="Claim the next ready task (marks it running).", **PLAN)
 async def task_next_for_agent(ctx: TurnContext, p: TaskNextParams) -> ToolResult | str:
     agent = p.agent or ctx.agent_name
     async with _store(ctx) as store:
@@ -215,9 +213,8 @@ async def task_next_for_agent(ctx: TurnContext, p: TaskNextParams) -> ToolResult
 
 
 @tool(
-    "commit_plan", CommitPlanParams, modes=("discussion",), **PLAN,
-    description="Crystallise the discussion into a plan: a title and steps (or markdown with headings, "
-                "checkboxes or a numbered list). It becomes this session's committed plan.",
+    "commit_plan", CommitPlanParams, core=True, modes=("discussion",), **PLAN,
+    description="Commit the discussion as this session's plan: title + steps (or markdown).",
 )
 async def commit_plan(ctx: TurnContext, p: CommitPlanParams) -> str:
     async with _store(ctx):

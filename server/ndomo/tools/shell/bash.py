@@ -13,10 +13,10 @@ MAX_TIMEOUT_S = 600.0
 
 class BashParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    command: str = Field(min_length=1, description="Shell command line, run with /bin/bash -c in the workspace root.")
+    command: str = Field(min_length=1)
     timeout_s: float | None = Field(
         default=None, gt=0, le=MAX_TIMEOUT_S,
-        description=f"Seconds before the command and its children are killed (default from settings, max {MAX_TIMEOUT_S:g}).",
+        description=f"max {MAX_TIMEOUT_S:g}",
     )
 
 
@@ -26,10 +26,9 @@ def effective_timeout(ctx: TurnContext, requested: float | None) -> float:
 
 @tool(
     "bash",
-    BashParams,
+    BashParams, core=True,
     description=(
-        "Run a shell command in the workspace root (stdout+stderr merged, no stdin). Returns the exit code and "
-        "output; long output is cut in the middle and the cut is stated. Not for servers: use `serve`."
+        "Run a bash command in the workspace (no stdin); exit code + output. Servers: use serve."
     ),
     modes=("autopilot",),
     risk="exec",

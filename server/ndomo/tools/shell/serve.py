@@ -24,17 +24,17 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 
 class ServeParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    action: Literal["start", "stop", "list"] = Field(description="start a process, stop one by name, or list them")
+    action: Literal["start", "stop", "list"]
     command: str | None = Field(
         default=None, min_length=1,
-        description="start: the command to keep running (gets $PORT and $HOST=127.0.0.1; it should bind to them).",
+        description="binds $HOST:$PORT",
     )
     static_dir: str | None = Field(
         default=None, min_length=1,
-        description="start: serve this workspace folder as static files instead of running a command.",
+        description="or: serve this folder",
     )
-    name: str | None = Field(default=None, description="Name to refer to it (start: defaults to 'static' or 'server'; stop: required).")
-    port: int | None = Field(default=None, ge=1024, le=65535, description="start: port to use (default: a free one).")
+    name: str | None = Field(default=None, description="needed to stop")
+    port: int | None = Field(default=None, ge=1024, le=65535, json_schema_extra={"x-hidden": True})
 
     @model_validator(mode="after")
     def _shape(self) -> "ServeParams":
@@ -73,9 +73,7 @@ def _command_for_policy(p: ServeParams) -> str | None:
     "serve",
     ServeParams,
     description=(
-        "Keep a process running after this call: a dev server (`command`, told its port in $PORT) or a static "
-        "file server for a workspace folder (`static_dir`), on 127.0.0.1. action=list shows them with recent "
-        "output; action=stop ends one by name. They stop when the session or the editor closes."
+        "Start, stop or list background servers (a command, or static files) on 127.0.0.1."
     ),
     modes=("autopilot",),
     risk="exec",

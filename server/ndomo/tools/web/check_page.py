@@ -25,12 +25,12 @@ LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 class CheckPageParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     url_or_path: str = Field(
-        min_length=1, description="http(s) URL on 127.0.0.1/localhost, or a workspace-relative HTML file."
+        min_length=1, description="localhost URL or HTML file"
     )
     expect: list[str] = Field(default_factory=list, max_length=MAX_SELECTORS,
-                              description="CSS selectors that must match at least one element.")
+                              description="CSS selectors that must match")
     missing: list[str] = Field(default_factory=list, max_length=MAX_SELECTORS,
-                               description="CSS selectors that must match nothing.")
+                               description="CSS selectors that must not")
 
 
 class SelectorCheck(BaseModel):
@@ -103,9 +103,7 @@ def run_checks(html: str, expect: list[str], missing: list[str]) -> tuple[str, s
     "check_page",
     CheckPageParams,
     description=(
-        "Check a local web page (http://127.0.0.1:PORT/… or localhost, e.g. one started with `serve`) or a "
-        "workspace HTML file: HTTP status, title, a text excerpt, and whether CSS selectors in `expect` match "
-        "and those in `missing` do not."
+        "Check a local page: status, title, text, CSS selectors."
     ),
     risk="read",
     read_paths=_read_paths,

@@ -17,7 +17,7 @@ _TEXTUAL = ("text/", "application/json", "application/xml", "application/xhtml+x
 
 class WebFetchParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    url: str = Field(min_length=1, description="http:// or https:// URL to read.")
+    url: str = Field(min_length=1)
 
 
 def cap_text(text: str, limit: int = MAX_CHARS) -> tuple[str, int]:
@@ -44,8 +44,7 @@ def render(f: Fetched) -> tuple[str, str]:
     "web_fetch",
     WebFetchParams,
     description=(
-        f"Fetch a web page (http/https) and return it as readable text, at most {MAX_CHARS} characters; "
-        "HTML is converted to text. Write what you learn down with `remember`."
+        f"Fetch a web page as text (≤{MAX_CHARS} chars)."
     ),
     modes=("brainstorming",),
     risk="network",

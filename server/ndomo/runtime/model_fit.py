@@ -1,0 +1,94 @@
+"""The runtime's side of model adaptation: remembered capabilities (per endpoint + model,
+in the store), the context window a request must fit, and tool-less models."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ndomo.llm.budget import Fitted, Window, fit
+from ndomo.llm.capabilities import Capabilities
+from ndomo.llm.messages import Message, ToolSpec
+
+if TYPE_CHECKING:
+    from ndomo.runtime.context import TurnContext
+
+log = logging.getLogger("ndomo.runtime")
+LOADED = "caps_loaded"
+
+
+def _key(client: Any) -> tuple[str, str]:
+    return client.url, client.cfg.name
+
+
+async def load_caps(ctx: TurnContext, client: Any) -> None:
+    """Once per client: what the store remembers, else what the server says about itself."""
+    if getattr(client, LOADED, False):
+        return
+    client.caps_loaded = True
+    try:
+        store = await ctx.app.store()
+        saved = await store.model_caps(*_key(client))
+    except Exception:  # a store problem must not stop a turn; it only costs a re-learn
+        log.warning("could not read remembered model capabilities", exc_info=True)
+        saved = None
+    if saved:
+        try:
+            client.caps = Capabilities.model_validate(saved)
+        except ValueError:
+            saved = None
+    if not client.caps.context_window and ctx.app.settings.model.context_window is None:
+        await client.learn()
+    client.caps_saved = client.caps.model_dump()
+    if not saved:
+        await save_caps(ctx, client, force=True)
+
+
+async def save_caps(ctx: TurnContext, client: Any, force: bool = False) -> None:
+    now = client.caps.model_dump()
+    if not force and now == getattr(client, "caps_saved", None):
+        return
+    try:
+        store = await ctx.app.store()
+        await store.save_model_caps(*_key(client), now)
+        client.caps_saved = now
+    except Exception:
+        log.warning("could not remember model capabilities", exc_info=True)
+
+
+def window_for(ctx: TurnContext, client: Any) -> Window | None:
+    setting = ctx.app.settings.model.context_window
+    if setting:
+        return Window(setting, "model.context_window", client.caps.bytes_per_token)
+    if client.caps.context_window:
+        return Window(client.caps.context_window, f"reported by the server: {client.caps.context_source}",
+                      client.caps.bytes_per_token)
+    return None
+
+
+def core_tools(ctx: TurnContext, specs: list[ToolSpec]) -> list[ToolSpec]:
+    """The mode's and agent's core set: tools marked `core`, among those offered."""
+    core = {t.name for t in ctx.tools if t.meta.get("core")}
+    return [s for s in specs if s.name in core]
+
+
+async def fit_request(ctx: TurnContext, client: Any, specs: list[ToolSpec]) -> Fitted:
+    compact = await ctx.runtime.plugins.prompts.build(ctx, compact=True)
+    return fit(ctx.messages, specs, window_for(ctx, client), core_tools=core_tools(ctx, specs),
+               compact_system=compact)
+
+
+def learn_window_from_error(client: Any, err: Any, sent_tokens: int) -> None:
+    """A context error: take the server's number, else assume three quarters of what was sent."""
+    window = err.window or max(512, int(sent_tokens * 0.75))
+    client.caps.context_window = window
+    client.caps.context_source = "the server's context error" if err.window else "estimated from a context error"
+
+
+def tools_refusal(ctx: TurnContext, client: Any) -> str:
+    return (f"model '{client.cfg.name}' at {client.url} does not support tool calling, and {ctx.mode} mode needs "
+            "tools to act; use a model with tool support (e.g. qwen2.5-coder) or switch to discussion mode")
+
+
+__all__ = ["Message", "fit_request", "load_caps", "save_caps", "window_for", "tools_refusal",
+           "learn_window_from_error"]
