@@ -184,8 +184,11 @@ async def test_state3_turn_started_on_a_task_id(app, fake):
     fake.push({"text": "task 1 done"})
     summary = await rt.run(TurnRequest(prompt="go", agent="craftsman", mode="autopilot", task_id="1"), BaseHost())
     assert summary.status == "done", summary
-    first = fake.chat_requests()[-4]["body"]["messages"][0]["content"]
-    assert "executing task 1" in first and "x1.py, x2.py, x3.py" in first
+    first = next(r["body"]["messages"] for r in fake.chat_requests() if r["body"]["messages"][-1]["role"] == "user"
+                 and r["body"]["messages"][-1]["content"].startswith("go"))
+    # the task binding is per-turn context: in the user message, not the cached system prompt
+    assert "executing task 1" in first[-1]["content"] and "x1.py, x2.py, x3.py" in first[-1]["content"]
+    assert "executing task" not in first[0]["content"]
     store = await app.store()
     plan = await store.get_plan("feature-x")
     assert plan.status == "executing" and plan.executed_by_agent == "craftsman"
