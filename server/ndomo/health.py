@@ -34,6 +34,12 @@ class ModelHealth(BaseModel):
     name: str
     ok: bool | None  # None: not probed
     detail: str
+    capabilities: str = ""  # what earlier turns learned (streaming with tools, tools, context window)
+    warnings: list[str] = Field(default_factory=list)
+
+
+# Tokens of a craftsman autopilot turn's first request (bytes / 3, see tests/unit/llm/test_adapt.py).
+FIRST_REQUEST_TOKENS = 4300
 
 
 class AgentProblemInfo(BaseModel):
@@ -72,14 +78,49 @@ async def _model(app: App, probe: bool) -> ModelHealth:
     cfg = app.settings.model
     if not probe:
         return ModelHealth(provider=cfg.provider, url=cfg.base_url, name=cfg.name, ok=None, detail="not probed")
+    warnings: list[str] = []
+    caps_text = ""
     try:
+        from ndomo.llm.capabilities import Capabilities
         from ndomo.llm.client import make_client
 
-        result = await make_client(cfg).probe()
+        client = make_client(cfg)
+        result = await client.probe()
         ok, detail = result.ok, result.detail
+        try:
+            store = await app.store()
+            saved = await store.model_caps(client.url, cfg.name)
+            if saved:
+                client.caps = Capabilities.model_validate(saved)
+        except Exception:  # health reports what it can
+            pass
+        facts = await client.server_facts() if ok and hasattr(client, "server_facts") else {}
+        if facts.get("context_window") and not client.caps.context_window:
+            client.caps.context_window, client.caps.context_source = facts["context_window"], facts["context_source"]
+        if facts.get("tools") is False:
+            client.caps.tools = False
+        caps_text = client.caps.describe()
+        warnings = _model_warnings(cfg, client.caps, facts)
+        await client.aclose()
     except Exception as exc:
         ok, detail = False, f"{type(exc).__name__}: {exc}"
-    return ModelHealth(provider=cfg.provider, url=cfg.base_url, name=cfg.name, ok=ok, detail=detail)
+    return ModelHealth(provider=cfg.provider, url=cfg.base_url, name=cfg.name, ok=ok, detail=detail,
+                       capabilities=caps_text, warnings=warnings)
+
+
+def _model_warnings(cfg, caps, facts: dict) -> list[str]:
+    out = []
+    window = cfg.context_window or caps.context_window
+    if facts.get("ollama") and window and window < FIRST_REQUEST_TOKENS:
+        out.append(
+            f"Ollama's context for '{cfg.name}' is {window} tokens, below the ~{FIRST_REQUEST_TOKENS} tokens of a "
+            "craftsman turn's first request; Ollama silently cuts longer prompts. Raise it: "
+            "OLLAMA_CONTEXT_LENGTH=16384 ollama serve, or a Modelfile with `PARAMETER num_ctx 16384`"
+        )
+    if caps.tools is False:
+        out.append(f"model '{cfg.name}' does not support tool calling: discussion answers without tools, "
+                   "autopilot refuses; pick a model with tool support")
+    return out
 
 
 async def _agents(app: App) -> AgentsHealth:
@@ -104,6 +145,8 @@ def render_health(r: dict) -> str:
         *[f"          {p['source']}:{(p['line'] or 0) + 1}: {p['key']}: {p['message']}" for p in r["config"]["problems"]],
         f"database  {mark[r['database']['ok']]}  {r['database']['path']} ({r['database']['detail']})",
         f"model     {mark[r['model']['ok']]}  {r['model']['provider']} {r['model']['url']} {r['model']['name']} ({r['model']['detail']})",
+        *([f"          {r['model']['capabilities']}"] if r["model"].get("capabilities") else []),
+        *[f"          warning: {w}" for w in r["model"].get("warnings", [])],
         f"agents    {r['agents']['loaded']} loaded: {', '.join(r['agents']['names'])}",
         *[f"          {p['path']}:{(p['line'] or 0) + 1}: {p['message']}" for p in r["agents"]["problems"]],
     ]
