@@ -147,3 +147,29 @@ def test_second_ndomo_run_does_not_try_streaming_again(tmp_path):
     health = subprocess.run([sys.executable, "-m", "ndomo", "health", "--workspace", str(tmp_path)],
                             env=env, capture_output=True, text=True, timeout=120)
     assert "streams tool calls: no" in health.stdout
+
+
+async def test_health_warns_when_ollama_num_ctx_is_below_the_request(tmp_path):
+    from ndomo.health import HealthParams, health
+
+    with FakeModel(models=["qwen2.5-coder:7b"], ollama={"num_ctx": 2048, "context_length": 32768}) as fake:
+        app, _ = await _app(tmp_path, fake)
+        try:
+            report = await health(app, HealthParams())
+        finally:
+            await app.aclose()
+    assert report.model.ok and "context: 2048 tokens (Ollama num_ctx)" in report.model.capabilities
+    warning = report.model.warnings[0]
+    assert "2048 tokens" in warning and "OLLAMA_CONTEXT_LENGTH" in warning and "num_ctx" in warning
+
+
+async def test_health_has_no_ollama_warning_when_num_ctx_is_large(tmp_path):
+    from ndomo.health import HealthParams, health
+
+    with FakeModel(models=["qwen2.5-coder:7b"], ollama={"num_ctx": 32768}) as fake:
+        app, _ = await _app(tmp_path, fake)
+        try:
+            report = await health(app, HealthParams())
+        finally:
+            await app.aclose()
+    assert report.model.warnings == []
