@@ -1,6 +1,6 @@
 """Run the benchmarks by hand: `python -m tests.bench [NAME …] [--json FILE]` (default: all).
 
-Names: lsp, startup, store, overhead, grep, memory. See docs/performance.md.
+Names: lsp, startup, store, overhead, grep, memory, reqsize. See docs/performance.md.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ BENCHES = {
     "overhead": "tests.bench.overhead",
     "grep": "tests.bench.grep_bench",
     "memory": "tests.bench.memory",
+    "reqsize": "tests.bench.request_size",
 }
 
 
