@@ -66,10 +66,19 @@ HIDDEN = "x-hidden"
 _DROP = {"title", "minLength", "maxLength", "minItems", "maxItems", "exclusiveMinimum", "exclusiveMaximum"}
 
 
+def _unoffered(prop: Any) -> bool:
+    """An optional field not worth offering: marked HIDDEN, or a free-form object (metadata bags)."""
+    if not isinstance(prop, dict):
+        return False
+    return bool(prop.get(HIDDEN)) or (prop.get("type") == "object" and prop.get("additionalProperties") is True
+                                      and not prop.get("properties"))
+
+
 def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """A JSON schema with only what tells a model how to call: no titles, no null branches
     of optional fields, no `null` defaults, no length limits, `$defs` inlined (some local
-    servers' grammar builders cannot follow `$ref`), no descriptions of nested models.
+    servers' grammar builders cannot follow `$ref`), no descriptions of nested models, and
+    optional fields marked HIDDEN or free-form objects not offered at all (still accepted).
     Validation still uses the full pydantic model."""
     defs = schema.get("$defs", {})
 
@@ -95,11 +104,8 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
             if key == "minimum" and "maximum" not in node:
                 continue  # a bare lower bound (≥0, ≥1) says nothing a name does not
             if key == "properties" and isinstance(value, dict):
-                out[key] = {name: walk(v, True) for name, v in value.items() if not (isinstance(v, dict) and v.get(HIDDEN))}
-                continue
-            if key == "required" and isinstance(value, list):
-                hidden = {n for n, v in (node.get("properties") or {}).items() if isinstance(v, dict) and v.get(HIDDEN)}
-                out[key] = [n for n in value if n not in hidden]
+                required = set(node.get("required") or ())
+                out[key] = {name: walk(v, True) for name, v in value.items() if name in required or not _unoffered(v)}
                 continue
             if key == HIDDEN:
                 continue

@@ -26,7 +26,8 @@ def test_registered_with_the_public_contract(plugins):
     assert schema("grep") == {"pattern", "path", "glob"}
     assert schema("file_map") == {"path", "depth"}
     assert schema("outline_file") == {"path"}
-    assert schema("find_symbol") == {"name", "kind"}
+    assert schema("find_symbol") == {"name"}  # `kind` is accepted, not offered (request size)
+    assert set(plugins.tools.get("find_symbol").params.model_fields) == {"name", "kind"}
     assert schema("find_references") == {"name"}
     assert schema("commit_plan") == {"title", "steps", "markdown"}
     for name in ("write", "edit", "apply_patch"):

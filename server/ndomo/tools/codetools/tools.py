@@ -63,7 +63,7 @@ async def outline_file(ctx: TurnContext, p: OutlineParams) -> str:
 
 class FindSymbolParams(_P):
     name: str = Field(min_length=1, description="name or Parent.name")
-    kind: SymbolKind | None = None
+    kind: SymbolKind | None = Field(default=None, json_schema_extra={"x-hidden": True})
 
 
 @tool("find_symbol", FindSymbolParams, description="Where a symbol is defined.")

@@ -23,8 +23,8 @@ MAX_DIR_ENTRIES = 200
 class ReadParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     path: str = Field(min_length=1)
-    start_line: int | None = Field(default=None, ge=1, description="1-based")
-    end_line: int | None = Field(default=None, ge=1, description="inclusive")
+    start_line: int | None = Field(default=None, ge=1)
+    end_line: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
     def _order(self) -> "ReadParams":
@@ -83,7 +83,7 @@ def render(name: str, text: str, start: int | None, end: int | None) -> str:
 
 @tool(
     "read", ReadParams, core=True,
-    description="Read a file with line numbers (long files are cut, and say so).",
+    description="Read a file (numbered lines).",
     read_paths=lambda p: [arg_path(p.path)],
 )
 async def read(ctx: TurnContext, p: ReadParams) -> str:

@@ -12,10 +12,8 @@ NO_ANSWER = "the user did not answer"
 
 class AskUserParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    question: str = Field(min_length=1, max_length=2000, description="short, specific")
-    choices: list[str] | None = Field(
-        default=None, max_length=12, description="optional answers"
-    )
+    question: str = Field(min_length=1, max_length=2000)
+    choices: list[str] | None = Field(default=None, max_length=12)
 
     @field_validator("choices")
     @classmethod

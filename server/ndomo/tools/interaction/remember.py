@@ -13,7 +13,7 @@ from ndomo.runtime.tools import ToolError, ToolResult, tool
 
 class RememberParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    content: str = Field(min_length=1, max_length=4000, description="one self-contained statement")
+    content: str = Field(min_length=1, max_length=4000)
     category: Literal["fact", "decision", "preference"]
 
 

@@ -88,12 +88,12 @@ async def plan_list(ctx: TurnContext, p: PlanListParams) -> str:
 
 class PlanSearchParams(_P):
     query: str | None = None
-    file_path: str | None = Field(default=None, description="plans touching this path")
+    file_path: str | None = None
     include_archived: StrictBool = Field(default=False, json_schema_extra=OFF)
     limit: int = Field(default=20, ge=1, le=200, json_schema_extra=OFF)
 
 
-@tool("plan_search", PlanSearchParams, description="Search plans and tasks by words or file.", **PLAN)
+@tool("plan_search", PlanSearchParams, description="Search plans.", **PLAN)
 async def plan_search(ctx: TurnContext, p: PlanSearchParams) -> str:
     if not (p.query or p.file_path):
         raise ToolError("give query, file_path or both")
@@ -111,7 +111,7 @@ class PlanStatusParams(PlanRef):
 
 
 @tool("plan_update_status", PlanStatusParams,
-      description="Move a plan along draft→approved→executing→completed|failed, or abandon it.", **PLAN)
+      description="Change a plan's status.", **PLAN)
 async def plan_update_status(ctx: TurnContext, p: PlanStatusParams) -> str:
     async with _store(ctx) as store:
         change = await store.update_plan_status(
@@ -140,8 +140,7 @@ async def plan_delete(ctx: TurnContext, p: PlanDeleteParams) -> str:
 
 class TaskBatchParams(_P):
     plan_id: str = Field(min_length=1)
-    tasks: list[TaskCreate] = Field(
-        min_length=1, description="In order; dependencies: 1-based positions; no agent: routed by files.")
+    tasks: list[TaskCreate] = Field(min_length=1, description="dependencies: 1-based positions")
 
 
 @tool("task_create_batch", TaskBatchParams, description="Append tasks to a plan (≤5 best).", **PLAN)
@@ -175,7 +174,7 @@ class TaskStatusParams(_P):
     tokens: int | None = Field(default=None, ge=0, json_schema_extra=OFF)
 
 
-@tool("task_update_status", TaskStatusParams, core=True, description="Set a task's status, with result or error.", **PLAN)
+@tool("task_update_status", TaskStatusParams, core=True, description="Set a task's status.", **PLAN)
 async def task_update_status(ctx: TurnContext, p: TaskStatusParams) -> str:
     async with _store(ctx) as store:
         task = await store.update_task_status(
@@ -188,7 +187,7 @@ async def task_update_status(ctx: TurnContext, p: TaskStatusParams) -> str:
 
 
 class TaskNextParams(_P):
-    agent: str | None = Field(default=None, description="default: you")
+    agent: str | None = None
     plan_id: str | None = None
     peek: StrictBool = Field(default=False, description="look, don't claim")
 

@@ -16,7 +16,7 @@ class BashParams(BaseModel):
     command: str = Field(min_length=1)
     timeout_s: float | None = Field(
         default=None, gt=0, le=MAX_TIMEOUT_S,
-        description=f"max {MAX_TIMEOUT_S:g}",
+        json_schema_extra={"x-hidden": True},
     )
 
 

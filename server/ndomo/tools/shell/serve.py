@@ -72,9 +72,7 @@ def _command_for_policy(p: ServeParams) -> str | None:
 @tool(
     "serve",
     ServeParams,
-    description=(
-        "Start, stop or list background servers (a command, or static files) on 127.0.0.1."
-    ),
+    description="Start, stop or list background servers on 127.0.0.1.",
     modes=("autopilot",),
     risk="exec",
     permission="bash",

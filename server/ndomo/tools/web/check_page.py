@@ -28,9 +28,9 @@ class CheckPageParams(BaseModel):
         min_length=1, description="localhost URL or HTML file"
     )
     expect: list[str] = Field(default_factory=list, max_length=MAX_SELECTORS,
-                              description="CSS selectors that must match")
+                              description="CSS selectors to find")
     missing: list[str] = Field(default_factory=list, max_length=MAX_SELECTORS,
-                               description="CSS selectors that must not")
+                               description="CSS selectors not to find")
 
 
 class SelectorCheck(BaseModel):
@@ -102,9 +102,7 @@ def run_checks(html: str, expect: list[str], missing: list[str]) -> tuple[str, s
 @tool(
     "check_page",
     CheckPageParams,
-    description=(
-        "Check a local page: status, title, text, CSS selectors."
-    ),
+    description="Check a local page or HTML file: status, title, text, selectors.",
     risk="read",
     read_paths=_read_paths,
 )
