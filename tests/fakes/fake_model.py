@@ -377,7 +377,11 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(404, f"The model '{model}' does not exist", code="model_not_found")
         refusal = self._refusal(body, model)
         if refusal is not None:
-            return refusal()
+            try:
+                return refusal()
+            except _ClientGone:
+                self.close_connection = True
+                return self.owner._note_gone(number)
         step = self.owner._take(body)
         try:
             self._answer(step, body, model)
