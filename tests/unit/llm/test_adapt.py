@@ -186,3 +186,16 @@ async def test_health_has_no_ollama_warning_when_num_ctx_is_large(tmp_path):
         finally:
             await app.aclose()
     assert report.model.warnings == []
+
+
+async def test_health_says_when_ollama_reports_no_tool_support(tmp_path):
+    from ndomo.health import HealthParams, health
+
+    with FakeModel(models=["qwen2.5-coder:7b"], ollama={"num_ctx": 32768, "capabilities": ["completion"]}) as fake:
+        app, _ = await _app(tmp_path, fake)
+        try:
+            report = await health(app, HealthParams())
+        finally:
+            await app.aclose()
+    assert "tools: no" in report.model.capabilities
+    assert any("does not support tool calling" in w for w in report.model.warnings)

@@ -1,0 +1,76 @@
+"""Fitting a request into a context window: what gives way, in which order."""
+
+from __future__ import annotations
+
+import pytest
+
+from ndomo.config import ModelConfig
+from ndomo.llm import ModelContextTooSmall
+from ndomo.llm.budget import Window, drop_exchanges, fit, request_size
+from ndomo.llm.messages import Message, ToolSpec
+
+TOOLS = [ToolSpec(name=f"t{i}", description="x" * 200) for i in range(10)]
+CORE = TOOLS[:2]
+
+
+def convo(n: int, size: int = 400) -> list[Message]:
+    out = [Message.system("S" * 1000)]
+    for i in range(n):
+        out += [Message.user(f"q{i} " + "u" * size), Message.assistant("a" * size)]
+    out.append(Message.user("latest"))
+    return out
+
+
+def window_for(messages: list[Message], tools: list[ToolSpec], slack: int = 0) -> Window:
+    """A window just big enough for this request (bytes/3 tokens, a quarter reserved)."""
+    need = request_size(messages, tools) // 3 + 1 + slack
+    return Window(tokens=need * 4 // 3 + 2, source="test")
+
+
+def test_nothing_changes_when_it_fits_or_the_window_is_unknown():
+    ms = convo(3)
+    assert fit(ms, TOOLS, None).messages == ms
+    assert fit(ms, TOOLS, Window(100_000, "test")).steps == []
+
+
+def test_history_goes_first_by_whole_exchanges():
+    ms = convo(6)
+    small = [ms[0], *ms[-3:]]  # system + the last exchange + the new prompt
+    fitted = fit(ms, TOOLS, window_for(small, TOOLS, slack=5), core_tools=CORE, compact_system="c")
+    assert fitted.tools == TOOLS and fitted.messages[0] == ms[0]
+    assert fitted.messages[1].role == "user" and fitted.messages[-1].content == "latest"
+    assert "dropped" in fitted.steps[0]
+
+
+def test_then_the_core_tools_then_the_compact_system_prompt():
+    ms = convo(0)
+    fitted = fit(ms, TOOLS, window_for(ms, CORE), core_tools=CORE, compact_system="compact")
+    assert fitted.tools == CORE and fitted.messages[0].content == ms[0].content
+    tiny = [Message.system("compact"), ms[-1]]
+    fitted = fit(ms, TOOLS, window_for(tiny, CORE), core_tools=CORE, compact_system="compact")
+    assert fitted.tools == CORE and fitted.messages[0].content == "compact"
+    assert [s.split(" ")[0] for s in fitted.steps] == ["offered", "used"]
+
+
+def test_too_small_fails_before_sending_naming_window_size_and_setting():
+    with pytest.raises(ModelContextTooSmall) as info:
+        fit(convo(1), TOOLS, Window(200, "reported by the server: /props n_ctx"), core_tools=CORE,
+            compact_system="compact")
+    text = str(info.value)
+    assert "window of 200 tokens (reported by the server: /props n_ctx)" in text
+    assert "bytes" in text and "model.context_window" in text
+
+
+def test_drop_exchanges_is_reusable_with_any_measure():
+    ms = convo(4)
+    kept = drop_exchanges(ms, lambda cand: len(cand) <= 4)
+    assert kept[0].role == "system" and len(kept) == 4 and kept[-1].content == "latest"
+
+
+def test_model_stream_setting_takes_auto_and_booleans():
+    assert ModelConfig().stream == "auto"
+    assert ModelConfig(stream=False).stream is False and ModelConfig(stream=True).stream is True
+    with pytest.raises(ValueError):
+        ModelConfig(stream="sometimes")
+    with pytest.raises(ValueError):
+        ModelConfig(context_window=10)
