@@ -38,8 +38,9 @@ class ModelHealth(BaseModel):
     warnings: list[str] = Field(default_factory=list)
 
 
-# Tokens of a craftsman autopilot turn's first request (bytes / 3, see tests/unit/llm/test_adapt.py).
-FIRST_REQUEST_TOKENS = 4300
+# Tokens of a craftsman autopilot turn's first request (bytes / 3; tests/unit/llm/test_adapt.py
+# checks the measured request stays below it). Plus the room kept for the answer.
+FIRST_REQUEST_TOKENS = 3400
 
 
 class AgentProblemInfo(BaseModel):
@@ -109,12 +110,14 @@ async def _model(app: App, probe: bool) -> ModelHealth:
 
 
 def _model_warnings(cfg, caps, facts: dict) -> list[str]:
+    from ndomo.llm.budget import Window
+
     out = []
     window = cfg.context_window or caps.context_window
-    if facts.get("ollama") and window and window < FIRST_REQUEST_TOKENS:
+    if facts.get("ollama") and window and Window(window, "").input_tokens < FIRST_REQUEST_TOKENS:
         out.append(
-            f"Ollama's context for '{cfg.name}' is {window} tokens, below the ~{FIRST_REQUEST_TOKENS} tokens of a "
-            "craftsman turn's first request; Ollama silently cuts longer prompts. Raise it: "
+            f"Ollama's context for '{cfg.name}' is {window} tokens: too small for a craftsman turn's first request "
+            f"(~{FIRST_REQUEST_TOKENS} tokens) plus the answer; Ollama silently cuts longer prompts. Raise it: "
             "OLLAMA_CONTEXT_LENGTH=16384 ollama serve, or a Modelfile with `PARAMETER num_ctx 16384`"
         )
     if caps.tools is False:

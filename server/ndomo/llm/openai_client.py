@@ -186,7 +186,9 @@ class OpenAIClient:
     def _calibrate(self, size: int, usage: Usage | None) -> None:
         if usage is not None and usage.prompt_tokens > 0:
             ratio = size / usage.prompt_tokens
-            if 1.0 <= ratio <= 8.0:  # outside this the server counts something else
+            known = self.caps.bytes_per_token
+            # outside 1..8 the server counts something else; small drifts are not worth a store write
+            if 1.0 <= ratio <= 8.0 and (known is None or abs(ratio - known) > 0.05 * known):
                 self.caps.bytes_per_token = round(ratio, 3)
 
     async def _whole(self, params: dict[str, Any], size: int) -> AsyncIterator[StreamEvent]:
@@ -369,7 +371,7 @@ class OpenAIClient:
     async def learn(self) -> Capabilities:
         """Fill `caps` from the server's own reports (once; the runtime saves them)."""
         facts = await self.server_facts()
-        if facts.get("context_window") and not self.caps.context_window:
+        if facts.get("context_window"):  # the server's own number beats a remembered one
             self.caps.context_window = facts["context_window"]
             self.caps.context_source = facts["context_source"]
         if facts.get("tools") is False:

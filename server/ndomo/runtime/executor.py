@@ -95,6 +95,10 @@ async def _ask(ctx: TurnContext, client: Any, specs: list[ToolSpec]) -> tuple[st
     tries once smaller; a tool-less model answers without tools outside autopilot."""
     retried = False
     while True:
+        if specs and client.caps.tools is False:
+            if ctx.mode == "autopilot":
+                raise ModelError(mf.tools_refusal(ctx, client))
+            specs = []  # known tool-less: answer without them
         fitted = await mf.fit_request(ctx, client, specs)
         if fitted.steps and not ctx.state.get("fit_noticed"):
             ctx.state["fit_noticed"] = True
@@ -125,10 +129,6 @@ async def execute(ctx: TurnContext) -> None:
     cap = iteration_cap(ctx)
     try:
         await mf.load_caps(ctx, client)
-        if specs and client.caps.tools is False:
-            if ctx.mode == "autopilot":
-                raise ModelError(mf.tools_refusal(ctx, client))
-            specs = []
         while True:
             if ctx.iterations >= cap:
                 ctx.status = "capped"

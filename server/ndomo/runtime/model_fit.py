@@ -37,8 +37,8 @@ async def load_caps(ctx: TurnContext, client: Any) -> None:
             client.caps = Capabilities.model_validate(saved)
         except ValueError:
             saved = None
-    if not client.caps.context_window and ctx.app.settings.model.context_window is None:
-        await client.learn()
+    if ctx.app.settings.model.context_window is None:
+        await client.learn()  # once per process: the server's own numbers may have changed (Ollama num_ctx)
     client.caps_saved = client.caps.model_dump()
     if not saved:
         await save_caps(ctx, client, force=True)

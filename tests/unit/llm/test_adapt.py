@@ -46,6 +46,10 @@ async def test_first_request_size_stays_under_its_ceiling(tmp_path, agent, mode)
         body = fake.chat_requests()[0]["body"]
     assert body.get("tools"), "the full tool set of the mode is offered"
     assert _first_size(body) < CEILING[(agent, mode)]
+    from ndomo.health import FIRST_REQUEST_TOKENS
+    from ndomo.llm.capabilities import estimate_tokens
+
+    assert estimate_tokens(_first_size(body)) <= FIRST_REQUEST_TOKENS  # what health's Ollama warning assumes
 
 
 def test_the_shrunk_prompts_keep_their_contracts():
@@ -174,6 +178,18 @@ async def test_health_warns_when_ollama_num_ctx_is_below_the_request(tmp_path):
     assert report.model.ok and "context: 2048 tokens (Ollama num_ctx)" in report.model.capabilities
     warning = report.model.warnings[0]
     assert "2048 tokens" in warning and "OLLAMA_CONTEXT_LENGTH" in warning and "num_ctx" in warning
+
+
+async def test_health_warns_on_ollamas_default_4096(tmp_path):
+    from ndomo.health import HealthParams, health
+
+    with FakeModel(models=["qwen2.5-coder:7b"], ollama={"context_length": 32768}) as fake:
+        app, _ = await _app(tmp_path, fake)
+        try:
+            report = await health(app, HealthParams())
+        finally:
+            await app.aclose()
+    assert "Ollama default" in report.model.capabilities and "4096 tokens" in report.model.warnings[0]
 
 
 async def test_health_has_no_ollama_warning_when_num_ctx_is_large(tmp_path):
