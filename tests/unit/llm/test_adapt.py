@@ -215,3 +215,23 @@ async def test_health_says_when_ollama_reports_no_tool_support(tmp_path):
             await app.aclose()
     assert "tools: no" in report.model.capabilities
     assert any("does not support tool calling" in w for w in report.model.warnings)
+
+
+async def test_a_non_streamed_answer_reaches_the_host_as_the_same_turn_events(tmp_path):
+    from ndomo.runtime.events import TextDelta, ToolFinished, ToolStarted
+
+    (tmp_path / "a.txt").write_text("hello\n")
+    with FakeModel(stream_tools=False) as fake:
+        fake.push({"text": "looking", "tool_calls": [{"name": "read", "arguments": {"path": "a.txt"}}]})
+        fake.push({"text": "it says hello"})
+        app, rt = await _app(tmp_path, fake)
+        host = BaseHost()
+        try:
+            summary = await rt.run(TurnRequest(prompt="read a.txt", agent="craftsman", mode="autopilot"), host)
+        finally:
+            await app.aclose()
+        streamed = [c["body"]["stream"] for c in fake.chat_requests()]
+    assert summary.status == "done" and streamed == [True, False, False]
+    kinds = [type(e) for e in host.events]
+    texts = "".join(e.text for e in host.events if isinstance(e, TextDelta))
+    assert ToolStarted in kinds and ToolFinished in kinds and texts == "lookingit says hello"
