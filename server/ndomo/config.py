@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal, Mapping
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 CONFIG_FILE = Path(".ndomo") / "config.yaml"
 ModeName = Literal["discussion", "brainstorming", "autopilot"]
@@ -64,6 +64,38 @@ class ShellConfig(_Section):
     output_cap: int = Field(default=30_000, ge=1000)
 
 
+class SandboxConfig(_Section):
+    """`sandbox: auto | required | off`, or a map with the mode and the home toolchains."""
+
+    mode: Literal["auto", "required", "off"] = Field(
+        default="auto",
+        description="auto: sandbox shell commands where bubblewrap/sandbox-exec works; required: refuse them "
+        "otherwise; off: no OS sandbox (health warns).",
+    )
+    home: list[str] = Field(
+        default_factory=lambda: ["~/.pyenv", "~/.rustup", "~/.cargo", "~/.nvm", "~/.local", "~/go", "~/.npm", "~/.cache"],
+        description="Folders of the home directory a sandboxed command may read (the rest of home is hidden).",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_mode(cls, value: Any) -> Any:
+        # `sandbox: off` is YAML 1.1's false; `sandbox: required` is shorthand for {mode: required}
+        if value is False:
+            return {"mode": "off"}
+        if isinstance(value, str):
+            return {"mode": value}
+        return value
+
+    @field_validator("home")
+    @classmethod
+    def _absolute(cls, value: list[str]) -> list[str]:
+        bad = [p for p in value if not (p.startswith("~/") or p.startswith("/"))]
+        if bad:
+            raise ValueError(f"{bad[0]!r}: give a path under ~/ or an absolute path")
+        return value
+
+
 class Settings(_Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
     db: str = Field(default=".ndomo/ndomo.db", description="Plan store file, relative to the workspace.")
@@ -71,6 +103,7 @@ class Settings(_Section):
     modes: ModesConfig = Field(default_factory=ModesConfig)
     threshold: ThresholdConfig = Field(default_factory=ThresholdConfig)
     shell: ShellConfig = Field(default_factory=ShellConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     secret_globs: list[str] = Field(
         default_factory=lambda: [".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_ed25519*", "*.p12"]
     )
@@ -100,6 +133,7 @@ ENV_KEYS: dict[str, tuple[str, ...]] = {
     "NDOMO_MODEL": ("model", "name"),
     "NDOMO_API_KEY": ("model", "api_key"),
     "NDOMO_DB": ("db",),
+    "NDOMO_SANDBOX": ("sandbox", "mode"),
 }
 
 
@@ -233,6 +267,14 @@ def env_layer(env: Mapping[str, str]) -> dict:
     return layer
 
 
+def _expand_shorthands(layer: dict) -> dict:
+    """`sandbox: off` in one layer must not wipe `sandbox.home` set by another."""
+    value = layer.get("sandbox")
+    if value is False or isinstance(value, str):
+        layer = {**layer, "sandbox": {"mode": "off" if value is False else value}}
+    return layer
+
+
 def load_settings(
     root: Path | None,
     init_options: Any = None,
@@ -256,7 +298,7 @@ def load_settings(
     layers.append(_clean_layer(env_layer(env), "environment", None, problems))
     merged: dict = {}
     for layer in layers:
-        merged = _merge(merged, layer)
+        merged = _merge(merged, _expand_shorthands(layer))
     try:
         settings = Settings.model_validate(merged)
     except ValidationError as exc:  # layers valid alone but not together: keep defaults

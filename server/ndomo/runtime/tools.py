@@ -8,6 +8,7 @@ the tool. Every refusal is a readable result for the model; the turn goes on.
 from __future__ import annotations
 
 import logging
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Literal, Protocol
 
@@ -140,6 +141,17 @@ class PermissionDecision(BaseModel):
     allowed: bool
     message: str = ""
     failed: bool = False  # the check itself broke (e.g. the editor could not ask): a failure, not a refusal
+    # A shell call may use the network (the user approved it, or an agent's `network: allow`
+    # rule matched). The OS sandbox reads it through `call_grant()`.
+    network: bool = False
+
+
+_GRANT: ContextVar[PermissionDecision | None] = ContextVar("ndomo_call_grant", default=None)
+
+
+def call_grant() -> PermissionDecision:
+    """The permission decision of the tool call running in this task (nothing extra if none)."""
+    return _GRANT.get() or PermissionDecision(allowed=True)
 
 
 class PermissionPolicy(Protocol):
@@ -254,6 +266,7 @@ class ToolRegistry:
             if decision.failed:
                 return ToolResult.failed(decision.message or f"the permission check for '{name}' failed")
             return ToolResult.refused(decision.message or f"permission denied for '{name}'")
+        token = _GRANT.set(decision)
         try:
             result = await tool.run(ctx, params)
         except ToolError as exc:
@@ -261,6 +274,8 @@ class ToolRegistry:
         except Exception as exc:  # a broken tool is the model's problem to read, not a crash
             log.exception("tool %s failed", name)
             return ToolResult.failed(f"tool '{name}' failed: {type(exc).__name__}: {exc}")
+        finally:
+            _GRANT.reset(token)
         return result if isinstance(result, ToolResult) else ToolResult(content=str(result))
 
 

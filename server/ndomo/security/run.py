@@ -14,6 +14,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Sequence
 
 from pydantic import BaseModel
 
@@ -138,10 +139,13 @@ async def run_shell(
     output_cap: int,
     env: dict[str, str] | None = None,
     cancel: asyncio.Event | None = None,
+    prefix: Sequence[str] = (),
 ) -> ShellResult:
     """Run `command` with /bin/bash -c; stdout+stderr merged, stdin /dev/null.
 
-    `env` adds to (and overrides) the server's environment. Setting `cancel` stops the
+    `env` adds to (and overrides) the server's environment. `prefix` goes before the
+    shell's argv: the OS sandbox (`ndomo.security.sandbox`), which keeps the command in
+    this process group so a timeout or a cancel still kills all of it. Setting `cancel` stops the
     command and returns a result with `cancelled=True`; cancelling the awaiting task
     kills the process group too and re-raises CancelledError.
     """
@@ -156,7 +160,7 @@ async def run_shell(
     full_env = None if env is None else {**os.environ, **env}
     started = time.monotonic()
     proc = await asyncio.create_subprocess_exec(
-        SHELL, "-c", command,
+        *prefix, SHELL, "-c", command,
         cwd=str(cwd),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,

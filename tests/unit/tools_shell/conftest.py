@@ -45,6 +45,26 @@ def alive(pid: int) -> bool:
     return stat[stat.rfind(")") + 2 :].split()[0] not in ("Z", "X")
 
 
+def pids_with_arg(arg: str) -> list[int]:
+    """Live host pids whose command line has `arg` as one argument.
+
+    A sandboxed command sees its own pid namespace, so the `$!` it reports is not a host pid;
+    tests find its processes by a unique argument instead.
+    """
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if arg.encode() in argv and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
 class _Handler(SimpleHTTPRequestHandler):
     def log_message(self, *args):  # keep test output quiet
         pass

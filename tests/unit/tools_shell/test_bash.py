@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 from ndomo.runtime.context import TurnRequest
 from ndomo.runtime.host import BaseHost
-from tests.unit.tools_shell.conftest import alive
+from tests.unit.tools_shell.conftest import alive, pids_with_arg
 
 
 async def test_bash_fenced_outside_autopilot(make_ctx):
@@ -30,27 +31,28 @@ async def test_bash_runs_in_autopilot_in_workspace_root(make_ctx):
 
 async def test_bash_timeout_kills_grandchild(make_ctx, tmp_path):
     ctx = await make_ctx("autopilot")
-    cmd = "bash -c 'sleep 300 & echo $! > grandchild.pid; wait'"
+    naptime = f"300.{uuid.uuid4().int % 10**9}"  # a unique argument to find it by
+    cmd = f"bash -c 'sleep {naptime} & echo started > grandchild.started; wait'"
     res = await ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": cmd, "timeout_s": 1})
     assert res.data["timed_out"] and "timed out" in res.content
-    pid = int((tmp_path / "grandchild.pid").read_text())
+    assert (tmp_path / "grandchild.started").exists()
     for _ in range(50):
-        if not alive(pid):
+        if not pids_with_arg(naptime):
             break
         await asyncio.sleep(0.1)
-    assert not alive(pid)
+    assert not pids_with_arg(naptime)
 
 
 async def test_bash_task_cancel_kills_grandchild(make_ctx, tmp_path):
     ctx = await make_ctx("autopilot")
-    cmd = "bash -c 'sleep 300 & echo $! > gc.pid; wait'"
+    naptime = f"300.{uuid.uuid4().int % 10**9}"
+    cmd = f"bash -c 'sleep {naptime} & wait'"
     task = asyncio.ensure_future(ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": cmd}))
-    pidfile = tmp_path / "gc.pid"
     for _ in range(100):
-        if pidfile.exists() and pidfile.read_text().strip():
+        if pids_with_arg(naptime):
             break
         await asyncio.sleep(0.05)
-    pid = int(pidfile.read_text())
+    (pid,) = pids_with_arg(naptime)
     assert alive(pid)
     task.cancel()
     try:

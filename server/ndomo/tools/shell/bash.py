@@ -5,8 +5,9 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from ndomo.runtime.context import TurnContext
-from ndomo.runtime.tools import ToolError, ToolResult, tool
+from ndomo.runtime.tools import ToolError, ToolResult, call_grant, tool
 from ndomo.security.run import run_shell
+from ndomo.security.sandbox import SandboxRefused, prepare
 
 MAX_TIMEOUT_S = 600.0
 
@@ -28,7 +29,8 @@ def effective_timeout(ctx: TurnContext, requested: float | None) -> float:
     "bash",
     BashParams, core=True,
     description=(
-        "Run a bash command in the workspace (no stdin); exit code + output. Servers: use serve."
+        "Run a bash command in the workspace (no stdin); exit code + output. Servers: use serve. "
+        "Sandboxed; offline unless the user approved it."
     ),
     modes=("autopilot",),
     risk="exec",
@@ -37,19 +39,22 @@ def effective_timeout(ctx: TurnContext, requested: float | None) -> float:
 )
 async def bash(ctx: TurnContext, p: BashParams) -> ToolResult:
     try:
+        box = await prepare(ctx.app.settings, ctx.app.root, network=call_grant().network)
         result = await run_shell(
             p.command,
             cwd=ctx.app.root,
             timeout_s=effective_timeout(ctx, p.timeout_s),
             output_cap=ctx.app.settings.shell.output_cap,
             cancel=ctx.cancelled,
+            prefix=box.prefix,
         )
-    except ValueError as exc:
+    except (ValueError, SandboxRefused) as exc:
         raise ToolError(str(exc)) from None
     text = result.render()
     if result.truncated_bytes:
         text += f"\n(output truncated: {result.truncated_bytes} bytes in the middle not shown)"
     data = result.model_dump(exclude={"output"})
+    data.update(sandbox=box.state.label(), network=box.network)
     if result.cancelled:
         return ToolResult(ok=False, content=text, status="cancelled", data=data)
     ok = result.exit_code == 0

@@ -91,15 +91,16 @@ class ServeManager:
 
     async def start(
         self, session_id: str, name: str, kind: str, argv: list[str], command: str, port: int, cwd: Path,
-        env: dict[str, str] | None = None,
+        env: dict[str, str] | None = None, prefix: list[str] | None = None,
     ) -> Served:
+        """Start `argv` (after the sandbox `prefix`) in its own process group."""
         table = self.of(session_id)
         old = table.get(name)
         if old is not None and old.running:
             raise ServeError(f"'{name}' is already running on port {old.port}; stop it first or pick another name")
         table.pop(name, None)
         proc = await asyncio.create_subprocess_exec(
-            *argv, cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            *(prefix or []), *argv, cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT, start_new_session=True,
             env={**os.environ, **(env or {})},
         )

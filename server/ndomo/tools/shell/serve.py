@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, ToolResult, tool
 from ndomo.security.paths import PathRefused, relative_to_workspace, resolve_in_workspace
+from ndomo.security.sandbox import SandboxRefused, prepare
 from ndomo.tools.shell.processes import HOST, ServeError, ServeManager, free_port
 
 SERVICE_KEY = "serve"
@@ -77,6 +78,7 @@ def _command_for_policy(p: ServeParams) -> str | None:
     risk="exec",
     permission="bash",
     command=_command_for_policy,
+    network="host",  # its server must be reachable on loopback by check_page and the user
 )
 async def serve(ctx: TurnContext, p: ServeParams) -> ToolResult:
     mgr = manager_for(ctx)
@@ -103,6 +105,10 @@ async def serve(ctx: TurnContext, p: ServeParams) -> ToolResult:
 async def _start(ctx: TurnContext, mgr: ServeManager, p: ServeParams) -> ToolResult:
     port = p.port or free_port()
     root = ctx.app.root
+    try:
+        box = await prepare(ctx.app.settings, root, network=True)
+    except SandboxRefused as exc:
+        raise ToolError(str(exc)) from None
     if p.static_dir is not None:
         try:
             folder = resolve_in_workspace(p.static_dir, ctx.roots)
@@ -113,18 +119,22 @@ async def _start(ctx: TurnContext, mgr: ServeManager, p: ServeParams) -> ToolRes
         name = p.name or "static"
         argv = static_argv(str(folder), port)
         shown = f"static files of {relative_to_workspace(folder, ctx.roots)}/"
-        served = await mgr.start(ctx.session.id, name, "static", argv, shown, port, root)
+        served = await mgr.start(ctx.session.id, name, "static", argv, shown, port, root, prefix=box.prefix)
     else:
         from ndomo.tools.shell.processes import shell_argv
 
         name = p.name or "server"
         env = {"PORT": str(port), "HOST": HOST}
-        served = await mgr.start(ctx.session.id, name, "command", shell_argv(p.command or ""), p.command or "", port, root, env)
+        served = await mgr.start(
+            ctx.session.id, name, "command", shell_argv(p.command or ""), p.command or "", port, root, env,
+            prefix=box.prefix,
+        )
     ready = await mgr.wait_ready(served, READY_WAIT_S)
     if not served.running and served.pump is not None:  # let the reader collect its last words
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.shield(served.pump), 2.0)
     info = served.info(tail=10)
+    data = {**info.model_dump(), "sandbox": box.state.label()}
     tail = "\n".join(f"    | {line}" for line in info.recent_output)
     if not served.running:
         await mgr.stop(ctx.session.id, name)
@@ -135,4 +145,4 @@ async def _start(ctx: TurnContext, mgr: ServeManager, p: ServeParams) -> ToolRes
         else f"started '{name}' (pid {info.pid}) but nothing listens on {info.url} yet after {READY_WAIT_S:g}s; "
         "check it with serve action=list"
     )
-    return ToolResult(content=head + (f"\n{tail}" if tail else ""), data=info.model_dump())
+    return ToolResult(content=head + (f"\n{tail}" if tail else ""), data=data)
