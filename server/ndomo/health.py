@@ -55,6 +55,16 @@ class AgentsHealth(BaseModel):
     problems: list[AgentProblemInfo]
 
 
+class SandboxHealth(BaseModel):
+    mode: str  # auto | required | off
+    backend: str
+    active: bool  # shell commands run sandboxed
+    ok: bool
+    state: str  # the phrase the approval prompt shows
+    detail: str
+    warning: str
+
+
 class HealthReport(BaseModel):
     ok: bool
     version: str
@@ -63,6 +73,7 @@ class HealthReport(BaseModel):
     database: DatabaseHealth
     model: ModelHealth
     agents: AgentsHealth
+    sandbox: SandboxHealth
 
 
 async def _database(app: App) -> DatabaseHealth:
@@ -140,6 +151,30 @@ async def _agents(app: App) -> AgentsHealth:
     )
 
 
+async def _sandbox(app: App) -> SandboxHealth:
+    from ndomo.security.sandbox import current_state
+
+    try:
+        st = await current_state(app.settings)
+    except Exception as exc:
+        return SandboxHealth(mode=app.settings.sandbox.mode, backend="?", active=False, ok=False,
+                             state="unknown", detail=f"{type(exc).__name__}: {exc}", warning="sandbox check failed")
+    return SandboxHealth(mode=st.mode, backend=st.backend, active=st.active, ok=st.ok, state=st.label(),
+                         detail=st.detail, warning=st.warning)
+
+
+def _sandbox_line(s: dict) -> str:
+    mark = "FAIL" if not s["ok"] else ("ok" if s["active"] and not s["warning"] else "WARN")
+    line = f"sandbox   {mark}  {s['state']}"
+    if f"sandbox: {s['mode']}" not in s["state"]:
+        line += f" (sandbox: {s['mode']})"
+    if s["active"] and s["detail"]:
+        line += f" {s['detail']}"
+    if s["warning"]:
+        line += f"\n          {s['warning']}"
+    return line
+
+
 def render_health(r: dict) -> str:
     mark = {True: "ok", False: "FAIL", None: "-"}
     lines = [
@@ -152,15 +187,18 @@ def render_health(r: dict) -> str:
         *[f"          warning: {w}" for w in r["model"].get("warnings", [])],
         f"agents    {r['agents']['loaded']} loaded: {', '.join(r['agents']['names'])}",
         *[f"          {p['path']}:{(p['line'] or 0) + 1}: {p['message']}" for p in r["agents"]["problems"]],
+        *([_sandbox_line(r["sandbox"])] if "sandbox" in r else []),
     ]
     return "\n".join(lines)
 
 
 @action("health", HealthParams, summary="Version, configuration, database, model and agent checks", render=render_health)
 async def health(app: App, params: HealthParams) -> HealthReport:
-    db, model, agents = await asyncio.gather(_database(app), _model(app, params.probe_model), _agents(app))
+    db, model, agents, sandbox = await asyncio.gather(
+        _database(app), _model(app, params.probe_model), _agents(app), _sandbox(app)
+    )
     config = ConfigHealth(ok=not app.config_problems, problems=app.config_problems)
-    ok = config.ok and db.ok and model.ok is not False and not agents.problems
+    ok = config.ok and db.ok and model.ok is not False and not agents.problems and sandbox.ok
     return HealthReport(
         ok=ok,
         version=__version__,
@@ -169,4 +207,5 @@ async def health(app: App, params: HealthParams) -> HealthReport:
         database=db,
         model=model,
         agents=agents,
+        sandbox=sandbox,
     )

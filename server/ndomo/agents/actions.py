@@ -67,6 +67,7 @@ def permission_summary(perm: AgentPermission) -> dict[str, str]:
         "question": perm.question,
         "task": _task_summary(perm.task),
         "plan_db": perm.plan_db,
+        "network": _bash_summary(perm.network),
     }
 
 

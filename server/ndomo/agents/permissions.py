@@ -21,6 +21,7 @@ __all__ = [
     "match_rules",
     "decide_bash",
     "bash_layers",
+    "decide_network",
 ]
 
 _GLOB_CHARS = frozenset("*?")
@@ -119,6 +120,7 @@ def intersect(caller: AgentPermission, sub: AgentPermission) -> AgentPermission:
         question=merge_stricter(caller.question, sub.question),
         task=_intersect_task(caller.task, sub.task),
         plan_db=merge_stricter(caller.plan_db, sub.plan_db),
+        network=_intersect_bash(caller.network, sub.network),
     )
 
 
@@ -130,3 +132,16 @@ def decide_bash(perm: AgentPermission, command: str, *, cwd=None, roots=None, se
     from ndomo.security.shell import decide
 
     return decide(command, bash, cwd=cwd, roots=roots, secret_globs=secret_globs)
+
+
+def decide_network(perm: AgentPermission, command: str, *, cwd=None, roots=None, secret_globs=None) -> Action:
+    """The agent's `network` action for one shell command (a map is matched like `bash`:
+    every simple command of the line must be allowed for the line to get network)."""
+    net = perm.network
+    if isinstance(net, str):
+        return net  # type: ignore[return-value]
+    if isinstance(net, BashPolicy):
+        return net.decide(command, cwd=cwd, roots=roots, secret_globs=secret_globs).action
+    from ndomo.security.shell import decide
+
+    return decide(command, net, cwd=cwd, roots=roots, secret_globs=secret_globs).action

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from ndomo.runtime.host import ApprovalRequest
 from ndomo.runtime.tools import PermissionDecision, ToolDescriptor
 
-from .permissions import decide_bash, intersect, task_allowed
+from .permissions import decide_bash, decide_network, intersect, task_allowed
 from .schema import STRICTNESS, AgentPermission, BashPolicy, TaskPolicy
 
 if TYPE_CHECKING:
@@ -197,12 +197,19 @@ class AgentPolicy:
                 allowed=False, message=f"permission denied by a saved rule: {v.permission} '{v.subject}'"
             )
         if v.action == "allow" or saved == "allow":
-            return PermissionDecision(allowed=True)
-        return await self._ask(ctx, v)
+            network = await shell_network(ctx, tool, v, approved=saved == "allow")
+            return PermissionDecision(allowed=True, network=bool(network))
+        return await self._ask(ctx, v, tool)
 
-    async def _ask(self, ctx: "TurnContext", v: Verdict) -> PermissionDecision:
+    async def _ask(self, ctx: "TurnContext", v: Verdict, tool: ToolDescriptor | None = None) -> PermissionDecision:
+        network = await shell_network(ctx, tool, v, approved=True) if tool is not None else None
+        sandbox = ""
+        if network is not None:
+            from ndomo.security.sandbox import current_state
+
+            sandbox = (await current_state(ctx.app.settings)).label()
         request = ApprovalRequest(permission=v.permission, subject=v.subject, agent=ctx.agent_name,
-                                  mode=ctx.mode, reason=v.reason)
+                                  mode=ctx.mode, reason=v.reason, network=network, sandbox=sandbox)
         try:
             answer: Any = await ctx.host.approve(request)
         except Exception as exc:  # the user said nothing: an error, not a "deny"
@@ -216,14 +223,30 @@ class AgentPolicy:
             store = await ctx.app.store()
             await store.save_approval(v.permission, glob_escape(v.subject), "allow", scope=answer,
                                       session_id=ctx.session.id if answer == "session" else None)
-            return PermissionDecision(allowed=True)
+            return PermissionDecision(allowed=True, network=bool(network))
         if answer in ("once", "session", "project"):  # a control file is approved one change at a time
-            return PermissionDecision(allowed=True)
+            return PermissionDecision(allowed=True, network=bool(network))
         return PermissionDecision(
             allowed=False,
             message=(f"the user did not approve {v.permission} '{v.subject}' for {ctx.agent_name}; "
                      "do not retry the same call — choose another way or hand back"),
         )
+
+
+async def shell_network(ctx: "TurnContext", tool: ToolDescriptor | None, v: Verdict, *, approved: bool) -> bool | None:
+    """Does this shell call get network inside the OS sandbox? None: not a shell call.
+
+    A tool that declares `network="host"` (serve) always keeps it. Otherwise the agent's
+    `network` permission decides: allow → yes, deny → no, ask → only when the user approved
+    this command (now or by a saved rule).
+    """
+    if tool is None or tool.permission != "bash" or v.permission != "bash":
+        return None
+    if tool.meta.get("network") == "host":
+        return True
+    action = await asyncio.to_thread(decide_network, effective_permission(ctx), v.subject, cwd=ctx.app.root,
+                                     roots=ctx.roots, secret_globs=ctx.app.settings.secret_globs)
+    return action == "allow" or (approved and action != "deny")
 
 
 def _is_secret(ctx: "TurnContext", path: str) -> bool:

@@ -67,6 +67,9 @@ class AgentPermission(BaseModel):
     question: Action = "allow"
     task: Union[dict[str, Action], InstanceOf[TaskPolicy]] = Field(default_factory=dict)
     plan_db: Action = "ask"
+    # Network for a shell command inside the OS sandbox (same shapes as `bash`): allow gives
+    # it without asking, ask (default) only with the user's approval of the command, deny never.
+    network: Union[Action, dict[str, Action], InstanceOf[BashPolicy]] = "ask"
 
     @field_validator("task", mode="before")
     @classmethod
@@ -76,14 +79,14 @@ class AgentPermission(BaseModel):
             return {"*": value}
         return value
 
-    @field_validator("bash", "task", mode="before")
+    @field_validator("bash", "task", "network", mode="before")
     @classmethod
     def _no_null_maps(cls, value):
         if value is None:
             raise ValueError("must be allow, ask or deny, or a map of pattern to action")
         return value
 
-    @field_validator("bash", "task", mode="after")
+    @field_validator("bash", "task", "network", mode="after")
     @classmethod
     def _no_blank_patterns(cls, value):
         if isinstance(value, dict):

@@ -199,9 +199,7 @@ class LspHost(BaseHost):
         return picked.title if picked else None
 
     async def approve(self, request: ApprovalRequest) -> ApprovalChoice:
-        msg = f"ndomo · {request.agent} ({request.mode}) wants {request.permission}: {request.subject}"
-        if request.reason:
-            msg += f" — {request.reason}"
+        msg = request.text()
         actions = [types.MessageActionItem(title=c) for c in APPROVAL_CHOICES]
         try:
             picked = await self.server.window_show_message_request_async(

@@ -26,6 +26,18 @@ class ApprovalRequest(BaseModel):
     agent: str
     mode: str
     reason: str = ""  # why it is asked (e.g. which simple command did not match)
+    network: bool | None = None  # a shell call: whether it gets network if allowed
+    sandbox: str = ""  # a shell call: the OS sandbox it runs in ("sandboxed (bubblewrap)", …)
+
+    def text(self) -> str:
+        """The question shown to the user (editor and terminal alike)."""
+        msg = f"ndomo · {self.agent} ({self.mode}) wants {self.permission}: {self.subject}"
+        if self.reason:
+            msg += f" — {self.reason}"
+        if self.network is not None:
+            net = "WITH network" if self.network else "without network"
+            msg += f" · if allowed it runs {net}, {self.sandbox or 'sandbox unknown'}"
+        return msg
 
 
 class EditOutcome(BaseModel):
@@ -160,9 +172,5 @@ class TerminalHost(BaseHost):
             return "once"
         if not self.interactive:
             return "deny"
-        why = f"\n  {request.reason}\n" if request.reason else " "
-        answer = await self._prompt(
-            f"? allow {request.permission} '{request.subject}' for {request.agent}?{why}"
-            "[o]nce / [s]ession / [p]roject / [d]eny "
-        )
+        answer = await self._prompt(f"? {request.text()}\n  allow? [o]nce / [s]ession / [p]roject / [d]eny ")
         return {"o": "once", "s": "session", "p": "project"}.get(answer[:1].lower(), "deny")  # type: ignore[return-value]
