@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
@@ -30,6 +32,9 @@ async def test_always_allow_is_not_asked_again_until_revoked(lsp, tmp_path):
         assert first["status"] == "done"
         assert len(asked) == 1 and [a.title for a in asked[0].actions] == CHOICES
         assert "echo hello-ndomo" in asked[0].message
+        # the prompt says where the command runs and that approving it gives it network
+        sandboxed = "sandboxed (bubblewrap)" if shutil.which("bwrap") else "NOT sandboxed"
+        assert f"if allowed it runs WITH network, {sandboxed}" in asked[0].message
 
         new = await command(client, "ndomo.session.new", {})
         assert new["session"] != first["session"]
