@@ -250,7 +250,7 @@ def build_profile(
     hook written there would be trusted later, outside the sandbox)."""
     env = dict(os.environ) if env is None else env
     ws = _real(workspace)
-    (ws / ".ndomo").mkdir(exist_ok=True)
+    _mkdir(ws / ".ndomo")
     git = git_layout(ws)
     writable: list[Path] = []
     read_only: list[Path] = [ws / ".ndomo"]
@@ -259,7 +259,7 @@ def build_profile(
     for d in dict.fromkeys(x for x in (git.gitdir, git.common) if x is not None):
         writable.append(d)  # a mount point of its own: `mv .git elsewhere` fails (busy)
     if git.common is not None:
-        (git.common / "hooks").mkdir(exist_ok=True)
+        _mkdir(git.common / "hooks")
         read_only += [git.common / "config", git.common / "hooks", git.common / "config.worktree"]
     if git.gitdir is not None and git.gitdir != git.common:
         read_only.append(git.gitdir / "config.worktree")
@@ -288,6 +288,14 @@ def build_profile(
         drop_env=tuple(drop_env),
         tmpdir_env=tmpdir_env,
     )
+
+
+def _mkdir(path: Path) -> None:
+    """Best effort: where ndomo cannot create it, a sandboxed command cannot either."""
+    try:
+        path.mkdir(exist_ok=True)
+    except OSError as exc:
+        log.debug("could not create %s: %s", path, exc)
 
 
 def _depth(p: Path) -> int:
@@ -387,10 +395,8 @@ def seatbelt_profile(profile: Profile, tmp_dirs: Sequence[str] = ("/private/tmp"
 
 
 def seatbelt_argv(profile: Profile) -> list[str]:
-    argv: list[str] = []
-    if profile.drop_env:
-        argv += ["/usr/bin/env", *[a for n in profile.drop_env for a in ("-u", n)]]
-    return [*argv, SANDBOX_EXEC, "-p", seatbelt_profile(profile), "--"]
+    unset = [a for n in profile.drop_env for a in ("-u", n)]
+    return ["/usr/bin/env", *unset, "NDOMO_SANDBOX=sandbox-exec", SANDBOX_EXEC, "-p", seatbelt_profile(profile), "--"]
 
 
 @dataclass(frozen=True)

@@ -133,8 +133,8 @@ def test_seatbelt_profile_text(repo: Path, tmp_path: Path) -> None:
 def test_seatbelt_argv_drops_env_and_uses_the_absolute_program(repo: Path) -> None:
     p = build_profile(repo, network=False, drop_env=("NDOMO_API_KEY",), env={"HOME": "/nonexistent"})
     argv = sandbox.seatbelt_argv(p)
-    assert argv[:3] == ["/usr/bin/env", "-u", "NDOMO_API_KEY"]
-    assert argv[3:5] == ["/usr/bin/sandbox-exec", "-p"] and argv[-1] == "--"
+    assert argv[:4] == ["/usr/bin/env", "-u", "NDOMO_API_KEY", "NDOMO_SANDBOX=sandbox-exec"]
+    assert argv[4:6] == ["/usr/bin/sandbox-exec", "-p"] and argv[-1] == "--"
 
 
 @pytest.mark.parametrize(
@@ -165,3 +165,18 @@ def test_approval_text_says_sandbox_and_network() -> None:
     assert "without network" in ApprovalRequest(**base, network=False, sandbox="x").text()
     plain = ApprovalRequest(permission="edit", subject="a.py", agent="craftsman", mode="autopilot").text()
     assert "network" not in plain
+
+
+def test_network_permission_shapes_and_intersection() -> None:
+    from ndomo.agents.permissions import decide_network, intersect
+    from ndomo.agents.schema import AgentPermission
+
+    assert AgentPermission().network == "ask"
+    caller = AgentPermission(bash="allow", network={"npm install*": "allow", "*": "ask"})
+    assert decide_network(caller, "npm install") == "allow"
+    assert decide_network(caller, "npm install && curl x") == "ask"  # every part must be allowed
+    assert decide_network(intersect(caller, AgentPermission(network="deny")), "npm install") == "deny"
+    assert decide_network(intersect(caller, AgentPermission(network="allow")), "npm install") == "allow"
+    assert decide_network(intersect(caller, AgentPermission()), "npm install") == "ask"
+    with pytest.raises(ValueError, match="empty pattern"):
+        AgentPermission(network={" ": "allow"})

