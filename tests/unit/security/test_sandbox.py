@@ -180,3 +180,23 @@ def test_network_permission_shapes_and_intersection() -> None:
     assert decide_network(intersect(caller, AgentPermission()), "npm install") == "ask"
     with pytest.raises(ValueError, match="empty pattern"):
         AgentPermission(network={" ": "allow"})
+
+
+async def test_terminal_prompt_says_sandbox_and_network() -> None:
+    import io
+
+    from ndomo.runtime.host import TerminalHost
+
+    host = TerminalHost(interactive=True, out=io.StringIO())
+    shown: list[str] = []
+
+    async def prompt(text: str) -> str:
+        shown.append(text)
+        return "o"
+
+    host._prompt = prompt  # type: ignore[method-assign]
+    req = ApprovalRequest(permission="bash", subject="npm install", agent="craftsman", mode="autopilot",
+                          network=True, sandbox="sandboxed (bubblewrap)")
+    assert await host.approve(req) == "once"
+    assert "wants bash: npm install" in shown[0] and "WITH network, sandboxed (bubblewrap)" in shown[0]
+    assert "[o]nce / [s]ession / [p]roject / [d]eny" in shown[0]
