@@ -28,7 +28,7 @@ import logging
 import os
 import shutil
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Sequence
 
@@ -149,11 +149,6 @@ async def probe() -> Probe:
     return result
 
 
-def forget_probes() -> None:
-    """Drop cached probe results (tests; a user who just installed bubblewrap restarts anyway)."""
-    _probes.clear()
-
-
 async def current_state(settings: "Settings") -> SandboxState:
     mode: SandboxMode = settings.sandbox.mode
     if mode == "off":
@@ -226,7 +221,8 @@ class Profile:
     network: bool
     drop_env: tuple[str, ...] = ()
     tmpdir_env: str | None = None  # TMPDIR to set inside (when the host's is not writable there)
-    hidden_sockets: tuple[Path, ...] = field(default=())
+    # Files that must not appear, which a mount cannot stop: checked (and removed) after the run
+    forbidden_new: tuple[Path, ...] = ()
 
 
 def _real(p: Path | str) -> Path:
@@ -261,8 +257,13 @@ def build_profile(
     if git.common is not None:
         _mkdir(git.common / "hooks")
         read_only += [git.common / "config", git.common / "hooks", git.common / "config.worktree"]
+    forbidden: list[Path] = []
     if git.gitdir is not None and git.gitdir != git.common:
-        read_only.append(git.gitdir / "config.worktree")
+        read_only += [git.gitdir / "config.worktree", git.gitdir / "commondir", git.gitdir / "gitdir"]
+    elif git.gitdir is not None and not (git.gitdir / "commondir").exists():
+        # git reads `<gitdir>/commondir` in any repository and takes config and hooks from where
+        # it points; a missing file cannot be mounted read-only, so its creation is undone after
+        forbidden.append(git.gitdir / "commondir")
     raw_home = env.get("HOME") or ""
     home = _real(raw_home) if raw_home and _real(raw_home) != Path("/") and _real(raw_home).is_dir() else None
     reads: list[Path] = []
@@ -287,6 +288,7 @@ def build_profile(
         network=network,
         drop_env=tuple(drop_env),
         tmpdir_env=tmpdir_env,
+        forbidden_new=tuple(forbidden),
     )
 
 
@@ -399,6 +401,24 @@ def seatbelt_argv(profile: Profile) -> list[str]:
     return ["/usr/bin/env", *unset, "NDOMO_SANDBOX=sandbox-exec", SANDBOX_EXEC, "-p", seatbelt_profile(profile), "--"]
 
 
+def undo_forbidden(paths: Sequence[Path]) -> list[str]:
+    """Remove control files a sandboxed command created where no mount could stop it;
+    one line per removal, for the tool result."""
+    notes = []
+    for p in paths:
+        if not (p.exists() or p.is_symlink()):
+            continue
+        try:
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
+            else:
+                p.unlink()
+            notes.append(f"ndomo removed {p.name} that the command created in {p.parent}: it would redirect git's configuration and hooks")
+        except OSError as exc:
+            notes.append(f"WARNING: the command created {p}, which redirects git's configuration; ndomo could not remove it ({exc}) — delete it before running git")
+    return notes
+
+
 @dataclass(frozen=True)
 class Sandboxed:
     """How to start one process: `prefix` goes before its argv (empty when unsandboxed)."""
@@ -406,6 +426,13 @@ class Sandboxed:
     prefix: list[str]
     state: SandboxState
     network: bool
+    forbidden_new: tuple[Path, ...] = ()
+
+    async def undo_forbidden(self) -> list[str]:
+        """After (or while) the process runs: see `undo_forbidden`."""
+        if not self.forbidden_new:
+            return []
+        return await asyncio.to_thread(undo_forbidden, self.forbidden_new)
 
 
 def secret_env_names(settings: "Settings") -> tuple[str, ...]:
@@ -432,6 +459,7 @@ async def prepare(settings: "Settings", workspace: Path, *, network: bool) -> Sa
         drop_env=secret_env_names(settings),
     )
     if state.backend == "sandbox-exec":
-        return Sandboxed(prefix=seatbelt_argv(profile), state=state, network=network)
-    found = await probe()
-    return Sandboxed(prefix=bwrap_argv(found.path or "bwrap", profile), state=state, network=network)
+        prefix = seatbelt_argv(profile)
+    else:
+        prefix = bwrap_argv((await probe()).path or "bwrap", profile)
+    return Sandboxed(prefix=prefix, state=state, network=network, forbidden_new=profile.forbidden_new)

@@ -133,6 +133,11 @@ async def test_fsmonitor_chain_is_stopped(ws_app: App, tmp_path: Path) -> None:
     assert moved.status == "failed" and "busy" in moved.content
     agents = await run(ctx, "bash", {"command": "mkdir -p .ndomo/agents && echo x > .ndomo/agents/craftsman.md"})
     assert agents.status == "failed" and not (ws / ".ndomo" / "agents").exists()
+    # a missing .git/commondir cannot be mounted read-only: creating it is undone after the run
+    redirect = await run(ctx, "bash", {"command": "mkdir evil && cp -r .git/objects .git/refs evil/ && "
+                                       "cp evil.cfg evil/config && echo ../evil > .git/commondir"})
+    assert redirect.ok and "ndomo removed commondir" in redirect.content, redirect.content
+    assert not (ws / ".git" / "commondir").exists()
     status = await run(ctx, "bash", {"command": "git status --short"})
     assert status.ok and "evil.cfg" in status.content
     # the rest of .git stays writable: add and commit work inside the sandbox
@@ -249,9 +254,11 @@ async def test_served_server_keeps_network_and_is_reachable_by_check_page(ws_app
     (ws_app.root / "site" / "index.html").write_text("<title>Served</title><main class='hero'>hi</main>")
     ctx = await _ctx(ws_app)
     run = ctx.runtime.plugins.tools.execute
-    cmd = "echo hi > site/from-server.txt; touch /var/tmp/ndomo-serve-escape 2>&1; exec python3 -m http.server --bind $HOST $PORT"
+    cmd = ("echo hi > site/from-server.txt; echo ../x > .git/commondir; touch /var/tmp/ndomo-serve-escape 2>&1; "
+           "exec python3 -m http.server --bind $HOST $PORT")
     res = await run(ctx, "serve", {"action": "start", "command": cmd, "name": "web"})
     assert res.ok, res.content
+    assert "ndomo removed commondir" in res.content and not (ws_app.root / ".git" / "commondir").exists()
     assert res.data["sandbox"] == "sandboxed (bubblewrap)"
     page = await run(ctx, "check_page", {"url_or_path": res.data["url"] + "site/index.html", "expect": ["main.hero"]})
     assert page.ok and page.data["status"] == 200, page.content

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from ndomo.runtime.context import TurnContext
@@ -40,6 +42,10 @@ def effective_timeout(ctx: TurnContext, requested: float | None) -> float:
 async def bash(ctx: TurnContext, p: BashParams) -> ToolResult:
     try:
         box = await prepare(ctx.app.settings, ctx.app.root, network=call_grant().network)
+    except SandboxRefused as exc:
+        raise ToolError(str(exc)) from None
+    notes: list[str] = []
+    try:
         result = await run_shell(
             p.command,
             cwd=ctx.app.root,
@@ -48,9 +54,11 @@ async def bash(ctx: TurnContext, p: BashParams) -> ToolResult:
             cancel=ctx.cancelled,
             prefix=box.prefix,
         )
-    except (ValueError, SandboxRefused) as exc:
+    except ValueError as exc:
         raise ToolError(str(exc)) from None
-    text = result.render()
+    finally:  # also on cancel: every process of the sandbox is dead by now
+        notes = await asyncio.shield(box.undo_forbidden())
+    text = "\n".join([result.render(), *notes])
     if result.truncated_bytes:
         text += f"\n(output truncated: {result.truncated_bytes} bytes in the middle not shown)"
     data = result.model_dump(exclude={"output"})

@@ -11,6 +11,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Awaitable, Callable
 
 from pydantic import BaseModel
 
@@ -62,6 +63,7 @@ class Served:
     started: float = field(default_factory=time.monotonic)
     lines: deque = field(default_factory=lambda: deque(maxlen=RING_LINES))
     pump: asyncio.Task | None = None
+    on_stop: Callable[[], Awaitable[list[str]]] | None = None  # the sandbox's after-run check
 
     @property
     def running(self) -> bool:
@@ -92,6 +94,7 @@ class ServeManager:
     async def start(
         self, session_id: str, name: str, kind: str, argv: list[str], command: str, port: int, cwd: Path,
         env: dict[str, str] | None = None, prefix: list[str] | None = None,
+        on_stop: Callable[[], Awaitable[list[str]]] | None = None,
     ) -> Served:
         """Start `argv` (after the sandbox `prefix`) in its own process group."""
         table = self.of(session_id)
@@ -104,7 +107,7 @@ class ServeManager:
             stderr=asyncio.subprocess.STDOUT, start_new_session=True,
             env={**os.environ, **(env or {})},
         )
-        served = Served(name=name, kind=kind, command=command, port=port, proc=proc)
+        served = Served(name=name, kind=kind, command=command, port=port, proc=proc, on_stop=on_stop)
         served.pump = asyncio.ensure_future(self._pump(served))
         table[name] = served
         return served
@@ -135,16 +138,16 @@ class ServeManager:
             await asyncio.sleep(0.1)
         return False
 
-    async def stop(self, session_id: str, name: str) -> Served:
+    async def stop(self, session_id: str, name: str) -> tuple[Served, list[str]]:
+        """Stop one; also returns the sandbox's notes (control files it had to undo)."""
         served = self.of(session_id).pop(name, None)
         if served is None:
             known = ", ".join(sorted(self.of(session_id))) or "none"
             raise ServeError(f"nothing named '{name}' is served in this session; running: {known}")
-        await self._stop(served)
-        return served
+        return served, await self._stop(served)
 
     @staticmethod
-    async def _stop(served: Served) -> None:
+    async def _stop(served: Served) -> list[str]:
         await _kill_group(served.proc, KILL_GRACE_S)  # type: ignore[arg-type]  # leftovers too
         if served.running:
             with contextlib.suppress(Exception):
@@ -153,6 +156,7 @@ class ServeManager:
             served.pump.cancel()
             with contextlib.suppress(BaseException):
                 await served.pump
+        return await served.on_stop() if served.on_stop is not None else []
 
     async def stop_session(self, session_id: str) -> int:
         table = self.sessions.pop(session_id, {})

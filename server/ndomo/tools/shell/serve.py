@@ -95,8 +95,8 @@ async def serve(ctx: TurnContext, p: ServeParams) -> ToolResult:
                 lines += [f"    | {line}" for line in i.recent_output]
             return ToolResult(content="\n".join(lines), data={"served": [i.model_dump() for i in infos]})
         if p.action == "stop":
-            served = await mgr.stop(sid, p.name or "")
-            return ToolResult(content=f"stopped '{served.name}' (port {served.port})")
+            served, notes = await mgr.stop(sid, p.name or "")
+            return ToolResult(content="\n".join([f"stopped '{served.name}' (port {served.port})", *notes]))
         return await _start(ctx, mgr, p)
     except ServeError as exc:
         raise ToolError(str(exc)) from None
@@ -119,7 +119,7 @@ async def _start(ctx: TurnContext, mgr: ServeManager, p: ServeParams) -> ToolRes
         name = p.name or "static"
         argv = static_argv(str(folder), port)
         shown = f"static files of {relative_to_workspace(folder, ctx.roots)}/"
-        served = await mgr.start(ctx.session.id, name, "static", argv, shown, port, root, prefix=box.prefix)
+        served = await mgr.start(ctx.session.id, name, "static", argv, shown, port, root, prefix=box.prefix, on_stop=box.undo_forbidden)
     else:
         from ndomo.tools.shell.processes import shell_argv
 
@@ -127,7 +127,7 @@ async def _start(ctx: TurnContext, mgr: ServeManager, p: ServeParams) -> ToolRes
         env = {"PORT": str(port), "HOST": HOST}
         served = await mgr.start(
             ctx.session.id, name, "command", shell_argv(p.command or ""), p.command or "", port, root, env,
-            prefix=box.prefix,
+            prefix=box.prefix, on_stop=box.undo_forbidden,
         )
     ready = await mgr.wait_ready(served, READY_WAIT_S)
     if not served.running and served.pump is not None:  # let the reader collect its last words
@@ -136,6 +136,7 @@ async def _start(ctx: TurnContext, mgr: ServeManager, p: ServeParams) -> ToolRes
     info = served.info(tail=10)
     data = {**info.model_dump(), "sandbox": box.state.label()}
     tail = "\n".join(f"    | {line}" for line in info.recent_output)
+    notes = await box.undo_forbidden()
     if not served.running:
         await mgr.stop(ctx.session.id, name)
         raise ToolError(f"'{name}' exited at once with code {info.exit_code}" + (f":\n{tail}" if tail else " (no output)"))
@@ -145,4 +146,4 @@ async def _start(ctx: TurnContext, mgr: ServeManager, p: ServeParams) -> ToolRes
         else f"started '{name}' (pid {info.pid}) but nothing listens on {info.url} yet after {READY_WAIT_S:g}s; "
         "check it with serve action=list"
     )
-    return ToolResult(content=head + (f"\n{tail}" if tail else ""), data=data)
+    return ToolResult(content="\n".join([head + (f"\n{tail}" if tail else ""), *notes]), data=data)
