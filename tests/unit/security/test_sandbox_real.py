@@ -355,3 +355,25 @@ async def test_timeout_and_cancel_kill_everything_in_the_sandbox(ws_app) -> None
             break
         await asyncio.sleep(0.1)
     assert not pids_with_arg(other)
+
+
+async def test_cli_health_reports_required_without_bwrap(tmp_path) -> None:
+    """`ndomo health` as a user runs it, with bubblewrap missing from PATH."""
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = {**os.environ, "PATH": str(empty), "NDOMO_SANDBOX": "required"}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "ndomo", "health", "--workspace", str(tmp_path), "--no-probe-model",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=env,
+    )
+    out = (await proc.communicate())[0].decode()
+    assert "sandbox   FAIL  refused: sandbox required but bubblewrap is unavailable" in out, out
+    assert "bwrap on PATH not found: shell commands are refused" in out
+    env["PATH"] = os.environ["PATH"]
+    env["NDOMO_SANDBOX"] = "auto"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "ndomo", "health", "--workspace", str(tmp_path), "--no-probe-model",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=env,
+    )
+    out = (await proc.communicate())[0].decode()
+    assert "sandbox   ok  sandboxed (bubblewrap) (sandbox: auto)" in out, out
