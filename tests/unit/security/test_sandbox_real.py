@@ -377,3 +377,14 @@ async def test_cli_health_reports_required_without_bwrap(tmp_path) -> None:
     )
     out = (await proc.communicate())[0].decode()
     assert "sandbox   ok  sandboxed (bubblewrap) (sandbox: auto)" in out, out
+
+
+async def test_workspace_inside_the_hidden_home_stays_usable(ws_app, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))  # the workspace tmp_path/ws lives in this home
+    (tmp_path / "notes.txt").write_text("private")
+    ctx = await _ctx(ws_app)
+    res = await ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": "echo hi > made.txt && cat made.txt && ls -a ~"})
+    assert res.ok and "hi" in res.content and "notes.txt" not in res.content, res.content
+    assert (ws_app.root / "made.txt").read_text() == "hi\n"
+    peek = await ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": "cat ../notes.txt"})
+    assert not peek.ok and "private" not in peek.content
