@@ -198,6 +198,11 @@ class AgentPolicy:
             )
         if v.action == "allow" or saved == "allow":
             network = await shell_network(ctx, tool, v, approved=saved == "allow")
+            if (network is False and saved != "allow" and getattr(params, "network", False) is True
+                    and await shell_network(ctx, tool, v, approved=True)):
+                # the model asks for network: only the user can give it to an allowed command
+                v = v.model_copy(update={"action": "ask", "reason": "the command asks for network access"})
+                return await self._ask(ctx, v, tool)
             return PermissionDecision(allowed=True, network=bool(network))
         return await self._ask(ctx, v, tool)
 

@@ -388,3 +388,26 @@ async def test_workspace_inside_the_hidden_home_stays_usable(ws_app, tmp_path, m
     assert (ws_app.root / "made.txt").read_text() == "hi\n"
     peek = await ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": "cat ../notes.txt"})
     assert not peek.ok and "private" not in peek.content
+
+
+async def test_model_can_ask_for_network_for_an_allowed_command(ws_app, listener) -> None:
+    (ws_app.root / "probe.py").write_text(
+        f"import socket\nsocket.create_connection(('127.0.0.1', {listener.port}), timeout=3).close()\n"
+    )
+    host = Approver("once")
+    ctx = await _ctx(ws_app, policy=AgentPolicy(), host=host, agent=_agent(bash="allow"))
+    run = ctx.runtime.plugins.tools.execute
+    offline = await run(ctx, "bash", {"command": "python3 probe.py"})
+    assert not offline.ok and listener.hits == 0 and host.asked == []  # allowed, so not asked, so offline
+    online = await run(ctx, "bash", {"command": "python3 probe.py", "network": True})
+    assert online.ok and listener.hits == 1, online.content
+    (asked,) = host.asked
+    assert asked.reason == "the command asks for network access" and "WITH network" in asked.text()
+    refused = Approver("deny")
+    ctx2 = await _ctx(ws_app, policy=AgentPolicy(), host=refused, agent=_agent(bash="allow"))
+    denied = await ctx2.runtime.plugins.tools.execute(ctx2, "bash", {"command": "python3 probe.py", "network": True})
+    assert denied.status == "refused" and listener.hits == 1
+    never = await _ctx(ws_app, policy=AgentPolicy(), host=Approver("once"),
+                       agent=_agent(bash="allow", network="deny"))
+    res = await never.runtime.plugins.tools.execute(never, "bash", {"command": "python3 probe.py", "network": True})
+    assert never.host.asked == [] and not res.ok and res.data["network"] is False  # type: ignore[attr-defined]

@@ -21,6 +21,11 @@ class BashParams(BaseModel):
         default=None, gt=0, le=MAX_TIMEOUT_S,
         json_schema_extra={"x-hidden": True},
     )
+    network: bool = Field(
+        default=False,
+        description="Set when the command needs the network (install, fetch): the user is asked, and an approved "
+        "command runs with network. Without it a command that needs no approval runs offline.",
+    )
 
 
 def effective_timeout(ctx: TurnContext, requested: float | None) -> float:
