@@ -42,7 +42,7 @@ log = logging.getLogger("ndomo.sandbox")
 SandboxMode = Literal["auto", "required", "off"]
 DEFAULT_HOME_READ = ["~/.pyenv", "~/.rustup", "~/.cargo", "~/.nvm", "~/.local", "~/go", "~/.npm", "~/.cache"]
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"  # absolute: a workspace cannot shadow it on PATH
-PROBE_TIMEOUT_S = 10.0
+PROBE_TIMEOUT_S = 30.0  # generous: a loaded machine must not be mistaken for one without a sandbox
 
 # Flags every bubblewrap sandbox gets; the availability probe runs exactly these.
 # No --new-session: the runner already starts the sandbox in its own session (no
@@ -145,7 +145,8 @@ async def probe() -> Probe:
         result = Probe(backend, path, True, version or f"{backend} runs")
     else:
         result = Probe(backend, path, False, f"{path} fails here: {out or f'exit {code}'}")
-    _probes[key] = result
+    if code is not None:  # a probe that could not finish is tried again next time
+        _probes[key] = result
     return result
 
 
