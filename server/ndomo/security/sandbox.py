@@ -399,7 +399,8 @@ def seatbelt_profile(profile: Profile, tmp_dirs: Sequence[str] = ("/private/tmp"
 
 def seatbelt_argv(profile: Profile) -> list[str]:
     unset = [a for n in profile.drop_env for a in ("-u", n)]
-    return ["/usr/bin/env", *unset, "NDOMO_SANDBOX=sandbox-exec", SANDBOX_EXEC, "-p", seatbelt_profile(profile), "--"]
+    # no "--": sandbox-exec's usage names none, and the command that follows is /bin/bash
+    return ["/usr/bin/env", *unset, "NDOMO_SANDBOX=sandbox-exec", SANDBOX_EXEC, "-p", seatbelt_profile(profile)]
 
 
 def undo_forbidden(paths: Sequence[Path]) -> list[str]:

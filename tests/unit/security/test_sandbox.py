@@ -134,7 +134,7 @@ def test_seatbelt_argv_drops_env_and_uses_the_absolute_program(repo: Path) -> No
     p = build_profile(repo, network=False, drop_env=("NDOMO_API_KEY",), env={"HOME": "/nonexistent"})
     argv = sandbox.seatbelt_argv(p)
     assert argv[:4] == ["/usr/bin/env", "-u", "NDOMO_API_KEY", "NDOMO_SANDBOX=sandbox-exec"]
-    assert argv[4:6] == ["/usr/bin/sandbox-exec", "-p"] and argv[-1] == "--"
+    assert argv[4:6] == ["/usr/bin/sandbox-exec", "-p"] and argv[-1] == seatbelt_profile(p)
 
 
 @pytest.mark.parametrize(
