@@ -21,11 +21,8 @@ class BashParams(BaseModel):
         default=None, gt=0, le=MAX_TIMEOUT_S,
         json_schema_extra={"x-hidden": True},
     )
-    network: bool = Field(
-        default=False,
-        description="Set when the command needs the network (install, fetch): the user is asked, and an approved "
-        "command runs with network. Without it a command that needs no approval runs offline.",
-    )
+    # true: the command needs the network, so the user is asked (an approved command gets it)
+    network: bool = Field(default=False, description="needs network: asks the user")
 
 
 def effective_timeout(ctx: TurnContext, requested: float | None) -> float:
@@ -37,7 +34,7 @@ def effective_timeout(ctx: TurnContext, requested: float | None) -> float:
     BashParams, core=True,
     description=(
         "Run a bash command in the workspace (no stdin); exit code + output. Servers: use serve. "
-        "Sandboxed; offline unless the user approved it."
+        "Sandboxed, offline unless approved."
     ),
     modes=("autopilot",),
     risk="exec",
