@@ -7,6 +7,7 @@ One `App` per workspace: built by the LSP server at initialize and by the CLI fr
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
@@ -15,6 +16,8 @@ from ndomo.config import ConfigProblem, Settings, load_settings
 
 if TYPE_CHECKING:
     from ndomo.plans.store import PlanStore
+
+log = logging.getLogger("ndomo")
 
 
 class App:
@@ -64,10 +67,17 @@ class App:
             return self._store
 
     async def aclose(self) -> None:
-        for svc in list(self.services.values()):
-            closer = getattr(svc, "aclose", None)
-            if closer is not None:
-                await closer()
-        if self._store is not None:
-            await self._store.close()
-            self._store = None
+        """Close every service, then the store — the store even when a service fails."""
+        try:
+            for svc in list(self.services.values()):
+                closer = getattr(svc, "aclose", None)
+                if closer is None:
+                    continue
+                try:
+                    await closer()
+                except Exception:
+                    log.exception("closing %r failed", svc)
+        finally:
+            store, self._store = self._store, None
+            if store is not None:
+                await store.close()

@@ -5,6 +5,7 @@ Every e2e test runs twice, with VS Code's and with Neovim's client capabilities.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 CLIENTS = ["visual-studio-code", "neovim"]
+SHUTDOWN_WAIT_S = 30.0  # generous: a loaded machine is slow, a hung server never ends
 
 
 @pytest.fixture(params=CLIENTS)
@@ -67,11 +69,26 @@ class Session:
         return client
 
     async def close(self) -> None:
+        """Shut every server down; a server still running afterwards fails the test."""
+        outlived: list[int] = []
         for client in self.clients:
             try:
-                await client.shutdown_session()
+                await asyncio.wait_for(client.shutdown_session(), SHUTDOWN_WAIT_S)
             except Exception:
                 pass
+            server = client._server
+            if server is not None and server.returncode is None:
+                try:
+                    await asyncio.wait_for(server.wait(), SHUTDOWN_WAIT_S)
+                except asyncio.TimeoutError:
+                    outlived.append(server.pid)
+                    server.kill()
+                    await server.wait()
+            try:
+                await asyncio.wait_for(client.stop(), SHUTDOWN_WAIT_S)
+            except Exception:
+                pass
+        assert not outlived, f"ndomo serve (pid {outlived}) was still running {SHUTDOWN_WAIT_S:.0f} s after shutdown/exit"
 
 
 @pytest_asyncio.fixture

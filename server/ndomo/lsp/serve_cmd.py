@@ -37,6 +37,8 @@ def serve(ns: argparse.Namespace) -> int:
     server = create_server()
     if ns.tcp:
         server.start_tcp(ns.host, ns.port)
-    else:
-        server.start_io()
-    return 0
+        return 0
+    from ndomo.lsp.process import finish
+
+    finish(server.life.serve_stdio())
+    return 0  # not reached: finish() exits

@@ -25,7 +25,12 @@ log = logging.getLogger("ndomo.lsp")
 
 class NdomoServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("ndomo", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
+        from ndomo.lsp.process import Life, NdomoProtocol
+
+        super().__init__(
+            "ndomo", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full, protocol_cls=NdomoProtocol
+        )
+        self.life = Life(self)  # stdio loop, wind-down, the editor's process
         self.app: App | None = None
         self.init_options: Any = None
         self._ready: asyncio.Future[App] | None = None
