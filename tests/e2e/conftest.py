@@ -48,6 +48,7 @@ class Session:
         init_options: Any = None,
         env: dict[str, str] | None = None,
         handlers: dict[str, Any] | None = None,
+        experimental: Any = None,
     ) -> LanguageClient:
         config = ClientServerConfig(
             server_command=[sys.executable, "-m", "ndomo", "serve"],
@@ -58,9 +59,12 @@ class Session:
             client.feature(method)(fn)
         self.clients.append(client)
         uri = from_fs_path(str(workspace))
+        caps = client_capabilities(self.client_name)
+        if experimental is not None:
+            caps.experimental = experimental
         client.init_result = await client.initialize_session(
             types.InitializeParams(
-                capabilities=client_capabilities(self.client_name),
+                capabilities=caps,
                 root_uri=uri,
                 workspace_folders=[types.WorkspaceFolder(uri=uri, name=workspace.name)],
                 initialization_options=init_options,

@@ -41,6 +41,7 @@ class Host(Protocol):
     async def ask(self, question: str, choices: list[str] | None = None) -> str | None: ...
     async def approve(self, request: ApprovalRequest) -> ApprovalChoice: ...
     async def show_document(self, path: Path) -> None: ...
+    async def save_edited(self, paths: list[Path]) -> None: ...
 
 
 def _read(path: Path) -> str | None:
@@ -100,6 +101,11 @@ class BaseHost:
         return "deny"
 
     async def show_document(self, path: Path) -> None:
+        return None
+
+    async def save_edited(self, paths: list[Path]) -> None:
+        """Make what the turn edited visible on disk (before a shell command reads it).
+        Edits here are written to disk as they are applied: nothing to do."""
         return None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from ndomo.runtime.context import TurnContext
+from ndomo.runtime.edits import save_turn_edits
 from ndomo.runtime.tools import ToolError, ToolResult, tool
 from ndomo.security.run import run_shell
 
@@ -36,6 +37,7 @@ def effective_timeout(ctx: TurnContext, requested: float | None) -> float:
     command=lambda p: p.command,
 )
 async def bash(ctx: TurnContext, p: BashParams) -> ToolResult:
+    await save_turn_edits(ctx)  # the command reads the disk: unsaved agent edits go there first
     try:
         result = await run_shell(
             p.command,
