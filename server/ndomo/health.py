@@ -66,6 +66,8 @@ class HealthReport(BaseModel):
 
 
 async def _database(app: App) -> DatabaseHealth:
+    if app.no_store_reason is not None:  # nothing is created where there is no root
+        return DatabaseHealth(path="", ok=False, detail=app.no_store_reason)
     try:
         store = await app.store()
         ok = await store.ping()
@@ -156,7 +158,7 @@ def render_health(r: dict) -> str:
     return "\n".join(lines)
 
 
-@action("health", HealthParams, summary="Version, configuration, database, model and agent checks", render=render_health)
+@action("health", HealthParams, summary="Version, configuration, database, model and agent checks", render=render_health, shows_config=True)
 async def health(app: App, params: HealthParams) -> HealthReport:
     db, model, agents = await asyncio.gather(_database(app), _model(app, params.probe_model), _agents(app))
     config = ConfigHealth(ok=not app.config_problems, problems=app.config_problems)

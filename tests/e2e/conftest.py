@@ -34,6 +34,21 @@ def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def _record_stderr(client: LanguageClient) -> None:
+    """Keep the server's stderr lines on `client.stderr_lines` (still forwarded to ours)."""
+    client.stderr_lines = []
+    if client._stderr_forwarder is not None:
+        client._stderr_forwarder.cancel()
+    server = client._server
+
+    async def forward() -> None:
+        while line := await server.stderr.readline():
+            client.stderr_lines.append(line.decode("utf-8", "replace"))
+            sys.stderr.buffer.write(line)
+
+    client._stderr_forwarder = asyncio.create_task(forward())
+
+
 class Session:
     """Starts servers for one test; each is initialised on its own workspace."""
 
@@ -49,12 +64,20 @@ class Session:
         env: dict[str, str] | None = None,
         handlers: dict[str, Any] | None = None,
         experimental: Any = None,
+        send_root: bool = True,
+        cwd: Path | None = None,
     ) -> LanguageClient:
+        """`send_root=False`: single-file mode (no rootUri, no folders); `cwd`: the server's folder."""
+        command = [sys.executable, "-m", "ndomo", "serve"]
+        if cwd is not None:
+            command = [sys.executable, "-c", "import os, sys; os.chdir(sys.argv[1]); from ndomo.cli import main; "
+                       "sys.exit(main(['serve']))", str(cwd)]
         config = ClientServerConfig(
-            server_command=[sys.executable, "-m", "ndomo", "serve"],
+            server_command=command,
             server_env=server_env(env),
         )
         client = await config.start()
+        _record_stderr(client)
         for method, fn in (handlers or {}).items():
             client.feature(method)(fn)
         self.clients.append(client)
@@ -65,8 +88,8 @@ class Session:
         client.init_result = await client.initialize_session(
             types.InitializeParams(
                 capabilities=caps,
-                root_uri=uri,
-                workspace_folders=[types.WorkspaceFolder(uri=uri, name=workspace.name)],
+                root_uri=uri if send_root else None,
+                workspace_folders=[types.WorkspaceFolder(uri=uri, name=workspace.name)] if send_root else None,
                 initialization_options=init_options,
             )
         )

@@ -109,3 +109,16 @@ def test_server_exits_when_the_editor_is_killed(client_name, tmp_path):
         parent.stdin.close()
         parent.stdout.close()
         os.close(write_fd)
+
+
+async def test_info_logs_go_to_the_editor_log_not_stderr(lsp, tmp_path):
+    from tests.e2e.conftest import command
+    from tests.fakes.fake_model import FakeModel
+
+    with FakeModel(script=[{"text": "hello"}]) as fake:
+        client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url}, init_options={"open_transcript": False})
+        summary = await command(client, "ndomo.turn", {"prompt": "hi", "agent": "craftsman", "mode": "discussion"})
+        assert summary["status"] == "done", summary
+    infos = [m.message for m in client.log_messages if m.type == 3]  # MessageType.Info
+    assert any("HTTP Request" in m for m in infos), client.log_messages  # the model request, logged at INFO
+    assert not [line for line in client.stderr_lines if " INFO " in line or " DEBUG " in line], client.stderr_lines

@@ -28,6 +28,8 @@ class LifecycleFeature(Feature):
 
         @ls.feature(types.INITIALIZED)
         async def on_initialized(params: types.InitializedParams) -> None:
+            if ls.log_handler is not None:
+                ls.log_handler.ready()
             self._starting = asyncio.ensure_future(self.start())
             await asyncio.shield(self._starting)
 
@@ -64,6 +66,8 @@ class LifecycleFeature(Feature):
             ls.notify_error(f"ndomo: configuration could not be loaded: {exc}")
         ls.app = app
         fut.set_result(app)
+        if app.no_store_reason:  # said once; commands that need the store repeat why
+            ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=f"ndomo: {app.no_store_reason}"))
         for feat in ls.features:
             if ls.closing:
                 break

@@ -87,6 +87,8 @@ class PlanDiagnosticsFeature(Feature):
         from ndomo.runtime.runtime import Runtime
 
         Runtime.of(app).event_listeners.append(self.on_event)
+        if app.no_store_reason is not None:  # no store: no plans to show
+            return
         task = self.server.spawn(self._worker(app))
         app.services["plan_diagnostics"] = _Stopper(task)
 

@@ -118,6 +118,7 @@ class TerminalHost(BaseHost):
         self.out = out or sys.stdout
         self.interactive = sys.stdin.isatty() if interactive is None else interactive
         self._at_line_start = True
+        self._last_notice = ""
 
     def _print(self, text: str, end: str = "\n") -> None:
         self.out.write(text + end)
@@ -140,9 +141,11 @@ class TerminalHost(BaseHost):
         elif kind == "tool_finished":
             self._print(f"  ← {event.name} {event.status}: {event.summary}")  # type: ignore[attr-defined]
         elif kind == "notice":
+            self._last_notice = event.message  # type: ignore[attr-defined]
             self._print(f"  ! {event.message}")  # type: ignore[attr-defined]
         elif kind == "turn_finished":
-            err = f" ({event.error})" if event.error else ""  # type: ignore[attr-defined]
+            error = event.error  # type: ignore[attr-defined]
+            err = f" ({error})" if error and error != self._last_notice else ""  # said once is enough
             self._print(f"[{event.status}]{err}")  # type: ignore[attr-defined]
 
     async def _prompt(self, text: str) -> str:

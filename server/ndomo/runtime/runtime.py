@@ -239,6 +239,8 @@ class Runtime:
         agent = request.agent or state.agent
         try:
             self.check_mode(mode)
+            if parent is None:  # a user's typo is an answer, not a failed turn with a traceback
+                await self.check_agent(agent)
         except RuntimeError_ as exc:
             return TurnSummary(turn_id=None, session=state.id, agent=agent, mode=mode, status="failed", error=str(exc))
         if parent is None and state.id in self.active:
