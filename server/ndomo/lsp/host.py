@@ -244,13 +244,19 @@ class LspHost(BaseHost):
             except Exception as exc:  # noqa: BLE001 — a failed save falls back to writing
                 log.warning("the editor did not save the edited documents (%s); writing them", exc)
         for uri, path in pending.items():
+            # What our last edit produced (the buffer's copy here may lag behind its didChange).
             doc = self.server.workspace.text_documents.get(uri)
-            text = doc.source if doc is not None else self._applied.get(path)
+            text = self._applied.get(path) if path in self._applied else (doc.source if doc is not None else None)
             if text is None:
                 continue
             on_disk = await super().read_text(path)
             if on_disk is not None and on_disk != text:
                 await asyncio.to_thread(write_atomic, path, text)
+
+    async def append_owned(self, path: Path, text: str) -> None:
+        from ndomo.lsp.owned import append_owned
+
+        await append_owned(self.server, path, text)
 
     async def show_document(self, path: Path) -> None:
         try:

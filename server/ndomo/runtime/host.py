@@ -42,6 +42,7 @@ class Host(Protocol):
     async def approve(self, request: ApprovalRequest) -> ApprovalChoice: ...
     async def show_document(self, path: Path) -> None: ...
     async def save_edited(self, paths: list[Path]) -> None: ...
+    async def append_owned(self, path: Path, text: str) -> None: ...
 
 
 def _read(path: Path) -> str | None:
@@ -107,6 +108,17 @@ class BaseHost:
         """Make what the turn edited visible on disk (before a shell command reads it).
         Edits here are written to disk as they are applied: nothing to do."""
         return None
+
+    async def append_owned(self, path: Path, text: str) -> None:
+        """Append to a file the server owns (a transcript); an editor host also updates an
+        open buffer of it."""
+
+        def append() -> None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8") as fh:
+                fh.write(text)
+
+        await asyncio.to_thread(append)
 
 
 class TerminalHost(BaseHost):
