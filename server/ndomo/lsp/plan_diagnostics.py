@@ -52,6 +52,10 @@ def task_diagnostic(plan: PlanDetail, task: Task, line: int = 0) -> types.Diagno
     )
 
 
+def _short(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 class _Stopper:
     """Registered in app.services so App.aclose stops the poller before the store closes."""
 
@@ -239,13 +243,18 @@ class PlanDiagnosticsFeature(Feature):
             tid, slug = int(data["task_id"]), str(data.get("plan", ""))
             task = self.tasks.get(tid)
             desc = " ".join(task.description.split()) if task else f"task {tid}"
-            prompt = f"Do task {data.get('ord', '?')} of plan {slug} (task id {tid}): {desc}"
+            ord_ = data.get("ord", "?")
+            prompt = f"Do task {ord_} of plan {slug} (task id {tid}): {desc}"
+            # Several tasks can mark one line: each title names its task, so the menu tells them apart.
+            which = f"task {ord_} ({_short(desc)})"
             for title, command, args in (
-                ("Run this task with craftsman", "ndomo.turn",
+                (f"Run {which} with craftsman", "ndomo.turn",
                  {"prompt": prompt, "agent": "craftsman", "mode": "autopilot", "task_id": str(tid)}),
-                ("Mark task done", "ndomo.task.status", {"id": tid, "status": "done"}),
-                ("Open plan", "ndomo.plan.open", {"plan": slug}),
+                (f"Mark {which} done", "ndomo.task.status", {"id": tid, "status": "done"}),
+                (f"Open plan {slug}", "ndomo.plan.open", {"plan": slug}),
             ):
+                if any(a.title == f"ndomo: {title}" for a in out):  # one "open plan" per plan
+                    continue
                 out.append(
                     types.CodeAction(
                         title=f"ndomo: {title}",
