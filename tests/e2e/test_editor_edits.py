@@ -8,7 +8,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 
 from tests.e2e.conftest import command
-from tests.e2e.editor_support import EditorDisk
+from tests.e2e.editor_support import EditorDisk, wait_for
 from tests.fakes.fake_model import FakeModel
 
 SAVE = {"ndomo": {"saveDocuments": True}}
@@ -29,12 +29,17 @@ async def test_one_line_change_in_a_long_file_sends_one_small_edit(lsp, tmp_path
         {"text": "changed"},
     ]
     disk = EditorDisk()
+    states: list[str] = []
     with FakeModel(script=script) as fake:
         client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url}, init_options={"open_transcript": False},
-                                 handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)})
+                                 handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p),
+                                           "ndomo/status": lambda p: states.append(p["state"] if isinstance(p, dict) else p.state)})
         uri = disk.open(client, src, text, version=7)
         summary = await command(client, "ndomo.turn", {"prompt": "bump", "agent": "craftsman", "mode": "autopilot"})
         assert summary["status"] == "done", summary
+        await wait_for(lambda: states and states[-1] == "", what="status cleared after the turn")
+    # the status said in words what the craftsman was doing, and is cleared afterwards
+    assert "craftsman: 1 of 2 files changed" in states
     (request,) = disk.requests
     (edit,) = _sent_edits(request.edit)
     assert edit.range.start.line == 50 and edit.range.end.line == 51

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from ndomo.runtime.context import FINAL_STATE
 from ndomo.runtime.hooks import HookAction, HookResult, LifecycleHook, Phase
 from ndomo.runtime.prompts import PromptContributor
 from ndomo.runtime.tools import ToolResult
@@ -140,9 +141,9 @@ class ScopeFinish(LifecycleHook):
                 ctx.status = "blocked"
             await _block_bound_task(ctx, scope.handback or "out of scope")
         files = len(sc.touched(ctx))
-        label = scope.label(files) if scope.state == 4 else f"{scope.label(files)} · {ctx.status}"
-        ctx.state["status_state"] = label
-        ctx.session.last_outcome = label
+        final = scope.final(files, ctx.agent_name)
+        if final:  # otherwise the runtime's own: cleared, or the hand-back / failure
+            ctx.state[FINAL_STATE] = final
         return None
 
 
