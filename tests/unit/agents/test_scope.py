@@ -217,3 +217,16 @@ async def test_unknown_task_id_fails_readably(app, fake):
     rt = runtime_with(app, put)
     summary = await rt.run(TurnRequest(prompt="go", agent="craftsman", mode="autopilot", task_id="99"), BaseHost())
     assert summary.status == "failed" and "99" in summary.error
+
+
+async def test_task_the_turn_ran_on_is_not_left_running(app, fake):
+    """The model never calls task_update_status: the finished turn still closes its task."""
+    rt = runtime_with(app, put)
+    await _foreman_plans(app, fake, rt)
+    fake.push(call("put", path="x1.py", content="x1"))
+    fake.push({"text": "core is in"})
+    summary = await rt.run(TurnRequest(prompt="go", agent="craftsman", mode="autopilot", task_id="1"), BaseHost())
+    assert summary.status == "done", summary
+    store = await app.store()
+    task = await store.get_task(1)
+    assert task.status == "done" and "core is in" in (task.result or "")
