@@ -148,7 +148,7 @@ def render_health(r: dict) -> str:
         f"ndomo {r['version']}  workspace {r['workspace']}",
         f"config    {mark[r['config']['ok']]}",
         *[f"          {p['source']}:{(p['line'] or 0) + 1}: {p['key']}: {p['message']}" for p in r["config"]["problems"]],
-        f"database  {mark[r['database']['ok']]}  {r['database']['path']} ({r['database']['detail']})",
+        f"database  {mark[r['database']['ok']]}  {r['database']['path'] or '(none)'} ({r['database']['detail']})",
         f"model     {mark[r['model']['ok']]}  {r['model']['provider']} {r['model']['url']} {r['model']['name']} ({r['model']['detail']})",
         *([f"          {r['model']['capabilities']}"] if r["model"].get("capabilities") else []),
         *[f"          warning: {w}" for w in r["model"].get("warnings", [])],
