@@ -58,6 +58,7 @@ class Action:
     summary: str
     surfaces: frozenset[str] = field(default_factory=lambda: frozenset({"lsp", "cli", "slash"}))
     render: Callable[[Any], str] | None = None
+    shows_config: bool = False  # its result reports config problems (the CLI prints them once)
 
     @property
     def command(self) -> str:
@@ -132,6 +133,7 @@ def action(
     summary: str = "",
     surfaces: tuple[str, ...] = ("lsp", "cli", "slash"),
     render: Callable[[Any], str] | None = None,
+    shows_config: bool = False,
 ) -> Callable[[Handler], Handler]:
     def deco(fn: Handler) -> Handler:
         doc = (fn.__doc__ or "").strip().splitlines()
@@ -143,6 +145,7 @@ def action(
                 summary=summary or (doc[0] if doc else name),
                 surfaces=frozenset(surfaces),
                 render=render,
+                shows_config=shows_config,
             )
         )
         return fn

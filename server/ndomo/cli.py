@@ -2,6 +2,11 @@
 
 `ndomo plan list --status executing --json` is the action `plan.list`; flags are the
 fields of its params model and pydantic validates them exactly as over LSP.
+
+Every user error is one line on stderr saying what to do next, printed once. Exit codes:
+0 done · 1 failed (refused, model unreachable, turn failed) · 2 usage (bad flag or value,
+unknown agent or mode, no workspace) · 3 blocked (handed back) · 4 iteration cap ·
+130 cancelled.
 """
 
 from __future__ import annotations
@@ -39,14 +44,36 @@ def subcommand(name: str, setup: Callable[[argparse.ArgumentParser], None]):
     return deco
 
 
-def find_workspace(start: Path) -> Path:
-    """The nearest folder holding `.ndomo/` (or `.git/`), else `start` itself."""
-    start = start.resolve()
-    for marker in (".ndomo", ".git"):
-        for d in (start, *start.parents):
-            if (d / marker).is_dir():
-                return d
-    return start
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+WORKSPACE_HELP = (
+    "project folder holding .ndomo/ (default: the nearest folder upward from here with .git, "
+    "pyproject.toml, package.json, go.mod, Cargo.toml or .ndomo/; $HOME and / never count)"
+)
+
+
+def find_workspace(start: Path) -> Path | None:
+    """The project root from `start` upward, by markers (same rule as an editor in
+    single-file mode); None when there is none."""
+    from ndomo.app import find_root
+
+    return find_root(start)
+
+
+def resolve_workspace(flag: str | None) -> tuple[Path | None, str | None]:
+    """(root, error): `--workspace` is the root as given (not $HOME or /), else markers
+    from the current folder; no root is not an error here (commands that need a store say so)."""
+    from ndomo.app import given_root
+
+    if not flag:
+        return find_workspace(Path.cwd()), None
+    path = Path(flag).expanduser()
+    if not path.is_dir():
+        return None, f"ndomo: workspace {path} is not a folder; pass an existing project folder to --workspace"
+    root = given_root(path)
+    if root is None:
+        return None, f"ndomo: {path.resolve()} cannot be a workspace ($HOME and / never hold .ndomo/); pass the project folder"
+    return root, None
 
 
 # -- flags from a pydantic model -------------------------------------------------------
@@ -108,18 +135,19 @@ def render_result(act: Action, result: Any, as_json: bool) -> str:
 
 def run_action(act: Action, ns: argparse.Namespace) -> int:
     from ndomo.actions import ActionError
-    from ndomo.app import App
+    from ndomo.app import App, NoWorkspace
 
     raw = {k: v for k, v in vars(ns).items() if k not in {"workspace", "json", "_handler", "command", "verb"}}
-    root = Path(ns.workspace) if ns.workspace else find_workspace(Path.cwd())
-    if not root.is_dir():
-        print(f"ndomo: workspace {root} is not a folder", file=sys.stderr)
-        return 2
+    root, error = resolve_workspace(ns.workspace)
+    if error:
+        print(error, file=sys.stderr)
+        return EXIT_USAGE
 
     async def go() -> Any:
         app = await asyncio.to_thread(App.load, root)
-        for p in app.config_problems:
-            print(f"ndomo: config: {p.describe()} (default used)", file=sys.stderr)
+        if not act.shows_config:  # `health` lists them in its own report: once is enough
+            for p in app.config_problems:
+                print(f"ndomo: config: {p.describe()} (default used)", file=sys.stderr)
         try:
             return await act.invoke(app, raw)
         finally:
@@ -127,9 +155,12 @@ def run_action(act: Action, ns: argparse.Namespace) -> int:
 
     try:
         result = asyncio.run(go())
+    except NoWorkspace as exc:
+        print(f"ndomo {' '.join(act.path)}: {exc.message}", file=sys.stderr)
+        return EXIT_USAGE
     except ActionError as exc:
         print(f"ndomo {' '.join(act.path)}: {exc.message}", file=sys.stderr)
-        return 2 if exc.kind == "invalid" else 1
+        return EXIT_USAGE if exc.kind == "invalid" else EXIT_FAILED
     print(render_result(act, result, ns.json))
     if isinstance(result, dict) and result.get("ok") is False:
         return 1
@@ -142,12 +173,15 @@ def build_parser() -> argparse.ArgumentParser:
     for mod in CLI_MODULES:
         importlib.import_module(mod)
 
-    parser = argparse.ArgumentParser(prog="ndomo", description="ndomo: foreman + craftsman in your editor")
+    parser = argparse.ArgumentParser(
+        prog="ndomo", description="ndomo: foreman + craftsman in your editor",
+        epilog="exit codes: 0 done, 1 failed, 2 usage error, 3 blocked (handed back), 4 iteration cap, 130 cancelled",
+    )
     parser.add_argument("--version", action="version", version=f"ndomo {__version__}")
     subs = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--workspace", "-w", default=None, help="workspace folder (default: nearest with .ndomo/ or .git/)")
+    common.add_argument("--workspace", "-w", default=None, help=WORKSPACE_HELP)
     common.add_argument("--json", action="store_true", help="print the result as JSON")
 
     for name, (setup, handler) in EXTRA_COMMANDS.items():

@@ -77,6 +77,8 @@ class HealthReport(BaseModel):
 
 
 async def _database(app: App) -> DatabaseHealth:
+    if app.no_store_reason is not None:  # nothing is created where there is no root
+        return DatabaseHealth(path="", ok=False, detail=app.no_store_reason)
     try:
         store = await app.store()
         ok = await store.ping()
@@ -181,7 +183,7 @@ def render_health(r: dict) -> str:
         f"ndomo {r['version']}  workspace {r['workspace']}",
         f"config    {mark[r['config']['ok']]}",
         *[f"          {p['source']}:{(p['line'] or 0) + 1}: {p['key']}: {p['message']}" for p in r["config"]["problems"]],
-        f"database  {mark[r['database']['ok']]}  {r['database']['path']} ({r['database']['detail']})",
+        f"database  {mark[r['database']['ok']]}  {r['database']['path'] or '(none)'} ({r['database']['detail']})",
         f"model     {mark[r['model']['ok']]}  {r['model']['provider']} {r['model']['url']} {r['model']['name']} ({r['model']['detail']})",
         *([f"          {r['model']['capabilities']}"] if r["model"].get("capabilities") else []),
         *[f"          warning: {w}" for w in r["model"].get("warnings", [])],
@@ -192,7 +194,7 @@ def render_health(r: dict) -> str:
     return "\n".join(lines)
 
 
-@action("health", HealthParams, summary="Version, configuration, database, model and agent checks", render=render_health)
+@action("health", HealthParams, summary="Version, configuration, database, model and agent checks", render=render_health, shows_config=True)
 async def health(app: App, params: HealthParams) -> HealthReport:
     db, model, agents, sandbox = await asyncio.gather(
         _database(app), _model(app, params.probe_model), _agents(app), _sandbox(app)

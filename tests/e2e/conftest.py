@@ -5,6 +5,7 @@ Every e2e test runs twice, with VS Code's and with Neovim's client capabilities.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 CLIENTS = ["visual-studio-code", "neovim"]
+SHUTDOWN_WAIT_S = 30.0  # generous: a loaded machine is slow, a hung server never ends
 
 
 @pytest.fixture(params=CLIENTS)
@@ -30,6 +32,21 @@ def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env.setdefault("NDOMO_BASE_URL", "http://127.0.0.1:9/v1")
     env.update(extra or {})
     return env
+
+
+def _record_stderr(client: LanguageClient) -> None:
+    """Keep the server's stderr lines on `client.stderr_lines` (still forwarded to ours)."""
+    client.stderr_lines = []
+    if client._stderr_forwarder is not None:
+        client._stderr_forwarder.cancel()
+    server = client._server
+
+    async def forward() -> None:
+        while line := await server.stderr.readline():
+            client.stderr_lines.append(line.decode("utf-8", "replace"))
+            sys.stderr.buffer.write(line)
+
+    client._stderr_forwarder = asyncio.create_task(forward())
 
 
 class Session:
@@ -46,32 +63,59 @@ class Session:
         init_options: Any = None,
         env: dict[str, str] | None = None,
         handlers: dict[str, Any] | None = None,
+        experimental: Any = None,
+        send_root: bool = True,
+        cwd: Path | None = None,
     ) -> LanguageClient:
+        """`send_root=False`: single-file mode (no rootUri, no folders); `cwd`: the server's folder."""
+        command = [sys.executable, "-m", "ndomo", "serve"]
+        if cwd is not None:
+            command = [sys.executable, "-c", "import os, sys; os.chdir(sys.argv[1]); from ndomo.cli import main; "
+                       "sys.exit(main(['serve']))", str(cwd)]
         config = ClientServerConfig(
-            server_command=[sys.executable, "-m", "ndomo", "serve"],
+            server_command=command,
             server_env=server_env(env),
         )
         client = await config.start()
+        _record_stderr(client)
         for method, fn in (handlers or {}).items():
             client.feature(method)(fn)
         self.clients.append(client)
         uri = from_fs_path(str(workspace))
+        caps = client_capabilities(self.client_name)
+        if experimental is not None:
+            caps.experimental = experimental
         client.init_result = await client.initialize_session(
             types.InitializeParams(
-                capabilities=client_capabilities(self.client_name),
-                root_uri=uri,
-                workspace_folders=[types.WorkspaceFolder(uri=uri, name=workspace.name)],
+                capabilities=caps,
+                root_uri=uri if send_root else None,
+                workspace_folders=[types.WorkspaceFolder(uri=uri, name=workspace.name)] if send_root else None,
                 initialization_options=init_options,
             )
         )
         return client
 
     async def close(self) -> None:
+        """Shut every server down; a server still running afterwards fails the test."""
+        outlived: list[int] = []
         for client in self.clients:
             try:
-                await client.shutdown_session()
+                await asyncio.wait_for(client.shutdown_session(), SHUTDOWN_WAIT_S)
             except Exception:
                 pass
+            server = client._server
+            if server is not None and server.returncode is None:
+                try:
+                    await asyncio.wait_for(server.wait(), SHUTDOWN_WAIT_S)
+                except asyncio.TimeoutError:
+                    outlived.append(server.pid)
+                    server.kill()
+                    await server.wait()
+            try:
+                await asyncio.wait_for(client.stop(), SHUTDOWN_WAIT_S)
+            except Exception:
+                pass
+        assert not outlived, f"ndomo serve (pid {outlived}) was still running {SHUTDOWN_WAIT_S:.0f} s after shutdown/exit"
 
 
 @pytest_asyncio.fixture

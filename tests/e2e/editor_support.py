@@ -35,6 +35,9 @@ class EditorDisk:
         self.refuse = False
         self.client = None
         self.buffers: dict[str, tuple[int, str]] = {}  # uri → (version, text) of open documents
+        # False: like an editor without auto-save, edits stay in (opened) buffers until saved
+        self.autosave = True
+        self.save_requests: list[list[str]] = []
 
     def open(self, client, path: Path, text: str, version: int = 1) -> str:
         self.client = client
@@ -54,6 +57,11 @@ class EditorDisk:
 
     def _edit_file(self, uri: str, edits: list) -> None:
         path = Path(to_fs_path(uri))
+        if not self.autosave:
+            if uri not in self.buffers:  # the editor loads the file into a buffer and edits that
+                self.open(self.client, path, path.read_text(encoding="utf-8") if path.exists() else "")
+            self.type_into(uri, apply_text_edits(self.buffers[uri][1], edits))
+            return
         if uri in self.buffers:
             self.type_into(uri, apply_text_edits(self.buffers[uri][1], edits))
             new = self.buffers[uri][1]
@@ -61,6 +69,17 @@ class EditorDisk:
             new = apply_text_edits(path.read_text(encoding="utf-8") if path.exists() else "", edits)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(new, encoding="utf-8")
+
+    def save_documents(self, params: Any) -> dict:
+        """`ndomo/saveDocuments`: save the open buffers named, answer which were saved."""
+        uris = list(params["uris"] if isinstance(params, dict) else params.uris)
+        self.save_requests.append(uris)
+        saved = []
+        for uri in uris:
+            if uri in self.buffers:
+                Path(to_fs_path(uri)).write_text(self.buffers[uri][1], encoding="utf-8")
+                saved.append(uri)
+        return {"saved": saved}
 
     def handler(self, params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
         self.requests.append(params)

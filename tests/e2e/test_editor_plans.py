@@ -80,16 +80,17 @@ async def test_plan_diagnostics_follow_tasks_other_processes_the_view_and_archiv
         text_document=types.TextDocumentIdentifier(uri=src), range=diag.range,
         context=types.CodeActionContext(diagnostics=[diag])))
     fixes = {a.title: a for a in actions if isinstance(a, types.CodeAction) and a.kind == types.CodeActionKind.QuickFix}
-    assert set(fixes) == {"ndomo: Run this task with craftsman", "ndomo: Mark task done", "ndomo: Open plan"}
-    run = fixes["ndomo: Run this task with craftsman"].command
+    run_t1, done_t1 = "ndomo: Run task 1 (Split the tokenizer) with craftsman", "ndomo: Mark task 1 (Split the tokenizer) done"
+    assert set(fixes) == {run_t1, done_t1, f"ndomo: Open plan {slug}"}
+    run = fixes[run_t1].command
     assert run.command == "ndomo.turn"
     assert run.arguments[0]["agent"] == "craftsman" and run.arguments[0]["mode"] == "autopilot"
     assert run.arguments[0]["task_id"] == str(t1) and "Split the tokenizer" in run.arguments[0]["prompt"]
-    assert fixes["ndomo: Run this task with craftsman"].diagnostics[0].code == t1
-    done = fixes["ndomo: Mark task done"].command
+    assert fixes[run_t1].diagnostics[0].code == t1
+    done = fixes[done_t1].command
     await command(client, done.command, done.arguments[0])
     await wait_for(lambda: _severity(client, src, t1) == HINT, what="quick fix marked done")
-    opened = fixes["ndomo: Open plan"].command
+    opened = fixes[f"ndomo: Open plan {slug}"].command
     result = await command(client, opened.command, opened.arguments[0])
     assert result == {"path": f".ndomo/plans/{slug}.md", "shown": True}
     assert client.shown_documents[-1].uri == view
@@ -125,3 +126,23 @@ async def test_status_follows_plan_progress_of_the_session(lsp, tmp_path):
     await command(client, "ndomo.task.status", {"id": t1, "status": "done"})
     await wait_for(lambda: any(_plan(s) and (_plan(s)["done"], _plan(s)["total"]) == (1, 1) for s in seen),
                    what="status after progress")
+
+
+async def test_two_tasks_on_one_line_get_distinct_quick_fix_titles(lsp, tmp_path):
+    (tmp_path / "app.py").write_text("x = 1\n", encoding="utf-8")
+    client = await lsp.start(tmp_path)
+    slug, (t1, t2) = await seed_plan(tmp_path, [
+        {"description": "Rename x", "files": ["app.py"]},
+        {"description": "Document x", "files": ["app.py"]},
+    ])
+    src = from_fs_path(str(tmp_path / "app.py"))
+    await wait_for(lambda: len(client.diagnostics.get(src, [])) == 2, what="two task diagnostics on one line")
+    diags = client.diagnostics[src]
+    assert diags[0].range == diags[1].range
+    actions = await code_actions(client, types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=src), range=diags[0].range,
+        context=types.CodeActionContext(diagnostics=diags)))
+    titles = [a.title for a in actions if isinstance(a, types.CodeAction) and a.kind == types.CodeActionKind.QuickFix]
+    assert len(titles) == len(set(titles)) == 5, titles
+    assert "ndomo: Run task 1 (Rename x) with craftsman" in titles
+    assert "ndomo: Mark task 2 (Document x) done" in titles

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from ndomo.runtime.context import FINAL_STATE
 from ndomo.runtime.hooks import HookAction, HookResult, LifecycleHook, Phase
 from ndomo.runtime.prompts import PromptContributor
 from ndomo.runtime.tools import ToolResult
@@ -140,9 +141,42 @@ class ScopeFinish(LifecycleHook):
                 ctx.status = "blocked"
             await _block_bound_task(ctx, scope.handback or "out of scope")
         files = len(sc.touched(ctx))
-        label = scope.label(files) if scope.state == 4 else f"{scope.label(files)} · {ctx.status}"
-        ctx.state["status_state"] = label
-        ctx.session.last_outcome = label
+        final = scope.final(files, ctx.agent_name)
+        if final:  # otherwise the runtime's own: cleared, or the hand-back / failure
+            ctx.state[FINAL_STATE] = final
+        return None
+
+
+class TaskFinish(LifecycleHook):
+    """A task a turn was started on never stays `running` after that turn: the model may
+    forget `task_update_status`. Done turn → task done (the answer is its report);
+    cancelled → pending again; failed or capped → blocked with the reason."""
+
+    phase = Phase.FINALLY
+    name = "agents.task_finish"
+    priority = 85  # after scope_finish (80: a hand-back blocks the task), before turn_finish (90)
+
+    def applies(self, ctx: "TurnContext") -> bool:
+        return TASK_KEY in ctx.state
+
+    async def run(self, ctx: "TurnContext") -> HookResult | None:
+        bound = ctx.state[TASK_KEY]
+        store = await ctx.app.store()
+        try:
+            current = await store.get_task(bound["task"].id)
+            if current.status != "running":
+                return None
+            who = {"agent": ctx.agent_name, "session_id": ctx.session.id}
+            if ctx.status == "done":
+                report = " ".join((ctx.answer or "").split())[:500] or f"turn {ctx.turn_id} finished"
+                await store.update_task_status(current.id, "done", result=report, **who)
+            elif ctx.status == "cancelled":
+                await store.update_task_status(current.id, "pending", **who)
+            else:
+                reason = ctx.handback or ctx.error or f"the turn ended {ctx.status}"
+                await store.update_task_status(current.id, "blocked", error=reason, **who)
+        except Exception:
+            log.exception("could not finish task %s", bound["task"].id)
         return None
 
 
@@ -179,6 +213,6 @@ def setup(plugins: "Plugins") -> None:
     plugins.tools.guards.append(DesignWritesOnly())
     plugins.tools.guards.append(sc.ScopeGuard())
     plugins.tools.add(task_tool)
-    plugins.hooks.extend([TaskBinding(), ChildTurns(), ScopeStart(), ScopeFinish()])
+    plugins.hooks.extend([TaskBinding(), ChildTurns(), ScopeStart(), ScopeFinish(), TaskFinish()])
     plugins.prompts.add(TaskPrompt())
     plugins.tools.after_call.append(scope_after_call)

@@ -54,11 +54,21 @@ class Scope:
     created_plans: list[str] = field(default_factory=list)  # plans this turn created
     abandoned: list[str] = field(default_factory=list)  # drafts abandoned at State 4
 
-    def label(self, files: int) -> str:
+    def label(self, files: int, agent: str = "craftsman") -> str:
+        """The `state` of `ndomo/status` while the turn runs, in words a user reads at a glance."""
         if self.state == 4:
-            return f"state 4 · out of scope → foreman ({files} files > {self.planned})"
-        limit = self.planned if self.plan else self.direct
-        return f"state {self.state} · {files}/{limit} files"
+            return f"{agent}: more than {self.planned} files, out of scope; hand it to the foreman"
+        if self.state == 3:
+            return f"{agent}: working on a plan task, {files} of {self.planned} files changed"
+        if self.state == 2:
+            return f"{agent}: {files} of {self.planned} files changed, following its plan"
+        return f"{agent}: {files} of {self.direct} files changed"
+
+    def final(self, files: int, agent: str = "craftsman") -> str:
+        """What stays in the status after the turn: only a hand-back (it must not pass silently)."""
+        if self.state == 4:
+            return f"{agent} handed back: more than {self.planned} files; ask the foreman to plan it"
+        return ""
 
 
 def is_scoped(ctx: "TurnContext") -> bool:
@@ -103,7 +113,7 @@ def touched(owner: "TurnContext") -> list[str]:
 
 async def publish(owner: "TurnContext", scope: Scope) -> None:
     """Show the scope state in `ndomo/status` while the turn runs."""
-    text = scope.label(len(touched(owner)))
+    text = scope.label(len(touched(owner)), owner.agent_name)
     owner.state["status_state"] = text
     if owner.session.last_outcome != text:
         owner.session.last_outcome = text

@@ -30,6 +30,9 @@ class ModelError(Exception):
 class ModelUnreachable(ModelError):
     """Connection refused, unknown host, or timed out while connecting."""
 
+    # What to do next, said the same way by `ndomo run`, the editors and `ndomo health`.
+    HINT = "start the model server (e.g. Ollama) or set NDOMO_BASE_URL; see `ndomo health`"
+
 
 class ModelAuthError(ModelError):
     """401/403: the key is missing or wrong."""
@@ -198,12 +201,12 @@ def map_error(exc: BaseException, sdk: ModuleType, *, url: str, model: str, api_
     if isinstance(exc, sdk.APITimeoutError):
         if _is_connect_phase(exc):
             return ModelUnreachable(f"model endpoint {url} is unreachable (timed out connecting){after}; "
-                                    "check the server is running and model.base_url", url=url)
+                                    f"{ModelUnreachable.HINT}", url=url)
         return ModelTimeout(f"model endpoint {url} did not answer within {timeout_s:g}s{after}; "
                             "raise model.timeout_s or use a faster model", url=url)
     if isinstance(exc, sdk.APIConnectionError):
         return ModelUnreachable(f"model endpoint {url} is unreachable ({connect_failure_reason(exc)}){after}; "
-                                "check the server is running and model.base_url", url=url)
+                                f"{ModelUnreachable.HINT}", url=url)
     status = _status(exc)
     text = server_message(exc)
     if status is None:

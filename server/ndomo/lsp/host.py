@@ -13,6 +13,7 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
+from ndomo.lsp.text_edits import text_edits
 from ndomo.runtime.events import TurnEvent
 from ndomo.runtime.host import ApprovalChoice, ApprovalRequest, BaseHost, EditOutcome, write_atomic
 
@@ -26,13 +27,8 @@ APPROVAL_CHOICES: dict[str, ApprovalChoice] = {
 }
 
 
-def _full_range(text: str) -> types.Range:
-    lines = text.split("\n")
-    return types.Range(
-        start=types.Position(line=0, character=0),
-        end=types.Position(line=len(lines) - 1, character=len(lines[-1])),
-    )
-
+SAVE_DOCUMENTS = "ndomo/saveDocuments"  # server→client request {uris} → {saved}
+SAVE_TIMEOUT_S = 30.0  # an editor that never answers must not hold the shell command forever
 
 # Text deltas are sent at most this often: one notification per delta (hundreds a second
 # from a fast model) would queue the editor's requests behind them on the same stdout.
@@ -48,6 +44,7 @@ class LspHost(BaseHost):
         self._text: list[str] = []  # deltas not sent yet, all of turn `_text_turn`
         self._text_turn: int | None = None
         self._flush_handle: asyncio.TimerHandle | None = None
+        self._applied: dict[Path, str | None] = {}  # path → the text the last applied edit left
 
     # -- capabilities --------------------------------------------------------------------
     def _ws_edit_caps(self):
@@ -71,6 +68,10 @@ class LspHost(BaseHost):
     def supports(self, op: types.ResourceOperationKind) -> bool:
         we = self._ws_edit_caps()
         return bool(we and we.resource_operations and op in we.resource_operations)
+
+    def _encoding(self) -> str:
+        enc = self.server.workspace.position_encoding
+        return enc or types.PositionEncodingKind.Utf16
 
     # -- Host ------------------------------------------------------------------------------
     async def emit(self, event: TurnEvent) -> None:
@@ -116,7 +117,7 @@ class LspHost(BaseHost):
             return doc.source
         return await super().read_text(path)
 
-    async def apply_edit(self, path: Path, new_text: str | None, old_text: str | None) -> EditOutcome:
+    async def _apply_edit(self, path: Path, new_text: str | None, old_text: str | None) -> EditOutcome:
         uri = from_fs_path(str(path))
         doc = self._open_doc(path)
         current = doc.source if doc is not None else await super().read_text(path)
@@ -146,17 +147,19 @@ class LspHost(BaseHost):
                 )
             )
         else:
-            edit = types.TextEdit(range=_full_range(current), new_text=new_text)
+            edits = text_edits(current, new_text, self._encoding())
+            if not edits:
+                return EditOutcome(applied=True)  # nothing to change
             version = doc.version if doc is not None else None
             if self.supports_document_changes():
                 changes.append(
                     types.TextDocumentEdit(
                         text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
-                        edits=[edit],
+                        edits=edits,
                     )
                 )
             else:
-                return await self._send(types.WorkspaceEdit(changes={uri: [edit]}), path)
+                return await self._send(types.WorkspaceEdit(changes={uri: edits}), path)
         return await self._send(types.WorkspaceEdit(document_changes=changes), path)
 
     def _annotate(self, edit: types.WorkspaceEdit, path: Path) -> types.WorkspaceEdit:
@@ -174,6 +177,12 @@ class LspHost(BaseHost):
             else:
                 change.annotation_id = ann_id
         return edit
+
+    async def apply_edit(self, path: Path, new_text: str | None, old_text: str | None) -> EditOutcome:
+        outcome = await self._apply_edit(path, new_text, old_text)
+        if outcome.applied:
+            self._applied[path] = new_text
+        return outcome
 
     async def _send(self, edit: types.WorkspaceEdit, path: Path) -> EditOutcome:
         if edit.document_changes and self._review():
@@ -208,6 +217,44 @@ class LspHost(BaseHost):
         except Exception as exc:  # an editor error is not the user's answer: the call fails, saying why
             raise RuntimeError(f"the editor failed to show the approval request ({type(exc).__name__}: {exc})") from exc
         return APPROVAL_CHOICES.get(picked.title if picked else "", "deny")  # dismissed → deny
+
+    # -- saving what the turn edited ---------------------------------------------------------
+    def supports_save_documents(self) -> bool:
+        """The client announced `experimental.ndomo.saveDocuments` (our editor plugins do)."""
+        caps = self.server.client_capabilities
+        exp = getattr(caps, "experimental", None) if caps else None
+        ndomo = exp.get("ndomo") if isinstance(exp, dict) else None
+        return bool(isinstance(ndomo, dict) and ndomo.get("saveDocuments"))
+
+    async def save_edited(self, paths: list[Path]) -> None:
+        """Ask the editor to save the edited documents (`ndomo/saveDocuments`), so the save
+        stays in its undo history; whatever it did not save — or every document, with a client
+        that has no such request — is written through to disk from the server's copy."""
+        pending = {from_fs_path(str(p)): p for p in paths}
+        if self.supports_save_documents():
+            try:
+                result = await asyncio.wait_for(
+                    self.server.protocol.send_request_async(SAVE_DOCUMENTS, {"uris": list(pending)}), SAVE_TIMEOUT_S
+                )
+                saved = result.get("saved", []) if isinstance(result, dict) else []
+                for uri in saved:
+                    pending.pop(uri, None)
+            except Exception as exc:  # noqa: BLE001 — a failed save falls back to writing
+                log.warning("the editor did not save the edited documents (%s); writing them", exc)
+        for uri, path in pending.items():
+            # What our last edit produced (the buffer's copy here may lag behind its didChange).
+            doc = self.server.workspace.text_documents.get(uri)
+            text = self._applied.get(path) if path in self._applied else (doc.source if doc is not None else None)
+            if text is None:
+                continue
+            on_disk = await super().read_text(path)
+            if on_disk is not None and on_disk != text:
+                await asyncio.to_thread(write_atomic, path, text)
+
+    async def append_owned(self, path: Path, text: str) -> None:
+        from ndomo.lsp.owned import append_owned
+
+        await append_owned(self.server, path, text)
 
     async def show_document(self, path: Path) -> None:
         try:

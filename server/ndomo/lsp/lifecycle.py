@@ -24,22 +24,30 @@ class LifecycleFeature(Feature):
         def on_initialize(params: types.InitializeParams) -> None:
             ls.init_options = params.initialization_options
             ls.ready_future()
+            ls.life.watch_parent(params.process_id)
 
         @ls.feature(types.INITIALIZED)
         async def on_initialized(params: types.InitializedParams) -> None:
+            if ls.log_handler is not None:
+                ls.log_handler.ready()
             self._starting = asyncio.ensure_future(self.start())
             await asyncio.shield(self._starting)
 
         @ls.feature(types.SHUTDOWN)
         async def on_shutdown(*args) -> None:
             ls.closing = True
+            ls.life.shutdown_requested = True
             if self._starting is not None:  # let start-up finish so nothing reopens the store later
                 try:
                     await asyncio.wait_for(asyncio.shield(self._starting), 10)
                 except Exception:
                     log.warning("start-up had not finished at shutdown")
-            if ls.app is not None:
-                await ls.app.aclose()
+            # One close for shutdown, exit and a dead editor alike; an `exit` that arrives
+            # meanwhile cancels this handler, never the close.
+            try:
+                await asyncio.shield(ls.life.close_app())
+            except asyncio.CancelledError:  # `exit` came first: the wind-down finishes the close
+                pass
 
     async def start(self) -> None:
         ls = self.server
@@ -58,6 +66,8 @@ class LifecycleFeature(Feature):
             ls.notify_error(f"ndomo: configuration could not be loaded: {exc}")
         ls.app = app
         fut.set_result(app)
+        if app.no_store_reason:  # said once; commands that need the store repeat why
+            ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=f"ndomo: {app.no_store_reason}"))
         for feat in ls.features:
             if ls.closing:
                 break

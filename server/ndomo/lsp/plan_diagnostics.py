@@ -52,6 +52,10 @@ def task_diagnostic(plan: PlanDetail, task: Task, line: int = 0) -> types.Diagno
     )
 
 
+def _short(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 class _Stopper:
     """Registered in app.services so App.aclose stops the poller before the store closes."""
 
@@ -74,6 +78,9 @@ class PlanDiagnosticsFeature(Feature):
         self.published: dict[str, list[types.Diagnostic]] = {}
         self.tasks: dict[int, Task] = {}  # task id → task, for quick-fix prompts
         self.open_plans: set[str] = set()
+        # view path → the text last written to it (disk or buffer): what an editor's copy is
+        # based on; a save changes only the tasks whose box differs from it.
+        self.view_base: dict[Path, str] = {}
         self._wake = asyncio.Event()
         self._version: int | None = None
         self._status_plan: Any = None  # the status feature sent the first status (plan or not)
@@ -87,6 +94,8 @@ class PlanDiagnosticsFeature(Feature):
         from ndomo.runtime.runtime import Runtime
 
         Runtime.of(app).event_listeners.append(self.on_event)
+        if app.no_store_reason is not None:  # no store: no plans to show
+            return
         task = self.server.spawn(self._worker(app))
         app.services["plan_diagnostics"] = _Stopper(task)
 
@@ -129,8 +138,6 @@ class PlanDiagnosticsFeature(Feature):
     async def refresh(self, app: App) -> None:
         from ndomo.plans.errors import StoreError
         from ndomo.plans.models import TERMINAL_PLAN_STATUSES
-        from ndomo.runtime.plan_view import write_view
-
         store = await app.store()
         plans = [p for p in await store.list_plans(limit=1000) if p.status not in TERMINAL_PLAN_STATUSES]
         diags: dict[str, list[types.Diagnostic]] = defaultdict(list)
@@ -142,7 +149,7 @@ class PlanDiagnosticsFeature(Feature):
             except StoreError:  # deleted meanwhile
                 continue
             open_now.add(detail.id)
-            path, where, _ = await write_view(app.root, detail)
+            path, where = await self._write_view(app, detail)
             view_uri = from_fs_path(str(path))
             diags[view_uri]  # noqa: B018 — a view with no tasks still gets (empty) diagnostics
             for t in detail.tasks:
@@ -153,12 +160,24 @@ class PlanDiagnosticsFeature(Feature):
                 diags[view_uri].append(task_diagnostic(detail, t, where[t.id]))
         for gone in self.open_plans - open_now:  # finished or archived: its view shows the end state
             try:
-                await write_view(app.root, await store.get_plan(gone))
+                await self._write_view(app, await store.get_plan(gone))
             except StoreError:
                 pass
         self.open_plans, self.tasks = open_now, tasks
         self._publish(diags)
         await self._publish_status(app)
+
+    async def _write_view(self, app: App, detail) -> tuple[Path, dict[int, int]]:
+        """Write the plan's view — through the editor when it has the view open — and
+        remember the text as the base a later save of the view is compared with."""
+        from ndomo.lsp.owned import write_owned
+        from ndomo.runtime.plan_view import render, view_path
+
+        text, where = render(detail)
+        path = view_path(app.root, detail.slug)
+        if await write_owned(self.server, path, text):
+            self.view_base[path] = text
+        return path, where
 
     def _publish(self, diags: dict[str, list[types.Diagnostic]]) -> None:
         for uri in sorted(set(diags) | set(self.published)):
@@ -185,7 +204,7 @@ class PlanDiagnosticsFeature(Feature):
     # -- the markdown view written back ---------------------------------------------------------
     async def on_save(self, path: str, text: str) -> None:
         from ndomo.plans.errors import StoreError
-        from ndomo.runtime.plan_view import VIEW_DIR, wanted_changes
+        from ndomo.runtime.plan_view import VIEW_DIR, task_lines, wanted_changes
 
         app = self.server.app
         p = Path(path)
@@ -197,7 +216,13 @@ class PlanDiagnosticsFeature(Feature):
         except StoreError:
             return
         problems = []
-        for tid, status in wanted_changes(plan, text):
+        changes = wanted_changes(plan, text)
+        base = self.view_base.get(p)
+        if base is not None:  # merge: only boxes the user changed; others may be stale, not wishes
+            before = {tid: ticked for tid, (_, ticked) in task_lines(base).items()}
+            after = {tid: ticked for tid, (_, ticked) in task_lines(text).items()}
+            changes = [(tid, st) for tid, st in changes if tid not in before or after.get(tid) != before[tid]]
+        for tid, status in changes:
             try:
                 await store.update_task_status(tid, status, agent="user")
             except StoreError as exc:
@@ -218,13 +243,18 @@ class PlanDiagnosticsFeature(Feature):
             tid, slug = int(data["task_id"]), str(data.get("plan", ""))
             task = self.tasks.get(tid)
             desc = " ".join(task.description.split()) if task else f"task {tid}"
-            prompt = f"Do task {data.get('ord', '?')} of plan {slug} (task id {tid}): {desc}"
+            ord_ = data.get("ord", "?")
+            prompt = f"Do task {ord_} of plan {slug} (task id {tid}): {desc}"
+            # Several tasks can mark one line: each title names its task, so the menu tells them apart.
+            which = f"task {ord_} ({_short(desc)})"
             for title, command, args in (
-                ("Run this task with craftsman", "ndomo.turn",
+                (f"Run {which} with craftsman", "ndomo.turn",
                  {"prompt": prompt, "agent": "craftsman", "mode": "autopilot", "task_id": str(tid)}),
-                ("Mark task done", "ndomo.task.status", {"id": tid, "status": "done"}),
-                ("Open plan", "ndomo.plan.open", {"plan": slug}),
+                (f"Mark {which} done", "ndomo.task.status", {"id": tid, "status": "done"}),
+                (f"Open plan {slug}", "ndomo.plan.open", {"plan": slug}),
             ):
+                if any(a.title == f"ndomo: {title}" for a in out):  # one "open plan" per plan
+                    continue
                 out.append(
                     types.CodeAction(
                         title=f"ndomo: {title}",

@@ -25,7 +25,13 @@ log = logging.getLogger("ndomo.lsp")
 
 class NdomoServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("ndomo", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
+        from ndomo.lsp.process import Life, NdomoProtocol
+
+        super().__init__(
+            "ndomo", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full, protocol_cls=NdomoProtocol
+        )
+        self.life = Life(self)  # stdio loop, wind-down, the editor's process
+        self.log_handler = None  # lsp.logs.LogMessageHandler, installed by `ndomo serve`
         self.app: App | None = None
         self.init_options: Any = None
         self._ready: asyncio.Future[App] | None = None
@@ -50,11 +56,17 @@ class NdomoServer(LanguageServer):
     async def wait_app(self) -> App:
         return await asyncio.shield(self.ready_future())
 
-    def workspace_root(self) -> Path:
+    def workspace_root(self) -> Path | None:
+        """The folder the client sent (never $HOME or /); with none (single-file mode) the
+        nearest project marker above the server's folder; None: no root, no store."""
+        from ndomo.app import find_root, given_root
+
         folders = list(self.workspace.folders.values())
         uri = folders[0].uri if folders else self.workspace.root_uri
         path = to_fs_path(uri) if uri else None
-        return Path(path) if path else Path.cwd()
+        if path:
+            return given_root(Path(path))
+        return find_root(Path.cwd())
 
     def new_host(self):
         """The Host for one editor-started turn, with every feature's listeners attached."""

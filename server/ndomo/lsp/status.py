@@ -27,4 +27,5 @@ class StatusFeature(Feature):
             self.server.protocol.notify("ndomo/status", status.model_dump(mode="json"))
 
         rt.status_listeners.append(send)
-        await rt.publish_status(await rt.session())
+        if app.no_store_reason is None:  # no store, no session to show
+            await rt.publish_status(await rt.session())

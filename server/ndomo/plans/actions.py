@@ -34,10 +34,15 @@ class _P(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
 
+SESSION_ID = "session to record (default: none)"
+LIMIT = "at most this many rows (1-1000)"
+ARCHIVED = "also list archived (finished) plans"
+
+
 class PlanListParams(_P):
-    status: PlanStatus | None = None
-    include_archived: StrictBool = False
-    limit: int = Field(default=50, ge=1, le=1000)
+    status: PlanStatus | None = Field(default=None, description="only plans in this status")
+    include_archived: StrictBool = Field(default=False, description=ARCHIVED)
+    limit: int = Field(default=50, ge=1, le=1000, description=LIMIT)
 
 
 class PlanRef(_P):
@@ -45,23 +50,23 @@ class PlanRef(_P):
 
 
 class PlanSearchParams(_P):
-    query: str | None = None
-    file_path: str | None = None
-    include_archived: StrictBool = False
-    limit: int = Field(default=50, ge=1, le=1000)
+    query: str | None = Field(default=None, description="words to find in titles, overviews and tasks (full-text)")
+    file_path: str | None = Field(default=None, description="only plans that touch this file (workspace-relative)")
+    include_archived: StrictBool = Field(default=False, description=ARCHIVED)
+    limit: int = Field(default=50, ge=1, le=1000, description=LIMIT)
 
 
 class PlanApproveParams(PlanRef):
-    session_id: str | None = None
+    session_id: str | None = Field(default=None, description=SESSION_ID)
 
 
 class PlanStatusParams(PlanRef):
-    status: PlanStatus
-    dry_run: StrictBool = False
-    force: StrictBool = False
-    reason: str | None = None
-    session_id: str | None = None
-    actor: str = "user"
+    status: PlanStatus = Field(description="the status to move the plan to")
+    dry_run: StrictBool = Field(default=False, description="say whether the move is allowed, change nothing")
+    force: StrictBool = Field(default=False, description="skip the status machine's checks (needs --reason)")
+    reason: str | None = Field(default=None, description="why, kept in the plan's audit trail")
+    session_id: str | None = Field(default=None, description=SESSION_ID)
+    actor: str = Field(default="user", description="who made the change, for the audit trail")
 
 
 class PlanDeleteParams(PlanRef):
@@ -70,28 +75,28 @@ class PlanDeleteParams(PlanRef):
 
 class TaskListParams(_P):
     plan: str = Field(min_length=1, description="plan uuid or slug")
-    status: TaskStatus | None = None
+    status: TaskStatus | None = Field(default=None, description="only tasks in this status")
 
 
 class TaskNextParams(_P):
-    agent: str = Field(min_length=1)
-    plan: str | None = None
-    session_id: str | None = None
+    agent: str = Field(min_length=1, description="the agent the task is for (e.g. craftsman, python-smith)")
+    plan: str | None = Field(default=None, description="only from this plan (uuid or slug)")
+    session_id: str | None = Field(default=None, description="session claiming the task")
     peek: StrictBool = Field(default=False, description="show the next task without claiming it")
 
 
 class TaskStatusParams(_P):
-    id: int = Field(ge=1)
-    status: TaskStatus
-    result: str | None = None
-    error: str | None = None
-    agent: str | None = None
-    session_id: str | None = None
+    id: int = Field(ge=1, description="task id (from `ndomo task list`)")
+    status: TaskStatus = Field(description="the task's new status")
+    result: str | None = Field(default=None, description="what was done (kept with the task)")
+    error: str | None = Field(default=None, description="why it failed or is blocked")
+    agent: str | None = Field(default=None, description="agent that executed it")
+    session_id: str | None = Field(default=None, description="session that executed it")
 
 
 class SessionListParams(_P):
-    limit: int = Field(default=50, ge=1, le=1000)
-    open_only: StrictBool = False
+    limit: int = Field(default=50, ge=1, le=1000, description=LIMIT)
+    open_only: StrictBool = Field(default=False, description="only sessions that are not ended")
 
 
 @asynccontextmanager

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import random
 import sqlite3
+import threading
 from contextlib import asynccontextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,7 +36,13 @@ def is_busy(exc: BaseException) -> bool:
 async def connect(path: Path) -> aiosqlite.Connection:
     """Open a connection in autocommit mode: transactions are always explicit."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    conn = await aiosqlite.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    conn = aiosqlite.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    # aiosqlite's worker thread is not a daemon: one connection left open (a close that was
+    # cancelled) would keep the process alive forever. SQLite's journal makes dying safe.
+    worker = getattr(conn, "_thread", conn)
+    if isinstance(worker, threading.Thread):
+        worker.daemon = True
+    conn = await conn
     conn.row_factory = sqlite3.Row
     await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     await conn.execute("PRAGMA foreign_keys = ON")

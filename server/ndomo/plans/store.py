@@ -42,10 +42,14 @@ class PlanStore(SessionOps, PlanOps, TaskOps, TurnOps, ApprovalOps, MemoryOps, M
         if self._closed:
             return
         self._closed = True
-        if self._watch is not None:
-            await self._watch.close()
-            self._watch = None
-        await self._conn.close()
+        # The main connection closes even when closing the watcher is cancelled or fails:
+        # an unclosed aiosqlite connection leaves its worker thread waiting.
+        watch, self._watch = self._watch, None
+        try:
+            if watch is not None:
+                await watch.close()
+        finally:
+            await self._conn.close()
 
     async def data_version(self) -> int:
         """Changes whenever any connection (this process or another) commits a write.

@@ -66,12 +66,6 @@ class Transcript:
     def path(ctx: TurnContext) -> Path:
         return ctx.app.state_dir / "sessions" / f"{ctx.session.id}.md"
 
-    @staticmethod
-    def _append(path: Path, text: str) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8") as fh:
-            fh.write(text)
-
     async def __call__(self, ctx: TurnContext, event: TurnEvent) -> None:
         if ctx.depth > 0 and event.kind in ("turn_started", "turn_finished"):
             indent = "> "
@@ -100,8 +94,8 @@ class Transcript:
         if not chunks:
             return
         lock = self._locks.setdefault(ctx.session.id, asyncio.Lock())
-        async with lock:
-            await asyncio.to_thread(self._append, self.path(ctx), "".join(chunks))
+        async with lock:  # through the host: an editor that has the transcript open sees it grow
+            await ctx.host.append_owned(self.path(ctx), "".join(chunks))
 
 
 # -- prompt -------------------------------------------------------------------------------

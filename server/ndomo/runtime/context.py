@@ -47,8 +47,12 @@ class SessionState:
     agent: str
     history: list["Message"] = field(default_factory=list)
     committed_plan_id: str | None = None
-    last_outcome: str = "idle"
+    last_outcome: str = ""  # the `state` of ndomo/status: empty when there is nothing to say
     busy: bool = False
+
+
+# ctx.state key: a feature's `ndomo/status` state for after the turn (see Runtime.final_state)
+FINAL_STATE = "status_final"
 
 
 @dataclass

@@ -40,6 +40,16 @@ async def change_file(ctx: TurnContext, path: Path, new_text: str | None, *, bef
     return outcome
 
 
+async def save_turn_edits(ctx: TurnContext) -> None:
+    """Before a shell command runs, the files the whole turn (delegations included) edited
+    are saved, so `bash` sees what the editor shows, not the text before the edit."""
+    top = ctx
+    while top.parent is not None:
+        top = top.parent
+    if top.modified:
+        await ctx.host.save_edited(list(top.modified))
+
+
 async def rollback_turn(ctx: TurnContext) -> list[str]:
     """Restore every file this turn changed to its content before the turn (or absence).
 

@@ -53,6 +53,8 @@ class Host(Protocol):
     async def ask(self, question: str, choices: list[str] | None = None) -> str | None: ...
     async def approve(self, request: ApprovalRequest) -> ApprovalChoice: ...
     async def show_document(self, path: Path) -> None: ...
+    async def save_edited(self, paths: list[Path]) -> None: ...
+    async def append_owned(self, path: Path, text: str) -> None: ...
 
 
 def _read(path: Path) -> str | None:
@@ -114,6 +116,22 @@ class BaseHost:
     async def show_document(self, path: Path) -> None:
         return None
 
+    async def save_edited(self, paths: list[Path]) -> None:
+        """Make what the turn edited visible on disk (before a shell command reads it).
+        Edits here are written to disk as they are applied: nothing to do."""
+        return None
+
+    async def append_owned(self, path: Path, text: str) -> None:
+        """Append to a file the server owns (a transcript); an editor host also updates an
+        open buffer of it."""
+
+        def append() -> None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8") as fh:
+                fh.write(text)
+
+        await asyncio.to_thread(append)
+
 
 class TerminalHost(BaseHost):
     """`ndomo run`: streams the answer and tool activity to a terminal."""
@@ -124,6 +142,7 @@ class TerminalHost(BaseHost):
         self.out = out or sys.stdout
         self.interactive = sys.stdin.isatty() if interactive is None else interactive
         self._at_line_start = True
+        self._last_notice = ""
 
     def _print(self, text: str, end: str = "\n") -> None:
         self.out.write(text + end)
@@ -146,9 +165,11 @@ class TerminalHost(BaseHost):
         elif kind == "tool_finished":
             self._print(f"  ← {event.name} {event.status}: {event.summary}")  # type: ignore[attr-defined]
         elif kind == "notice":
+            self._last_notice = event.message  # type: ignore[attr-defined]
             self._print(f"  ! {event.message}")  # type: ignore[attr-defined]
         elif kind == "turn_finished":
-            err = f" ({event.error})" if event.error else ""  # type: ignore[attr-defined]
+            error = event.error  # type: ignore[attr-defined]
+            err = f" ({error})" if error and error != self._last_notice else ""  # said once is enough
             self._print(f"[{event.status}]{err}")  # type: ignore[attr-defined]
 
     async def _prompt(self, text: str) -> str:

@@ -50,7 +50,7 @@ async def recover_interrupted_turns(app: "App") -> int:
 
 def schedule(rt: "Runtime") -> None:
     app = rt.app
-    if SERVICE in app.services:
+    if SERVICE in app.services or app.no_store_reason is not None:
         return
     try:
         loop = asyncio.get_running_loop()

@@ -1,44 +1,67 @@
-"""`ndomo run "prompt"`: one headless turn, streamed to the terminal."""
+"""`ndomo run "prompt"`: one headless turn, streamed to the terminal.
+
+User errors (unknown agent, no workspace, no model server) are one line on stderr saying
+what to do, printed once; exit codes are listed in `ndomo --help` (see ndomo.cli).
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import sys
-from pathlib import Path
 
-from ndomo.cli import find_workspace, subcommand
+from ndomo.cli import EXIT_FAILED, EXIT_USAGE, WORKSPACE_HELP, resolve_workspace, subcommand
+
+TURN_EXIT = {"done": 0, "blocked": 3, "capped": 4, "cancelled": 130}
 
 
 def _setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("prompt", help="what to ask; a /slash command runs without the model")
-    p.add_argument("--agent", "-a", default=None)
-    p.add_argument("--mode", "-m", default=None, choices=["discussion", "brainstorming", "autopilot"])
-    p.add_argument("--workspace", "-w", default=None)
+    p.add_argument("--agent", "-a", default=None,
+                   help="agent to run the turn (default: the session's agent; `ndomo agents list` names them)")
+    p.add_argument("--mode", "-m", default=None, choices=["discussion", "brainstorming", "autopilot"],
+                   help="mode of this turn, which fences the tools (default: the session's mode)")
+    p.add_argument("--workspace", "-w", default=None, help=WORKSPACE_HELP)
     p.add_argument("--session", default=None, help="continue this session (default: the latest)")
     p.add_argument("--task", dest="task_id", default=None, help="execute this plan task")
     p.add_argument("--yes", "-y", action="store_true", help="approve every ask (non-interactive runs deny them)")
     p.add_argument("--json", action="store_true", help="print the turn summary as JSON at the end")
 
 
+class _UsageError(Exception):
+    """A bad request from the user, found before the turn starts."""
+
+
 @subcommand("run", _setup)
 def run(ns: argparse.Namespace) -> int:
     """Run one turn headless and print the answer and tool activity."""
+    from ndomo.actions import ActionError
     from ndomo.app import App
     from ndomo.runtime.context import TurnRequest
     from ndomo.runtime.host import TerminalHost
-    from ndomo.runtime.runtime import Runtime
+    from ndomo.runtime.runtime import Runtime, RuntimeError_
 
-    root = Path(ns.workspace) if ns.workspace else find_workspace(Path.cwd())
+    root, error = resolve_workspace(ns.workspace)
+    if error:
+        print(error, file=sys.stderr)
+        return EXIT_USAGE
 
     async def go():
         app = await asyncio.to_thread(App.load, root)
         for p in app.config_problems:
             print(f"ndomo: config: {p.describe()} (default used)", file=sys.stderr)
         try:
+            if app.no_store_reason is not None:
+                raise _UsageError(app.no_store_reason)
+            rt = Runtime.of(app)
+            if ns.agent:
+                try:
+                    await rt.check_agent(ns.agent)
+                except RuntimeError_ as exc:
+                    raise _UsageError(f"{exc}; pick one with --agent") from None
             host = TerminalHost(assume_yes=ns.yes)
             request = TurnRequest(prompt=ns.prompt, agent=ns.agent, mode=ns.mode, session=ns.session, task_id=ns.task_id)
-            return await Runtime.of(app).run(request, host), host
+            return await rt.run(request, host), host
         finally:
             await app.aclose()
 
@@ -47,14 +70,20 @@ def run(ns: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("\n[cancelled]", file=sys.stderr)
         return 130
+    except _UsageError as exc:
+        print(f"ndomo: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ActionError as exc:
+        print(f"ndomo: {exc.message}", file=sys.stderr)
+        return EXIT_FAILED
     if summary.payload is not None and not ns.json:
         import yaml
 
         print(yaml.safe_dump(summary.payload, sort_keys=False).rstrip())
-    if summary.turn_id is None and summary.error:
+    if summary.turn_id is None and summary.error:  # refused before it started: nothing printed it yet
         print(f"ndomo: {summary.error}", file=sys.stderr)
     if ns.json:
         print(summary.model_dump_json(indent=2))
     elif summary.answer and not any(e.kind == "text" for e in host.events):
         print(summary.answer)
-    return {"done": 0, "blocked": 3, "capped": 4, "cancelled": 130}.get(summary.status, 1)
+    return TURN_EXIT.get(summary.status, EXIT_FAILED)

@@ -14,7 +14,7 @@ from typing import Any, Awaitable, Callable
 from pydantic import BaseModel
 
 from ndomo.app import App
-from ndomo.runtime.context import SessionState, TurnContext, TurnRequest
+from ndomo.runtime.context import FINAL_STATE, SessionState, TurnContext, TurnRequest
 from ndomo.runtime.coordinator import ToolCallCoordinator
 from ndomo.runtime.events import Status, TurnEvent
 from ndomo.runtime.hooks import HookAction, Phase
@@ -239,6 +239,8 @@ class Runtime:
         agent = request.agent or state.agent
         try:
             self.check_mode(mode)
+            if parent is None:  # a user's typo is an answer, not a failed turn with a traceback
+                await self.check_agent(agent)
         except RuntimeError_ as exc:
             return TurnSummary(turn_id=None, session=state.id, agent=agent, mode=mode, status="failed", error=str(exc))
         if parent is None and state.id in self.active:
@@ -343,10 +345,22 @@ class Runtime:
             if top:
                 ctx.session.busy = False
                 if ctx.turn_id:
-                    # a feature (the craftsman's scope) may name a richer final state
-                    ctx.session.last_outcome = ctx.state.get("status_state") or ctx.status
+                    ctx.session.last_outcome = self.final_state(ctx)
                 await self.publish_status(ctx.session)
         return self._summary(ctx)
+
+    @staticmethod
+    def final_state(ctx: TurnContext) -> str:
+        """The status `state` once a turn ended: cleared, unless the user must know something —
+        a hand-back (never a silent stop) or a failure. A feature may name its own."""
+        if ctx.state.get(FINAL_STATE):
+            return ctx.state[FINAL_STATE]
+        if ctx.status == "blocked":
+            reason = " ".join((ctx.handback or "blocked").split())
+            return f"{ctx.agent_name} handed back: {reason[:80]}"
+        if ctx.status == "failed":
+            return f"{ctx.agent_name}: the last turn failed"
+        return ""
 
     async def _dispatch(self, ctx: TurnContext) -> bool:
         try:

@@ -117,8 +117,10 @@ async def test_huge_answer_streams_whole(fake: Any, clients: Any) -> None:
 async def test_connection_refused_names_the_url(clients: Any, closed_port_url: str) -> None:
     with pytest.raises(ModelUnreachable) as info:
         await collect(clients(closed_port_url, max_retries=1))
-    assert str(info.value) == (f"model endpoint {closed_port_url} is unreachable (connection refused) after 1 retry; "
-                               "check the server is running and model.base_url")
+    assert str(info.value) == (
+        f"model endpoint {closed_port_url} is unreachable (connection refused) after 1 retry; "
+        "start the model server (e.g. Ollama) or set NDOMO_BASE_URL; see `ndomo health`"
+    )
     assert "\n" not in str(info.value)
 
 
@@ -259,7 +261,10 @@ async def test_probe_ok_lists_models(fake: Any, clients: Any) -> None:
 async def test_probe_refused_reports_without_raising(clients: Any, closed_port_url: str) -> None:
     probe = await clients(closed_port_url).probe()
     assert not probe.ok and probe.models == []
-    assert probe.detail.startswith(f"model endpoint {closed_port_url} is unreachable (connection refused); check")
+    assert probe.detail == (
+        f"model endpoint {closed_port_url} is unreachable (connection refused); "
+        "start the model server (e.g. Ollama) or set NDOMO_BASE_URL; see `ndomo health`"
+    )
 
 
 async def test_probe_bad_key(clients: Any) -> None:

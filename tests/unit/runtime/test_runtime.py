@@ -157,7 +157,7 @@ async def test_handback_ends_the_turn_as_blocked(app, fake):
     row = await turn_row(app, summary.turn_id)
     assert row.status == "blocked" and "API key" in (row.error or "")
     state = await rt.session(summary.session)
-    assert (await rt.status(state)).state == "blocked"
+    assert (await rt.status(state)).state == "foreman handed back: need the API key"
 
 
 async def test_garbage_tool_call_json_is_reported_to_the_model(app, fake):

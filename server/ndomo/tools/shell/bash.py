@@ -7,6 +7,7 @@ import asyncio
 from pydantic import BaseModel, ConfigDict, Field
 
 from ndomo.runtime.context import TurnContext
+from ndomo.runtime.edits import save_turn_edits
 from ndomo.runtime.tools import ToolError, ToolResult, call_grant, tool
 from ndomo.security.run import run_shell
 from ndomo.security.sandbox import SandboxRefused, prepare
@@ -42,6 +43,7 @@ def effective_timeout(ctx: TurnContext, requested: float | None) -> float:
     command=lambda p: p.command,
 )
 async def bash(ctx: TurnContext, p: BashParams) -> ToolResult:
+    await save_turn_edits(ctx)  # the command reads the disk: unsaved agent edits go there first
     try:
         box = await prepare(ctx.app.settings, ctx.app.root, network=call_grant().network)
     except SandboxRefused as exc:

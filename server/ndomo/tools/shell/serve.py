@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ndomo.runtime.context import TurnContext
+from ndomo.runtime.edits import save_turn_edits
 from ndomo.runtime.tools import ToolError, ToolResult, tool
 from ndomo.security.paths import PathRefused, relative_to_workspace, resolve_in_workspace
 from ndomo.security.sandbox import SandboxRefused, prepare
@@ -103,6 +104,7 @@ async def serve(ctx: TurnContext, p: ServeParams) -> ToolResult:
 
 
 async def _start(ctx: TurnContext, mgr: ServeManager, p: ServeParams) -> ToolResult:
+    await save_turn_edits(ctx)  # the served process reads the disk
     port = p.port or free_port()
     root = ctx.app.root
     try:

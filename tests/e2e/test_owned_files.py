@@ -1,0 +1,75 @@
+"""Files the server owns (plan views, transcripts) while an editor has them open: they
+change through `workspace/applyEdit`, and saving a stale view never reverts a change made
+elsewhere."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+from pygls.uris import from_fs_path
+
+from tests.e2e.conftest import command
+from tests.e2e.editor_support import EditorDisk, seed_plan, wait_for
+from tests.fakes.fake_model import FakeModel
+from ndomo.plans.store import PlanStore
+
+
+async def _status(workspace, task_id: int) -> str:
+    store = await PlanStore.open(workspace / ".ndomo" / "ndomo.db", workspace=workspace)
+    try:
+        return (await store.get_task(task_id)).status
+    finally:
+        await store.close()
+
+
+async def test_open_plan_view_changes_through_the_editor(lsp, tmp_path):
+    disk = EditorDisk()
+    client = await lsp.start(tmp_path, handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)})
+    slug, (t1, t2) = await seed_plan(tmp_path, [{"description": "one"}, {"description": "two"}])
+    view_path = tmp_path / ".ndomo" / "plans" / f"{slug}.md"
+    await wait_for(lambda: view_path.exists(), what="the view")
+    uri = disk.open(client, view_path, view_path.read_text(encoding="utf-8"))
+    await command(client, "ndomo.task.status", {"id": t2, "status": "done"})
+    await wait_for(lambda: "- [x] 2." in disk.buffers[uri][1], what="the open view updated in the editor")
+    (request,) = [r for r in disk.requests if r.edit.document_changes or r.edit.changes]
+    edits = [e for c in (request.edit.document_changes or []) for e in c.edits] or list(request.edit.changes[uri])
+    assert all("1. one" not in e.new_text for e in edits)  # only the changed lines, not the whole view
+
+
+async def test_saving_a_stale_view_does_not_revert_other_changes(lsp, tmp_path):
+    """The editor's copy of the view is stale (it refused the update); the user ticks task 1
+    and saves: task 1 becomes done, task 2 — done elsewhere meanwhile — stays done."""
+    disk = EditorDisk()
+    client = await lsp.start(tmp_path, handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)})
+    slug, (t1, t2) = await seed_plan(tmp_path, [{"description": "one"}, {"description": "two"}])
+    view_path = tmp_path / ".ndomo" / "plans" / f"{slug}.md"
+    await wait_for(lambda: view_path.exists(), what="the view")
+    stale = view_path.read_text(encoding="utf-8")
+    uri = disk.open(client, view_path, stale)
+    disk.refuse = True  # the buffer keeps its old text
+    await command(client, "ndomo.task.status", {"id": t2, "status": "done"})
+    await wait_for(lambda: disk.requests, what="the server tried to update the open view")
+    assert "- [ ] 2." in disk.buffers[uri][1]
+
+    disk.refuse = False
+    edited = stale.replace("- [ ] 1.", "- [x] 1.")
+    disk.type_into(uri, edited)
+    view_path.write_text(edited, encoding="utf-8")
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri), text=edited))
+    await wait_for(lambda: "- [x] 1." in disk.buffers[uri][1] and "- [x] 2." in disk.buffers[uri][1], what="view merged")
+    assert await _status(tmp_path, t1) == "done"
+    assert await _status(tmp_path, t2) == "done"
+
+
+async def test_open_transcript_grows_in_the_editor(lsp, tmp_path):
+    disk = EditorDisk()
+    with FakeModel(script=[{"text": "first"}, {"text": "second"}]) as fake:
+        client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url}, init_options={"open_transcript": False},
+                                 handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)})
+        turn = {"prompt": "hi", "agent": "craftsman", "mode": "discussion"}
+        first = await command(client, "ndomo.turn", turn)
+        path = tmp_path / ".ndomo" / "sessions" / f"{first['session']}.md"
+        uri = disk.open(client, path, path.read_text(encoding="utf-8"))
+        await command(client, "ndomo.turn", {**turn, "prompt": "again"})
+    await wait_for(lambda: "again" in disk.buffers[uri][1], what="the open transcript got the new turn")
+    assert disk.buffers[uri][1] == path.read_text(encoding="utf-8")
+    assert disk.buffers[uri][1].count("**prompt:** hi") == 1
