@@ -1,6 +1,9 @@
-"""Run the benchmarks by hand: `python -m tests.bench [NAME …] [--json FILE]` (default: all).
+"""Run the benchmarks: `python -m tests.bench [NAME …] [--scale 10k|100k] [--json FILE]`,
+or the timing-free budgets: `python -m tests.bench --ci`.
 
-Names: lsp, startup, store, overhead, grep, memory, reqsize. See docs/performance.md.
+Names: turns, lsp, startup, idle, diagnostics, store, overhead, grep, memory, reqsize (default:
+all). Exits non-zero when a target is missed or a benchmark fails to run. See
+docs/performance.md for each row's method.
 """
 
 from __future__ import annotations
@@ -8,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import inspect
 import logging
 import sys
 import time
@@ -16,33 +20,45 @@ from pathlib import Path
 from tests.bench.common import Result, dump, machine
 
 BENCHES = {
+    "turns": "tests.bench.turns",
     "lsp": "tests.bench.lsp_latency",
     "startup": "tests.bench.startup",
+    "idle": "tests.bench.idle",
+    "diagnostics": "tests.bench.diagnostics",
     "store": "tests.bench.store",
     "overhead": "tests.bench.overhead",
     "grep": "tests.bench.grep_bench",
     "memory": "tests.bench.memory",
     "reqsize": "tests.bench.request_size",
 }
+SCALES = {"10k": 10_000, "100k": 100_000}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (default: all)")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--scale", choices=list(SCALES), default="10k", help="plans in the store benchmark")
+    parser.add_argument("--ci", action="store_true", help="only the budgets that do not depend on timing")
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.ERROR)
+    logging.getLogger("pygls").setLevel(logging.CRITICAL)
+    if args.ci:
+        from tests.bench.ci import run_ci
+
+        return run_ci()
     unknown = [n for n in args.names if n not in BENCHES]
     if unknown:
         parser.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(BENCHES)}")
-    logging.basicConfig(level=logging.ERROR)
-    logging.getLogger("pygls").setLevel(logging.CRITICAL)
     print("machine:", machine())
     results: list[Result] = []
     failed = []
     for name in args.names or list(BENCHES):
         t = time.perf_counter()
+        run = importlib.import_module(BENCHES[name]).run
+        kwargs = {"plans": SCALES[args.scale]} if "plans" in inspect.signature(run).parameters else {}
         try:
-            rows = asyncio.run(importlib.import_module(BENCHES[name]).run())
+            rows = asyncio.run(run(**kwargs))
         except Exception as exc:  # one broken benchmark must not hide the others
             failed.append(name)
             print(f"{name}: FAILED: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -54,7 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     dump(results, args.json)
     missed = [r for r in results if not r.met]
     print(f"{len(results) - len(missed)} met, {len(missed)} missed, {len(failed)} failed to run")
-    return 1 if failed else 0
+    for r in missed:
+        print(f"MISSED: {r.bench} {r.case}: {r.value:.3f} {r.unit} [{r.target}]", file=sys.stderr)
+    return 1 if failed or missed else 0
 
 
 if __name__ == "__main__":

@@ -18,32 +18,33 @@ NDOMO = [sys.executable, "-m", "ndomo", "serve"]
 FLOOR = [sys.executable, "-m", "tests.bench.floor_server"]
 
 
-def make_client() -> LanguageClient:
+def make_client(handlers: dict[str, Any] | None = None) -> LanguageClient:
+    """A client answering what servers ask of editors; `handlers` replace the defaults."""
     client = LanguageClient("bench", "0")
 
-    @client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
-    def _progress(params: Any) -> None:
-        return None
-
-    @client.feature(types.WORKSPACE_CONFIGURATION)
     def _config(params: types.ConfigurationParams) -> list[Any]:
         return [None for _ in params.items]
 
-    @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
-    def _ask(params: Any) -> None:
-        return None
-
-    @client.feature(types.WINDOW_SHOW_DOCUMENT)
-    def _show(params: Any) -> types.ShowDocumentResult:
-        return types.ShowDocumentResult(success=True)
-
-    @client.feature(types.WORKSPACE_APPLY_EDIT)
-    def _edit(params: Any) -> types.ApplyWorkspaceEditResult:
-        return types.ApplyWorkspaceEditResult(applied=False, failure_reason="benchmark client")
-
+    features: dict[str, Any] = {
+        types.WINDOW_WORK_DONE_PROGRESS_CREATE: lambda params: None,
+        types.WORKSPACE_CONFIGURATION: _config,
+        types.WINDOW_SHOW_MESSAGE_REQUEST: lambda params: None,
+        types.WINDOW_SHOW_DOCUMENT: lambda params: types.ShowDocumentResult(success=True),
+        types.WORKSPACE_APPLY_EDIT: lambda params: types.ApplyWorkspaceEditResult(
+            applied=False, failure_reason="benchmark client"),
+    }
     for method in ("ndomo/turn/event", "ndomo/status", "$/progress", types.WINDOW_LOG_MESSAGE,
                    types.WINDOW_SHOW_MESSAGE, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, "$/logTrace"):
-        client.feature(method)(_ignore)
+        features[method] = _ignore
+    features.update(handlers or {})
+    for method, fn in features.items():
+        if asyncio.iscoroutinefunction(fn):
+            async def handler(params, _fn=fn):
+                return await _fn(params)
+        else:
+            def handler(params, _fn=fn):
+                return _fn(params)
+        client.feature(method)(handler)
     return client
 
 
@@ -51,9 +52,10 @@ def _ignore(params: Any) -> None:
     return None
 
 
-async def start(cmd: list[str], workspace: Path, env: dict[str, str] | None = None) -> tuple[LanguageClient, Any]:
+async def start(cmd: list[str], workspace: Path, env: dict[str, str] | None = None,
+                handlers: dict[str, Any] | None = None) -> tuple[LanguageClient, Any]:
     """Spawn and initialize; returns (client, initialize result)."""
-    client = make_client()
+    client = make_client(handlers)
     await client.start_io(cmd[0], *cmd[1:], env=env_for_server(env), cwd=str(workspace))
     uri = from_fs_path(str(workspace))
     result = await client.initialize_async(

@@ -1,7 +1,11 @@
 """LSP latency of codeAction and ndomo.mode.get: idle and while a turn streams, against a floor server.
 
 The floor is a minimal pygls server (tests/bench/floor_server.py) answering the same two
-requests with constants: what pygls + JSON-RPC over stdio cost on this machine.
+requests with constant answers of ndomo's shape: what pygls + JSON-RPC over stdio cost.
+Both servers run at once and are sampled interleaved (one ndomo request, one floor
+request, …) in the same window, so machine load hits both alike. The fake model streams
+from its own process. An error answer is not a sample: the run fails. While streaming,
+the turn must still be streaming when the last sample is taken (asserted).
 """
 
 from __future__ import annotations
@@ -12,42 +16,51 @@ import time
 from pathlib import Path
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
 from pygls.uris import from_fs_path
 
 from tests.bench.common import Result, summary
+from tests.bench.fake_proc import FakeProc
 from tests.bench.lsp_client import FLOOR, NDOMO, start, stop
-from tests.fakes.fake_model import FakeModel
 
 N = 400
 WARMUP = 40
-ERRORS: dict[str, int] = {}
-LAST_ERROR: dict[str, str] = {}
+SETTLE_S = 3.0
+STREAM = {"text": "token " * 6000, "chunks": 6000, "chunk_delay": 0.005}  # ~30 s of deltas
 
 
-async def sample(client, uri: str, n: int) -> dict[str, list[float]]:
+def _requests(client, uri: str) -> dict:
     action = types.CodeActionParams(
         text_document=types.TextDocumentIdentifier(uri=uri),
         range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=2, character=0)),
         context=types.CodeActionContext(diagnostics=[]),
     )
     mode = types.ExecuteCommandParams(command="ndomo.mode.get", arguments=[{}])
-    out: dict[str, list[float]] = {"codeAction": [], "ndomo.mode.get": []}
-    calls = {"codeAction": lambda: client.text_document_code_action_async(action),
-             "ndomo.mode.get": lambda: client.workspace_execute_command_async(mode)}
-    for _ in range(n):
-        for name, call in calls.items():
-            t = time.perf_counter()
-            try:
-                await call()
-            except JsonRpcException as exc:  # still a full round trip; counted and reported
-                ERRORS[name] = ERRORS.get(name, 0) + 1
-                LAST_ERROR[name] = str(exc)[:200]
-            out[name].append(time.perf_counter() - t)
+    return {"codeAction": lambda: client.text_document_code_action_async(action),
+            "ndomo.mode.get": lambda: client.workspace_execute_command_async(mode)}
+
+
+def _check(who: str, name: str, got) -> None:
+    if name == "codeAction" and not got:
+        raise RuntimeError(f"{who}: codeAction answered no actions")
+    if name == "ndomo.mode.get":
+        modes = got.get("modes") if isinstance(got, dict) else getattr(got, "modes", None)
+        if not modes or len(modes) != 3:
+            raise RuntimeError(f"{who}: ndomo.mode.get answered {str(got)[:200]}")
+
+
+async def sample(pairs: dict, n: int) -> dict[str, dict[str, list[float]]]:
+    """Interleaved: each round sends every request to each server in turn (order alternating)."""
+    out = {who: {"codeAction": [], "ndomo.mode.get": []} for who in pairs}
+    order = list(pairs)
+    for i in range(n):
+        for who in (order if i % 2 == 0 else order[::-1]):
+            for name, call in pairs[who].items():
+                t = time.perf_counter()
+                got = await call()  # an error answer raises: never counted as a sample
+                out[who][name].append(time.perf_counter() - t)
+                if i == 0:
+                    _check(who, name, got)
     return out
-
-
-SETTLE_S = 3.0
 
 
 async def open_doc(client, root: Path) -> str:
@@ -61,54 +74,40 @@ async def open_doc(client, root: Path) -> str:
     return uri
 
 
-async def measure(cmd: list[str], root: Path, env: dict[str, str] | None = None, stream: FakeModel | None = None):
-    client, _ = await start(cmd, root, env)
-    try:
-        uri = await open_doc(client, root)
-        # Let start-up settle (ndomo imports the rest of itself in the background after
-        # `initialized`): "idle" means a server that is up and doing nothing. Same for the floor.
-        await asyncio.sleep(SETTLE_S)
-        await sample(client, uri, WARMUP)
-        idle = await sample(client, uri, N)
-        busy = None
-        if stream is not None:
-            turn = asyncio.ensure_future(client.workspace_execute_command_async(
+async def run() -> list[Result]:
+    with tempfile.TemporaryDirectory() as d1, tempfile.TemporaryDirectory() as d2, FakeProc() as fake:
+        floor, _ = await start(FLOOR, Path(d1))
+        ndomo, _ = await start(NDOMO, Path(d2), {"NDOMO_BASE_URL": fake.url})
+        try:
+            pairs = {"floor": _requests(floor, await open_doc(floor, Path(d1))),
+                     "ndomo": _requests(ndomo, await open_doc(ndomo, Path(d2)))}
+            await asyncio.sleep(SETTLE_S)  # both up and idle (ndomo imports the rest after `initialized`)
+            await sample(pairs, WARMUP)
+            idle = await sample(pairs, N)
+            fake.push(STREAM)
+            turn = asyncio.ensure_future(ndomo.workspace_execute_command_async(
                 types.ExecuteCommandParams(command="ndomo.turn", arguments=[{"prompt": "stream a long answer"}])))
-            for _ in range(400):
-                if stream.chat_requests():
-                    break
-                await asyncio.sleep(0.025)
-            await asyncio.sleep(0.3)  # the stream is flowing
-            busy = await sample(client, uri, N)
-            still_streaming = not turn.done()
-            await client.workspace_execute_command_async(types.ExecuteCommandParams(command="ndomo.cancel", arguments=[{}]))
+            await asyncio.sleep(1.0)  # the stream is flowing
+            if turn.done():
+                raise RuntimeError(f"the streamed turn ended before sampling: {turn.result()}")
+            busy = await sample(pairs, N)
+            if turn.done():
+                raise RuntimeError("the turn stopped streaming before the last sample (streaming_throughout false)")
+            await ndomo.workspace_execute_command_async(types.ExecuteCommandParams(command="ndomo.cancel", arguments=[{}]))
             try:
                 await asyncio.wait_for(turn, 10)
             except Exception:
                 pass
-            busy["_streaming"] = still_streaming  # type: ignore[assignment]
-        return idle, busy
-    finally:
-        await stop(client)
-
-
-async def run() -> list[Result]:
-    ERRORS.clear()
-    LAST_ERROR.clear()
-    with tempfile.TemporaryDirectory() as d1, tempfile.TemporaryDirectory() as d2:
-        floor, _ = await measure(FLOOR, Path(d1))
-        # ~4000 deltas, one every 5 ms: a slow model streaming for ~20 s
-        with FakeModel(script=[{"text": "token " * 4000, "chunks": 4000, "chunk_delay": 0.005}]) as fake:
-            idle, busy = await measure(NDOMO, Path(d2), {"NDOMO_BASE_URL": fake.url}, stream=fake)
+        finally:
+            await stop(ndomo)
+            await stop(floor)
     results = []
     for req in ("codeAction", "ndomo.mode.get"):
-        f = summary(floor[req])
         for label, data in (("idle", idle), ("while streaming", busy)):
-            s = summary(data[req])
+            s, f = summary(data["ndomo"][req]), summary(data["floor"][req])
             for p in ("p50", "p95", "p99"):
                 target = "p95 ≤ 2× floor" if (label != "idle" and p == "p95") else "report"
                 met = s[p] <= 2 * f[p] if target != "report" else True
-                extra = {"streaming_throughout": busy.get("_streaming") if label != "idle" else None,
-                         "error_responses": ERRORS.get(req, 0), "last_error": LAST_ERROR.get(req)}
+                extra = {"streaming_throughout": True if label != "idle" else None, "samples": s["n"]}
                 results.append(Result("lsp", f"{req} {label} {p}", s[p], f[p], "ms", target, met, extra))
     return results

@@ -1,4 +1,10 @@
-"""Memory of `ndomo serve`: RSS idle, after the first turn, and after 200 scripted turns."""
+"""Memory of `ndomo serve`: RSS idle, after the first turn, and after 200 scripted turns.
+
+"Idle" is sampled once the server has settled after start-up (the background warm-up
+imports are done: no thread switched for a while, see tests/bench/idle.py), so the
+growth measured is what turns add, not what start-up had still to load. The fake model
+runs in its own process.
+"""
 
 from __future__ import annotations
 
@@ -10,17 +16,20 @@ from lsprotocol import types
 
 from tests.bench.common import Result, rss_mb
 from tests.bench.lsp_client import NDOMO, server_pid, start, stop
-from tests.fakes.fake_model import FakeModel
+from tests.bench.fake_proc import FakeProc
+from tests.bench.idle import settle
 
 TURNS = 200
 
 
 async def run() -> list[Result]:
-    with tempfile.TemporaryDirectory() as d, FakeModel(default_text="a short scripted answer " * 20) as fake:
+    with tempfile.TemporaryDirectory() as d, FakeProc(default_text="a short scripted answer " * 20) as fake:
         client, _ = await start(NDOMO, Path(d), {"NDOMO_BASE_URL": fake.url})
         try:
             pid = server_pid(client)
-            await asyncio.sleep(1.0)
+            await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="ndomo.mode.get", arguments=[{}]))
+            await settle(pid)  # start-up and its background warm-up are over
             idle = rss_mb(pid)
 
             async def turn(i: int) -> None:

@@ -1,34 +1,54 @@
-"""Start-up: spawn → initialize result, for ndomo and two Python language servers started the same way.
+"""Start-up: spawn → initialize result, and spawn → first useful answer, for ndomo and two
+Python language servers started the same way, paired round by round.
 
-jedi-language-server and python-lsp-server are benchmark-only: `pip install
-jedi-language-server python-lsp-server` into the venv to rerun (they are not project deps).
+The first useful answer: ndomo's `ndomo.mode.get` (App-backed: configuration, store,
+runtime); pylsp's and jedi-language-server's hover on `os.path.join` in a three-line file.
+Every server gets the same client capabilities (VS Code's) and `initialized` before the
+request. Answers are checked (ndomo reports its modes; a hover has content), so an error
+or an empty answer is never timed as an answer.
+
+jedi-language-server and python-lsp-server are benchmark-only: installed with pip into
+the running environment when missing (not project dependencies).
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import asyncio
-import json
-
 from pygls.uris import from_fs_path
+from pytest_lsp import client_capabilities
 
 from tests.bench.common import Result, env_for_server
 from tests.bench.lsp_client import NDOMO
 
-ROUNDS = 7
+ROUNDS = 15
+OTHERS = {"python-lsp-server": ("pylsp", "python-lsp-server"), "jedi-language-server": ("jedi-language-server", "jedi-language-server")}
+SOURCE = "import os\n\nos.path.join('a', 'b')\n"
+
+
+def _exe(name: str) -> str | None:
+    bindir = Path(sys.executable).parent
+    return str(bindir / name) if (bindir / name).exists() else shutil.which(name)
 
 
 def others() -> dict[str, list[str]]:
+    """The comparison servers, pip-installed into this environment when missing."""
     found = {}
-    bindir = Path(sys.executable).parent
-    for name, exe in (("jedi-language-server", "jedi-language-server"), ("python-lsp-server", "pylsp")):
-        path = shutil.which(exe) or (str(bindir / exe) if (bindir / exe).exists() else None)
+    missing = [pkg for exe, pkg in OTHERS.values() if _exe(exe) is None]
+    if missing:
+        print(f"startup: installing {' '.join(missing)} for the comparison", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *missing], check=False)
+    for name, (exe, _) in OTHERS.items():
+        path = _exe(exe)
         if path:
             found[name] = [path]
     return found
@@ -44,7 +64,7 @@ async def read_message(out: asyncio.StreamReader) -> dict:
     while True:
         line = await out.readline()
         if not line:
-            raise RuntimeError("server closed its output before answering initialize")
+            raise RuntimeError("server closed its output before answering")
         if line in (b"\r\n", b"\n"):
             break
         if line.lower().startswith(b"content-length:"):
@@ -52,60 +72,118 @@ async def read_message(out: asyncio.StreamReader) -> dict:
     return json.loads(await out.readexactly(length))
 
 
-async def once(cmd: list[str], root: Path) -> float:
-    """Raw JSON-RPC, so no client library's parsing of any server's answer is timed or trips."""
+CAPS = None
+
+
+def _caps() -> dict:
+    global CAPS
+    if CAPS is None:
+        from lsprotocol import converters
+
+        CAPS = converters.get_converter().unstructure(client_capabilities("visual-studio-code"))
+    return CAPS
+
+
+async def _answer(proc, want_id: int) -> dict:
+    """Read until the response to `want_id`; answer the server's own requests on the way."""
+    while True:
+        msg = await asyncio.wait_for(read_message(proc.stdout), 60)
+        if msg.get("id") == want_id and ("result" in msg or "error" in msg):
+            return msg
+        if "method" in msg and "id" in msg:  # a server→client request (configuration, progress …)
+            result = [None] * len(msg.get("params", {}).get("items", [])) if msg["method"] == "workspace/configuration" else None
+            proc.stdin.write(frame({"jsonrpc": "2.0", "id": msg["id"], "result": result}))
+
+
+async def once(name: str, cmd: list[str], root: Path) -> tuple[float, float]:
+    """(spawn → initialize result, spawn → first useful answer), raw JSON-RPC."""
     uri = from_fs_path(str(root))
+    doc = from_fs_path(str(root / "main.py"))
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "processId": None, "rootUri": uri, "capabilities": {},
+        "processId": None, "rootUri": uri, "capabilities": _caps(),
         "workspaceFolders": [{"uri": uri, "name": root.name}]}}
     t = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
-        *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None if os.environ.get("BENCH_STDERR") else asyncio.subprocess.DEVNULL,
         env=env_for_server(), cwd=str(root))
-    proc.stdin.write(frame(init))
-    await proc.stdin.drain()
-    while True:
-        msg = await asyncio.wait_for(read_message(proc.stdout), 60)
-        if msg.get("id") == 1 and ("result" in msg or "error" in msg):
-            break
-    elapsed = time.perf_counter() - t
-    if "error" in msg:
-        raise RuntimeError(f"{cmd[0]} refused initialize: {msg['error']}")
-    proc.stdin.write(frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": None}))
-    proc.stdin.write(frame({"jsonrpc": "2.0", "method": "exit", "params": None}))
     try:
+        proc.stdin.write(frame(init))
+        msg = await _answer(proc, 1)
+        t_init = time.perf_counter() - t
+        if "error" in msg:
+            raise RuntimeError(f"{name} refused initialize: {msg['error']}")
+        proc.stdin.write(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        if name == "ndomo":
+            proc.stdin.write(frame({"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand",
+                                    "params": {"command": "ndomo.mode.get", "arguments": [{}]}}))
+        else:
+            proc.stdin.write(frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+                "uri": doc, "languageId": "python", "version": 1, "text": SOURCE}}}))
+            proc.stdin.write(frame({"jsonrpc": "2.0", "id": 2, "method": "textDocument/hover", "params": {
+                "textDocument": {"uri": doc}, "position": {"line": 2, "character": 9}}}))
         await proc.stdin.drain()
-        await asyncio.wait_for(proc.wait(), 5)
+        msg = await _answer(proc, 2)
+        t_first = time.perf_counter() - t
+        check(name, msg)
+        proc.stdin.write(frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown", "params": None}))
+        await _answer(proc, 3)  # exit only after shutdown answered, as editors do
+        proc.stdin.write(frame({"jsonrpc": "2.0", "method": "exit", "params": None}))
+        await proc.stdin.drain()
+        # the stream is drained so a server writing at exit never blocks on a full pipe
+        await asyncio.wait_for(asyncio.gather(proc.stdout.read(), proc.wait()), 60)
     except Exception:
-        pass
-    if proc.returncode is None:
-        proc.kill()
+        if proc.returncode is None:
+            proc.kill()
+        raise
+    finally:
+        if proc.returncode is None:
+            proc.kill()
         await proc.wait()
-    return elapsed
+    return t_init, t_first
 
 
-async def run() -> list[Result]:
+def check(name: str, msg: dict) -> None:
+    """An answer with content, not an error: otherwise the round is not a sample."""
+    if "error" in msg or msg.get("result") is None:
+        raise RuntimeError(f"{name}: no useful first answer: {str(msg)[:300]}")
+    result = msg["result"]
+    if name == "ndomo":
+        if not isinstance(result, dict) or {m["name"] for m in result.get("modes", [])} != {"discussion", "brainstorming", "autopilot"}:
+            raise RuntimeError(f"ndomo.mode.get answered {str(result)[:300]}")
+    elif "join" not in json.dumps(result.get("contents")):
+        raise RuntimeError(f"{name} hover has no content about os.path.join: {str(result)[:300]}")
+
+
+async def run(rounds: int = ROUNDS) -> list[Result]:
     servers = {"ndomo": NDOMO, **others()}
-    times: dict[str, list[float]] = {name: [] for name in servers}
+    init: dict[str, list[float]] = {n: [] for n in servers}
+    first: dict[str, list[float]] = {n: [] for n in servers}
     with tempfile.TemporaryDirectory() as d:
         root = Path(d)
-        (root / "main.py").write_text("print('hello')\n")
-        await once(NDOMO, root)  # warm the OS file cache for everyone's imports alike
-        for name, cmd in servers.items():
-            await once(cmd, root)
-        for _ in range(ROUNDS):  # interleaved, so drift in machine load hits all alike
-            for name, cmd in servers.items():
-                times[name].append(await once(cmd, root))
-    mine = statistics.median(times["ndomo"]) * 1000
+        (root / "main.py").write_text(SOURCE)
+        for name, cmd in servers.items():  # warm the OS file cache for everyone's imports alike
+            await once(name, cmd, root)
+        for i in range(rounds):  # paired and interleaved: drift in machine load hits all alike
+            order = list(servers.items())
+            if i % 2:
+                order.reverse()
+            for name, cmd in order:
+                a, b = await once(name, cmd, root)
+                init[name].append(a)
+                first[name].append(b)
     results = []
     for name in servers:
         if name == "ndomo":
             continue
-        other = statistics.median(times[name]) * 1000
-        results.append(Result("startup", f"ndomo vs {name} (median of {ROUNDS})", mine, other, "ms",
-                              "no slower than either", mine <= other,
-                              {"ndomo_all_ms": [round(x * 1000, 1) for x in times["ndomo"]],
-                               f"{name}_all_ms": [round(x * 1000, 1) for x in times[name]]}))
+        for what, data, target in (("first useful answer", first, True), ("initialize", init, False)):
+            ratios = [m / o for m, o in zip(data["ndomo"], data[name])]
+            mine, other = statistics.median(data["ndomo"]) * 1000, statistics.median(data[name]) * 1000
+            ratio = statistics.median(ratios)
+            results.append(Result(
+                "startup", f"{what}: ndomo vs {name} (median of {rounds} pairs)", mine, other, "ms",
+                "paired median ratio ≤ 1.0" if target else "report", ratio <= 1.0 if target else True,
+                {"paired_ratio_median": round(ratio, 3), "ndomo_ms": [round(x * 1000, 1) for x in data["ndomo"]],
+                 f"{name}_ms": [round(x * 1000, 1) for x in data[name]]}))
     if len(servers) == 1:
-        print("startup: jedi-language-server / pylsp not installed; pip install them to compare", file=sys.stderr)
+        raise RuntimeError("neither pylsp nor jedi-language-server could be installed: nothing to compare with")
     return results

@@ -30,8 +30,9 @@ APPROVAL_CHOICES: dict[str, ApprovalChoice] = {
 SAVE_DOCUMENTS = "ndomo/saveDocuments"  # server→client request {uris} → {saved}
 SAVE_TIMEOUT_S = 30.0  # an editor that never answers must not hold the shell command forever
 
-# Text deltas are sent at most this often: one notification per delta (hundreds a second
-# from a fast model) would queue the editor's requests behind them on the same stdout.
+# After a text delta is sent, later ones are merged for this long: one notification per
+# delta (hundreds a second from a fast model) would queue the editor's requests behind them
+# on the same stdout. The first delta of a quiet stream goes out at once (first token).
 TEXT_FLUSH_S = 0.05
 
 
@@ -85,8 +86,9 @@ class LspHost(BaseHost):
                 self.flush_text()
             self._text.append(event.text)  # type: ignore[attr-defined]
             self._text_turn = event.turn_id
-            if self._flush_handle is None:
-                self._flush_handle = asyncio.get_running_loop().call_later(TEXT_FLUSH_S, self.flush_text)
+            if self._flush_handle is None:  # nothing sent lately: this one now, merge what follows
+                self._send_text()
+                self._flush_handle = asyncio.get_running_loop().call_later(TEXT_FLUSH_S, self._window_end)
         else:
             self.flush_text()  # text before a tool call / the end is sent before it
             self.server.protocol.notify("ndomo/turn/event", event.model_dump(mode="json"))
@@ -101,6 +103,17 @@ class LspHost(BaseHost):
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
+        self._send_text()
+
+    def _window_end(self) -> None:
+        """The merge window closed: send what gathered and keep merging while the stream
+        flows; a window that gathered nothing ends, so the next delta goes out at once."""
+        self._flush_handle = None
+        if self._text:
+            self._send_text()
+            self._flush_handle = asyncio.get_running_loop().call_later(TEXT_FLUSH_S, self._window_end)
+
+    def _send_text(self) -> None:
         if not self._text:
             return
         text, self._text = "".join(self._text), []

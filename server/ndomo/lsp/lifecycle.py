@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 
 from lsprotocol import types
@@ -64,6 +65,12 @@ class LifecycleFeature(Feature):
             log.exception("loading configuration failed")
             app = App(root, origin="lsp")
             ls.notify_error(f"ndomo: configuration could not be loaded: {exc}")
+        from ndomo.runtime.runtime import Runtime
+
+        try:  # the runtime's plugins import every tool module: in a thread, not on the loop
+            app.services.setdefault("runtime", Runtime(app, await asyncio.to_thread(warmup.plugins)))
+        except Exception:  # a broken feature module: the first command reports it
+            log.exception("building the runtime's plugins failed")
         ls.app = app
         fut.set_result(app)
         if app.no_store_reason:  # said once; commands that need the store repeat why
@@ -89,3 +96,9 @@ class LifecycleFeature(Feature):
             await asyncio.to_thread(shared_client, app)
         except Exception:  # a bad agent file or model setting is reported by the first turn
             log.debug("warm-up of agents / model client failed", exc_info=True)
+        # The start-up heap (modules, classes, schemas: most of the process) never becomes
+        # garbage: frozen, it is left out of every later collection, so a full collection
+        # while a turn streams no longer walks it (a pause that delayed editor requests).
+        # No collect first: that would be one long pause on the loop; what little garbage is
+        # frozen with it stays, once.
+        gc.freeze()

@@ -1,16 +1,20 @@
 """Plan tasks as diagnostics on the files they list, the plan's markdown view kept current,
 ticked boxes in that view written back, and quick fixes on each task's diagnostic.
 
-One worker refreshes: at once when something in this server may have changed a plan
-(a command, a turn's plan or tool event), and whenever `PRAGMA data_version` moves —
-which also catches another process (`ndomo task status …` in a terminal).
+Nothing runs while nothing changes. A refresh is woken by this server's own commits
+(the store's commit listeners), by a command or a turn's plan/tool event, and by other
+processes' commits (an inotify watch on the database files, read through the event loop;
+a ≥ 5 s poll of their stamp where inotify is missing). Wakes are debounced, and a refresh
+re-reads only the plans whose `updated_at` moved (every write to a plan or its tasks moves
+it, in SQL): at 1,000 open plans a tool call that changed nothing costs one index read.
+Every open plan gets diagnostics; there is no cap.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import defaultdict
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +31,11 @@ if TYPE_CHECKING:  # the store and runtime load after `initialized`, not before 
 
 log = logging.getLogger("ndomo.lsp")
 
-POLL_S = 0.3
+DEBOUNCE_S = 0.03  # a burst of commits (a batch of tasks, a turn's tool calls) → one refresh
+# Plans are re-read from (newest updated_at seen − this): a commit whose timestamp was taken
+# before another process's later commit is still seen; rows this recent are re-read anyway.
+OVERLAP = timedelta(seconds=10)
+SETTLE = timedelta(seconds=1)  # updated_at has ms resolution: a stamp this young may move again
 SEVERITY = {
     "pending": types.DiagnosticSeverity.Information,
     "running": types.DiagnosticSeverity.Information,
@@ -56,18 +64,41 @@ def _short(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-class _Stopper:
-    """Registered in app.services so App.aclose stops the poller before the store closes."""
+def _parse(ts: str) -> datetime:
+    return datetime.fromisoformat(ts.replace("Z", "+00:00"))
 
-    def __init__(self, task: asyncio.Task) -> None:
+
+def _fmt(t: datetime) -> str:
+    return t.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class _Stopper:
+    """Registered in app.services so App.aclose stops the worker and the watch before the store closes."""
+
+    def __init__(self, task: asyncio.Task, watch: Any) -> None:
         self.task = task
+        self.watch = watch
 
     async def aclose(self) -> None:
+        if self.watch is not None:
+            self.watch.close()
         self.task.cancel()
         try:
             await self.task
         except BaseException:
             pass
+
+
+class _PlanEntry:
+    """What one open plan contributes: its stamp, tasks and diagnostics per uri."""
+
+    __slots__ = ("updated_at", "settled", "tasks", "diags")
+
+    def __init__(self, updated_at: str, settled: bool, tasks: dict, diags: dict) -> None:
+        self.updated_at = updated_at
+        self.settled = settled
+        self.tasks: dict[int, Task] = tasks
+        self.diags: dict[str, list[types.Diagnostic]] = diags
 
 
 class PlanDiagnosticsFeature(Feature):
@@ -76,14 +107,26 @@ class PlanDiagnosticsFeature(Feature):
     def __init__(self, server) -> None:
         super().__init__(server)
         self.published: dict[str, list[types.Diagnostic]] = {}
-        self.tasks: dict[int, Task] = {}  # task id → task, for quick-fix prompts
-        self.open_plans: set[str] = set()
+        self.plans: dict[str, _PlanEntry] = {}  # open plan id → what it contributes
+        self.by_uri: dict[str, set[str]] = {}  # uri → open plan ids with diagnostics there
+        self.refreshes = 0  # how many refreshes ran (tests, benchmarks)
+        self.reread = 0  # how many plans those refreshes read in full
+        self.watch_kind: str | None = None
+        self._since: str | None = None  # re-read plans whose updated_at is ≥ this
         # view path → the text last written to it (disk or buffer): what an editor's copy is
         # based on; a save changes only the tasks whose box differs from it.
         self.view_base: dict[Path, str] = {}
         self._wake = asyncio.Event()
-        self._version: int | None = None
         self._status_plan: Any = None  # the status feature sent the first status (plan or not)
+
+    @property
+    def open_plans(self) -> set[str]:
+        return set(self.plans)
+
+    @property
+    def tasks(self) -> dict[int, Task]:
+        """Task id → task of every open plan, for quick-fix prompts."""
+        return {tid: t for e in self.plans.values() for tid, t in e.tasks.items()}
 
     def register(self) -> None:
         self.server.quick_fix_providers.append(self.quick_fixes)
@@ -91,13 +134,22 @@ class PlanDiagnosticsFeature(Feature):
         self.server.command_listeners.append(self.on_command)
 
     async def on_ready(self, app: App) -> None:
+        from ndomo.plans.watch import DbWatch
         from ndomo.runtime.runtime import Runtime
 
         Runtime.of(app).event_listeners.append(self.on_event)
         if app.no_store_reason is not None:  # no store: no plans to show
             return
+        store = await app.store()
+        store.commit_listeners.append(self.poke)
+        watch = None
+        db_path = getattr(store, "db_path", None)
+        if db_path is not None:
+            watch = DbWatch(Path(db_path), self.poke)
+            self.watch_kind = watch.start()
         task = self.server.spawn(self._worker(app))
-        app.services["plan_diagnostics"] = _Stopper(task)
+        app.services["plan_diagnostics"] = _Stopper(task, watch)
+        self.poke()  # the first refresh
 
     # -- triggers ------------------------------------------------------------------------------
     def poke(self) -> None:
@@ -111,63 +163,71 @@ class PlanDiagnosticsFeature(Feature):
             self.poke()
 
     async def _worker(self, app: App) -> None:
-        first = True
         while not self.server.closing:
-            try:
-                await asyncio.wait_for(self._wake.wait(), POLL_S)
-            except asyncio.TimeoutError:
-                pass
-            woken = self._wake.is_set()
+            await self._wake.wait()  # no timeout: nothing runs until something may have changed
+            await asyncio.sleep(DEBOUNCE_S)
             self._wake.clear()
             if self.server.closing:
                 return
             try:
-                store = await app.store()
-                version = await store.data_version()
-                if first or woken or version != self._version:
-                    self._version = version
-                    await self.refresh(app)
-                    first = False
+                await self.refresh(app)
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("plan diagnostics refresh failed")
-                await asyncio.sleep(1)
+                self._since = None  # start over from every live plan next time
 
     # -- refresh -------------------------------------------------------------------------------
     async def refresh(self, app: App) -> None:
-        from ndomo.plans.errors import StoreError
-        from ndomo.plans.models import TERMINAL_PLAN_STATUSES
+        """Re-read the plans whose `updated_at` moved; publish the uris whose diagnostics changed."""
+        self.refreshes += 1
         store = await app.store()
-        plans = [p for p in await store.list_plans(limit=1000) if p.status not in TERMINAL_PLAN_STATUSES]
-        diags: dict[str, list[types.Diagnostic]] = defaultdict(list)
-        tasks: dict[int, Task] = {}
-        open_now: set[str] = set()
-        for plan in plans:
-            try:
-                detail = await store.get_plan(plan.id)
-            except StoreError:  # deleted meanwhile
-                continue
-            open_now.add(detail.id)
-            path, where = await self._write_view(app, detail)
-            view_uri = from_fs_path(str(path))
-            diags[view_uri]  # noqa: B018 — a view with no tasks still gets (empty) diagnostics
-            for t in detail.tasks:
-                tasks[t.id] = t
-                for f in t.files:
-                    target = Path(f) if Path(f).is_absolute() else app.root / f
-                    diags[from_fs_path(str(target))].append(task_diagnostic(detail, t))
-                diags[view_uri].append(task_diagnostic(detail, t, where[t.id]))
-        for gone in self.open_plans - open_now:  # finished or archived: its view shows the end state
-            try:
-                await self._write_view(app, await store.get_plan(gone))
-            except StoreError:
-                pass
-        self.open_plans, self.tasks = open_now, tasks
-        self._publish(diags)
+        dirty: set[str] = set()
+        full = self._since is None
+        await self._apply(app, store, await store.plan_changes(self._since), full, dirty)
+        self._publish(dirty)
         await self._publish_status(app)
 
-    async def _write_view(self, app: App, detail) -> tuple[Path, dict[int, int]]:
+    async def _apply(self, app: App, store: Any, stamps: list, full: bool, dirty: set[str]) -> None:
+        from ndomo.plans.errors import StoreError
+
+        now = datetime.now(timezone.utc)
+        newest = None if full else self._since
+        live: set[str] = set()
+        for stamp in stamps:
+            newest = stamp.updated_at if newest is None or stamp.updated_at > newest else newest
+            entry = self.plans.get(stamp.id)
+            if stamp.live:
+                live.add(stamp.id)
+                if entry is not None and entry.settled and entry.updated_at == stamp.updated_at:
+                    continue
+            elif entry is None:
+                continue  # never open here, nothing to clear
+            try:
+                detail = await store.get_plan(stamp.id)
+            except StoreError:  # deleted meanwhile
+                detail = None
+            self.reread += 1
+            if detail is None:
+                self._set(stamp.id, None, dirty)
+                continue
+            path, where = await self._write_view(app, detail)  # a finished plan's view shows the end
+            if stamp.live:
+                settled = now - _parse(detail.updated_at) > SETTLE
+                self._set(detail.id, self._entry(app, detail, path, where, settled), dirty)
+            else:
+                self._set(stamp.id, None, dirty)
+        if full:
+            for gone in set(self.plans) - live:
+                try:
+                    await self._write_view(app, await store.get_plan(gone))
+                except StoreError:
+                    pass
+                self._set(gone, None, dirty)
+        if newest is not None:
+            self._since = _fmt(min(_parse(newest), now) - OVERLAP)
+
+    async def _write_view(self, app: App, detail: PlanDetail) -> tuple[Path, dict[int, int]]:
         """Write the plan's view — through the editor when it has the view open — and
         remember the text as the base a later save of the view is compared with."""
         from ndomo.lsp.owned import write_owned
@@ -179,9 +239,38 @@ class PlanDiagnosticsFeature(Feature):
             self.view_base[path] = text
         return path, where
 
-    def _publish(self, diags: dict[str, list[types.Diagnostic]]) -> None:
-        for uri in sorted(set(diags) | set(self.published)):
-            new, old = diags.get(uri, []), self.published.get(uri)
+    def _entry(self, app: App, detail: PlanDetail, path: Path, where: dict[int, int], settled: bool) -> _PlanEntry:
+        view_uri = from_fs_path(str(path))
+        diags: dict[str, list[types.Diagnostic]] = {view_uri: []}  # a view with no tasks: empty list
+        tasks: dict[int, Task] = {}
+        for t in detail.tasks:
+            tasks[t.id] = t
+            for f in t.files:
+                target = Path(f) if Path(f).is_absolute() else app.root / f
+                diags.setdefault(from_fs_path(str(target)), []).append(task_diagnostic(detail, t))
+            diags[view_uri].append(task_diagnostic(detail, t, where[t.id]))
+        return _PlanEntry(detail.updated_at, settled, tasks, diags)
+
+    def _set(self, plan_id: str, entry: _PlanEntry | None, dirty: set[str]) -> None:
+        old = self.plans.pop(plan_id, None)
+        if old is not None:
+            for uri in old.diags:
+                dirty.add(uri)
+                ids = self.by_uri.get(uri)
+                if ids is not None:
+                    ids.discard(plan_id)
+                    if not ids:
+                        del self.by_uri[uri]
+        if entry is not None:
+            self.plans[plan_id] = entry
+            for uri in entry.diags:
+                dirty.add(uri)
+                self.by_uri.setdefault(uri, set()).add(plan_id)
+
+    def _publish(self, dirty: set[str]) -> None:
+        for uri in sorted(dirty):
+            new = [d for pid in sorted(self.by_uri.get(uri, ())) for d in self.plans[pid].diags[uri]]
+            old = self.published.get(uri)
             if old == new or (old is None and not new):
                 continue
             self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=new))

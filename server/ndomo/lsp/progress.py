@@ -6,6 +6,8 @@ turn's context. Cancelling the progress in the editor cancels the turn.
 
 from __future__ import annotations
 
+import asyncio
+
 import logging
 import uuid
 from dataclasses import dataclass
@@ -78,11 +80,17 @@ class TurnProgressFeature(Feature):
             return
         top = ctx.depth == 0
         if event.kind == "turn_started" and top:
-            await self._begin(ctx, host)
+            # The token is a round trip to the editor: the turn (and its first token) does not
+            # wait for it. Reports before it exists are skipped; the end waits for it.
+            host.progress_starting = asyncio.ensure_future(self._begin(ctx, host))  # type: ignore[attr-defined]
             if ctx.app.settings.open_transcript and self.supports_show_document():
                 path = ctx.app.state_dir / "sessions" / f"{ctx.session.id}.md"
                 self.server.spawn(host.show_document(path))
             return
+        starting = getattr(host, "progress_starting", None)
+        if event.kind == "turn_finished" and top and starting is not None:
+            host.progress_starting = None  # type: ignore[attr-defined]
+            await starting
         entry: _Open | None = getattr(host, "progress", None)
         if entry is None:
             return

@@ -2,7 +2,9 @@
 
 `initialize` is answered with only pygls and the light lsp modules loaded. After
 `initialized`, `core()` (actions, runtime, store: what every command needs) runs in a
-thread before the App is published, and `extras()` (model SDK, parsers, web tools …)
+thread before the App is published, `plugins()` builds the runtime's registries (every
+tool module and its imports: bashlex's parser tables, bs4 …) in a thread too, so the event
+loop keeps answering meanwhile, and `extras()` (model SDK, parsers, web tools …)
 runs in a background thread, so the first turn neither waits for those imports nor
 makes the server's memory jump.
 """
@@ -27,6 +29,13 @@ def core() -> None:
     for mod in CORE:
         importlib.import_module(mod)
     load_actions()
+
+
+def plugins():
+    """The runtime's registries, built off the event loop (imports every feature module)."""
+    from ndomo.runtime.plugins import build_plugins
+
+    return build_plugins()
 
 
 def _ndomo_modules() -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sqlite3
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -82,6 +83,16 @@ class StoreBase:
         self.workspace = workspace
         self._lock = asyncio.Lock()
         self._owner: asyncio.Task | None = None
+        # Called (synchronously, on the event loop) after each write transaction this store
+        # commits: what shows the store's data (plan diagnostics) wakes without polling.
+        self.commit_listeners: list[Callable[[], None]] = []
+
+    def _committed(self) -> None:
+        for listener in list(self.commit_listeners):
+            try:
+                listener()
+            except Exception:  # a listener must never fail a committed write
+                logging.getLogger("ndomo.plans").exception("commit listener failed")
 
     @asynccontextmanager
     async def _locked(self) -> AsyncIterator[None]:
@@ -105,6 +116,7 @@ class StoreBase:
             with _write_once_errors():
                 async with write_tx(self._conn) as conn:
                     yield conn
+            self._committed()
 
     def _hop(self) -> tuple[Callable[..., Awaitable[Any]], sqlite3.Connection] | None:
         """aiosqlite's private "run this callable on your thread" and its sqlite3 connection.
@@ -147,7 +159,9 @@ class StoreBase:
             with _write_once_errors():
                 for attempt in range(BEGIN_ATTEMPTS):
                     try:
-                        return await hop(run_write, raw, make)
+                        result = await hop(run_write, raw, make)
+                        self._committed()
+                        return result
                     except BeginBusy as exc:
                         if attempt == BEGIN_ATTEMPTS - 1:
                             raise exc.__cause__ or exc from None

@@ -334,6 +334,54 @@ async def _v12_search(conn: aiosqlite.Connection) -> None:
         await conn.execute(stmt)
 
 
+# v15: every list the store answers walks an index in the order it returns; any write to a
+# plan's tasks, tags or files, or to the plan row itself, moves plans.updated_at (in SQL,
+# so another process's writes move it too), and a deleted plan leaves a row in
+# plan_deletions: "which plans changed or went since T" is two range reads, and plan
+# diagnostics re-read only those.
+_TOUCH = "UPDATE plans SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = {plan};"
+V15_INDEXES = f"""
+DROP INDEX IF EXISTS idx_plans_status;
+CREATE INDEX IF NOT EXISTS idx_plans_updated ON plans(updated_at, search_key);
+CREATE INDEX IF NOT EXISTS idx_plans_status_all ON plans(status, updated_at, search_key);
+CREATE INDEX IF NOT EXISTS idx_plans_status_live ON plans(status, updated_at, search_key)
+  WHERE archived_at IS NULL;
+CREATE INDEX IF NOT EXISTS idx_plans_live ON plans(updated_at)
+  WHERE archived_at IS NULL AND status IN ('draft', 'approved', 'executing');
+CREATE INDEX IF NOT EXISTS idx_tasks_pending ON plan_tasks(agent) WHERE status = 'pending';
+CREATE TABLE IF NOT EXISTS plan_deletions (plan_id TEXT NOT NULL, at TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS idx_plan_deletions_at ON plan_deletions(at);
+CREATE TRIGGER IF NOT EXISTS plans_deleted_ad AFTER DELETE ON plans BEGIN
+  INSERT INTO plan_deletions(plan_id, at) VALUES (OLD.id, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));
+END;
+CREATE TRIGGER IF NOT EXISTS plans_touch_au AFTER UPDATE ON plans
+  WHEN NEW.updated_at IS OLD.updated_at AND NEW.search_key IS OLD.search_key BEGIN
+  {_TOUCH.format(plan="NEW.id")}
+END;
+CREATE TRIGGER IF NOT EXISTS plans_touch_tasks_ai AFTER INSERT ON plan_tasks BEGIN
+  {_TOUCH.format(plan="NEW.plan_id")}
+END;
+CREATE TRIGGER IF NOT EXISTS plans_touch_tasks_au AFTER UPDATE ON plan_tasks BEGIN
+  {_TOUCH.format(plan="NEW.plan_id")}
+END;
+CREATE TRIGGER IF NOT EXISTS plans_touch_tasks_ad AFTER DELETE ON plan_tasks BEGIN
+  {_TOUCH.format(plan="OLD.plan_id")}
+END;
+CREATE TRIGGER IF NOT EXISTS plans_touch_files_ai AFTER INSERT ON plan_files BEGIN
+  {_TOUCH.format(plan="NEW.plan_id")}
+END;
+CREATE TRIGGER IF NOT EXISTS plans_touch_files_ad AFTER DELETE ON plan_files BEGIN
+  {_TOUCH.format(plan="OLD.plan_id")}
+END;
+CREATE TRIGGER IF NOT EXISTS plans_touch_tags_ai AFTER INSERT ON plan_tags BEGIN
+  {_TOUCH.format(plan="NEW.plan_id")}
+END;
+CREATE TRIGGER IF NOT EXISTS plans_touch_tags_ad AFTER DELETE ON plan_tags BEGIN
+  {_TOUCH.format(plan="OLD.plan_id")}
+END;
+"""
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, plans, plan_tasks, plan_tags", V1_CORE),
     Migration(2, "fts5 over plans and tasks", V2_FTS),
@@ -349,6 +397,7 @@ MIGRATIONS: list[Migration] = [
     Migration(12, "plan_search fts (one doc per plan), claim and recency indexes", _v12_search),
     # 13 is the conversation helper's (session messages); the numbers are fixed across branches.
     Migration(14, "model_caps: what an endpoint + model can do", V14_MODEL_CAPS),
+    Migration(15, "indexes for every listed order; writes move plans.updated_at; plan_deletions", V15_INDEXES),
 ]
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -153,6 +153,14 @@ class Progress(_Out):
     percent: int = 0
 
 
+class PlanStamp(_Out):
+    """A plan's change marker: `live` is open (draft, approved, executing) and not archived."""
+
+    id: str
+    updated_at: str
+    live: bool
+
+
 class PlanFile(_Out):
     file_path: str
     role: str | None = None

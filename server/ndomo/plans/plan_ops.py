@@ -21,6 +21,7 @@ from ndomo.plans.models import (
     PlanCreate,
     PlanDeleted,
     PlanDetail,
+    PlanStamp,
     Progress,
     StatusChange,
 )
@@ -137,16 +138,25 @@ class PlanOps(StoreBase):
     async def list_plans(
         self, status: str | None = None, *, include_archived: bool = False, limit: int = 50
     ) -> list[Plan]:
-        where, params = [], []
         if status is not None:
             _check_status(status)
-            where.append("status = ?")
-            params.append(status)
-        if not include_archived:
-            where.append("archived_at IS NULL")
-        sql = "SELECT * FROM plans" + (" WHERE " + " AND ".join(where) if where else "")
-        rows = await self._all(sql + " ORDER BY updated_at DESC, rowid DESC LIMIT ?", (*params, limit))
+        sql, params = list_sql(status, include_archived)
+        rows = await self._all(sql, (*params, limit))
         return _PLANS.validate_python([plan_dict(r) for r in rows])
+
+    async def plan_changes(self, since: str | None) -> list[PlanStamp]:
+        """Plans whose `updated_at` is ≥ `since` (any state) and plans deleted since then
+        (not live), or every live plan when `since` is None.
+
+        Every write to a plan, its tasks, files or tags moves `updated_at`, and a deletion
+        is logged (v15 triggers, so other processes' writes too): a caller that remembers
+        what it read re-reads only what moved. Range reads on indexes.
+        """
+        if since is None:
+            rows = await self._all(LIVE_PLANS_SQL)
+        else:
+            rows = await self._all(CHANGED_PLANS_SQL, (since, since))
+        return [PlanStamp(id=r[0], updated_at=r[1], live=bool(r[2])) for r in rows]
 
     async def search_plans(
         self,
@@ -160,7 +170,14 @@ class PlanOps(StoreBase):
 
         Every word must appear (as a prefix) in the plan's text or its tasks' descriptions.
         """
-        sql, params = search_sql(query, file_path, include_archived)
+        common = False
+        if query is not None and query.strip() and not (file_path and file_path.strip()):
+            match = fts_query(query)
+            if match is None:
+                return []
+            row = await self._one(COMMON_SQL, (match, COMMON_HITS))
+            common = bool(row and row[0] >= COMMON_HITS)
+        sql, params = search_sql(query, file_path, include_archived, common=common)
         if sql is None:
             return []
         rows = await self._all(sql, (*params, limit))
@@ -408,15 +425,45 @@ def _relative(path: Path, root: Path) -> str:
         return str(path)
 
 
+_LIVE = "archived_at IS NULL AND status IN ('draft', 'approved', 'executing')"
+LIVE_PLANS_SQL = f"SELECT id, updated_at, 1 FROM plans INDEXED BY idx_plans_live WHERE {_LIVE}"
+CHANGED_PLANS_SQL = (f"SELECT id, updated_at, {_LIVE} FROM plans INDEXED BY idx_plans_updated"
+                     " WHERE updated_at >= ?1"
+                     " UNION ALL SELECT plan_id, at, 0 FROM plan_deletions WHERE at >= ?2")
+# A word matching at least this many plans is "common": its search collects only the
+# COMMON_HITS newest-created matches (FTS rowid order, read backwards) and returns the most
+# recently updated of those, so its cost stays flat however many plans match (a probe of
+# the FTS index per plan was measured 15× slower). A rarer word collects all its hits.
+COMMON_HITS = 1000
+COMMON_SQL = "SELECT count(*) FROM (SELECT 1 FROM plan_search WHERE plan_search MATCH ? LIMIT ?)"
+
+
+def list_sql(status: str | None, include_archived: bool) -> tuple[str, list[object]]:
+    """The list statement (last parameter: the limit), newest first, read in index order."""
+    where, params = [], []
+    index = "idx_plans_updated"
+    if status is not None:
+        where.append("status = ?")
+        params.append(status)
+        index = "idx_plans_status_all" if include_archived else "idx_plans_status_live"
+    if not include_archived:
+        where.append("archived_at IS NULL")
+        if status is None:
+            index = "idx_plans_recent"
+    sql = f"SELECT * FROM plans INDEXED BY {index}" + (" WHERE " + " AND ".join(where) if where else "")
+    return sql + " ORDER BY updated_at DESC, search_key DESC LIMIT ?", params
+
+
 def search_sql(
-    query: str | None, file_path: str | None, include_archived: bool
+    query: str | None, file_path: str | None, include_archived: bool, *, common: bool = False
 ) -> tuple[str | None, list[object]]:
     """The search statement (its last parameter is the limit); None when nothing can match.
 
     Newest first. A text-only search walks idx_plans_recent (updated_at, search_key)
-    backwards and tests each key against the FTS hits, stopping at the limit, instead of
-    fetching and sorting every matching plan (a common word matches thousands). A file
-    filter matches few plans, which are fetched by id and sorted.
+    backwards, stopping at the limit, instead of fetching and sorting every matching
+    plan. `common` (the words match ≥ COMMON_HITS plans): only the COMMON_HITS
+    newest-created matches are considered (a bounded walk); otherwise every hit is.
+    A file filter matches few plans, which are fetched by id and sorted.
     """
     where: list[str] = []
     params: list[object] = []
@@ -426,7 +473,11 @@ def search_sql(
         match = fts_query(query)
         if match is None:
             return None, []
-        where.append("search_key IN (SELECT rowid FROM plan_search WHERE plan_search MATCH ?)")
+        if common and not by_file:
+            where.append("search_key IN (SELECT rowid FROM plan_search WHERE plan_search MATCH ?"
+                         f" ORDER BY rowid DESC LIMIT {COMMON_HITS})")
+        else:
+            where.append("search_key IN (SELECT rowid FROM plan_search WHERE plan_search MATCH ?)")
         params.append(match)
     if by_file:
         fp = file_path.strip().rstrip("/")
@@ -440,7 +491,7 @@ def search_sql(
     source = "plans"
     if not include_archived:
         where.append("archived_at IS NULL")
-        if by_text and not by_file:
-            source = "plans INDEXED BY idx_plans_recent"
+        if by_text and not by_file:  # common: fetch the ≤ COMMON_HITS keys and sort them (bounded)
+            source = "plans INDEXED BY " + ("idx_plans_search_key" if common else "idx_plans_recent")
     sql = f"SELECT * FROM {source}" + (" WHERE " + " AND ".join(where) if where else "")
     return sql + " ORDER BY updated_at DESC, search_key DESC LIMIT ?", params

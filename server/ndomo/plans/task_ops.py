@@ -49,6 +49,8 @@ UPDATE plan_tasks SET status = 'running', claimed_by = ?1, started_at = ?3,
 WHERE id = (SELECT t.id {_READY_WALK} LIMIT 1) AND status = 'pending'
 RETURNING *
 """
+# "Has the agent any pending task at all?" — the cheap check before a claim.
+ANY_PENDING_SQL = "SELECT 1 FROM plan_tasks INDEXED BY idx_tasks_pending WHERE agent = ? AND status = 'pending' LIMIT 1"
 # Put a plan to work when one of its tasks starts; returns its status for the transitions.
 PLAN_STARTED_SQL = """
 UPDATE plans SET executed_by_agent = coalesce(executed_by_agent, ?),
@@ -263,6 +265,10 @@ class TaskOps(StoreBase):
         """
         if not isinstance(agent, str) or not agent.strip():
             raise Invalid("agent must be a non-empty string", field="agent")
+        # Nothing pending for the agent: answered by one probe of idx_tasks_pending, without
+        # taking the write lock (a claim that finds nothing must not hold up writers).
+        if plan_id is None and not await self._one(ANY_PENDING_SQL, (agent,)):
+            return None
         row = await self._write(lambda: claim(agent, plan_id, session_id))
         return None if row is None else task_from_row(row)
 

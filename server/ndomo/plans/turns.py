@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 from ndomo.plans.base import StoreBase
 from ndomo.plans.db import now
 from ndomo.plans.errors import Invalid, NotFound
 from ndomo.plans.models import TURN_STATUSES, Turn, TurnEdit
 from ndomo.plans.owner import PidAlive, hostname, owner_is_gone, pid_alive, process_owner
+from ndomo.plans.program import Program
 
 
 class TurnOps(StoreBase):
@@ -20,17 +23,11 @@ class TurnOps(StoreBase):
         *,
         owner: str | None = None,
     ) -> Turn:
-        """`owner` defaults to this process ("<hostname>:<pid>")."""
-        async with self._tx():
-            await self._ensure_session_row(session_id)  # type: ignore[attr-defined]
-            if parent_turn_id is not None:
-                await self.get_turn(parent_turn_id)
-            tid = await self._insert(
-                "INSERT INTO turns(session_id, parent_turn_id, agent, mode, prompt, status, started_at, owner)"
-                " VALUES (?, ?, ?, ?, ?, 'running', ?, ?)",
-                (session_id, parent_turn_id, agent, mode, prompt, now(), owner or process_owner()),
-            )
-            return await self.get_turn(tid)
+        """`owner` defaults to this process ("<hostname>:<pid>"). One hop: it is on every
+        turn's way to its first token."""
+        owner = owner or process_owner()
+        row = await self._write(lambda: _start(session_id, agent, mode, prompt, parent_turn_id, owner))
+        return Turn.model_validate(dict(row))
 
     async def get_turn(self, turn_id: int) -> Turn:
         row = await self._one("SELECT * FROM turns WHERE id = ?", (turn_id,))
@@ -50,15 +47,9 @@ class TurnOps(StoreBase):
         if status not in TURN_STATUSES:
             raise Invalid(f"unknown turn status {status!r}; expected one of {', '.join(TURN_STATUSES)}",
                           field="status")
-        async with self._tx():
-            await self.get_turn(turn_id)
-            finished = None if status == "running" else now()
-            await self._exec(
-                "UPDATE turns SET status = ?, finished_at = ?, tokens_in = coalesce(?, tokens_in),"
-                " tokens_out = coalesce(?, tokens_out), error = coalesce(?, error) WHERE id = ?",
-                (status, finished, tokens_in, tokens_out, error, turn_id),
-            )
-            return await self.get_turn(turn_id)
+        finished = None if status == "running" else now()
+        rows = await self._write(lambda: _finish(turn_id, status, finished, tokens_in, tokens_out, error))
+        return Turn.model_validate(dict(rows[0]))
 
     async def mark_interrupted_turns(self, *, alive: PidAlive = pid_alive, host: str | None = None) -> int:
         """At start-up: mark 'interrupted' the running turns whose owner process is gone.
@@ -109,3 +100,33 @@ class TurnOps(StoreBase):
     async def list_turns(self, session_id: str, limit: int = 200) -> list[Turn]:
         rows = await self._all("SELECT * FROM turns WHERE session_id = ? ORDER BY id LIMIT ?", (session_id, limit))
         return [Turn.model_validate(dict(r)) for r in rows]
+
+
+# ------------------------------------------------------------ statement programs (one hop each)
+
+
+def _start(session_id: str, agent: str | None, mode: str | None, prompt: str | None,
+           parent_turn_id: int | None, owner: str) -> Program[sqlite3.Row]:
+    from ndomo.plans.sessions import ensure_session_row
+
+    yield from ensure_session_row(session_id)
+    if parent_turn_id is not None and not (yield "SELECT id FROM turns WHERE id = ?", (parent_turn_id,)):
+        raise NotFound(f"no turn with id {parent_turn_id}", field="turn_id")
+    (row,) = yield (
+        "INSERT INTO turns(session_id, parent_turn_id, agent, mode, prompt, status, started_at, owner)"
+        " VALUES (?, ?, ?, ?, ?, 'running', ?, ?) RETURNING *",
+        (session_id, parent_turn_id, agent, mode, prompt, now(), owner),
+    )
+    return row
+
+
+def _finish(turn_id: int, status: str, finished: str | None, tokens_in: int | None, tokens_out: int | None,
+            error: str | None) -> Program[list[sqlite3.Row]]:
+    rows = yield (
+        "UPDATE turns SET status = ?, finished_at = ?, tokens_in = coalesce(?, tokens_in),"
+        " tokens_out = coalesce(?, tokens_out), error = coalesce(?, error) WHERE id = ? RETURNING *",
+        (status, finished, tokens_in, tokens_out, error, turn_id),
+    )
+    if not rows:
+        raise NotFound(f"no turn with id {turn_id}", field="turn_id")
+    return rows

@@ -122,11 +122,25 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return walk(schema)
 
 
+# Specs per tool set (what an agent in a mode is offered): `model_json_schema()` for ~27
+# tools was ~50 ms of every turn, rebuilt although the set rarely changes. Keyed by each
+# tool's name, description and params model, so a provider's new or changed tool is a new entry.
+_SPECS: dict[tuple, list[Any]] = {}
+_SPECS_MAX = 64
+
+
 def tool_specs(tools: Iterable[ToolDescriptor]) -> list[Any]:
-    """What the model is offered for `tools`: one place, so the schemas can be cached."""
+    """What the model is offered for `tools`: one place, so the schemas are cached here."""
     from ndomo.llm.messages import ToolSpec
 
-    return [ToolSpec(name=t.name, description=t.description, parameters=t.schema()) for t in tools]
+    tools = list(tools)
+    key = tuple((t.name, t.description, t.params) for t in tools)
+    specs = _SPECS.get(key)
+    if specs is None:
+        if len(_SPECS) >= _SPECS_MAX:
+            _SPECS.pop(next(iter(_SPECS)))
+        specs = _SPECS[key] = [ToolSpec(name=t.name, description=t.description, parameters=t.schema()) for t in tools]
+    return list(specs)  # the caller's list; the specs themselves are shared, never mutated
 
 
 class ToolGuard(Protocol):

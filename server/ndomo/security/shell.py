@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import bashlex
 from pydantic import BaseModel
 
 from ndomo.security.control import instruction_file, shell_read_only
@@ -317,6 +316,11 @@ class _Analyzer:
 
 def _parse(source: str, problems: list[str]) -> tuple[list[Any], str] | None:
     """The parse trees and the text they were parsed from (positions index into it)."""
+    # Imported on first use: bashlex builds its parser tables at import (0.3–0.8 s), which
+    # the server's start-up (building the tool registry) must not wait for; the LSP warm-up
+    # imports it in the background.
+    import bashlex
+
     text = source
     for _ in range(8):
         try:

@@ -34,3 +34,60 @@ def test_warmup_imports_what_commands_need():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "True"
     assert "ndomo.__main__" not in warmup._ndomo_modules()
+
+
+async def test_start_builds_the_runtime_plugins_off_the_event_loop(tmp_path, monkeypatch):
+    """`build_plugins` imports every tool module (seconds on a busy machine): never on the loop."""
+    import threading
+
+    from ndomo.lsp import warmup
+    from ndomo.lsp.lifecycle import LifecycleFeature
+    from ndomo.runtime.runtime import Runtime
+
+    built_on = []
+    real = warmup.plugins
+
+    def recording():
+        built_on.append(threading.current_thread() is threading.main_thread())
+        return real()
+
+    monkeypatch.setattr(warmup, "plugins", recording)
+
+    class _Server:
+        closing = False
+        init_options = None
+        features: list = []
+        app = None
+
+        def __init__(self):
+            import asyncio
+
+            self._fut = asyncio.get_running_loop().create_future()
+
+        def ready_future(self):
+            return self._fut
+
+        def workspace_root(self):
+            return tmp_path
+
+        def spawn(self, coro):
+            coro.close()
+
+    server = _Server()
+    feat = LifecycleFeature.__new__(LifecycleFeature)
+    feat.server = server
+    await feat.start()
+    try:
+        assert built_on == [False]
+        assert isinstance(server.app.services["runtime"], Runtime)
+        assert Runtime.of(server.app).plugins.modes  # the one built in the thread
+    finally:
+        await server.app.aclose()
+
+
+def test_building_the_tool_registry_does_not_import_bashlex():
+    """bashlex builds parser tables at import (0.3–0.8 s): only the first shell check pays."""
+    code = ("import sys; from ndomo.runtime.plugins import build_plugins; build_plugins();"
+            "print('bashlex' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

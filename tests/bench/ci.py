@@ -1,0 +1,140 @@
+"""Budgets that do not depend on timing noise, for CI (`python -m tests.bench --ci`).
+
+- idle: a settled `ndomo serve` is woken 0 times over a few seconds (a count);
+- query plans: every statement the store runs during a workload that touches each of its
+  operations is traced (`set_trace_callback`) and its `EXPLAIN QUERY PLAN` must not scan
+  the plans or plan_tasks table without an index;
+- more budgets join through `BUDGETS` (e.g. request bytes per agent/mode).
+
+Each budget returns a list of problems; any problem makes the run exit 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Awaitable, Callable
+
+Budget = Callable[[], Awaitable[list[str]]]
+
+IDLE_WINDOW_S = 4.0
+BIG_TABLES = ("plans", "plan_tasks")
+
+
+async def idle_wakeups() -> list[str]:
+    from tests.bench.idle import measure
+
+    got = await measure(IDLE_WINDOW_S)
+    w, cpu = got["ndomo"]
+    return [] if w == 0 else [f"idle server woken {w} times in {IDLE_WINDOW_S:.0f} s (budget 0)"]
+
+
+async def _workload(store) -> None:
+    """One call of every store operation that reads or writes plans and tasks."""
+    from ndomo.plans.models import PlanCreate
+
+    a = await store.create_plan(PlanCreate(title="Parser cache", overview="speed up the parser", files=["src/p.py"],
+                                           tags=["perf"]))
+    b = await store.create_plan(PlanCreate(title="Router", overview="routes", files=["src/r.py"]))
+    batch = await store.create_tasks(a.id, [{"description": "cache tokens", "files": ["src/p.py"], "agent": "smith"},
+                                            {"description": "bench it", "agent": "smith"}])
+    await store.create_tasks(b.id, [{"description": "route", "agent": "other"}])
+    for status in (None, "draft", "approved", "executing", "completed"):
+        await store.list_plans(status)
+        await store.list_plans(status, include_archived=True)
+    await store.search_plans("parser")
+    await store.search_plans("parser", include_archived=True)
+    await store.search_plans(file_path="src/p.py")
+    await store.search_plans(file_path="src")
+    await store.search_plans("cache", file_path="src/p.py")
+    await store.get_plan(a.slug)
+    await store.plan_progress(a.id)
+    await store.peek_task_for_agent("smith")
+    await store.next_task_for_agent("nobody")
+    t = await store.next_task_for_agent("smith")
+    await store.next_task_for_agent("smith", plan_id=a.id)
+    await store.update_task_status(t.id, "done", result="ok")
+    await store.list_tasks(a.id)
+    await store.list_tasks(a.id, status="pending")
+    await store.plan_changes(None)
+    await store.plan_changes("2000-01-01T00:00:00.000Z")
+    c = await store.create_plan(PlanCreate(title="Empty", overview="nothing to do"))
+    await store.update_plan_status(c.id, "abandoned")
+    await store.delete_plan(c.id, confirm=True)
+    await store.update_plan_status(b.id, "abandoned")
+    await store.archive_pending()
+
+
+def _names(sql: str) -> dict[str, str]:
+    """alias → table for the big tables named in a statement."""
+    out = {}
+    for m in re.finditer(r"\b(?:FROM|JOIN|UPDATE|INTO)\s+(\w+)(?:\s+(?:AS\s+)?(\w+))?", sql, re.I):
+        table, alias = m.group(1), m.group(2)
+        if table in BIG_TABLES:
+            out[table] = table
+            if alias and alias.upper() not in ("WHERE", "SET", "INDEXED", "ON", "ORDER", "LIMIT", "VALUES", "CROSS",
+                                                 "JOIN", "LEFT", "INNER", "GROUP", "USING"):
+                out[alias] = table
+    return out
+
+
+async def query_plans() -> list[str]:
+    from ndomo.plans.store import PlanStore
+
+    seen: list[str] = []
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d)
+        store = await PlanStore.open(root / ".ndomo" / "ndomo.db", workspace=root)
+        try:
+            raw = store._conn._conn  # aiosqlite's sqlite3 connection
+            await store._conn._execute(raw.set_trace_callback, seen.append)
+            await _workload(store)
+            await store._conn._execute(raw.set_trace_callback, None)
+            statements = sorted({s.strip() for s in seen
+                                 if re.match(r"\s*(SELECT|UPDATE|DELETE|INSERT|WITH)\b", s, re.I)})
+            problems = []
+            for sql in statements:
+                try:
+                    rows = await store._conn.execute_fetchall("EXPLAIN QUERY PLAN " + sql)
+                except sqlite3.Error as exc:
+                    problems.append(f"cannot explain {sql[:120]!r}: {exc}")
+                    continue
+                aliases = _names(sql)
+                for row in rows:
+                    detail = row[3]
+                    m = re.match(r"SCAN (\w+)(?: VIRTUAL TABLE)?(.*)$", detail)
+                    if m and m.group(1) in aliases and "USING" not in m.group(2):
+                        problems.append(f"full scan of {aliases[m.group(1)]}: {detail} in {' '.join(sql.split())[:200]}")
+            if len(statements) < 20:
+                problems.append(f"only {len(statements)} statements traced: the workload did not run")
+            return problems
+        finally:
+            await store.close()
+
+
+# Timing-free budgets; other helpers add theirs here (e.g. request bytes per agent/mode).
+BUDGETS: dict[str, Budget] = {
+    "query plans use indexes": query_plans,
+    "idle wake-ups": idle_wakeups,
+}
+
+
+def run_ci() -> int:
+    failed = 0
+    for name, budget in BUDGETS.items():
+        t = time.perf_counter()
+        try:
+            problems = asyncio.run(budget())
+        except Exception as exc:
+            problems = [f"{type(exc).__name__}: {exc}"]
+        status = "ok" if not problems else "FAILED"
+        print(f"ci budget: {name}: {status} ({time.perf_counter() - t:.1f} s)", flush=True)
+        for p in problems:
+            print(f"  {p}", file=sys.stderr)
+        failed += bool(problems)
+    return 1 if failed else 0

@@ -1,0 +1,51 @@
+"""The first text of a turn reaches the editor at once: neither the progress token's round
+trip to the editor nor the delta coalescing holds it back, and the progress still ends."""
+
+from __future__ import annotations
+
+import asyncio
+
+from lsprotocol import types
+
+from tests.bench.lsp_client import start, stop
+from tests.fakes.fake_model import FakeModel
+
+
+async def test_first_text_does_not_wait_for_the_progress_token(tmp_path):
+    text_seen = asyncio.Event()
+    order: list[str] = []
+    progress: list[str] = []
+
+    async def create(params):
+        # An editor slow to answer: the token comes back only after the first text arrived.
+        try:
+            await asyncio.wait_for(text_seen.wait(), 20)
+            order.append("create answered after text")
+        except asyncio.TimeoutError:
+            order.append("create answered without text")
+        return None
+
+    def event(params):
+        if getattr(params, "kind", None) == "text" and not text_seen.is_set():
+            order.append("text")
+            text_seen.set()
+
+    def on_progress(params):
+        value = params.value if hasattr(params, "value") else params["value"]
+        kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
+        progress.append(kind)
+
+    with FakeModel([{"text": "one two three", "chunks": 3, "chunk_delay": 0.05}]) as fake:
+        client, _ = await start(
+            [__import__("sys").executable, "-m", "ndomo", "serve"], tmp_path, {"NDOMO_BASE_URL": fake.url},
+            handlers={types.WINDOW_WORK_DONE_PROGRESS_CREATE: create, "ndomo/turn/event": event,
+                      "$/progress": on_progress})
+        try:
+            res = await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="ndomo.turn", arguments=[{"prompt": "hi"}]))
+            status = res.get("status") if isinstance(res, dict) else getattr(res, "status", None)
+            assert status == "done"
+        finally:
+            await stop(client)
+    assert order == ["text", "create answered after text"]
+    assert progress and progress[0] == "begin" and progress[-1] == "end"
