@@ -11,6 +11,8 @@ round's result is checked (diagnostics published for the changed task, nothing e
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import statistics
 import tempfile
 import time
@@ -30,6 +32,7 @@ class _Server:
     def __init__(self) -> None:
         self.published: dict[str, list] = {}
         self.sent = 0
+        self.workspace = SimpleNamespace(text_documents={})  # no view open in an editor
 
     def text_document_publish_diagnostics(self, params) -> None:
         self.published[params.uri] = params.diagnostics

@@ -4,6 +4,8 @@ only what moved — for every open plan, with no cap."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import asyncio
 import sqlite3
 from datetime import timedelta
@@ -118,6 +120,7 @@ class _Server:
     def __init__(self) -> None:
         self.published: dict[str, list] = {}
         self.sent = 0
+        self.workspace = SimpleNamespace(text_documents={})  # no view open in an editor
 
     def text_document_publish_diagnostics(self, params) -> None:
         self.published[params.uri] = params.diagnostics

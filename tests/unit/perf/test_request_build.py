@@ -19,7 +19,7 @@ async def test_request_is_sent_without_the_sdk_transform(monkeypatch):
 
     monkeypatch.setattr(sdk_chat, "async_maybe_transform", refuse)
     with FakeModel([{"text": "hello there"}]) as fake:
-        client = OpenAIClient(ModelConfig(base_url=fake.url, name="fake-model"), retry_base_delay=0.001)
+        client = OpenAIClient(ModelConfig(base_url=fake.url, name="fake-model"))
         try:
             history = [Message.user("hi"), Message(role="assistant", content="yes"), Message.user("again")]
             events = [e async for e in client.stream(history, [READ], temperature=0.2)]
@@ -45,7 +45,7 @@ async def test_stream_chunks_are_not_built_into_sdk_models(monkeypatch):
     script = [{"text": "one two three four", "chunks": 4},
               {"tool_calls": [{"name": "read", "arguments": {"path": "a.py"}}]}]
     with FakeModel(script) as fake:
-        client = OpenAIClient(ModelConfig(base_url=fake.url, name="fake-model"), retry_base_delay=0.001)
+        client = OpenAIClient(ModelConfig(base_url=fake.url, name="fake-model"))
         try:
             first = [e async for e in client.stream([Message.user("hi")], [READ])]
             second = [e async for e in client.stream([Message.user("read it")], [READ])]
