@@ -417,11 +417,20 @@ async def current_version(conn: aiosqlite.Connection) -> int:
     return int(row[0])
 
 
+async def applied_versions(conn: aiosqlite.Connection) -> set[int]:
+    await conn.execute(_VERSION_TABLE)
+    async with conn.execute("SELECT version FROM schema_version") as cur:
+        return {int(r[0]) for r in await cur.fetchall()}
+
+
 async def migrate(conn: aiosqlite.Connection, target: int | None = None) -> int:
     """Bring the schema up to `target` (default: latest); returns the resulting version.
 
-    Each step re-reads the version inside its own write transaction, so two processes
-    opening a fresh file at once do not apply a step twice.
+    A step is applied when its version is missing, not when it is above the highest one
+    applied: a migration merged late under a lower number (branches land in any order)
+    still reaches databases that already have the later ones. Each step re-reads the
+    applied set inside its own write transaction, so two processes opening a fresh file at
+    once do not apply a step twice.
     """
     target = LATEST_VERSION if target is None else target
     if not 0 <= target <= LATEST_VERSION:
@@ -431,11 +440,12 @@ async def migrate(conn: aiosqlite.Connection, target: int | None = None) -> int:
         raise RuntimeError(
             f"database schema v{version} is newer than this ndomo (v{LATEST_VERSION}); upgrade ndomo"
         )
+    applied = await applied_versions(conn)
     for mig in MIGRATIONS:
-        if mig.version <= version or mig.version > target:
+        if mig.version in applied or mig.version > target:
             continue
         async with write_tx(conn):
-            if await current_version(conn) >= mig.version:
+            if mig.version in await applied_versions(conn):
                 continue
             if isinstance(mig.step, str):
                 for stmt in split_sql(mig.step):
@@ -446,5 +456,4 @@ async def migrate(conn: aiosqlite.Connection, target: int | None = None) -> int:
                 "INSERT INTO schema_version(version, name, applied_at) VALUES (?, ?, ?)",
                 (mig.version, mig.name, now()),
             )
-        version = mig.version
     return await current_version(conn)

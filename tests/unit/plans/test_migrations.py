@@ -132,3 +132,23 @@ async def test_add_column_if_missing(tmp_path):
         assert await add_column_if_missing(conn, "t", "b", "TEXT") is False
     finally:
         await conn.close()
+
+
+async def test_a_lower_numbered_migration_merged_late_is_still_applied(tmp_path, monkeypatch):
+    """Branches land in any order: a database already at a later version still gets the step."""
+    from ndomo.plans import migrations as m
+
+    later = m.Migration(LATEST_VERSION + 2, "later", "CREATE TABLE later_t(x)")
+    monkeypatch.setattr(m, "MIGRATIONS", [*MIGRATIONS, later])
+    monkeypatch.setattr(m, "LATEST_VERSION", later.version)
+    conn = await connect(tmp_path / "a.db")
+    try:
+        assert await m.migrate(conn) == later.version
+        late = m.Migration(LATEST_VERSION + 1, "late", "CREATE TABLE late_t(x)")
+        monkeypatch.setattr(m, "MIGRATIONS", [*MIGRATIONS, late, later])
+        assert await m.migrate(conn) == later.version
+        async with conn.execute("SELECT version FROM schema_version ORDER BY version") as cur:
+            assert [r[0] for r in await cur.fetchall()][-2:] == [late.version, later.version]
+        await conn.execute("SELECT x FROM late_t")
+    finally:
+        await conn.close()
