@@ -224,6 +224,11 @@ class Profile:
     tmpdir_env: str | None = None  # TMPDIR to set inside (when the host's is not writable there)
     # Files that must not appear, which a mount cannot stop: checked (and removed) after the run
     forbidden_new: tuple[Path, ...] = ()
+    # Read-only inside the private /tmp or /run: the interpreter ndomo runs with, when it lives there
+    keep_read: tuple[Path, ...] = ()
+
+
+_PRIVATE_DIRS = ("/tmp", "/run")  # replaced by empty tmpfs folders inside the sandbox
 
 
 def _real(p: Path | str) -> Path:
@@ -272,10 +277,13 @@ def build_profile(
         text = item.replace("~", raw_home, 1) if item.startswith("~") and raw_home else item
         if os.path.isabs(text):
             reads.append(Path(os.path.normpath(text)))
-    # the interpreter that runs ndomo (a static `serve` uses it) stays readable
-    for prefix in dict.fromkeys((sys.prefix, sys.base_prefix)):
-        if home is not None and _inside(_real(prefix), home):
-            reads.append(_real(prefix))
+    # the interpreter that runs ndomo (a static `serve` uses it; a venv on PATH) stays readable
+    keep: list[Path] = []
+    for prefix in dict.fromkeys(_real(p) for p in (sys.prefix, sys.base_prefix)):
+        if home is not None and _inside(prefix, home):
+            reads.append(prefix)
+        elif any(_inside(prefix, Path(d)) for d in _PRIVATE_DIRS):
+            keep.append(prefix)
     tmpdir = env.get("TMPDIR")
     tmpdir_env = None
     if tmpdir and not (_inside(_real(tmpdir), Path("/tmp")) or _inside(_real(tmpdir), ws)):
@@ -290,6 +298,7 @@ def build_profile(
         drop_env=tuple(drop_env),
         tmpdir_env=tmpdir_env,
         forbidden_new=tuple(forbidden),
+        keep_read=tuple(keep),
     )
 
 
@@ -332,6 +341,8 @@ def bwrap_argv(bwrap: str, profile: Profile) -> list[str]:
     for d in profile.writable:
         mounts.append((d, ["--bind", str(d), str(d)]))
     for p in profile.read_only:
+        mounts.append((p, ["--ro-bind-try", str(p), str(p)]))
+    for p in profile.keep_read:
         mounts.append((p, ["--ro-bind-try", str(p), str(p)]))
     mounts.sort(key=lambda m: _depth(m[0]))  # stable: equal depth keeps the order above
     argv = [bwrap, *BWRAP_BASE]

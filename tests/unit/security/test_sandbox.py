@@ -200,3 +200,16 @@ async def test_terminal_prompt_says_sandbox_and_network() -> None:
     assert await host.approve(req) == "once"
     assert "wants bash: npm install" in shown[0] and "WITH network, sandboxed (bubblewrap)" in shown[0]
     assert "[o]nce / [s]ession / [p]roject / [d]eny" in shown[0]
+
+
+def test_interpreter_in_the_private_tmp_stays_readable(repo: Path, tmp_path: Path, monkeypatch) -> None:
+    """CI and many users run ndomo from a venv under /tmp: the private /tmp must not hide it."""
+    import sys
+
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    p = build_profile(repo, network=False, home_read=[], env={"HOME": "/nonexistent"})
+    m = _mounts(bwrap_argv("bwrap", p))
+    real = os.path.realpath(venv)
+    assert _index(m, "--tmpfs", "/tmp") < _index(m, "--ro-bind-try", real)
