@@ -85,7 +85,7 @@ function M.open_transcript()
   end
 end
 
---- A scratch buffer with `lines` in a split (plans, health).
+--- A scratch buffer with `lines` in a split (plans, health); returns the buffer.
 function M.show(title, lines)
   local b = vim.api.nvim_create_buf(false, true)
   vim.api.nvim_buf_set_lines(b, 0, -1, false, lines)
@@ -94,6 +94,7 @@ function M.show(title, lines)
   vim.cmd("botright split")
   vim.api.nvim_win_set_buf(0, b)
   pcall(vim.api.nvim_buf_set_name, b, "ndomo://" .. title)
+  return b
 end
 
 return M
