@@ -90,8 +90,15 @@ def _nvim(script: Path, env: dict[str, str], out: Path, timeout: float = 120) ->
     return json.loads(out.read_text(encoding="utf-8"))
 
 
-def test_plugin_logic_without_server(tmp_path: Path) -> None:
-    r = _nvim(HERE / "nvim" / "unit.lua", {}, tmp_path / "unit.json", timeout=60)
+@pytest.fixture(scope="module")
+def unit(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """unit.lua's results: the plugin's logic without a server, run once for the module."""
+    out = tmp_path_factory.mktemp("unit") / "unit.json"
+    return _nvim(HERE / "nvim" / "unit.lua", {}, out, timeout=60)
+
+
+def test_plugin_logic_without_server(unit: dict) -> None:
+    r = unit
     assert r["idle"] == "ndomo: foreman · discussion"
     assert r["plan"] == "ndomo: craftsman · autopilot · 2/5"
     assert r["state"] == "ndomo: craftsman · autopilot · failed"
@@ -113,6 +120,32 @@ def test_plugin_logic_without_server(tmp_path: Path) -> None:
     assert "unknown subcommand" in r["unknown"] and "frobnicate" in r["unknown"]
     assert r["no_server"] == "ndomo: the server is not running (open a file, see :checkhealth ndomo)"
     assert r["empty_dict"] == '{"arguments":[{}]}'
+    assert r["init_default"] == "{}" and r["init_given"] == '{"model":{"name":"m"}}'
+    assert r["caps_save"] is True and r["caps_user"] is False
+
+
+def test_bare_command_health_roots_save_and_spinner(unit: dict) -> None:
+    r = unit
+    # :Ndomo alone lists the subcommands
+    assert r["bare_ok"] is True, r["bare_err"]
+    assert {"ask", "fix", "plan", "mode", "agent", "plans", "new"} <= set(r["bare_items"])
+    # :checkhealth without a client: advice that works under --clean
+    health = "\n".join(r["health_no_client"])
+    assert "no ndomo client is running" in health
+    assert "LspInfo" not in health and "checkhealth vim.lsp" in health
+    # roots
+    assert r["root_marker"] is True and r["root_cwd"] is True
+    assert r.get("root_git_dir") is None and r.get("root_not_under_cwd") is None
+    assert r.get("root_home") is None and r.get("root_slash") is None and r.get("root_uri") is None
+    # ndomo/saveDocuments
+    assert r["saved"] == r["saved_expected"]
+    assert r["saved_disk"] == ["new"] and r["saved_modified"] is False and r["saved_undo"] >= 1
+    assert r["not_open_loaded"] == -1  # a uri with no buffer opens none
+    # statusline: every window redrawn; spinner timer only while busy
+    assert r["spinning_before"] is False
+    assert r["other_redrawn"] is True
+    assert r["spinning_busy"] is True and r["spinner_frames"] >= 3
+    assert r["spinning_idle"] is False and r["idle_still"] is True
 
 
 # -- end to end -----------------------------------------------------------------------------
