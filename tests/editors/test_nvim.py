@@ -332,11 +332,13 @@ def test_agent_pick_is_asynchronous(workspace: Path, tmp_path: Path) -> None:
 
 
 def test_plans_progress_and_open(workspace: Path, tmp_path: Path) -> None:
-    r = _run_e2e(workspace, tmp_path, [], ["attach", "plans"])
+    r = _run_e2e(workspace, tmp_path, [], ["attach", "plans", "plan_view_follows"])
     assert not r["errors"], f"{r['errors']}\n{_server_log(tmp_path)}"
     assert len(r["plans"]) == 1 and "fix-add 0/1" in r["plans"][0] and "Fix add" in r["plans"][0], r["plans"]
     assert r["plan_view_name"] == str(workspace / ".ndomo" / "plans" / "fix-add.md")
     assert any("Make add add" in line for line in r["plan_view"]), r["plan_view"]
+    # D3: the open view follows the file the server rewrote
+    assert any("[x]" in line and "Make add add" in line for line in r["plan_view_after"]), r["plan_view_after"]
 
 
 def test_new_session_asks_first(workspace: Path, tmp_path: Path) -> None:

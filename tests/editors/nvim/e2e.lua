@@ -210,6 +210,27 @@ function S.plans()
   results.plan_view = vim.api.nvim_buf_get_lines(0, 0, -1, false)
 end
 
+-- The open plan view follows a change made elsewhere (here: a task marked done through the
+-- server, which rewrites the file; the status notification triggers :checktime).
+function S.plan_view_follows()
+  local b = vim.api.nvim_get_current_buf()
+  local id
+  for _, line in ipairs(vim.api.nvim_buf_get_lines(b, 0, -1, false)) do
+    id = id or line:match("#(%d+)%s*$")
+  end
+  results.view_task_id = id
+  local done_err
+  require("ndomo.client").execute("ndomo.task.status", { id = tonumber(id), status = "done" }, function(err)
+    done_err = err or false
+  end)
+  wait(10000, function() return done_err ~= nil end, "ndomo.task.status")
+  if done_err then error("ndomo.task.status: " .. vim.inspect(done_err)) end
+  wait(15000, function()
+    return table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), "\n"):find("[x]", 1, true) ~= nil
+  end, "the plan view to show the task done")
+  results.plan_view_after = vim.api.nvim_buf_get_lines(b, 0, -1, false)
+end
+
 -- :Ndomo new asks first (undo no longer reaches the old session); :Ndomo! new does not.
 function S.new_session()
   local first = ndomo.last_status.session

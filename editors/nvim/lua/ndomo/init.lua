@@ -58,14 +58,14 @@ end
 function M.spinning() return spinner ~= nil and spinner:is_active() end
 
 --- Files the server rewrites on disk (plan views, session transcripts under `<root>/.ndomo/`)
---- are reloaded when they changed, unless the buffer holds unsaved edits.
-function M.reload_owned(root)
+--- are reloaded when they changed, unless the buffer holds unsaved edits. `only`: that path.
+function M.reload_owned(root, only)
   if not root then return end
   local dir = vim.fs.normalize(root):gsub("/+$", "") .. "/.ndomo/"
   for _, b in ipairs(vim.api.nvim_list_bufs()) do
     if vim.api.nvim_buf_is_loaded(b) and vim.bo[b].buftype == "" and not vim.bo[b].modified then
       local name = vim.fs.normalize(vim.api.nvim_buf_get_name(b))
-      if vim.startswith(name, dir) then
+      if vim.startswith(name, dir) and (not only or name == only) then
         vim.bo[b].autoread = true -- reload without asking: the server owns the file
         pcall(vim.cmd.checktime, b)
       end
@@ -108,8 +108,21 @@ function M.on_exit(client_id)
   end)
 end
 
+--- Plan diagnostics are republished right after the server rewrote a plan's view (a task
+--- changed by the CLI, another editor or a command does not always come with a status).
+local function on_diagnostics(err, result, ctx, config)
+  vim.lsp.handlers["textDocument/publishDiagnostics"](err, result, ctx, config)
+  local uri = type(result) == "table" and result.uri
+  if type(uri) ~= "string" or not uri:find("/.ndomo/", 1, true) then return end
+  vim.schedule(function()
+    local c = vim.lsp.get_client_by_id(ctx.client_id)
+    M.reload_owned(c and c.root_dir, vim.fs.normalize(vim.uri_to_fname(uri)))
+  end)
+end
+
 function M.handlers()
   local h = {
+    ["textDocument/publishDiagnostics"] = on_diagnostics,
     ["ndomo/status"] = on_status,
     ["ndomo/turn/event"] = on_event,
     ["ndomo/saveDocuments"] = require("ndomo.save").handler,
