@@ -88,14 +88,14 @@ local function on_status(_, result, ctx)
   end)
 end
 
+--- Run in order, at once: vim.lsp already schedules notification handlers, and an extra
+--- vim.schedule would let the `ndomo.turn` result overtake its own turn_finished event.
 local function on_event(_, result, ctx)
-  vim.schedule(function()
-    require("ndomo.ui").on_event(result)
-    require("ndomo.turns").on_event(result, ctx and ctx.client_id)
-    if type(result) == "table" then
-      vim.api.nvim_exec_autocmds("User", { pattern = "NdomoTurnEvent", modeline = false, data = result })
-    end
-  end)
+  require("ndomo.ui").on_event(result)
+  require("ndomo.turns").on_event(result, ctx and ctx.client_id)
+  if type(result) == "table" then
+    vim.api.nvim_exec_autocmds("User", { pattern = "NdomoTurnEvent", modeline = false, data = result })
+  end
 end
 
 --- A server went away: forget its status (a crashed busy server must not spin forever).
