@@ -146,6 +146,7 @@ def test_bare_command_health_roots_save_and_spinner(unit: dict) -> None:
     assert r["other_redrawn"] is True
     assert r["spinning_busy"] is True and r["spinner_frames"] >= 3
     assert r["spinning_idle"] is False and r["idle_still"] is True
+    assert r["plans_buffers"] == 1 and r["plans_newest"] is True
 
 
 # -- end to end -----------------------------------------------------------------------------

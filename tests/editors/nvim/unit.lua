@@ -168,6 +168,16 @@ local idle_text = ndomo.status()
 vim.wait(500)
 r.idle_still = ndomo.status() == idle_text
 
+-- :Ndomo plans twice: one list buffer, the newest
+ui.show("plans", { "first" })
+local second = ui.show("plans", { "second" })
+local named = 0
+for _, b in ipairs(vim.api.nvim_list_bufs()) do
+  if vim.api.nvim_buf_get_name(b) == "ndomo://plans" then named = named + 1 end
+end
+r.plans_buffers = named
+r.plans_newest = vim.api.nvim_buf_get_name(second) == "ndomo://plans"
+
 local f = assert(io.open(out_path, "w"))
 f:write(vim.json.encode(r))
 f:close()

@@ -87,6 +87,8 @@ end
 
 --- A scratch buffer with `lines` in a split (plans, health); returns the buffer.
 function M.show(title, lines)
+  local old = vim.fn.bufnr("^ndomo://" .. title .. "$")
+  if old > 0 then pcall(vim.api.nvim_buf_delete, old, { force = true }) end -- one list, the newest
   local b = vim.api.nvim_create_buf(false, true)
   vim.api.nvim_buf_set_lines(b, 0, -1, false, lines)
   vim.bo[b].bufhidden = "wipe"
