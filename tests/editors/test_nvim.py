@@ -147,6 +147,11 @@ def test_bare_command_health_roots_save_and_spinner(unit: dict) -> None:
     assert r["spinning_busy"] is True and r["spinner_frames"] >= 3
     assert r["spinning_idle"] is False and r["idle_still"] is True
     assert r["plans_buffers"] == 1 and r["plans_newest"] is True
+    assert r["answers_shown"] == [
+        {"msg": "all done", "level": 2},
+        {"msg": "ndomo: handed back: out of my domain", "level": 3},
+        {"msg": "ndomo: failed: no model", "level": 3},
+    ]
 
 
 # -- end to end -----------------------------------------------------------------------------

@@ -168,6 +168,20 @@ local idle_text = ndomo.status()
 vim.wait(500)
 r.idle_still = ndomo.status() == idle_text
 
+-- answers: shown once per outermost turn; a hand-back is a warning; a sub-agent is not shown
+local shown = {}
+vim.notify = function(m, level) table.insert(shown, { msg = m, level = level }) end
+local turns = require("ndomo.turns")
+turns.on_event({ kind = "turn_started", turn_id = 1 }, 7)
+turns.on_event({ kind = "turn_started", turn_id = 2 }, 7)
+turns.on_event({ kind = "turn_finished", turn_id = 2, status = "done", answer = "from the scout" }, 7)
+turns.on_event({ kind = "turn_finished", turn_id = 1, status = "done", answer = "all done" }, 7)
+turns.on_result({ turn_id = 1, status = "done", answer = "all done" })
+turns.on_event({ kind = "turn_started", turn_id = 3 }, 7)
+turns.on_event({ kind = "turn_finished", turn_id = 3, status = "blocked", answer = "out of my domain" }, 7)
+turns.on_result({ status = "failed", answer = "", error = "no model" }) -- a result no event showed
+r.answers_shown = shown
+
 -- :Ndomo plans twice: one list buffer, the newest
 ui.show("plans", { "first" })
 local second = ui.show("plans", { "second" })

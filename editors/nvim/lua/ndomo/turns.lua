@@ -28,6 +28,8 @@ function M.show(e, client_id)
   if opts.notify_answers == false then return end
   if data.error then
     notify(("ndomo: %s: %s"):format(data.status or "failed", data.error), vim.log.levels.WARN)
+  elseif data.status == "blocked" then -- a hand-back: the agent needs the user
+    notify("ndomo: handed back: " .. (data.answer ~= "" and data.answer or "the agent is blocked"), vim.log.levels.WARN)
   elseif data.answer ~= "" then
     notify(data.answer)
   elseif present(data.status) and data.status ~= "done" then
