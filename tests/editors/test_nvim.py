@@ -281,6 +281,8 @@ def test_fix_command_edits_the_buffer(workspace: Path, tmp_path: Path) -> None:
     assert not r["errors"], f"{r['errors']}\n{_server_log(tmp_path)}"
     assert "\n".join(r["fixed"]) + "\n" == FIXED
     assert any("Fixed: add now adds." in line for line in r["transcript"]), r["transcript"]
+    # D6: the edit is minimal: a mark and the cursor on line 4 stay where they were
+    assert r["mark_after"] == [3, 2] and r["cursor_after"] == [4, 3], (r["mark_after"], r["cursor_after"])
     # the answer is shown once, not once from the event and again from the command's result
     assert [n["msg"] for n in r["notices"]].count("Fixed: add now adds.") == 1, r["notices"]
     # D3: the session transcript the server opened follows the file on disk

@@ -150,13 +150,19 @@ function S.code_action()
   wait_edit(buf, before)
 end
 
--- The same through the plugin's own command on a line range.
+-- The same through the plugin's own command on a line range. A mark on line 4 and the cursor
+-- there show whether the edit touched only line 2 (a whole-file replacement moves both).
 function S.fix()
   local buf = vim.fn.bufnr(file)
   vim.api.nvim_set_current_buf(buf)
+  local ns = vim.api.nvim_create_namespace("ndomo_test")
+  local mark = vim.api.nvim_buf_set_extmark(buf, ns, 3, 2, {})
+  vim.api.nvim_win_set_cursor(0, { 4, 3 })
   local before = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
   vim.cmd("1,2Ndomo fix")
   wait_edit(buf, before)
+  results.mark_after = vim.api.nvim_buf_get_extmark_by_id(buf, ns, mark, {})
+  results.cursor_after = vim.api.nvim_win_get_cursor(0)
 end
 
 function S.approval()
