@@ -141,6 +141,8 @@ def test_bare_command_health_roots_save_and_spinner(unit: dict) -> None:
     assert r["saved"] == r["saved_expected"]
     assert r["saved_disk"] == ["new"] and r["saved_modified"] is False and r["saved_undo"] >= 1
     assert r["not_open_loaded"] == -1  # a uri with no buffer opens none
+    assert r["saved_changed"] == r["saved_expected"][:1] and r["saved_changed_disk"] == ["newer"]
+    assert r["saved_readonly"] == [] and r["saved_readonly_disk"] == ["newer"]
     # statusline: every window redrawn; spinner timer only while busy
     assert r["spinning_before"] is False
     assert r["other_redrawn"] is True

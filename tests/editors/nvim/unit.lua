@@ -127,6 +127,23 @@ r.saved_disk = vim.fn.readfile(target)
 r.saved_modified = vim.bo[sb].modified
 r.saved_undo = vim.fn.undotree(sb).seq_last
 r.not_open_loaded = vim.fn.bufnr(tmp .. "/not-open.py")
+-- the file changed on disk since it was read: saved without a question (a :write would ask)
+vim.cmd.edit(target)
+vim.api.nvim_buf_set_lines(sb, 0, -1, false, { "newer" })
+vim.fn.writefile({ "changed behind" }, target)
+local later = os.time() + 5
+vim.uv.fs_utime(target, later, later)
+res = save.handler(nil, { uris = { vim.uri_from_fname(target) } }, {})
+r.saved_changed = res.saved
+r.saved_changed_disk = vim.fn.readfile(target)
+-- a read-only buffer is not written
+vim.bo[sb].readonly = true
+vim.api.nvim_buf_set_lines(sb, 0, -1, false, { "newest" })
+res = save.handler(nil, { uris = { vim.uri_from_fname(target) } }, {})
+r.saved_readonly = res.saved
+r.saved_readonly_disk = vim.fn.readfile(target)
+vim.bo[sb].readonly = false
+vim.bo[sb].modified = false
 
 -- D5 + D10: every window's statusline follows ndomo/status, and while busy a timer animates
 -- the spinner with no notification; idle, the timer is gone.

@@ -7,6 +7,7 @@ local function key(path) return vim.fs.normalize(vim.fn.fnamemodify(path, ":p"))
 
 --- Returns `{saved = [uri]}`: the uris whose buffer now matches the disk (saved, or not
 --- modified in the first place). Unloaded, read-only or failing buffers are left out.
+--- Never asks the user anything: the server waits for the answer.
 function M.handler(_, params, _)
   local want = {}
   for _, uri in ipairs(type(params) == "table" and type(params.uris) == "table" and params.uris or {}) do
@@ -20,7 +21,10 @@ function M.handler(_, params, _)
     if uri then
       want[key(name)] = nil
       if vim.bo[b].modified and not vim.bo[b].readonly then
-        local ok, err = pcall(vim.api.nvim_buf_call, b, function() vim.cmd("silent keepalt write") end)
+        -- `write!`: a plain :write asks "file changed since reading it (y/n)?" when the disk
+        -- moved meanwhile, and a question inside a request stalls the server, which would then
+        -- write this very text through itself. 'readonly' buffers are left alone (above).
+        local ok, err = pcall(vim.api.nvim_buf_call, b, function() vim.cmd("silent keepalt write!") end)
         if not ok then
           vim.notify(("ndomo: could not save %s: %s"):format(name, err), vim.log.levels.WARN, { title = "ndomo" })
         end
