@@ -67,7 +67,10 @@ def _start_nvim(script: Path, env: dict[str, str], out: Path) -> subprocess.Pope
         f"dofile({json.dumps(str(script))})\n",
         encoding="utf-8",
     )
-    full_env = {**os.environ, **env, "NDOMO_TEST_OUT": str(out)}
+    # Neovim's state (swap files, lsp.log), data, config and cache stay in the test's folder:
+    # a killed Neovim leaves no swap file in the real home for the next run to trip on (E325).
+    xdg = {f"XDG_{k}_HOME": str(out.parent / "xdg" / k.lower()) for k in ("STATE", "DATA", "CONFIG", "CACHE")}
+    full_env = {**os.environ, **xdg, **env, "NDOMO_TEST_OUT": str(out)}
     return subprocess.Popen(
         [NVIM, "--headless", "--clean", "-u", str(init)],
         env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
