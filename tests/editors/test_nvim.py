@@ -10,8 +10,10 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -26,24 +28,80 @@ SOURCE = "def add(a, b):\n    return a - b\n\nprint(add(1, 2))\n"
 FIXED = "def add(a, b):\n    return a + b\n\nprint(add(1, 2))\n"
 
 
-def _nvim(script: Path, env: dict[str, str], out: Path, timeout: float = 120) -> dict:
+def _servers(marker: str) -> list[int]:
+    """Live (not zombie) processes whose command line holds `marker` (each test's log path)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cmdline = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if marker in cmdline and "ndomo" in cmdline and state != "Z":
+            found.append(int(d.name))
+    return found
+
+
+def _outliving_servers(marker: str, grace: float = 30.0) -> list[int]:
+    """Wait (generously: this is no timing assertion) for the servers to exit; SIGKILL and
+    return the ones still running, so a failing test leaves nothing behind either."""
+    deadline = time.monotonic() + grace
+    left = _servers(marker)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = _servers(marker)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return left
+
+
+def _start_nvim(script: Path, env: dict[str, str], out: Path) -> subprocess.Popen:
     init = out.parent / "init.lua"
     init.write_text(
         f"vim.opt.rtp:prepend({json.dumps(str(PLUGIN))})\n"
         f"dofile({json.dumps(str(script))})\n",
         encoding="utf-8",
     )
-    full_env = {**os.environ, **env, "NDOMO_TEST_OUT": str(out)}
-    proc = subprocess.run(
+    # Neovim's state (swap files, lsp.log), data, config and cache stay in the test's folder:
+    # a killed Neovim leaves no swap file in the real home for the next run to trip on (E325).
+    xdg = {f"XDG_{k}_HOME": str(out.parent / "xdg" / k.lower()) for k in ("STATE", "DATA", "CONFIG", "CACHE")}
+    full_env = {**os.environ, **xdg, **env, "NDOMO_TEST_OUT": str(out)}
+    return subprocess.Popen(
         [NVIM, "--headless", "--clean", "-u", str(init)],
-        env=full_env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+        env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
     )
-    assert out.exists(), f"nvim wrote no results (rc {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+
+
+def _nvim(script: Path, env: dict[str, str], out: Path, timeout: float = 120) -> dict:
+    """Run the script in Neovim; fail when Neovim hangs or a server it started outlives it."""
+    proc = _start_nvim(script, env, out)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        stdout, stderr = proc.communicate()
+        stderr += f"\n(nvim killed after {timeout}s)"
+    left = _outliving_servers(env["NDOMO_TEST_LOG"]) if "NDOMO_TEST_LOG" in env else []
+    assert out.exists(), f"nvim wrote no results (rc {proc.returncode}):\n{stdout[-3000:]}\n{stderr[-3000:]}"
+    assert proc.returncode == 0, f"nvim exited with {proc.returncode}:\n{stderr[-3000:]}"
+    assert not left, f"ndomo serve {left} outlived nvim (killed now)"
     return json.loads(out.read_text(encoding="utf-8"))
 
 
-def test_plugin_logic_without_server(tmp_path: Path) -> None:
-    r = _nvim(HERE / "nvim" / "unit.lua", {}, tmp_path / "unit.json", timeout=60)
+@pytest.fixture(scope="module")
+def unit(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """unit.lua's results: the plugin's logic without a server, run once for the module."""
+    out = tmp_path_factory.mktemp("unit") / "unit.json"
+    return _nvim(HERE / "nvim" / "unit.lua", {}, out, timeout=60)
+
+
+def test_plugin_logic_without_server(unit: dict) -> None:
+    r = unit
     assert r["idle"] == "ndomo: foreman · discussion"
     assert r["plan"] == "ndomo: craftsman · autopilot · 2/5"
     assert r["state"] == "ndomo: craftsman · autopilot · failed"
@@ -65,6 +123,40 @@ def test_plugin_logic_without_server(tmp_path: Path) -> None:
     assert "unknown subcommand" in r["unknown"] and "frobnicate" in r["unknown"]
     assert r["no_server"] == "ndomo: the server is not running (open a file, see :checkhealth ndomo)"
     assert r["empty_dict"] == '{"arguments":[{}]}'
+    assert r["init_default"] == "{}" and r["init_given"] == '{"model":{"name":"m"}}'
+    assert r["caps_save"] is True and r["caps_user"] is False
+
+
+def test_bare_command_health_roots_save_and_spinner(unit: dict) -> None:
+    r = unit
+    # :Ndomo alone lists the subcommands
+    assert r["bare_ok"] is True, r["bare_err"]
+    assert {"ask", "fix", "plan", "mode", "agent", "plans", "new"} <= set(r["bare_items"])
+    # :checkhealth without a client: advice that works under --clean
+    health = "\n".join(r["health_no_client"])
+    assert "no ndomo client is running" in health
+    assert "LspInfo" not in health and "checkhealth vim.lsp" in health
+    # roots
+    assert r["root_marker"] is True and r["root_cwd"] is True
+    assert r.get("root_git_dir") is None and r.get("root_not_under_cwd") is None
+    assert r.get("root_home") is None and r.get("root_slash") is None and r.get("root_uri") is None
+    # ndomo/saveDocuments
+    assert r["saved"] == r["saved_expected"]
+    assert r["saved_disk"] == ["new"] and r["saved_modified"] is False and r["saved_undo"] >= 1
+    assert r["not_open_loaded"] == -1  # a uri with no buffer opens none
+    assert r["saved_changed"] == r["saved_expected"][:1] and r["saved_changed_disk"] == ["newer"]
+    assert r["saved_readonly"] == [] and r["saved_readonly_disk"] == ["newer"]
+    # statusline: every window redrawn; spinner timer only while busy
+    assert r["spinning_before"] is False
+    assert r["other_redrawn"] is True
+    assert r["spinning_busy"] is True and r["spinner_frames"] >= 3
+    assert r["spinning_idle"] is False and r["idle_still"] is True
+    assert r["plans_buffers"] == 1 and r["plans_newest"] is True
+    assert r["answers_shown"] == [
+        {"msg": "all done", "level": 2},
+        {"msg": "ndomo: handed back: out of my domain", "level": 3},
+        {"msg": "ndomo: failed: no model", "level": 3},
+    ]
 
 
 # -- end to end -----------------------------------------------------------------------------
@@ -137,9 +229,18 @@ def _server_log(tmp_path: Path) -> str:
     return log.read_text(encoding="utf-8")[-4000:] if log.exists() else "(no server log)"
 
 
+def _problems(r: dict) -> list[str]:
+    """Warnings and errors the user was shown (vim.notify level ≥ WARN)."""
+    return [n["msg"] for n in r["notices"] if n["level"] >= 3]
+
+
 def test_status_mode_health(workspace: Path, tmp_path: Path) -> None:
+    """No init_options at all (D1): the server starts without a word of complaint, the
+    options go out as an object, and :checkhealth passes without probing the model."""
     r = _run_e2e(workspace, tmp_path, [], ["attach", "mode", "health"])
     assert not r["errors"], f"{r['errors']}\n{_server_log(tmp_path)}"
+    assert not _problems(r), _problems(r)
+    assert "initializationOptions" not in _server_log(tmp_path)
     assert r["first_status"].startswith("ndomo: foreman · discussion")
     assert r["mode_status"].startswith("ndomo: ") and "· autopilot" in r["mode_status"]
     assert r["complete_sub"] == ["mode"]
@@ -149,6 +250,20 @@ def test_status_mode_health(workspace: Path, tmp_path: Path) -> None:
     assert "server executable found" in health
     assert "attached" in health
     assert "ndomo server OK" in health, health
+    assert "ERROR" not in health, health
+    assert "LspInfo" not in health
+    assert "not asked" in health and ":Ndomo health" in health  # no model probe, and a hint
+    assert r["save_capability"] is True
+    assert Path(r["root"]) == workspace
+
+
+def test_documented_setup_with_init_options(workspace: Path, tmp_path: Path) -> None:
+    """docs/editors.md's setup (init_options in the .ndomo/config.yaml shape) is accepted."""
+    r = _run_e2e(workspace, tmp_path, [], ["attach", "health"], NDOMO_TEST_SETUP="docs")
+    assert not r["errors"], f"{r['errors']}\n{_server_log(tmp_path)}"
+    assert not _problems(r), _problems(r)
+    health = "\n".join(r["health"])
+    assert "ndomo server OK" in health and "qwen2.5-coder:7b" in health, health
 
 
 def test_plan_diagnostics(workspace: Path, tmp_path: Path) -> None:
@@ -167,10 +282,16 @@ FIX_SCRIPT = [
 
 
 def test_fix_command_edits_the_buffer(workspace: Path, tmp_path: Path) -> None:
-    r = _run_e2e(workspace, tmp_path, FIX_SCRIPT, ["attach", "fix"])
+    r = _run_e2e(workspace, tmp_path, FIX_SCRIPT, ["attach", "fix", "transcript_file"])
     assert not r["errors"], f"{r['errors']}\n{_server_log(tmp_path)}"
     assert "\n".join(r["fixed"]) + "\n" == FIXED
     assert any("Fixed: add now adds." in line for line in r["transcript"]), r["transcript"]
+    # D6: the edit is minimal: a mark and the cursor on line 4 stay where they were
+    assert r["mark_after"] == [3, 2] and r["cursor_after"] == [4, 3], (r["mark_after"], r["cursor_after"])
+    # the answer is shown once, not once from the event and again from the command's result
+    assert [n["msg"] for n in r["notices"]].count("Fixed: add now adds.") == 1, r["notices"]
+    # D3: the session transcript the server opened follows the file on disk
+    assert any("Fixed: add now adds." in line for line in r["transcript_file"]), r["transcript_file"]
     # the turn is a work-done progress, seen by Neovim's LspProgress
     assert r["progress"][0].startswith("begin:craftsman") and r["progress"][-1].startswith("end:"), r["progress"]
 
@@ -183,6 +304,9 @@ def test_craftsman_code_action_edits_the_buffer(workspace: Path, tmp_path: Path)
     assert not r["errors"], f"{r['errors']}\n{_server_log(tmp_path)}"
     assert "ndomo: Fix with craftsman" in r["code_actions"]
     assert "\n".join(r["fixed"]) + "\n" == FIXED
+    # D4: the answer of a code-action turn is shown (Neovim's core drops the command result)
+    assert "Fixed: add now adds." in [n["msg"] for n in r["notices"]], r["notices"]
+    assert [a["answer"] for a in r["answers"]] == ["Fixed: add now adds."], r["answers"]
 
 
 def test_approval_through_vim_ui_select(workspace: Path, tmp_path: Path) -> None:
@@ -208,3 +332,97 @@ def test_denied_approval_runs_nothing(workspace: Path, tmp_path: Path) -> None:
     assert not r["errors"], f"{r['errors']}\n{_server_log(tmp_path)}"
     assert r["selects"], "an approval was asked"
     assert not (workspace / "approved.txt").exists()
+
+
+def test_agent_pick_is_asynchronous(workspace: Path, tmp_path: Path) -> None:
+    """:Ndomo agent returns at once; the pick opens when the server's list arrives."""
+    r = _run_e2e(workspace, tmp_path, [], ["attach", "agent_pick"])
+    assert not r["errors"], f"{r['errors']}\n{_server_log(tmp_path)}"
+    assert r["selects_right_after"] == 0
+    assert {"foreman", "craftsman"} <= set(r["agent_items"]), r["agent_items"]
+    assert "scout" in r["agent_items"]  # mode: all
+    assert "python-smith" not in r["agent_items"]  # mode: subagent only runs delegated tasks
+
+
+def test_plans_progress_and_open(workspace: Path, tmp_path: Path) -> None:
+    r = _run_e2e(workspace, tmp_path, [], ["attach", "plans", "plan_view_follows"])
+    assert not r["errors"], f"{r['errors']}\n{_server_log(tmp_path)}"
+    assert len(r["plans"]) == 1 and "fix-add 0/1" in r["plans"][0] and "Fix add" in r["plans"][0], r["plans"]
+    assert r["plan_view_name"] == str(workspace / ".ndomo" / "plans" / "fix-add.md")
+    assert any("Make add add" in line for line in r["plan_view"]), r["plan_view"]
+    # D3: the open view follows the file the server rewrote
+    assert any("[x]" in line and "Make add add" in line for line in r["plan_view_after"]), r["plan_view_after"]
+
+
+def test_new_session_asks_first(workspace: Path, tmp_path: Path) -> None:
+    r = _run_e2e(workspace, tmp_path, [], ["attach", "new_session"])
+    assert not r["errors"], f"{r['errors']}\n{_server_log(tmp_path)}"
+    assert "undo" in r["new_prompt"]
+    assert r["kept_session"] is True
+    assert r["bang_asked"] == 0
+
+
+SAVE_SCRIPT = [
+    {"tool_calls": [{"name": "edit", "arguments": {"path": "calc.py", "old_text": "return a - b", "new_text": "return a + b"}}]},
+    {"tool_calls": [{"name": "bash", "arguments": {"command": "cat calc.py > seen.txt"}}]},
+    {"text": "Fixed and checked."},
+]
+
+
+def test_bash_sees_the_agents_edit(workspace: Path, tmp_path: Path) -> None:
+    """D7: before bash runs, the server asks Neovim to save the edited buffer
+    (ndomo/saveDocuments): bash reads the new code, the edit stays undoable."""
+    r = _run_e2e(workspace, tmp_path, SAVE_SCRIPT, ["attach", "save_then_bash"])
+    assert not r["errors"], f"{r['errors']}\n{_server_log(tmp_path)}"
+    assert "\n".join(r["fixed"]) + "\n" == FIXED
+    assert (workspace / "seen.txt").read_text(encoding="utf-8") == FIXED
+    assert (workspace / "calc.py").read_text(encoding="utf-8") == FIXED
+    assert r["modified_after"] is False  # saved by the editor, not behind its back
+    assert r["undo_seq"] >= 1
+    assert "\n".join(r["after_undo"]) + "\n" == SOURCE
+
+
+def test_attaches_only_under_a_root(workspace: Path, tmp_path: Path) -> None:
+    """A help buffer, a file outside any root and ~/.bashrc opened from ~ get no server, and
+    no .ndomo/ appears in the home folder."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".bashrc").write_text("alias ll='ls -l'\n", encoding="utf-8")
+    outside = tmp_path / "loose" / "notes.txt"
+    outside.parent.mkdir()
+    outside.write_text("notes\n", encoding="utf-8")
+    r = _run_e2e(workspace, tmp_path, [], ["attach", "outside"], HOME=str(home), NDOMO_TEST_OUTSIDE=str(outside))
+    assert not r["errors"], f"{r['errors']}\n{_server_log(tmp_path)}"
+    assert r["outside_clients"] == 0 and r["help_clients"] == 0 and r["home_clients"] == 0, r
+    assert r["clients"] == 1  # only the workspace's
+    assert not (home / ".ndomo").exists()
+    assert not (outside.parent / ".ndomo").exists()
+
+
+def test_server_exits_when_nvim_is_killed(workspace: Path, tmp_path: Path) -> None:
+    """SIGKILL leaves Neovim no chance to stop its server: the server notices on its own."""
+    fake = FakeModelProcess([], tmp_path)
+    log = tmp_path / "server.log"
+    out = tmp_path / "e2e.json"
+    proc = _start_nvim(HERE / "nvim" / "e2e.lua", {
+        "NDOMO_TEST_FILE": str(workspace / "calc.py"),
+        "NDOMO_TEST_PYTHON": sys.executable,
+        "NDOMO_BASE_URL": fake.url,
+        "NDOMO_TEST_LOG": str(log),
+        "NDOMO_TEST_STEPS": "attach,hold",
+    }, out)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            if out.exists() and json.loads(out.read_text(encoding="utf-8") or "{}").get("holding"):
+                break
+            time.sleep(0.1)
+        r = json.loads(out.read_text(encoding="utf-8"))
+        assert not r["errors"], f"{r['errors']}\n{_server_log(tmp_path)}"
+        assert _servers(str(log)), "the server was running"
+    finally:
+        proc.kill()
+        proc.communicate()
+        fake.close()
+    left = _outliving_servers(str(log), grace=60)
+    assert not left, f"ndomo serve {left} outlived a SIGKILLed nvim (killed now)\n{_server_log(tmp_path)}"

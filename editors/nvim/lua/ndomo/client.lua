@@ -4,6 +4,11 @@ local M = {}
 M.NAME = "ndomo"
 local has_011 = vim.fn.has("nvim-0.11") == 1
 
+--- Clients whose server process is still alive (id → true), cleared by on_exit.
+--- Quitting Neovim waits on this set (see M.stop_all).
+M.running = {}
+local exited = {}
+
 --- The ndomo client for a buffer (else any running one).
 function M.get(bufnr)
   local clients = vim.lsp.get_clients({ name = M.NAME, bufnr = bufnr or vim.api.nvim_get_current_buf() })
@@ -11,29 +16,102 @@ function M.get(bufnr)
   return clients[1]
 end
 
-local function root_dir(bufnr, markers)
-  local root = vim.fs.root(bufnr, markers)
-  return root or vim.fn.getcwd()
+local function norm(path)
+  return vim.fs.normalize(path)
+end
+
+--- `path` is `dir` or inside it.
+function M.under(path, dir)
+  if not dir then return false end
+  dir = dir:gsub("/+$", "")
+  return path == dir or vim.startswith(path, dir .. "/")
+end
+
+--- A folder that may hold `.ndomo/`: never `/` nor the home folder (the server refuses them too).
+local function allowed_root(dir)
+  if not dir or dir == "" then return false end
+  dir = norm(dir)
+  local home = vim.uv.os_homedir()
+  return dir ~= "/" and not (home and dir == norm(home))
+end
+
+--- The workspace root for a buffer's file, or nil when the file belongs to none.
+--- The nearest folder with a root marker; else the cwd when the file lies under it. Neither
+--- may be `/` or `$HOME`, so opening ~/.bashrc starts no server and creates no ~/.ndomo.
+function M.root_for(bufnr, opts)
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if name == "" or name:match("^%a[%w+.-]*://") then return nil end -- not a file (fugitive://, oil://…)
+  local path = norm(vim.fn.fnamemodify(name, ":p"))
+  if path:find("/.git/", 1, true) then return nil end -- git's own files (COMMIT_EDITMSG…)
+  local root = vim.fs.root(path, opts.root_markers)
+  if not allowed_root(root) then root = nil end
+  if not root then
+    local cwd = norm(vim.fn.getcwd())
+    if allowed_root(cwd) and M.under(path, cwd) then root = cwd end
+  end
+  return root and norm(root) or nil
 end
 
 local function wanted(bufnr, opts)
   if vim.bo[bufnr].buftype ~= "" then return false end
-  if vim.api.nvim_buf_get_name(bufnr) == "" then return false end
   if opts.filetypes then return vim.tbl_contains(opts.filetypes, vim.bo[bufnr].filetype) end
   return true
 end
 
---- Attach (starting the server when needed) to one buffer.
+--- JSON object for initializationOptions: an empty Lua table would go out as `[]`.
+function M.object(t)
+  if t == nil or (type(t) == "table" and next(t) == nil) then return vim.empty_dict() end
+  return t
+end
+
+--- What this client announces on top of Neovim's defaults (and the user's `capabilities`).
+function M.capabilities(extra)
+  local caps = vim.lsp.protocol.make_client_capabilities()
+  caps = vim.tbl_deep_extend("force", caps, extra or {})
+  caps.experimental = caps.experimental or {}
+  caps.experimental.ndomo = vim.tbl_extend("force", caps.experimental.ndomo or {}, { saveDocuments = true })
+  return caps
+end
+
+--- Attach (starting the server when needed) to one buffer; only files under a root.
 function M.attach(bufnr, opts, handlers)
   if not vim.api.nvim_buf_is_valid(bufnr) or not wanted(bufnr, opts) then return nil end
-  return vim.lsp.start({
+  local root = M.root_for(bufnr, opts)
+  if not root then return nil end
+  local id = vim.lsp.start({
     name = M.NAME,
     cmd = opts.cmd,
     cmd_env = opts.cmd_env,
-    root_dir = root_dir(bufnr, opts.root_markers),
-    init_options = opts.init_options,
+    root_dir = root,
+    init_options = M.object(opts.init_options),
+    capabilities = M.capabilities(opts.capabilities),
     handlers = handlers,
+    on_exit = function(_, _, cid)
+      M.running[cid], exited[cid] = nil, true
+      local ok, ndomo = pcall(require, "ndomo")
+      if ok then ndomo.on_exit(cid) end
+    end,
   }, { bufnr = bufnr })
+  if id and not exited[id] then M.running[id] = true end
+  return id
+end
+
+--- Stop every ndomo server and wait until their processes are gone (bounded by `timeout`
+--- ms), then SIGTERM the ones still running. Called on VimLeavePre: Neovim alone sends
+--- `shutdown` and exits without waiting, which left servers behind.
+function M.stop_all(timeout)
+  local ids = vim.tbl_keys(M.running)
+  if #ids == 0 then return end
+  for _, id in ipairs(ids) do
+    local c = vim.lsp.get_client_by_id(id)
+    if c then pcall(function() if has_011 then c:stop() else c.stop() end end) else M.running[id] = nil end
+  end
+  if vim.wait(timeout, function() return next(M.running) == nil end, 20) then return end
+  for id in pairs(M.running) do
+    local c = vim.lsp.get_client_by_id(id)
+    if c and c.rpc then pcall(c.rpc.terminate) end
+  end
+  vim.wait(1000, function() return next(M.running) == nil end, 20)
 end
 
 local function request(client, method, params, handler, bufnr)
@@ -66,7 +144,7 @@ function M.execute(command, args, cb, bufnr)
   end, bufnr)
 end
 
---- Blocking form for :checkhealth and tests; returns result, err.
+--- Blocking form, for :checkhealth only (it must return its report); returns result, err.
 function M.execute_sync(command, args, timeout_ms, bufnr)
   local client = M.get(bufnr)
   if not client then return nil, { message = "no ndomo client" } end

@@ -26,19 +26,14 @@ function M.selection(l1, l2)
   }
 end
 
---- Run a turn; the answer lands in the transcript (and vim.notify).
+--- Run a turn. Its answer is shown when the turn's `turn_finished` event arrives (as for code
+--- actions, see ndomo.turns); the result only reports what no event showed.
 function M.turn(args, on_done)
-  local opts = require("ndomo").opts or {}
   client.execute("ndomo.turn", args, function(err, result)
     if err then
       fail(err)
-    elseif type(result) == "table" then
-      local e = result.error
-      if e and e ~= vim.NIL then
-        notify("ndomo: " .. e, vim.log.levels.WARN)
-      elseif opts.notify_answers ~= false and type(result.answer) == "string" and result.answer ~= "" then
-        notify(result.answer)
-      end
+    else
+      require("ndomo.turns").on_result(result)
     end
     if on_done then on_done(err, result) end
   end)
@@ -57,24 +52,35 @@ local function set(command, key, value)
   end)
 end
 
---- Agent names: ndomo.agents.list when the server has it, else the health report, else the pair.
+--- Agent names from ndomo.agents.list (sub-agents left out: they only run delegated tasks).
+--- Asynchronous: `cb(names)` on the main loop; the foreman/craftsman pair when the server
+--- cannot say. The last answer is cached for completion, which must not wait.
 local agents_cache
 
-function M.agents()
-  if agents_cache then return agents_cache end
-  local res = client.execute_sync("ndomo.agents.list", {}, 3000)
+local function agent_names(res)
   local raw = type(res) == "table" and (res.agents or res) or nil
   local names = {}
   if type(raw) == "table" then
     for _, a in ipairs(raw) do
       local name = type(a) == "table" and a.name or a
-      -- sub-agents only run delegated tasks: not a session agent to switch to
       if type(name) == "string" and not (type(a) == "table" and a.mode == "subagent") then table.insert(names, name) end
     end
   end
-  if #names == 0 then return M.DEFAULT_AGENTS end
-  agents_cache = names
   return names
+end
+
+function M.agents(cb)
+  client.execute("ndomo.agents.list", {}, function(err, res)
+    local names = not err and agent_names(res) or {}
+    if #names > 0 then agents_cache = names end
+    if cb then cb(#names > 0 and names or M.DEFAULT_AGENTS) end
+  end)
+end
+
+--- The agents known now (cache, else the pair), refreshing the cache in the background.
+function M.known_agents()
+  if not agents_cache and client.get() then M.agents() end
+  return agents_cache or M.DEFAULT_AGENTS
 end
 
 local function pick(items, prompt, fn)
@@ -112,7 +118,9 @@ M.subcommands = {
   end,
   agent = function(a)
     if a.rest ~= "" then return set("ndomo.agent.set", "agent", a.rest) end
-    pick(M.agents(), "ndomo agent", function(name) set("ndomo.agent.set", "agent", name) end)
+    M.agents(function(names)
+      pick(names, "ndomo agent", function(name) set("ndomo.agent.set", "agent", name) end)
+    end)
   end,
   cancel = function()
     client.execute("ndomo.cancel", {}, function(err, res)
@@ -127,36 +135,114 @@ M.subcommands = {
       notify("ndomo: " .. msg)
     end)
   end,
-  plans = function()
-    client.execute("ndomo.plan.list", {}, function(err, res)
-      if err then return fail(err) end
-      ui.show("plans", M.format_plans(res))
-    end)
+  plans = function(a)
+    if a.rest ~= "" then return M.open_plan(a.rest) end
+    M.list_plans()
   end,
   health = function()
-    client.execute("ndomo.health", {}, function(err, res)
+    client.execute("ndomo.health", { probe_model = true }, function(err, res)
       if err then return fail(err) end
-      ui.show("health", vim.split(vim.inspect(res), "\n"))
+      ui.show("health", M.format_health(res))
     end)
   end,
-  new = function()
-    client.execute("ndomo.session.new", {}, function(err)
-      if err then return fail(err) end
-      notify("ndomo: new session")
-    end)
+  new = function(a)
+    local function go()
+      client.execute("ndomo.session.new", {}, function(err)
+        if err then return fail(err) end
+        notify("ndomo: new session (:Ndomo undo now reaches only its turns)")
+      end)
+    end
+    if a.bang then return go() end
+    pick({ "Start a new session", "Keep this session" },
+      "New ndomo session? :Ndomo undo will no longer reach this session's turns", function(choice)
+        if choice == "Start a new session" then go() end
+      end)
   end,
   transcript = function() ui.open_transcript() end,
 }
 
-function M.format_plans(res)
-  local list = type(res) == "table" and (res.plans or res) or {}
+--- One line per plan: status, slug, done/total, title. `progress` maps plan id → Progress.
+function M.format_plans(list, progress)
+  list = type(list) == "table" and (list.plans or list) or {}
   if #list == 0 then return { "No plans yet." } end
   local lines = {}
   for _, p in ipairs(list) do
     local plan = p.plan or p
-    local prog = p.progress
-    local count = type(prog) == "table" and prog.total and (" %d/%d"):format(prog.done or 0, prog.total) or ""
+    local prog = (progress or {})[plan.id] or p.progress
+    local count = type(prog) == "table" and tonumber(prog.total) and (" %d/%d"):format(tonumber(prog.done) or 0, tonumber(prog.total)) or ""
     table.insert(lines, ("%-10s %s%s  %s"):format(plan.status or "", plan.slug or plan.id or "?", count, plan.title or ""))
+  end
+  return lines
+end
+
+--- Open a plan's markdown view (`ndomo.plan.open` writes it and shows it without focus):
+--- focus its window, or split it open when the server could not show it.
+function M.open_plan(ref)
+  local c = client.get()
+  client.execute("ndomo.plan.open", { plan = ref }, function(err, res)
+    if err then return fail(err) end
+    local path = type(res) == "table" and res.path
+    if type(path) ~= "string" then return fail("the server named no plan view") end
+    if c and c.root_dir and not vim.startswith(path, "/") then path = c.root_dir .. "/" .. path end
+    local b = vim.fn.bufnr(path)
+    local win = b > 0 and vim.fn.bufwinid(b) or -1
+    if win ~= -1 then
+      vim.api.nvim_set_current_win(win)
+    else
+      vim.cmd("botright split " .. vim.fn.fnameescape(path))
+    end
+  end)
+end
+
+--- `:Ndomo plans`: the list with each plan's progress (one ndomo.plan.progress per plan, all
+--- in flight at once); <CR> on a line opens that plan's view.
+function M.list_plans()
+  client.execute("ndomo.plan.list", {}, function(err, res)
+    if err then return fail(err) end
+    local list = type(res) == "table" and (res.plans or res) or {}
+    local progress, waiting = {}, #list
+    local function show()
+      local b = ui.show("plans", M.format_plans(list, progress))
+      local slugs = {}
+      for i, p in ipairs(list) do slugs[i] = (p.plan or p).slug or (p.plan or p).id end
+      vim.keymap.set("n", "<CR>", function()
+        local slug = slugs[vim.api.nvim_win_get_cursor(0)[1]]
+        if slug then M.open_plan(slug) end
+      end, { buffer = b, desc = "ndomo: open this plan" })
+    end
+    if waiting == 0 then return show() end
+    for _, p in ipairs(list) do
+      local id = (p.plan or p).id
+      client.execute("ndomo.plan.progress", { id = id }, function(perr, prog)
+        if not perr then progress[id] = prog end
+        waiting = waiting - 1
+        if waiting == 0 then show() end
+      end)
+    end
+  end)
+end
+
+--- `ndomo.health` report → lines (shared with :checkhealth's wording).
+function M.format_health(res)
+  if type(res) ~= "table" then return { vim.inspect(res) } end
+  local lines = {}
+  local function mark(ok) return ok == true and "OK   " or ok == false and "FAIL " or "     " end
+  table.insert(lines, ("%sserver %s, workspace %s"):format(mark(res.ok), res.version or "?", res.workspace or "?"))
+  local cfg = type(res.config) == "table" and res.config or {}
+  table.insert(lines, mark(cfg.ok) .. "configuration")
+  for _, p in ipairs(type(cfg.problems) == "table" and cfg.problems or {}) do
+    table.insert(lines, ("       %s: %s"):format(p.key or "?", p.message or ""))
+  end
+  if type(res.database) == "table" then
+    table.insert(lines, ("%sdatabase %s (%s)"):format(mark(res.database.ok), res.database.path or "?", res.database.detail or ""))
+  end
+  if type(res.model) == "table" then
+    local m = res.model
+    table.insert(lines, ("%smodel %s %s %s (%s)"):format(mark(m.ok ~= vim.NIL and m.ok or nil), m.provider or "?", m.url or "?", m.name or "?", m.detail or ""))
+  end
+  if type(res.agents) == "table" then
+    local ag = res.agents
+    table.insert(lines, ("%s%d agents: %s"):format(mark(#(ag.problems or {}) == 0), ag.loaded or 0, table.concat(ag.names or {}, ", ")))
   end
   return lines
 end
@@ -174,23 +260,28 @@ function M.complete(arglead, cmdline, _)
   end
   if #words <= 1 then return match(M.names()) end
   if words[1] == "mode" and #words == 2 then return match(M.MODES) end
-  if words[1] == "agent" and #words == 2 then return match(M.agents()) end
+  if words[1] == "agent" and #words == 2 then return match(M.known_agents()) end
   return {}
 end
 
 function M.run(a)
   local sub, rest = a.args:match("^%s*(%S+)%s*(.-)%s*$")
-  local fn = sub and M.subcommands[sub]
-  if not fn then
-    return fail(("unknown subcommand %q (one of: %s)"):format(sub or "", table.concat(M.names(), ", ")))
+  local ctx = { rest = rest or "", range = a.range, line1 = a.line1, line2 = a.line2, bang = a.bang }
+  if not sub then -- `:Ndomo` alone: pick a subcommand
+    return pick(M.names(), "ndomo", function(name) M.subcommands[name](ctx) end)
   end
-  fn({ rest = rest or "", range = a.range, line1 = a.line1, line2 = a.line2 })
+  local fn = M.subcommands[sub]
+  if not fn then
+    return fail(("unknown subcommand %q (one of: %s)"):format(sub, table.concat(M.names(), ", ")))
+  end
+  fn(ctx)
 end
 
 function M.create()
   vim.api.nvim_create_user_command("Ndomo", M.run, {
-    nargs = "+",
+    nargs = "*",
     range = true,
+    bang = true,
     complete = M.complete,
     desc = "ndomo: ask|fix|plan|mode|agent|cancel|undo|plans|health|new|transcript",
   })

@@ -6,13 +6,19 @@ M.defaults = {
   cmd = { "ndomo", "serve" },
   -- Extra environment for the server process (e.g. { NDOMO_BASE_URL = "..." }).
   cmd_env = nil,
-  -- The nearest folder holding one of these is the workspace root (else the cwd).
+  -- The nearest folder holding one of these is the workspace root; else the cwd when the file
+  -- lies under it. Never / nor $HOME: a file outside any root starts no server.
   root_markers = { ".ndomo", ".git", "pyproject.toml", "package.json", "go.mod", "Cargo.toml" },
   -- Sent as initializationOptions, in the .ndomo/config.yaml shape:
   -- { model = { base_url = ..., name = ..., api_key_env = ... }, modes = { default = ... } }
+  -- Empty (the default) goes out as the JSON object {}.
   init_options = {},
-  -- nil = attach to every file buffer; or a list of filetypes.
+  -- nil = attach to every file buffer under a root; or a list of filetypes.
   filetypes = nil,
+  -- Extra client capabilities (e.g. from a completion plugin), merged over Neovim's own.
+  capabilities = nil,
+  -- On quit, how long (ms) to wait for the server to exit before it is sent SIGTERM.
+  exit_timeout = 3000,
   -- Keymaps are off unless set: { ask = "<leader>na", fix = "<leader>nf", plan = "<leader>np",
   --   mode = "<leader>nm", agent = "<leader>ng", cancel = "<leader>nc", undo = "<leader>nu" }
   keymaps = false,
@@ -29,6 +35,8 @@ local function check(opts)
     init_options = { opts.init_options, "table" },
     filetypes = { opts.filetypes, "table", true },
     cmd_env = { opts.cmd_env, "table", true },
+    capabilities = { opts.capabilities, "table", true },
+    exit_timeout = { opts.exit_timeout, "number" },
   })
   if #opts.cmd == 0 then
     error("ndomo: cmd must name the server executable, e.g. { 'ndomo', 'serve' }", 0)

@@ -29,12 +29,17 @@ function M.check()
 
   local client = require("ndomo.client").get()
   if not client then
-    h.warn("no ndomo client is running", { "Open a file in a workspace; :LspInfo shows attached clients" })
+    h.warn("no ndomo client is running", {
+      "Open a file inside a project (a folder with .git, pyproject.toml, … or the cwd; never $HOME or /)",
+      ":checkhealth vim.lsp or :lua =vim.lsp.get_clients() shows the running clients",
+    })
     return
   end
   h.ok(("client %d attached (root %s)"):format(client.id, client.root_dir or client.config.root_dir or "?"))
 
-  local res, err = require("ndomo.client").execute_sync("ndomo.health", { probe_model = true }, 15000)
+  -- Without the model probe: the report comes back in milliseconds and the UI is not held
+  -- while a model server takes seconds to answer. :Ndomo health probes it, asynchronously.
+  local res, err = require("ndomo.client").execute_sync("ndomo.health", { probe_model = false }, 3000)
   if err then
     h.error("ndomo.health failed: " .. (err.message or vim.inspect(err)))
     return
@@ -52,6 +57,7 @@ function M.check()
     local ok = res.model.ok
     if ok == vim.NIL then ok = nil end
     line(ok, ("model %s %s %s (%s)"):format(res.model.provider, res.model.url, res.model.name, res.model.detail))
+    h.info("the model endpoint was not asked (that can take seconds): :Ndomo health probes it")
   end
   if res.agents then
     line(#(res.agents.problems or {}) == 0, ("%d agents: %s"):format(res.agents.loaded or 0, table.concat(res.agents.names or {}, ", ")))

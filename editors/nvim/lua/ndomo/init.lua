@@ -2,37 +2,130 @@
 local M = {}
 
 M.opts = nil
+--- The latest `ndomo/status` of any client (kept for statuslines and tests).
 M.last_status = nil
+--- client id → its latest `ndomo/status`.
+M.statuses = {}
 local tick = 0
 
+--- Spinner frame period while a turn runs.
+M.SPIN_MS = 120
+local spinner -- uv timer, alive only while some client is busy
+
 --- Statusline text, e.g. "ndomo: craftsman · autopilot · 2/5" ("" before the first status).
+--- The status of the current buffer's server when it has one, else the latest.
 function M.status()
-  return require("ndomo.status").format(M.last_status, tick)
+  local s = M.last_status
+  local ok, c = pcall(function()
+    local clients = vim.lsp.get_clients({ name = "ndomo", bufnr = vim.api.nvim_get_current_buf() })
+    return clients[1]
+  end)
+  if ok and c and M.statuses[c.id] then s = M.statuses[c.id] end
+  return require("ndomo.status").format(s, tick)
 end
 
-local function on_status(_, result)
+local function redraw()
+  vim.cmd("redrawstatus!") -- every window: `redrawstatus` redraws only the current buffer's
+end
+
+local function any_busy()
+  for _, s in pairs(M.statuses) do
+    if s.busy == true then return true end
+  end
+  return false
+end
+
+--- The spinner's timer is created when a turn starts and closed when none is busy: an idle
+--- editor runs no timer for ndomo.
+local function spin()
+  if any_busy() then
+    if not spinner then
+      spinner = assert(vim.uv.new_timer())
+      spinner:start(M.SPIN_MS, M.SPIN_MS, vim.schedule_wrap(function()
+        if not spinner then return end
+        tick = tick + 1
+        redraw()
+      end))
+    end
+  elseif spinner then
+    spinner:stop()
+    spinner:close()
+    spinner = nil
+  end
+end
+
+--- For tests and :checkhealth: is the spinner timer running?
+function M.spinning() return spinner ~= nil and spinner:is_active() end
+
+--- Files the server rewrites on disk (plan views, session transcripts under `<root>/.ndomo/`)
+--- are reloaded when they changed, unless the buffer holds unsaved edits. `only`: that path.
+function M.reload_owned(root, only)
+  if not root then return end
+  local dir = vim.fs.normalize(root):gsub("/+$", "") .. "/.ndomo/"
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(b) and vim.bo[b].buftype == "" and not vim.bo[b].modified then
+      local name = vim.fs.normalize(vim.api.nvim_buf_get_name(b))
+      if vim.startswith(name, dir) and (not only or name == only) then
+        vim.bo[b].autoread = true -- reload without asking: the server owns the file
+        pcall(vim.cmd.checktime, b)
+      end
+    end
+  end
+end
+
+local function on_status(_, result, ctx)
   if type(result) ~= "table" then return end
+  local id = ctx and ctx.client_id or 0
+  M.statuses[id] = result
   M.last_status = result
   tick = tick + 1
   vim.schedule(function()
+    spin()
+    local c = ctx and vim.lsp.get_client_by_id(id)
+    M.reload_owned(c and c.root_dir)
     vim.api.nvim_exec_autocmds("User", { pattern = "NdomoStatus", modeline = false, data = result })
-    vim.cmd("redrawstatus")
+    redraw()
   end)
 end
 
-local function on_event(_, result)
+--- Run in order, at once: vim.lsp already schedules notification handlers, and an extra
+--- vim.schedule would let the `ndomo.turn` result overtake its own turn_finished event.
+local function on_event(_, result, ctx)
+  require("ndomo.ui").on_event(result)
+  require("ndomo.turns").on_event(result, ctx and ctx.client_id)
+  if type(result) == "table" then
+    vim.api.nvim_exec_autocmds("User", { pattern = "NdomoTurnEvent", modeline = false, data = result })
+  end
+end
+
+--- A server went away: forget its status (a crashed busy server must not spin forever).
+function M.on_exit(client_id)
   vim.schedule(function()
-    require("ndomo.ui").on_event(result)
-    if type(result) == "table" then
-      vim.api.nvim_exec_autocmds("User", { pattern = "NdomoTurnEvent", modeline = false, data = result })
-    end
+    M.statuses[client_id] = nil
+    require("ndomo.turns").forget(client_id)
+    spin()
+    redraw()
+  end)
+end
+
+--- Plan diagnostics are republished right after the server rewrote a plan's view (a task
+--- changed by the CLI, another editor or a command does not always come with a status).
+local function on_diagnostics(err, result, ctx, config)
+  vim.lsp.handlers["textDocument/publishDiagnostics"](err, result, ctx, config)
+  local uri = type(result) == "table" and result.uri
+  if type(uri) ~= "string" or not uri:find("/.ndomo/", 1, true) then return end
+  vim.schedule(function()
+    local c = vim.lsp.get_client_by_id(ctx.client_id)
+    M.reload_owned(c and c.root_dir, vim.fs.normalize(vim.uri_to_fname(uri)))
   end)
 end
 
 function M.handlers()
   local h = {
+    ["textDocument/publishDiagnostics"] = on_diagnostics,
     ["ndomo/status"] = on_status,
     ["ndomo/turn/event"] = on_event,
+    ["ndomo/saveDocuments"] = require("ndomo.save").handler,
   }
   if M.opts.ui_select_requests then
     h["window/showMessageRequest"] = require("ndomo.ui").show_message_request
@@ -80,6 +173,11 @@ function M.setup(user)
   vim.api.nvim_create_autocmd({ "BufReadPost", "BufNewFile", "BufEnter", "FileType" }, {
     group = group,
     callback = function(ev) M.attach(ev.buf) end,
+  })
+  -- Quit: wait for the servers to exit (shutdown, exit), SIGTERM the ones that do not.
+  vim.api.nvim_create_autocmd("VimLeavePre", {
+    group = group,
+    callback = function() require("ndomo.client").stop_all(M.opts.exit_timeout) end,
   })
   for _, b in ipairs(vim.api.nvim_list_bufs()) do
     if vim.api.nvim_buf_is_loaded(b) then M.attach(b) end

@@ -85,8 +85,10 @@ function M.open_transcript()
   end
 end
 
---- A scratch buffer with `lines` in a split (plans, health).
+--- A scratch buffer with `lines` in a split (plans, health); returns the buffer.
 function M.show(title, lines)
+  local old = vim.fn.bufnr("^ndomo://" .. title .. "$")
+  if old > 0 then pcall(vim.api.nvim_buf_delete, old, { force = true }) end -- one list, the newest
   local b = vim.api.nvim_create_buf(false, true)
   vim.api.nvim_buf_set_lines(b, 0, -1, false, lines)
   vim.bo[b].bufhidden = "wipe"
@@ -94,6 +96,7 @@ function M.show(title, lines)
   vim.cmd("botright split")
   vim.api.nvim_win_set_buf(0, b)
   pcall(vim.api.nvim_buf_set_name, b, "ndomo://" .. title)
+  return b
 end
 
 return M
