@@ -20,6 +20,7 @@ from lsprotocol import types
 if TYPE_CHECKING:
     from ndomo.lsp.server import NdomoServer
 
+_TRANSPORT = ("pygls", "lsprotocol")
 EARLY_RECORDS = 200  # kept until the client is ready; older ones are dropped
 
 _TYPES = [
@@ -54,6 +55,8 @@ class LogMessageHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         if getattr(self._sending, "active", False):  # a log line from sending a log line
             return
+        if record.levelno < logging.INFO and record.name.startswith(_TRANSPORT):
+            return  # pygls logs every message it sends at DEBUG: forwarding would double the traffic
         try:
             text = self.format(record)
         except Exception:
