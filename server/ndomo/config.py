@@ -111,7 +111,9 @@ class Settings(_Section):
         default=120_000, ge=1000, description="Conversation kept across a session's turns; oldest exchanges go first."
     )
     review_edits: bool = False
-    open_transcript: bool = True
+    open_transcript: bool = Field(
+        default=False, description="Show the session's markdown export beside the file after each turn."
+    )
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
 

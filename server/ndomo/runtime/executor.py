@@ -11,6 +11,7 @@ from ndomo.llm.messages import Message, TextDelta as ModelText, ToolCall, ToolCa
 from ndomo.llm.budget import trim_to_chars
 from ndomo.runtime import model_fit as mf
 from ndomo.runtime.context import TurnContext
+from ndomo.runtime.history import record
 from ndomo.runtime.events import Notice, TextDelta, ToolFinished, ToolStarted
 from ndomo.runtime.tools import ToolResult, tool_specs
 
@@ -137,7 +138,7 @@ async def execute(ctx: TurnContext) -> None:
                 break
             ctx.iterations += 1
             text, calls = await _ask(ctx, client, specs)
-            ctx.messages.append(Message(role="assistant", content=text or None, tool_calls=calls))
+            await _add(ctx, Message(role="assistant", content=text or None, tool_calls=calls))
             if not calls:
                 ctx.answer = text
                 break
@@ -148,8 +149,8 @@ async def execute(ctx: TurnContext) -> None:
                 else:
                     result = await run_call(ctx, call)
                     ended = result.ends_turn
-                ctx.messages.append(
-                    Message(role="tool", tool_call_id=call.id, name=call.name, content=result.content or result.status)
+                await _add(
+                    ctx, Message(role="tool", tool_call_id=call.id, name=call.name, content=result.content or result.status)
                 )
             if ended:
                 ctx.answer = ctx.answer or text
@@ -160,10 +161,12 @@ async def execute(ctx: TurnContext) -> None:
         ctx.status = "failed"
         ctx.error = str(exc)
         await ctx.runtime.emit(ctx, Notice(level="error", message=ctx.error))
-    finally:
-        if ctx.depth == 0:
-            kept = close_dangling([m for m in ctx.messages if m.role != "system"])
-            ctx.session.history = trim_history(kept, ctx.app.settings.history_chars)
+
+
+async def _add(ctx: TurnContext, message: Message) -> None:
+    """Into the turn's conversation and, at once, into the store (a crash loses nothing)."""
+    ctx.messages.append(message)
+    await record(ctx, message)
 
 
 def trim_history(messages: list[Message], budget: int) -> list[Message]:

@@ -1,0 +1,101 @@
+"""Sessions that survive: `ndomo run` continues the latest session with its history, a killed
+server comes back to the same session, and a change made elsewhere reaches the editor."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.e2e.conftest import command, server_env
+from tests.fakes.fake_model import FakeModel
+
+
+@pytest.fixture
+def fake():
+    with FakeModel(default_text="ok") as fm:
+        yield fm
+
+
+def ndomo(ws, *args, fake=None):
+    env = server_env({"NDOMO_BASE_URL": fake.url} if fake else None)
+    out = subprocess.run([sys.executable, "-m", "ndomo", *args, "--workspace", str(ws)],
+                         capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def run(ws, *args, fake):
+    """`ndomo run … --json`: the streamed turn, then the summary as JSON."""
+    out = ndomo(ws, "run", "--json", *args, fake=fake)
+    return json.loads(out[out.index("\n{") + 1 :] if not out.startswith("{") else out)
+
+
+def user_texts(request):
+    return [m["content"] for m in request["body"]["messages"] if m["role"] == "user"]
+
+
+def test_ndomo_run_continues_the_latest_session_and_new_starts_fresh(tmp_path, fake):
+    fake.push({"text": "I wrote the parser"})
+    first = run(tmp_path, "write the parser", fake=fake)
+    fake.push({"text": "tests written"})
+    second = run(tmp_path, "and now the tests", fake=fake)
+    assert second["session"] == first["session"]
+    sent = fake.chat_requests()[-1]["body"]["messages"]
+    assert [(m["role"], m["content"]) for m in sent[1:]] == [
+        ("user", "write the parser"), ("assistant", "I wrote the parser"), ("user", "and now the tests")
+    ]
+    third = run(tmp_path, "--new", "and now the tests", fake=fake)
+    assert third["session"] != first["session"]
+    assert user_texts(fake.chat_requests()[-1]) == ["and now the tests"]
+    # --session picks one; `session open` makes it the latest again, `session export` writes it
+    fake.push({"text": "linted"})
+    fourth = run(tmp_path, "--session", first["session"], "lint it", fake=fake)
+    assert fourth["session"] == first["session"]
+    assert user_texts(fake.chat_requests()[-1]) == ["write the parser", "and now the tests", "lint it"]
+    view = json.loads(ndomo(tmp_path, "session", "open", "--session", third["session"], "--json"))
+    assert [t["prompt"] for t in view["turns"]] == ["and now the tests"]
+    assert json.loads(ndomo(tmp_path, "status", "--json"))["session"] == third["session"]
+    exported = json.loads(ndomo(tmp_path, "session", "export", "--session", first["session"], "--json"))
+    text = open(exported["path"], encoding="utf-8").read()
+    assert exported["turns"] == 3 and text.index("write the parser") < text.index("lint it")
+
+
+async def test_a_killed_server_comes_back_to_the_same_session_with_history_and_mode(lsp, tmp_path, fake):
+    client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url})
+    await command(client, "ndomo.mode.set", {"mode": "brainstorming"})
+    fake.push({"text": "three options: A, B, C"})
+    first = await command(client, "ndomo.turn", {"prompt": "options for caching?"})
+    assert first["status"] == "done"
+    client._server.kill()  # no shutdown: the process just dies
+    await client._server.wait()
+    lsp.clients.remove(client)
+
+    again = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url})
+    view = await command(again, "ndomo.session.open", {})
+    assert view["session"] == first["session"] and view["status"]["mode"] == "brainstorming"
+    (turn,) = view["turns"]
+    assert turn["prompt"] == "options for caching?" and turn["items"][0]["text"] == "three options: A, B, C"
+    fake.push({"text": "B"})
+    await command(again, "ndomo.turn", {"prompt": "which one?"})
+    assert user_texts(fake.chat_requests()[-1]) == ["options for caching?", "which one?"]
+
+
+async def test_mode_changed_from_the_cli_reaches_the_editors_status(lsp, tmp_path, fake):
+    seen: asyncio.Queue = asyncio.Queue()
+
+    def on_status(params):
+        seen.put_nowait(params if isinstance(params, dict) else params._asdict())
+
+    client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url}, handlers={"ndomo/status": on_status})
+    status = await command(client, "ndomo.status", {})
+    assert status["mode"] == "discussion"
+    await asyncio.to_thread(ndomo, tmp_path, "mode", "set", "--mode", "autopilot")
+    while True:  # the editor hears it through the store's change notification (no timing assumed)
+        s = await seen.get()
+        if s["mode"] == "autopilot":
+            break
+    assert s["session"] == status["session"]
