@@ -95,6 +95,16 @@ class SandboxConfig(_Section):
             raise ValueError(f"{bad[0]!r}: give a path under ~/ or an absolute path")
         return value
 
+class InstructionsConfig(_Section):
+    """Project instruction files read into the system prompt."""
+
+    enabled: bool = True
+    max_chars: int = Field(default=16_000, ge=0, description="Cap on all instruction files together.")
+    files: list[str] = Field(
+        default_factory=lambda: ["AGENTS.md", ".ndomo/instructions.md", "CLAUDE.md"],
+        description="Workspace-relative files, read in this order while the cap lasts.",
+    )
+
 
 class Settings(_Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
@@ -104,6 +114,7 @@ class Settings(_Section):
     threshold: ThresholdConfig = Field(default_factory=ThresholdConfig)
     shell: ShellConfig = Field(default_factory=ShellConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    instructions: InstructionsConfig = Field(default_factory=InstructionsConfig)
     secret_globs: list[str] = Field(
         default_factory=lambda: [".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_ed25519*", "*.p12"]
     )
