@@ -106,6 +106,14 @@ class InstructionsConfig(_Section):
     )
 
 
+class MemoryConfig(_Section):
+    """Notes (`remember`) brought back into turns."""
+
+    recall: bool = Field(default=True, description="Add the notes most relevant to a prompt to its message.")
+    recall_notes: int = Field(default=3, ge=0, le=20)
+    recall_chars: int = Field(default=1200, ge=0, description="Budget for the recalled notes in one prompt.")
+
+
 class Settings(_Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
     db: str = Field(default=".ndomo/ndomo.db", description="Plan store file, relative to the workspace.")
@@ -115,6 +123,7 @@ class Settings(_Section):
     shell: ShellConfig = Field(default_factory=ShellConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     instructions: InstructionsConfig = Field(default_factory=InstructionsConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
     secret_globs: list[str] = Field(
         default_factory=lambda: [".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_ed25519*", "*.p12"]
     )
