@@ -12,6 +12,7 @@ from ndomo.llm.budget import trim_to_chars
 from ndomo.runtime import model_fit as mf
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.history import record
+from ndomo.runtime.output import current_call
 from ndomo.runtime.events import Notice, TextDelta, ToolFinished, ToolStarted
 from ndomo.runtime.tools import ToolResult, tool_specs
 
@@ -86,7 +87,11 @@ async def run_call(ctx: TurnContext, call: ToolCall) -> ToolResult:
             f"the arguments for '{call.name}' were not valid JSON ({call.error}); send them again as a JSON object"
         )
     else:
-        result = await rt.coordinator.run(entry, lambda: rt.plugins.tools.execute(ctx, call.name, call.arguments))
+        token = current_call.set((entry.id, call.name))  # the tool's task inherits it (live output)
+        try:
+            result = await rt.coordinator.run(entry, lambda: rt.plugins.tools.execute(ctx, call.name, call.arguments))
+        finally:
+            current_call.reset(token)
     await rt.emit(ctx, ToolFinished(call_id=entry.id, name=call.name, status=result.status, summary=summarise(result)))
     return result
 
