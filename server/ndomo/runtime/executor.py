@@ -145,8 +145,13 @@ async def execute(ctx: TurnContext) -> None:
             text, calls = await _ask(ctx, client, specs)
             await _add(ctx, Message(role="assistant", content=text or None, tool_calls=calls))
             if not calls:
-                ctx.answer = text
-                break
+                nudge = await ctx.runtime.plugins.modes[ctx.mode].on_stop(ctx, text)
+                if nudge is None:
+                    ctx.answer = text
+                    break
+                await ctx.runtime.emit(ctx, Notice(level="info", message=nudge.splitlines()[0]))
+                await _add(ctx, Message(role="user", content=nudge))  # the mode asks it to go on
+                continue
             ended = False
             for call in calls:
                 if ended:
