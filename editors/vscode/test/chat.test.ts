@@ -117,7 +117,7 @@ test("the view loads the history, sends prompts, stops turns and single tool cal
   assert.equal(last().turns.at(-1).prompt, "now this");
 });
 
-test("an approval is answered inline (the notification is withdrawn) or by the notification", async () => {
+test("an approval is answered inline or by the notification, whichever comes first", async () => {
   let popupAnswer: (v: string | undefined) => void = () => {};
   const chat = new ChatView("dist" as any, { execute: async () => ({}) }, () => new Promise((r) => (popupAnswer = r)), (b: any, n) => `${b}/${n}` as any);
   const fv = fakeView();
@@ -132,4 +132,16 @@ test("an approval is answered inline (the notification is withdrawn) or by the n
   const second = chat.ask({ message: "again?", actions: [{ title: "Deny" }] });
   popupAnswer("Deny");
   assert.deepEqual(await second, { title: "Deny" });
+});
+
+test("notes are listed and one is deleted from the palette", async () => {
+  const { findCommand } = await import("../src/commands");
+  const sent: [string, any][] = [];
+  const ctx: any = {
+    lsp: { async execute(c: string, a: any) { sent.push([c, a]); return c === "ndomo.memory.list" ? [{ id: 4, category: "fact", content: "uses uv" }] : {}; } },
+    ui: { pick: async (items: any[]) => items[0], info: () => {}, error: () => {} },
+    status: () => null,
+  };
+  await findCommand("ndomo.notes")!.run(ctx);
+  assert.deepEqual(sent, [["ndomo.memory.list", {}], ["ndomo.memory.delete", { id: 4 }]]);
 });

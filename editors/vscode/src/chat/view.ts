@@ -73,7 +73,7 @@ export class ChatView {
   }
 
   /** `window/showMessageRequest` (approvals, ask_user): inline here and as a notification;
-   * the first answer wins and the other is withdrawn. */
+   * the first answer wins (a later click on the other is ignored). */
   async ask(params: { message: string; actions?: { title: string }[] }): Promise<{ title: string } | null> {
     const choices = (params.actions ?? []).map((a) => a.title);
     const approval = addApproval(this.state, params.message, choices);
