@@ -127,3 +127,17 @@ async def test_export_writes_the_whole_conversation(app, fake):
     assert "_handed back: which database?_" in text
     elsewhere = await session_export(app, ExportParams(path="out/chat.md"))
     assert elsewhere.path == str(app.root / "out" / "chat.md")
+
+
+async def test_ndomo_run_prints_a_commands_output_under_its_call():
+    import io
+
+    from ndomo.runtime.events import ToolOutput, ToolStarted
+    from ndomo.runtime.host import TerminalHost
+
+    out = io.StringIO()
+    host = TerminalHost(out=out, interactive=False)
+    await host.emit(ToolStarted(call_id="c", name="bash", arguments={"command": "make"}))
+    await host.emit(ToolOutput(call_id="c", name="bash", text="cc -c a.c\ncc -c "))
+    await host.emit(ToolOutput(call_id="c", name="bash", text="b.c\n"))
+    assert out.getvalue() == "  → bash(command='make')\n    | cc -c a.c\n    | cc -c b.c\n"
