@@ -145,3 +145,28 @@ test("notes are listed and one is deleted from the palette", async () => {
   await findCommand("ndomo.notes")!.run(ctx);
   assert.deepEqual(sent, [["ndomo.memory.list", {}], ["ndomo.memory.delete", { id: 4 }]]);
 });
+
+test("a view opened before the server runs loads the history once it starts; a session switch reloads", async () => {
+  let up = false;
+  let session = "s1";
+  const lsp = {
+    async execute(command: string) {
+      if (!up) throw new Error("the ndomo server is not running");
+      if (command === "ndomo.session.open") return { session, status: null, more: 0, turns: [{ id: 1, prompt: `in ${session}`, status: "done", items: [] }] };
+      return [];
+    },
+  };
+  const chat = new ChatView("dist" as any, lsp, async () => undefined, (b: any, n) => `${b}/${n}` as any);
+  const fv = fakeView();
+  chat.resolveWebviewView(fv.view);
+  await fv.send({ type: "ready" });
+  assert.deepEqual(fv.posted.at(-1).state.turns, []); // no error turn: just not loaded yet
+  up = true;
+  chat.reset();
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(fv.posted.at(-1).state.turns.map((t: any) => t.prompt), ["in s1"]);
+  session = "s2";
+  chat.onStatus({ session: "s2", mode: "discussion", agent: "foreman", busy: false, state: "idle", plan: null });
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(fv.posted.at(-1).state.turns.map((t: any) => t.prompt), ["in s2"]);
+});

@@ -68,8 +68,14 @@ export class ChatView {
   }
 
   onStatus(status: StatusInfo): void {
+    if (!status || typeof status.session !== "string") return;
+    const previous = this.state.session;
     applyStatus(this.state, status);
     this.post();
+    if (previous && status?.session && previous !== status.session) {
+      this.loaded = false; // another session became current: show its history
+      void this.reload();
+    }
   }
 
   /** `window/showMessageRequest` (approvals, ask_user): inline here and as a notification;
@@ -92,8 +98,7 @@ export class ChatView {
     try {
       switch (m.type) {
         case "ready":
-          await this.load();
-          this.post();
+          await this.reload();
           return;
         case "send": {
           const prompt = m.prompt.trim();
@@ -144,11 +149,22 @@ export class ChatView {
     this.loaded = true;
   }
 
-  /** The server restarted: the next view load reads the history again. */
+  /** Load the history if the view is open and the server answers (else on the next start). */
+  async reload(): Promise<void> {
+    if (!this.view) return;
+    try {
+      await this.load();
+    } catch {
+      // the server is not up yet: `reset()` loads it once it runs
+    }
+    this.post();
+  }
+
+  /** The server (re)started: read the session's history again. */
   reset(): void {
     this.loaded = false;
     this.state = emptyState();
-    this.post();
+    void this.reload();
   }
 
   private post(): void {
