@@ -99,3 +99,30 @@ async def test_mode_changed_from_the_cli_reaches_the_editors_status(lsp, tmp_pat
         if s["mode"] == "autopilot":
             break
     assert s["session"] == status["session"]
+
+
+async def test_a_second_process_is_refused_while_the_sessions_turn_runs(lsp, tmp_path):
+    with FakeModel(script=[{"text": "slow answer", "delay": 60}]) as slow:
+        client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": slow.url})
+        started = asyncio.get_running_loop().create_future()
+
+        def on_event(params):
+            kind = params["kind"] if isinstance(params, dict) else params.kind
+            if kind == "turn_started" and not started.done():
+                started.set_result(True)
+
+        client.feature("ndomo/turn/event")(on_event)
+        turn = asyncio.ensure_future(command(client, "ndomo.turn", {"prompt": "think long"}))
+        await started  # the editor's turn holds the session now
+        out = await asyncio.to_thread(
+            subprocess.run, [sys.executable, "-m", "ndomo", "run", "--workspace", str(tmp_path), "me too"],
+            capture_output=True, text=True, timeout=120, env=server_env({"NDOMO_BASE_URL": slow.url}),
+            stdin=subprocess.DEVNULL,
+        )
+        assert out.returncode == 1
+        assert "a turn is already running in session" in out.stderr and "(process " in out.stderr
+        assert len(slow.chat_requests()) == 1  # the refused turn never reached the model
+        await command(client, "ndomo.cancel", {})
+        assert (await turn)["status"] == "cancelled"
+        fresh = await asyncio.to_thread(ndomo, tmp_path, "run", "--new", "not refused", fake=slow)
+        assert "a turn is already running" not in fresh

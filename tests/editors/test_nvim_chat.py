@@ -3,6 +3,7 @@ tool call, takes code-action turns, and comes back with the session's history.""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,26 @@ SCRIPT = [
     {"tool_calls": [{"name": "edit", "arguments": {"path": "calc.py", "old_text": "return a - b", "new_text": "return a + b"}}]},
     {"text": "Fixed: add now adds."},
 ]
+
+
+async def remember(ws: Path, text: str) -> int:
+    from ndomo.plans.store import PlanStore
+
+    store = await PlanStore.open(ws / ".ndomo" / "ndomo.db", workspace=ws)
+    try:
+        return (await store.remember(None, "fact", text)).id
+    finally:
+        await store.close()
+
+
+async def notes(ws: Path) -> list:
+    from ndomo.plans.store import PlanStore
+
+    store = await PlanStore.open(ws / ".ndomo" / "ndomo.db", workspace=ws)
+    try:
+        return await store.list_memories()
+    finally:
+        await store.close()
 
 
 def run(ws: Path, tmp: Path, fake: FakeModelProcess, steps: list[str], name: str, **env: str) -> dict:
@@ -58,11 +79,14 @@ def test_chat_buffer_streams_stops_a_call_and_comes_back_with_history(tmp_path: 
         assert "Stopped the sleep, going on." in stopped and stopped.count("✓ done") == 2
         assert "Fixed: add now adds." in r["after_code_action"]
 
-        again = run(ws, tmp_path, fake, ["attach", "history"], "second", NDOMO_TEST_LAYOUT="float")
+        note = asyncio.run(remember(ws, "Builds use uv"))
+        again = run(ws, tmp_path, fake, ["attach", "history", "notes"], "second", NDOMO_TEST_LAYOUT="float")
         assert not again["errors"], f"{again['errors']}\n{again.get('final')}"
         assert again["layout_float"] is True
         history = again["history"]
         assert history.index("> run the script") < history.index("> sleep now") and "Ran it." in history
         assert again["history_status"]["agent"] == "craftsman"
+        assert again["notes"] == [f"#{note} [fact] Builds use uv"]
+        assert asyncio.run(notes(ws)) == []
     finally:
         fake.close()

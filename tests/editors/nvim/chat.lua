@@ -47,6 +47,10 @@ end
 
 -- approvals: answered "Allow once", after the chat has drawn the pending question
 vim.ui.select = function(items, opts, on_choice)
+  if opts.kind == "ndomo_notes" then -- :Ndomo notes: record the list, delete the first
+    results.notes = vim.tbl_map(opts.format_item, items)
+    return on_choice(items[1])
+  end
   vim.schedule(function()
     for _, l in ipairs(chat_lines()) do
       if l:sub(1, 2) == "? " then table.insert(results.questions_in_chat, l) end
@@ -131,6 +135,19 @@ function S.history()
   wait(20000, function() return has("> run the script") end, "the stored history")
   results.history = chat_lines()
   results.history_status = ndomo.last_status
+end
+
+-- notes listed and one deleted from the editor
+function S.notes()
+  local deleted = false
+  local notify = vim.notify
+  vim.notify = function(msg, ...)
+    if tostring(msg):find("deleted note", 1, true) then deleted = true end
+    return notify(msg, ...)
+  end
+  vim.cmd("Ndomo notes")
+  wait(10000, function() return deleted end, "the note deleted")
+  vim.notify = notify
 end
 
 for _, name in ipairs(steps) do
