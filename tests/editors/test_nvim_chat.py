@@ -70,6 +70,7 @@ def test_chat_buffer_streams_stops_a_call_and_comes_back_with_history(tmp_path: 
         running = r["while_running"]
         assert "    | started" in running and "    | finished" not in running and "… working" in running
         assert r["busy_while_streaming"] is True and r["output_folded"] is True
+        assert running[0].startswith("# ndomo · craftsman · autopilot · working")
         assert any("wants bash" in q for q in r["questions_in_chat"]), r["questions_in_chat"]
         done = r["after_stream"]
         assert "> run the script" in done and "Ran it." in done and "✓ done" in done

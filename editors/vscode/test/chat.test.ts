@@ -4,7 +4,7 @@ import { strict as assert } from "node:assert";
 import { test } from "node:test";
 
 import { chatHtml, csp } from "../src/chat/html";
-import { applyEvent, applyHistory, applyStatus, describeOutcome, emptyState } from "../src/chat/model";
+import { applyEvent, applyHistory, applyStatus, describeOutcome, describeStatus, emptyState } from "../src/chat/model";
 import { ChatView } from "../src/chat/view";
 
 const SOURCE = "https://file+.vscode-resource.vscode-cdn.net";
@@ -169,4 +169,10 @@ test("a view opened before the server runs loads the history once it starts; a s
   chat.onStatus({ session: "s2", mode: "discussion", agent: "foreman", busy: false, state: "idle", plan: null });
   await new Promise((r) => setImmediate(r));
   assert.deepEqual(fv.posted.at(-1).state.turns.map((t: any) => t.prompt), ["in s2"]);
+});
+
+test("the header says the scope state and plan progress in plain words", () => {
+  assert.equal(describeStatus({ session: "s", mode: "autopilot", agent: "craftsman", busy: true, state: "state 2 · planned (3/5 files)", plan: { slug: "cache", done: 1, total: 4 } }),
+    "craftsman · autopilot · working… · state 2 · planned (3/5 files) · plan cache 1/4");
+  assert.equal(describeStatus({ session: "s", mode: "discussion", agent: "foreman", busy: false, state: "idle", plan: null }), "foreman · discussion");
 });

@@ -131,7 +131,10 @@ function M.render()
   local lines, calls = {}, {}
   local s = state.status
   if type(s) == "table" then
-    table.insert(lines, ("# ndomo · %s · %s%s"):format(str(s.agent), str(s.mode), s.busy and " · working" or ""))
+    local extra = ""
+    if s.state and s.state ~= vim.NIL and not ({ [""] = 1, idle = 1, done = 1 })[s.state] then extra = " · " .. s.state end
+    if type(s.plan) == "table" then extra = extra .. (" · plan %s/%s"):format(str(s.plan.done), str(s.plan.total)) end
+    table.insert(lines, ("# ndomo · %s · %s%s%s"):format(str(s.agent), str(s.mode), s.busy and " · working" or "", extra))
   else
     table.insert(lines, "# ndomo")
   end

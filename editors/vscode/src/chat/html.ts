@@ -24,6 +24,7 @@ export function csp(cspSource: string, n: string): string {
 const STYLE = `
 body { font-family: var(--vscode-font-family); font-size: var(--vscode-font-size); color: var(--vscode-foreground);
   background: var(--vscode-sideBar-background); margin: 0; padding: 0; display: flex; flex-direction: column; height: 100vh; }
+#head { padding: 4px 8px; border-bottom: 1px solid var(--vscode-panel-border); }
 #log { flex: 1; overflow-y: auto; padding: 6px 8px; }
 .turn { border-bottom: 1px solid var(--vscode-panel-border); padding: 6px 0; }
 .prompt { font-weight: 600; white-space: pre-wrap; }
@@ -58,6 +59,7 @@ export function chatHtml(cspSource: string, scriptUri: string, n: string = nonce
 <style nonce="${n}">${STYLE}</style>
 </head>
 <body>
+<div id="head" class="meta"></div>
 <div id="log" aria-live="polite"></div>
 <div id="approvals"></div>
 <div id="input">

@@ -188,6 +188,18 @@ export function removeApproval(state: ChatState, id: number): void {
   state.approvals = state.approvals.filter((a) => a.id !== id);
 }
 
+const QUIET = new Set(["", "idle", "done"]);
+
+/** The header: agent · mode, the craftsman's scope state or last outcome when notable, plan progress. */
+export function describeStatus(s: StatusInfo | null): string {
+  if (!s) return "ndomo: connecting…";
+  const parts = [`${s.agent} · ${s.mode}`];
+  if (s.busy) parts.push("working…");
+  if (!QUIET.has(s.state ?? "")) parts.push(s.state);
+  if (s.plan) parts.push(`plan ${s.plan.slug ? s.plan.slug + " " : ""}${s.plan.done}/${s.plan.total}`);
+  return parts.join(" · ");
+}
+
 /** Plain words for a turn's end state. */
 export function describeOutcome(t: TurnView): string {
   switch (t.status) {

@@ -5,7 +5,7 @@
  * extension posts and sends back what the user does. No network, no remote resources.
  */
 
-import { ChatState, describeOutcome, Item, MODES, TurnView } from "./model";
+import { ChatState, describeOutcome, describeStatus, Item, MODES, TurnView } from "./model";
 
 declare function acquireVsCodeApi(): { postMessage(m: unknown): void };
 
@@ -65,6 +65,7 @@ function fill(select: HTMLSelectElement, values: string[], current: string | und
 
 function draw(): void {
   if (!state) return;
+  $("head").textContent = describeStatus(state.status);
   const log = $("log");
   const atEnd = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
   const turns = state.turns.map(drawTurn);
