@@ -126,3 +126,42 @@ async def test_a_second_process_is_refused_while_the_sessions_turn_runs(lsp, tmp
         assert (await turn)["status"] == "cancelled"
         fresh = await asyncio.to_thread(ndomo, tmp_path, "run", "--new", "not refused", fake=slow)
         assert "a turn is already running" not in fresh
+
+
+def _frame(obj: dict) -> bytes:
+    body = json.dumps(obj).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def test_the_server_exits_when_exit_follows_shutdown_at_once(tmp_path):
+    """Neovim's `:qa` sends `exit` without waiting for `shutdown` to finish; the store's
+    worker threads must not keep the process alive."""
+    proc = subprocess.Popen([sys.executable, "-m", "ndomo", "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, cwd=tmp_path, env=server_env())
+    try:
+        def read_until(want_id):
+            while True:
+                n = 0
+                while (line := proc.stdout.readline()) not in (b"\r\n", b"\n", b""):
+                    if line.startswith(b"Content-Length:"):
+                        n = int(line.split(b":")[1])
+                msg = json.loads(proc.stdout.read(n))
+                if msg.get("id") == want_id:
+                    return msg
+
+        proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                 "params": {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}}}))
+        proc.stdin.flush()
+        read_until(1)
+        proc.stdin.write(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand",
+                                 "params": {"command": "ndomo.status", "arguments": [{}]}}))
+        proc.stdin.flush()
+        assert read_until(2)["result"]["mode"] == "discussion"  # the store is open
+        proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}) + _frame({"jsonrpc": "2.0", "method": "exit"}))
+        proc.stdin.flush()
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
