@@ -44,6 +44,19 @@ async def notes(ws: Path) -> list:
         await store.close()
 
 
+def servers_left(log: Path) -> list[str]:
+    """`ndomo serve` processes still running for this log file, waited for a while to end."""
+    import subprocess
+    import time
+
+    deadline = time.monotonic() + 30
+    while True:
+        out = subprocess.run(["pgrep", "-f", f"--log-file {log}"], capture_output=True, text=True).stdout.split()
+        if not out or time.monotonic() > deadline:
+            return out
+        time.sleep(0.2)
+
+
 def run(ws: Path, tmp: Path, fake: FakeModelProcess, steps: list[str], name: str, **env: str) -> dict:
     return _nvim(
         HERE / "nvim" / "chat.lua",
@@ -79,6 +92,7 @@ def test_chat_buffer_streams_stops_a_call_and_comes_back_with_history(tmp_path: 
         assert any(line.startswith("✗ bash cancelled") for line in stopped), stopped
         assert "Stopped the sleep, going on." in stopped and stopped.count("✓ done") == 2
         assert "Fixed: add now adds." in r["after_code_action"]
+        assert servers_left(tmp_path / "first.log") == []  # :qa! ended the server too
 
         note = asyncio.run(remember(ws, "Builds use uv"))
         again = run(ws, tmp_path, fake, ["attach", "history", "notes"], "second", NDOMO_TEST_LAYOUT="float")
