@@ -31,7 +31,7 @@ def needed_modes(agent) -> set[str]:
 
 def recommended(agent, names: set[str]) -> set[str]:
     """Sub-agents the prompt recommends delegating to: named in a section about delegation
-    (its text says "delegate"), on a line that is not a prohibition, outside "Never" sections."""
+    (its text says "delegate"), in a sentence that is not a prohibition, outside "Never" sections."""
     sections: list[tuple[str, list[str]]] = [("", [])]
     for line in agent.prompt.splitlines():
         if line.startswith("#"):
@@ -42,7 +42,7 @@ def recommended(agent, names: set[str]) -> set[str]:
     for heading, lines in sections:
         if re.search(r"\bnever\b", heading, re.IGNORECASE) or not re.search(r"delegat", "\n".join(lines), re.I):
             continue
-        for line in lines:
+        for line in (part for ln in lines for part in re.split(r"(?<=[.;])\s+", ln)):  # sentence by sentence
             if NEGATIVE.search(line):
                 continue
             for n in names - {agent.name}:
