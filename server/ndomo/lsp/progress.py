@@ -8,7 +8,6 @@ turn's context. Cancelling the progress in the editor cancels the turn.
 from __future__ import annotations
 
 import asyncio
-
 import logging
 import uuid
 from pathlib import Path
