@@ -86,7 +86,8 @@ class Environment(PromptContributor):
 
 class HandbackParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    reason: str = Field(min_length=1, description="what blocks you, what you need")
+    # no field description: the tool's own says it (every request carries this schema)
+    reason: str = Field(min_length=1)
 
 
 @tool(

@@ -44,7 +44,7 @@ async def test_recall_tool_searches_by_words_and_category_in_every_mode(app, fak
     await store.remember(None, "fact", "Deploys run on Fridays")
     rt = Runtime(app, build_plugins())
     for mode in ("discussion", "brainstorming", "autopilot"):
-        fake.push({"tool_calls": [{"name": "recall", "arguments": {"query": "postgresql", "category": "decision"}}]})
+        fake.push({"tool_calls": [{"name": "recall", "arguments": {"query": "decision: postgresql"}}]})
         fake.push({"text": "ok"})
         await rt.run(TurnRequest(prompt="zzz", mode=mode))
         result = [m["content"] for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "tool"][-1]
@@ -54,6 +54,11 @@ async def test_recall_tool_searches_by_words_and_category_in_every_mode(app, fak
     await rt.run(TurnRequest(prompt="zzz"))
     result = [m["content"] for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "tool"][-1]
     assert result == "no notes match 'kubernetes'"
+    fake.push({"tool_calls": [{"name": "recall", "arguments": {"query": "Preferences:"}}]})  # a whole category
+    fake.push({"text": "ok"})
+    await rt.run(TurnRequest(prompt="zzz"))
+    result = [m["content"] for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "tool"][-1]
+    assert "psql syntax" in result and DECISION not in result and "Fridays" not in result
 
 
 async def test_recalled_notes_stay_within_the_budget_and_can_be_turned_off(app, fake):

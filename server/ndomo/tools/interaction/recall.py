@@ -8,7 +8,7 @@ not instructions, and they are not stored with the conversation.
 
 from __future__ import annotations
 
-from typing import Literal
+import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,27 +26,36 @@ NOTES_HEADER = (
 
 class RecallParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    query: str = Field(min_length=1, max_length=500, description="Words to look for in the notes.")
-    category: Literal["fact", "decision", "preference"] | None = Field(
-        default=None, description="Only notes of this category."
-    )
-    limit: int = Field(default=5, ge=1, le=20)
+    query: str = Field(min_length=1, max_length=500)
+
+
+RECALL_LIMIT = 5  # notes per call
+# "decision: database" searches decisions only; "decision:" alone lists the latest decisions.
+# The category rides in the query, not in its own parameter: every request of every mode
+# carries this schema, and the first request has a size ceiling (tests/unit/llm/test_adapt.py).
+_CATEGORY = re.compile(r"\s*(fact|decision|preference)s?\s*:\s*(.*)", re.IGNORECASE | re.DOTALL)
+
+
+def parse_query(query: str) -> tuple[str | None, str]:
+    """(category or None, the words to search)."""
+    m = _CATEGORY.fullmatch(query)
+    return (m.group(1).lower(), m.group(2).strip()) if m else (None, query.strip())
 
 
 def note_line(m: Memory) -> str:
     return f"- #{m.id} [{m.category}] {' '.join(m.content.split())}"
 
 
-@tool(
-    "recall",
-    RecallParams,
-    description="Search the notes saved with `remember` (findings, decisions, preferences), best match first.",
-)
+@tool("recall", RecallParams, description="Search notes.")
 async def recall(ctx: TurnContext, p: RecallParams) -> ToolResult:
     store = await ctx.app.store()
-    found = await store.search_memories(p.query, p.limit, category=p.category, any_word=True)
+    category, words = parse_query(p.query)
+    if words:
+        found = await store.search_memories(words, RECALL_LIMIT, category=category, any_word=True)
+    else:
+        found = await store.list_memories(category, RECALL_LIMIT)
     if not found:
-        return ToolResult(content=f"no notes match {p.query!r}" + (f" in {p.category}" if p.category else ""))
+        return ToolResult(content=f"no notes match {p.query!r}")
     return ToolResult(content="\n".join(note_line(m) for m in found), data={"ids": [m.id for m in found]})
 
 
