@@ -114,6 +114,8 @@ async def test_a_second_process_is_refused_while_the_sessions_turn_runs(lsp, tmp
         client.feature("ndomo/turn/event")(on_event)
         turn = asyncio.ensure_future(command(client, "ndomo.turn", {"prompt": "think long"}))
         await started  # the editor's turn holds the session now
+        while not slow.chat_requests():  # and its model request is out (the fake holds it)
+            await asyncio.sleep(0.05)
         out = await asyncio.to_thread(
             subprocess.run, [sys.executable, "-m", "ndomo", "run", "--workspace", str(tmp_path), "me too"],
             capture_output=True, text=True, timeout=120, env=server_env({"NDOMO_BASE_URL": slow.url}),
@@ -165,3 +167,25 @@ def test_the_server_exits_when_exit_follows_shutdown_at_once(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+async def test_an_open_export_is_refreshed_through_the_editors_buffer(lsp, tmp_path, fake):
+    from lsprotocol import types
+
+    from tests.e2e.editor_support import EditorDisk
+
+    disk = EditorDisk()
+    client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url},
+                             handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)})
+    fake.push({"text": "first answer"})
+    await command(client, "ndomo.turn", {"prompt": "first question"})
+    exported = await command(client, "ndomo.session.export", {})
+    path = tmp_path / ".ndomo" / "sessions" / f"{exported['session']}.md"
+    assert exported["path"] == str(path)
+    uri = disk.open(client, path, path.read_text(encoding="utf-8"))  # the user opened the export
+    fake.push({"text": "second answer"})
+    await command(client, "ndomo.turn", {"prompt": "second question"})
+    await command(client, "ndomo.session.export", {})
+    assert [r.edit for r in disk.requests if uri in str(r.edit)], "the open buffer was edited"
+    assert "second answer" in disk.buffers[uri][1] and "first answer" in disk.buffers[uri][1]
+    assert "second answer" in path.read_text(encoding="utf-8")

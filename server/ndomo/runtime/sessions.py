@@ -160,8 +160,12 @@ async def session_export(app: App, p: ExportParams) -> Exported:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
 
+    # An editor that has the export open gets it through its buffer (lsp/owned.py), so the
+    # buffer never goes stale; elsewhere (the CLI) the file is written.
+    owned = app.services.get("owned_writer")
     try:
-        await asyncio.to_thread(write)
+        if owned is None or not await owned(target, text):
+            await asyncio.to_thread(write)
     except OSError as exc:
         raise ActionError(f"cannot write {target}: {exc.strerror or exc}", field="path", kind="failed") from None
     return Exported(session=view.session, path=str(target), turns=len(view.turns))
