@@ -87,3 +87,17 @@ async def test_a_hand_back_or_another_mode_is_not_re_prompted(app, fake):
     fake.push({"text": ""})
     talk = await rt.run(TurnRequest(prompt="thoughts?", mode="discussion"))
     assert talk.status == "done" and len(fake.chat_requests()) == 2
+
+
+async def test_a_turn_on_one_task_is_not_held_to_the_rest_of_its_plan(app, fake):
+    rt = runtime(app)
+    plan = await committed_plan(rt)
+    store = await app.store()
+    await store.update_session((await rt.session()).id, committed_plan_id=None)
+    (await rt.session()).committed_plan_id = None
+    first = plan.tasks[0]
+    fake.push({"tool_calls": [{"name": "task_update_status", "arguments": {"id": first.id, "status": "done"}}]})
+    fake.push({"text": "task 1 done"})
+    summary = await rt.run(TurnRequest(prompt="do task 1", mode="autopilot", agent="craftsman", task_id=str(first.id)))
+    assert summary.status == "done" and summary.answer == "task 1 done"
+    assert len(fake.chat_requests()) == 2  # no re-prompt for the plan's other pending task

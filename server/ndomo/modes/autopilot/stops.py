@@ -6,8 +6,9 @@ mode's iteration cap) to go on, re-plan or hand back. After a re-prompt, an answ
 text is the model saying why it stops, and the turn is done; stopping silently again ends
 the turn `blocked`, never `done`.
 
-The plans a turn works on: the session's committed plan, the plan of the task it was asked
-to run, and every plan its tool calls changed (`plan_changed` events).
+The plans a turn works on: the session's committed plan and every plan its tool calls
+changed (`plan_changed` events). A turn started on one task (`task_id`) is not held to the
+rest of that task's plan, and the task itself is closed by the turn's end.
 """
 
 from __future__ import annotations
@@ -46,11 +47,14 @@ async def _open_tasks(ctx: "TurnContext") -> list[tuple[Any, list[Any]]]:
     if ctx.session.committed_plan_id:
         ids.add(ctx.session.committed_plan_id)
     store = await ctx.app.store()
-    if ctx.request.task_id:
+    bound = None  # a turn started on one task works on that task, not on the rest of its plan,
+    if ctx.request.task_id:  # and the turn's end closes that task (agents/feature.py)
         try:
-            ids.add((await store.get_task(int(ctx.request.task_id.lstrip("#")))).plan_id)
-        except Exception:  # a bad task id was reported when the turn started
-            log.debug("task %s not found", ctx.request.task_id)
+            bound = int(ctx.request.task_id.lstrip("#"))
+        except ValueError:
+            bound = None
+    if bound is not None:
+        return []
     out = []
     for pid in sorted(ids):
         try:
