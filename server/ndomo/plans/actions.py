@@ -187,7 +187,7 @@ async def session_list(app: "App", p: SessionListParams) -> list[Session]:
 class MemoryListParams(_P):
     category: MemoryCategory | None = Field(default=None, description="fact, decision or preference")
     query: str | None = Field(default=None, description="Only notes with these words (best match first).")
-    limit: int = Field(default=100, ge=1, le=1000)
+    limit: int = Field(default=100, ge=1, le=1000, description="At most this many notes.")
 
 
 class MemoryDeleteParams(_P):
