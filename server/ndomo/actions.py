@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 ACTION_MODULES: list[str] = [
     "ndomo.health",
     "ndomo.runtime.actions",
+    "ndomo.runtime.sessions",
     "ndomo.plans.actions",
     "ndomo.runtime.approvals_actions",
     "ndomo.runtime.undo",

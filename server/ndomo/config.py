@@ -95,6 +95,24 @@ class SandboxConfig(_Section):
             raise ValueError(f"{bad[0]!r}: give a path under ~/ or an absolute path")
         return value
 
+class InstructionsConfig(_Section):
+    """Project instruction files read into the system prompt."""
+
+    enabled: bool = True
+    max_chars: int = Field(default=16_000, ge=0, description="Cap on all instruction files together.")
+    files: list[str] = Field(
+        default_factory=lambda: ["AGENTS.md", ".ndomo/instructions.md", "CLAUDE.md"],
+        description="Workspace-relative files, read in this order while the cap lasts.",
+    )
+
+
+class MemoryConfig(_Section):
+    """Notes (`remember`) brought back into turns."""
+
+    recall: bool = Field(default=True, description="Add the notes most relevant to a prompt to its message.")
+    recall_notes: int = Field(default=3, ge=0, le=20)
+    recall_chars: int = Field(default=1200, ge=0, description="Budget for the recalled notes in one prompt.")
+
 
 class Settings(_Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
@@ -104,6 +122,8 @@ class Settings(_Section):
     threshold: ThresholdConfig = Field(default_factory=ThresholdConfig)
     shell: ShellConfig = Field(default_factory=ShellConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    instructions: InstructionsConfig = Field(default_factory=InstructionsConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
     secret_globs: list[str] = Field(
         default_factory=lambda: [".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_ed25519*", "*.p12"]
     )
@@ -111,7 +131,9 @@ class Settings(_Section):
         default=120_000, ge=1000, description="Conversation kept across a session's turns; oldest exchanges go first."
     )
     review_edits: bool = False
-    open_transcript: bool = True
+    open_transcript: bool = Field(
+        default=False, description="Show the session's markdown export beside the file after each turn."
+    )
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
 

@@ -10,6 +10,7 @@ from ndomo import __version__
 from ndomo.actions import action
 from ndomo.app import App
 from ndomo.config import ConfigProblem
+from ndomo.runtime.instructions import InstructionFile
 
 
 class HealthParams(BaseModel):
@@ -63,6 +64,10 @@ class SandboxHealth(BaseModel):
     state: str  # the phrase the approval prompt shows
     detail: str
     warning: str
+class InstructionsHealth(BaseModel):
+    enabled: bool
+    max_chars: int
+    files: list[InstructionFile]  # each instruction file found, with what went into the prompt
 
 
 class HealthReport(BaseModel):
@@ -74,6 +79,7 @@ class HealthReport(BaseModel):
     model: ModelHealth
     agents: AgentsHealth
     sandbox: SandboxHealth
+    instructions: InstructionsHealth | None = None
 
 
 async def _database(app: App) -> DatabaseHealth:
@@ -177,6 +183,30 @@ def _sandbox_line(s: dict) -> str:
     return line
 
 
+async def _instructions(app: App) -> InstructionsHealth:
+    from ndomo.runtime.instructions import read_instructions
+
+    found = await asyncio.to_thread(read_instructions, app)
+    return InstructionsHealth(
+        enabled=found.enabled, max_chars=found.max_chars, files=found.files
+    )
+
+
+def _render_instructions(r: dict) -> str:
+    ins = r.get("instructions")
+    if not ins:
+        return "instructions -"
+    if not ins["enabled"]:
+        return "instructions off (instructions.enabled: false)"
+    if not ins["files"]:
+        return f"instructions none found (cap {ins['max_chars']} characters)"
+    shown = []
+    for f in ins["files"]:
+        size = f"{f['chars']} chars" if f["used"] == f["chars"] else f"{f['used']} of {f['chars']} chars"
+        shown.append(f"{f['path']} ({size}{', ' + f['note'] if f['note'] else ''})")
+    return f"instructions {', '.join(shown)} (cap {ins['max_chars']})"
+
+
 def render_health(r: dict) -> str:
     mark = {True: "ok", False: "FAIL", None: "-"}
     lines = [
@@ -190,14 +220,15 @@ def render_health(r: dict) -> str:
         f"agents    {r['agents']['loaded']} loaded: {', '.join(r['agents']['names'])}",
         *[f"          {p['path']}:{(p['line'] or 0) + 1}: {p['message']}" for p in r["agents"]["problems"]],
         *([_sandbox_line(r["sandbox"])] if "sandbox" in r else []),
+        _render_instructions(r),
     ]
     return "\n".join(lines)
 
 
 @action("health", HealthParams, summary="Version, configuration, database, model and agent checks", render=render_health, shows_config=True)
 async def health(app: App, params: HealthParams) -> HealthReport:
-    db, model, agents, sandbox = await asyncio.gather(
-        _database(app), _model(app, params.probe_model), _agents(app), _sandbox(app)
+    db, model, agents, sandbox, instructions = await asyncio.gather(
+        _database(app), _model(app, params.probe_model), _agents(app), _sandbox(app), _instructions(app)
     )
     config = ConfigHealth(ok=not app.config_problems, problems=app.config_problems)
     ok = config.ok and db.ok and model.ok is not False and not agents.problems and sandbox.ok
@@ -210,4 +241,5 @@ async def health(app: App, params: HealthParams) -> HealthReport:
         model=model,
         agents=agents,
         sandbox=sandbox,
+        instructions=instructions,
     )

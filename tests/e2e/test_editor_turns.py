@@ -39,7 +39,7 @@ async def test_code_action_turn_edits_open_buffer_with_progress_and_undo(lsp, tm
     ]
     disk = EditorDisk()
     with FakeModel(script=script) as fake:
-        client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url},
+        client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url}, init_options={"open_transcript": True},
                                  handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)})
         uri = disk.open(client, src, "x = 1\n# buffer only\n", version=3)
         sel = types.Range(start=types.Position(line=1, character=0), end=types.Position(line=1, character=13))
@@ -66,7 +66,7 @@ async def test_code_action_turn_edits_open_buffer_with_progress_and_undo(lsp, tm
         assert reports[0].title == "craftsman · autopilot" and reports[0].cancellable is True
         assert any(isinstance(r, types.WorkDoneProgressReport) and "edit" in (r.message or "") for r in reports)
         assert isinstance(reports[-1], types.WorkDoneProgressEnd) and reports[-1].message == "done"
-        # the transcript opened beside the code, without focus
+        # with open_transcript, the session's export is shown beside the code, without focus
         shown = [d for d in client.shown_documents if "/.ndomo/sessions/" in d.uri]
         assert shown and shown[0].uri.endswith(f"{summary['session']}.md") and not shown[0].take_focus
 

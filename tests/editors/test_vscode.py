@@ -58,5 +58,6 @@ def test_build_and_package(built: Path) -> None:
     with zipfile.ZipFile(vsix[0]) as z:
         names = set(z.namelist())
     assert "extension/dist/extension.js" in names
+    assert {"extension/dist/chat.js", "extension/media/ndomo.svg"} <= names  # the conversation view
     assert "extension/package.json" in names
     assert not any(n.startswith("extension/src/") or n.startswith("extension/node_modules/") for n in names)

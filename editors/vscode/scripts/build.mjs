@@ -13,3 +13,15 @@ await build({
   minify: process.argv.includes("--minify"),
   logLevel: "info",
 });
+
+// The conversation view's webview script (runs in the webview, not in the extension host).
+await build({
+  entryPoints: ["src/chat/webview.ts"],
+  bundle: true,
+  outfile: "dist/chat.js",
+  platform: "browser",
+  format: "iife",
+  target: "es2020",
+  minify: process.argv.includes("--minify"),
+  logLevel: "info",
+});

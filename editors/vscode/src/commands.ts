@@ -257,6 +257,22 @@ export const PALETTE: PaletteCommand[] = [
       return res;
     },
   },
+  {
+    id: "ndomo.notes",
+    title: "Notes (list, delete)",
+    lsp: "ndomo.memory.delete",
+    async run(ctx) {
+      const notes = ((await ctx.lsp.execute("ndomo.memory.list", {})) ?? []) as { id: number; category: string; content: string }[];
+      if (!notes.length) {
+        ctx.ui.info("ndomo: no notes yet");
+        return undefined;
+      }
+      const items = notes.map((n) => ({
+        label: `#${n.id} [${n.category}]`, detail: n.content, command: "ndomo.memory.delete", args: { id: n.id },
+      }));
+      return runPick(ctx, items, "Pick a note to delete (Esc keeps them all)");
+    },
+  },
 ];
 
 function describe(res: unknown, fallback: string): string {

@@ -13,6 +13,7 @@ import { Context, Lsp, PALETTE, PickItem, Selection, Ui } from "./commands";
 import { affectsServer, initializationOptions, serverCommand } from "./config";
 import { formatStatus, parseStatus, StatusPayload } from "./status";
 import { describeEvent } from "./transcript";
+import { ChatView, VIEW_ID } from "./chat/view";
 
 let client: LanguageClient | undefined;
 let lastStatus: StatusPayload | null = null;
@@ -93,6 +94,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
   const ui = makeUi(output);
   const ctx: Context = { lsp: makeLsp(), ui, status: () => lastStatus };
+  const chat = new ChatView(vscode.Uri.joinPath(context.extensionUri, "dist"), ctx.lsp);
+  context.subscriptions.push(
+    vscode.window.registerWebviewViewProvider(VIEW_ID, chat, { webviewOptions: { retainContextWhenHidden: true } }),
+  );
 
   for (const cmd of PALETTE) {
     context.subscriptions.push(
@@ -115,13 +120,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       if (status) {
         lastStatus = status;
         render(true);
+        chat.onStatus(status);
       }
     });
     client.onNotification("ndomo/turn/event", (event: unknown) => {
       const line = describeEvent(event);
       if (line !== null) transcript.append(line);
+      chat.onEvent(event);
     });
     await client.start();
+    // questions and approvals also inline in the conversation view (first answer wins)
+    client.onRequest("window/showMessageRequest", (params: any) => chat.ask(params));
+    chat.reset();
   };
   const stop = async () => {
     const c = client;

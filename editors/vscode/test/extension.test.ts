@@ -13,7 +13,7 @@ const LC = (lc as any).LanguageClient;
 const clients: any[] = (lc as any).clients;
 
 async function start() {
-  const context = { subscriptions: [] as { dispose(): unknown }[] };
+  const context = { subscriptions: [] as { dispose(): unknown }[], extensionUri: { path: "/ext" } };
   await activate(context as any);
   return { context, client: clients.at(-1) };
 }
@@ -75,4 +75,21 @@ test("turn events go to the transcript channel", async () => {
   const { client } = await start();
   client.notify("ndomo/turn/event", { kind: "text", text: "hello" });
   assert.deepEqual(stub.output.get("ndomo transcript"), ["hello"]);
+});
+
+test("the conversation view gets the turn events, the status and the editor's questions", async () => {
+  const { client } = await start();
+  const chat: any = stub.webviewViews.get("ndomo.chat");
+  assert.ok(chat, "the conversation view is registered");
+  client.notify("ndomo/turn/event", { kind: "turn_started", turn_id: 3, agent: "craftsman", mode: "autopilot", prompt: "fix the bug" });
+  client.notify("ndomo/turn/event", { kind: "text", turn_id: 3, text: "fixed" });
+  client.notify("ndomo/status", { session: "s", mode: "autopilot", agent: "craftsman", busy: true, state: "idle", plan: null });
+  assert.equal(chat.state.turns[0].prompt, "fix the bug");
+  assert.equal(chat.state.turns[0].items[0].text, "fixed");
+  assert.equal(chat.state.status.busy, true);
+  const ask = client.serverRequests.get("window/showMessageRequest");
+  const answer = ask({ message: "ok?", actions: [{ title: "Allow once" }] });
+  assert.equal(chat.state.approvals[0].message, "ok?");
+  await chat.receive({ type: "answer", id: chat.state.approvals[0].id, choice: "Allow once" });
+  assert.deepEqual(await answer, { title: "Allow once" });
 });

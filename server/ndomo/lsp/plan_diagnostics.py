@@ -117,7 +117,7 @@ class PlanDiagnosticsFeature(Feature):
         # based on; a save changes only the tasks whose box differs from it.
         self.view_base: dict[Path, str] = {}
         self._wake = asyncio.Event()
-        self._status_plan: Any = None  # the status feature sent the first status (plan or not)
+        self._status_plan: Any = None  # (session, mode, agent, plan) last sent
 
     @property
     def open_plans(self) -> set[str]:
@@ -280,14 +280,16 @@ class PlanDiagnosticsFeature(Feature):
                 self.published.pop(uri, None)
 
     async def _publish_status(self, app: App) -> None:
-        """`ndomo/status` carries the session's plan progress: send it when that moved."""
+        """`ndomo/status` carries the session's plan progress, mode and agent: send it when one
+        moved — also when another process (the CLI, a second editor) changed it."""
         from ndomo.runtime.runtime import Runtime
 
         rt = Runtime.of(app)
         state = await rt.session()
         status = await rt.status(state)
-        if status.plan != self._status_plan:
-            self._status_plan = status.plan
+        key = (status.session, status.mode, status.agent, status.plan)
+        first, self._status_plan, previous = self._status_plan is None, key, self._status_plan
+        if key != previous and not (first and status.plan is None):  # the start-up status went out already
             await rt.publish_status(state)
 
     # -- the markdown view written back ---------------------------------------------------------

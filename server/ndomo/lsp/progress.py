@@ -1,4 +1,5 @@
-"""Each editor-started turn is a cancellable work-done progress; its transcript opens beside it.
+"""Each editor-started turn is a cancellable work-done progress (and, with `open_transcript`,
+the session's markdown export is shown after it).
 
 Driven by runtime events (not the host) so the plan's progress can be read from the
 turn's context. Cancelling the progress in the editor cancels the turn.
@@ -7,9 +8,9 @@ turn's context. Cancelling the progress in the editor cancels the turn.
 from __future__ import annotations
 
 import asyncio
-
 import logging
 import uuid
+from pathlib import Path
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -83,14 +84,16 @@ class TurnProgressFeature(Feature):
             # The token is a round trip to the editor: the turn (and its first token) does not
             # wait for it. Reports before it exists are skipped; the end waits for it.
             host.progress_starting = asyncio.ensure_future(self._begin(ctx, host))  # type: ignore[attr-defined]
-            if ctx.app.settings.open_transcript and self.supports_show_document():
-                path = ctx.app.state_dir / "sessions" / f"{ctx.session.id}.md"
-                self.server.spawn(host.show_document(path))
             return
         starting = getattr(host, "progress_starting", None)
         if event.kind == "turn_finished" and top and starting is not None:
             host.progress_starting = None  # type: ignore[attr-defined]
             await starting
+        if event.kind == "turn_finished" and top and ctx.app.settings.open_transcript and self.supports_show_document():
+            try:  # before the turn's result goes back, so the editor shows the export with it
+                await asyncio.wait_for(self._show_export(ctx, host), 10)
+            except Exception:
+                log.warning("the session export could not be shown", exc_info=True)
         entry: _Open | None = getattr(host, "progress", None)
         if entry is None:
             return
@@ -107,6 +110,13 @@ class TurnProgressFeature(Feature):
             self.by_token.pop(entry.token, None)
             err = getattr(event, "error", None)
             wdp.end(entry.token, types.WorkDoneProgressEnd(message=f"{event.status}" + (f": {err}" if err else "")))  # type: ignore[attr-defined]
+
+    async def _show_export(self, ctx: TurnContext, host: LspHost) -> None:
+        """`open_transcript`: the session's markdown export, refreshed and shown after each turn."""
+        from ndomo.runtime.sessions import ExportParams, session_export
+
+        done = await session_export(ctx.app, ExportParams(session=ctx.session.id))
+        await host.show_document(Path(done.path))
 
     async def _begin(self, ctx: TurnContext, host: LspHost) -> None:
         if not self.supports_progress() or getattr(host, "progress", None) is not None:

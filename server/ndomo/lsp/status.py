@@ -23,6 +23,13 @@ class StatusFeature(Feature):
         rt = Runtime.of(app)
         app.services["host_factory"] = self.server.new_host
 
+        async def owned_writer(path, text: str) -> bool:  # session exports open in this editor
+            from ndomo.lsp.owned import write_owned
+
+            return await write_owned(self.server, path, text)
+
+        app.services["owned_writer"] = owned_writer
+
         async def send(status: Status) -> None:
             self.server.protocol.notify("ndomo/status", status.model_dump(mode="json"))
 

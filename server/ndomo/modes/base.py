@@ -46,6 +46,14 @@ class AgentMode:
     def guards(self) -> list["ToolGuard"]:
         return []
 
+    async def on_stop(self, ctx: "TurnContext", answer: str) -> str | None:
+        """The model stopped (no tool calls) with `answer`: return a message to re-prompt it
+        with, or None to end the turn (a mode may set ctx.status first)."""
+        return None
+
+    def on_runtime(self, runtime) -> None:
+        """Called with each Runtime built from these plugins (to add event listeners …)."""
+
     def setup(self, plugins: "Plugins") -> None:
         for t in self.tools():
             plugins.tools.add(t)
@@ -55,3 +63,4 @@ class AgentMode:
         for s in self.commands():
             plugins.slash.add(s)
         plugins.tools.guards.extend(self.guards())
+        plugins.on_runtime.append(self.on_runtime)

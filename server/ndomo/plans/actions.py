@@ -1,4 +1,4 @@
-"""User operations on plans, tasks and sessions (LSP command, CLI subcommand, slash command).
+"""User operations on plans, tasks, sessions and notes (LSP command, CLI subcommand, slash command).
 
 Handlers translate the store's errors into ActionError: unknown ids and bad values are
 'invalid', refused operations and illegal transitions are 'failed'.
@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from ndomo.actions import ActionError, action
 from ndomo.plans.errors import StoreError
 from ndomo.plans.models import (
+    Memory,
+    MemoryCategory,
     Plan,
     PlanDeleted,
     PlanDetail,
@@ -180,3 +182,34 @@ async def task_status(app: "App", p: TaskStatusParams) -> Task:
 async def session_list(app: "App", p: SessionListParams) -> list[Session]:
     async with _store(app) as s:
         return await s.list_sessions(p.limit, open_only=p.open_only)
+
+
+class MemoryListParams(_P):
+    category: MemoryCategory | None = Field(default=None, description="fact, decision or preference")
+    query: str | None = Field(default=None, description="Only notes with these words (best match first).")
+    limit: int = Field(default=100, ge=1, le=1000, description="At most this many notes.")
+
+
+class MemoryDeleteParams(_P):
+    id: int = Field(ge=1, description="The note's number (#id in `memory list`).")
+
+
+def _render_memories(rows: list) -> str:
+    if not rows:
+        return "no notes"
+    return "\n".join(f"#{m['id']} [{m['category']}] {' '.join(m['content'].split())}" for m in rows)
+
+
+@action("memory.list", MemoryListParams, summary="List the notes agents remembered (newest first)",
+        render=_render_memories)
+async def memory_list(app: "App", p: MemoryListParams) -> list[Memory]:
+    async with _store(app) as s:
+        if p.query:
+            return await s.search_memories(p.query, p.limit, category=p.category, any_word=True)
+        return await s.list_memories(p.category, p.limit)
+
+
+@action("memory.delete", MemoryDeleteParams, summary="Delete one note")
+async def memory_delete(app: "App", p: MemoryDeleteParams) -> Memory:
+    async with _store(app) as s:
+        return await s.delete_memory(p.id)

@@ -6,9 +6,9 @@ from difflib import SequenceMatcher
 
 from ndomo.plans.base import StoreBase
 from ndomo.plans.db import now
-from ndomo.plans.errors import Invalid
+from ndomo.plans.errors import Invalid, NotFound
 from ndomo.plans.models import Memory
-from ndomo.plans.text import fts_query, normalise
+from ndomo.plans.text import fts_any, fts_query, normalise
 
 SIMILAR = 0.9
 CATEGORIES = ("fact", "decision", "preference")
@@ -49,16 +49,32 @@ class MemoryOps(StoreBase):
             row = await self._one("SELECT * FROM memories WHERE id = ?", (mid,))
         return Memory.model_validate({**dict(row), "merged": match is not None})
 
-    async def search_memories(self, query: str, limit: int = 10) -> list[Memory]:
-        match = fts_query(query or "")
+    async def search_memories(
+        self, query: str, limit: int = 10, *, category: str | None = None, any_word: bool = False
+    ) -> list[Memory]:
+        """Best matches first (bm25). `any_word`: a note sharing any meaningful word matches
+        (for a prompt); otherwise every word must appear (for a search box)."""
+        if category is not None and category not in CATEGORIES:
+            raise Invalid(f"category must be one of {', '.join(CATEGORIES)}", field="category")
+        match = (fts_any if any_word else fts_query)(query or "")
         if match is None:
             return []
+        where = " AND m.category = ?" if category else ""
         rows = await self._all(
             "SELECT m.* FROM memories_fts f JOIN memories m ON m.id = f.rowid"
-            " WHERE memories_fts MATCH ? ORDER BY bm25(memories_fts) LIMIT ?",
-            (match, limit),
+            f" WHERE memories_fts MATCH ?{where} ORDER BY bm25(memories_fts) LIMIT ?",
+            (match, *([category] if category else []), limit),
         )
         return [Memory.model_validate(dict(r)) for r in rows]
+
+    async def delete_memory(self, memory_id: int) -> Memory:
+        """Forget one note; returns what was deleted."""
+        async with self._tx():
+            row = await self._one("SELECT * FROM memories WHERE id = ?", (memory_id,))
+            if row is None:
+                raise NotFound(f"no note #{memory_id}", field="id")
+            await self._exec("DELETE FROM memories WHERE id = ?", (memory_id,))
+        return Memory.model_validate(dict(row))
 
     async def list_memories(self, category: str | None = None, limit: int = 100) -> list[Memory]:
         if category is not None and category not in CATEGORIES:

@@ -382,6 +382,33 @@ END;
 """
 
 
+V13_MESSAGES = """
+CREATE TABLE IF NOT EXISTS session_messages (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  turn_id INTEGER REFERENCES turns(id) ON DELETE SET NULL,
+  role TEXT NOT NULL CHECK (role IN ('user','assistant','tool')),
+  content TEXT,
+  tool_calls TEXT NOT NULL DEFAULT '[]',
+  tool_call_id TEXT,
+  name TEXT,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_session_messages ON session_messages(session_id, id);
+CREATE TABLE IF NOT EXISTS session_claims (
+  session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+  owner TEXT NOT NULL,
+  claimed_at TEXT NOT NULL
+)
+"""
+
+
+async def _v13_messages(conn: aiosqlite.Connection) -> None:
+    await add_column_if_missing(conn, "sessions", "used_at", "TEXT")
+    for stmt in split_sql(V13_MESSAGES):
+        await conn.execute(stmt)
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, plans, plan_tasks, plan_tags", V1_CORE),
     Migration(2, "fts5 over plans and tasks", V2_FTS),
@@ -395,7 +422,7 @@ MIGRATIONS: list[Migration] = [
     Migration(10, "plan_tasks.result_artifact", _v10_result_artifact),
     Migration(11, "turns.owner", _v11_turn_owner),
     Migration(12, "plan_search fts (one doc per plan), claim and recency indexes", _v12_search),
-    # 13 is the conversation helper's (session messages); the numbers are fixed across branches.
+    Migration(13, "session_messages, session_claims, sessions.used_at", _v13_messages),
     Migration(14, "model_caps: what an endpoint + model can do", V14_MODEL_CAPS),
     Migration(15, "indexes for every listed order; writes move plans.updated_at; plan_deletions", V15_INDEXES),
 ]

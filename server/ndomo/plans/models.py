@@ -90,6 +90,7 @@ class Session(_Out):
     committed_plan_id: str | None = None
     title: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    used_at: str | None = None  # last message or open (schema v13)
 
 
 class Plan(_Out):

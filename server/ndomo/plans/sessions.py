@@ -66,7 +66,10 @@ class SessionOps(StoreBase):
         return session_from_row(row)
 
     async def latest_session(self) -> Session | None:
-        row = await self._one("SELECT * FROM sessions ORDER BY created_at DESC, rowid DESC LIMIT 1")
+        """The session used last (a turn's message, `session.open`), else the newest."""
+        row = await self._one(
+            "SELECT * FROM sessions ORDER BY coalesce(used_at, created_at) DESC, rowid DESC LIMIT 1"
+        )
         return session_from_row(row) if row else None
 
     async def list_sessions(self, limit: int = 50, *, open_only: bool = False) -> list[Session]:

@@ -10,6 +10,7 @@ import aiosqlite
 from ndomo.plans.approvals import ApprovalOps
 from ndomo.plans.db import connect
 from ndomo.plans.memories import MemoryOps
+from ndomo.plans.messages import MessageOps
 from ndomo.plans.migrations import migrate
 from ndomo.plans.model_caps import ModelCapsOps
 from ndomo.plans.plan_ops import PlanOps
@@ -20,7 +21,7 @@ from ndomo.plans.turns import TurnOps
 STAMP_SETTLE_NS = 50_000_000  # 50 ms: well above the kernel's coarse mtime tick
 
 
-class PlanStore(SessionOps, PlanOps, TaskOps, TurnOps, ApprovalOps, MemoryOps, ModelCapsOps):
+class PlanStore(SessionOps, PlanOps, TaskOps, TurnOps, ApprovalOps, MemoryOps, MessageOps, ModelCapsOps):
     def __init__(self, conn: aiosqlite.Connection, db_path: Path, workspace: Path) -> None:
         self._init_base(conn, db_path, workspace)
         self._watch: aiosqlite.Connection | None = None

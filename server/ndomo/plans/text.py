@@ -36,6 +36,22 @@ def fts_query(text: str) -> str | None:
     return " ".join('"' + w.replace('"', '""') + '"*' for w in words)
 
 
+_STOP = frozenset(
+    "a an and are as at be but by can could did do does for from had has have how i if in into is it its"
+    " me my no not of on or our should so that the their them then there these they this to was we were"
+    " what when where which who why will with would you your".split()
+)
+
+
+def fts_any(text: str) -> str | None:
+    """Free text (a prompt) as an FTS5 query matching ANY of its meaningful words, so
+    bm25 ranks notes by how much they share with it; None when nothing is left."""
+    words = sorted({w.casefold() for w in _WORD.findall(text) if len(w) > 2 and w.casefold() not in _STOP})
+    if not words:
+        return None
+    return " OR ".join('"' + w.replace('"', '""') + '"*' for w in words)
+
+
 def normalise(text: str) -> str:
     """Comparable form of a memory: case, spacing and trailing punctuation ignored."""
     text = unicodedata.normalize("NFKC", text).casefold()

@@ -7,6 +7,7 @@ from urllib.parse import unquote, urlparse
 
 from ndomo.llm.messages import Message
 from ndomo.runtime.context import TurnContext
+from ndomo.runtime.history import load_history, model_history, record
 
 
 def uri_to_path(uri: str) -> Path | None:
@@ -53,5 +54,7 @@ async def build_turn(ctx: TurnContext) -> None:
     turn = await rt.plugins.prompts.build(ctx, placement="turn")
     if turn:
         prompt = f"{prompt}\n\n{turn}"
-    history = list(ctx.session.history) if ctx.depth == 0 else []
-    ctx.messages = [Message(role="system", content=ctx.system_prompt), *history, Message(role="user", content=prompt)]
+    history = model_history(ctx, await load_history(ctx)) if ctx.depth == 0 else []
+    user = Message(role="user", content=prompt)
+    ctx.messages = [Message(role="system", content=ctx.system_prompt), *history, user]
+    await record(ctx, user)

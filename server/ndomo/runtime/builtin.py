@@ -1,11 +1,9 @@
-"""Lifecycle features every turn has: recording, transcript, base prompt, hand-back, /mode …"""
+"""Lifecycle features every turn has: recording, base prompt, hand-back, /mode …"""
 
 from __future__ import annotations
 
-import asyncio
 import platform
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -55,49 +53,6 @@ class TurnFinishHook(LifecycleHook):
         return None
 
 
-class Transcript:
-    """Appends a live, human-readable log of each session to .ndomo/sessions/<id>.md."""
-
-    def __init__(self) -> None:
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._text: dict[str, list[str]] = {}
-
-    @staticmethod
-    def path(ctx: TurnContext) -> Path:
-        return ctx.app.state_dir / "sessions" / f"{ctx.session.id}.md"
-
-    async def __call__(self, ctx: TurnContext, event: TurnEvent) -> None:
-        if ctx.depth > 0 and event.kind in ("turn_started", "turn_finished"):
-            indent = "> "
-        else:
-            indent = ""
-        key = ctx.turn_id or ctx.session.id
-        if event.kind == "text":
-            self._text.setdefault(key, []).append(event.text)  # type: ignore[attr-defined]
-            return
-        chunks = []
-        buffered = "".join(self._text.pop(key, []))
-        if buffered:
-            chunks.append(buffered.rstrip() + "\n\n")
-        now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-        if event.kind == "turn_started":
-            chunks.append(f"\n{indent}## {now} · {event.agent} · {event.mode}\n\n{indent}**prompt:** {event.prompt}\n\n")  # type: ignore[attr-defined]
-        elif event.kind == "tool_started":
-            chunks.append(f"- `{event.name}` {event.arguments}\n")  # type: ignore[attr-defined]
-        elif event.kind == "tool_finished":
-            chunks.append(f"  - {event.status}: {event.summary}\n")  # type: ignore[attr-defined]
-        elif event.kind == "notice":
-            chunks.append(f"> {event.level}: {event.message}\n")  # type: ignore[attr-defined]
-        elif event.kind == "turn_finished":
-            err = f" — {event.error}" if event.error else ""  # type: ignore[attr-defined]
-            chunks.append(f"\n{indent}_turn {event.status}{err}_\n")  # type: ignore[attr-defined]
-        if not chunks:
-            return
-        lock = self._locks.setdefault(ctx.session.id, asyncio.Lock())
-        async with lock:  # through the host: an editor that has the transcript open sees it grow
-            await ctx.host.append_owned(self.path(ctx), "".join(chunks))
-
-
 # -- prompt -------------------------------------------------------------------------------
 
 
@@ -131,7 +86,8 @@ class Environment(PromptContributor):
 
 class HandbackParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    reason: str = Field(min_length=1, description="what blocks you, what you need")
+    # no field description: the tool's own says it (every request carries this schema)
+    reason: str = Field(min_length=1)
 
 
 @tool(
@@ -196,4 +152,3 @@ def setup(plugins: Plugins) -> None:
     for spec in action_specs():
         if not plugins.slash.has(spec.name):
             plugins.slash.add(spec)
-    plugins.on_runtime.append(lambda rt: rt.event_listeners.append(Transcript()))

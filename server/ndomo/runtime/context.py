@@ -45,7 +45,6 @@ class SessionState:
     id: str
     mode: str
     agent: str
-    history: list["Message"] = field(default_factory=list)
     committed_plan_id: str | None = None
     last_outcome: str = ""  # the `state` of ndomo/status: empty when there is nothing to say
     busy: bool = False

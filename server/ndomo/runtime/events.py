@@ -51,6 +51,15 @@ class ToolFinished(TurnEvent):
     summary: str
 
 
+class ToolOutput(TurnEvent):
+    """Output of a running command (`bash`, `serve`) as it arrives; bounded per call."""
+
+    kind: Literal["tool_output"] = "tool_output"
+    call_id: str
+    name: str
+    text: str
+
+
 class PlanChanged(TurnEvent):
     kind: Literal["plan_changed"] = "plan_changed"
     plan_id: str | None = None

@@ -11,6 +11,8 @@ from ndomo.llm.messages import Message, TextDelta as ModelText, ToolCall, ToolCa
 from ndomo.llm.budget import trim_to_chars
 from ndomo.runtime import model_fit as mf
 from ndomo.runtime.context import TurnContext
+from ndomo.runtime.history import record
+from ndomo.runtime.output import current_call
 from ndomo.runtime.events import Notice, TextDelta, ToolFinished, ToolStarted
 from ndomo.runtime.tools import ToolResult, tool_specs
 
@@ -85,7 +87,11 @@ async def run_call(ctx: TurnContext, call: ToolCall) -> ToolResult:
             f"the arguments for '{call.name}' were not valid JSON ({call.error}); send them again as a JSON object"
         )
     else:
-        result = await rt.coordinator.run(entry, lambda: rt.plugins.tools.execute(ctx, call.name, call.arguments))
+        token = current_call.set((entry.id, call.name))  # the tool's task inherits it (live output)
+        try:
+            result = await rt.coordinator.run(entry, lambda: rt.plugins.tools.execute(ctx, call.name, call.arguments))
+        finally:
+            current_call.reset(token)
     await rt.emit(ctx, ToolFinished(call_id=entry.id, name=call.name, status=result.status, summary=summarise(result)))
     return result
 
@@ -137,10 +143,15 @@ async def execute(ctx: TurnContext) -> None:
                 break
             ctx.iterations += 1
             text, calls = await _ask(ctx, client, specs)
-            ctx.messages.append(Message(role="assistant", content=text or None, tool_calls=calls))
+            await _add(ctx, Message(role="assistant", content=text or None, tool_calls=calls))
             if not calls:
-                ctx.answer = text
-                break
+                nudge = await ctx.runtime.plugins.modes[ctx.mode].on_stop(ctx, text)
+                if nudge is None:
+                    ctx.answer = text
+                    break
+                await ctx.runtime.emit(ctx, Notice(level="info", message=nudge.splitlines()[0]))
+                await _add(ctx, Message(role="user", content=nudge))  # the mode asks it to go on
+                continue
             ended = False
             for call in calls:
                 if ended:
@@ -148,8 +159,8 @@ async def execute(ctx: TurnContext) -> None:
                 else:
                     result = await run_call(ctx, call)
                     ended = result.ends_turn
-                ctx.messages.append(
-                    Message(role="tool", tool_call_id=call.id, name=call.name, content=result.content or result.status)
+                await _add(
+                    ctx, Message(role="tool", tool_call_id=call.id, name=call.name, content=result.content or result.status)
                 )
             if ended:
                 ctx.answer = ctx.answer or text
@@ -160,10 +171,12 @@ async def execute(ctx: TurnContext) -> None:
         ctx.status = "failed"
         ctx.error = str(exc)
         await ctx.runtime.emit(ctx, Notice(level="error", message=ctx.error))
-    finally:
-        if ctx.depth == 0:
-            kept = close_dangling([m for m in ctx.messages if m.role != "system"])
-            ctx.session.history = trim_history(kept, ctx.app.settings.history_chars)
+
+
+async def _add(ctx: TurnContext, message: Message) -> None:
+    """Into the turn's conversation and, at once, into the store (a crash loses nothing)."""
+    ctx.messages.append(message)
+    await record(ctx, message)
 
 
 def trim_history(messages: list[Message], budget: int) -> list[Message]:

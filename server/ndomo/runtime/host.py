@@ -156,6 +156,13 @@ class TerminalHost(BaseHost):
             self.out.flush()
             self._at_line_start = event.text.endswith("\n")  # type: ignore[attr-defined]
             return
+        if kind == "tool_output":  # a command's output while it runs, indented under its call
+            text = event.text  # type: ignore[attr-defined]
+            lead = "    | " if self._at_line_start else ""
+            self.out.write(lead + text.replace("\n", "\n    | ").removesuffix("    | "))
+            self.out.flush()
+            self._at_line_start = text.endswith("\n")
+            return
         if not self._at_line_start:
             self._print("")
             self._at_line_start = True

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 # Each module exposes `setup(plugins: Plugins) -> None`.
 FEATURES: list[str] = [
     "ndomo.runtime.builtin",
+    "ndomo.runtime.instructions",
     "ndomo.modes.discussion",
     "ndomo.modes.brainstorming",
     "ndomo.modes.autopilot",

@@ -22,7 +22,8 @@ def _setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", "-m", default=None, choices=["discussion", "brainstorming", "autopilot"],
                    help="mode of this turn, which fences the tools (default: the session's mode)")
     p.add_argument("--workspace", "-w", default=None, help=WORKSPACE_HELP)
-    p.add_argument("--session", default=None, help="continue this session (default: the latest)")
+    p.add_argument("--session", default=None, help="continue this session (default: the latest, with its history)")
+    p.add_argument("--new", action="store_true", help="start a fresh session (no history)")
     p.add_argument("--task", dest="task_id", default=None, help="execute this plan task")
     p.add_argument("--yes", "-y", action="store_true", help="approve every ask (non-interactive runs deny them)")
     p.add_argument("--json", action="store_true", help="print the turn summary as JSON at the end")
@@ -60,7 +61,12 @@ def run(ns: argparse.Namespace) -> int:
                 except RuntimeError_ as exc:
                     raise _UsageError(f"{exc}; pick one with --agent") from None
             host = TerminalHost(assume_yes=ns.yes)
-            request = TurnRequest(prompt=ns.prompt, agent=ns.agent, mode=ns.mode, session=ns.session, task_id=ns.task_id)
+            session = ns.session
+            if ns.new:
+                if session:
+                    raise _UsageError("--new and --session exclude each other")
+                session = (await rt.new_session()).id
+            request = TurnRequest(prompt=ns.prompt, agent=ns.agent, mode=ns.mode, session=session, task_id=ns.task_id)
             return await rt.run(request, host), host
         finally:
             await app.aclose()

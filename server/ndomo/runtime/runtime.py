@@ -100,10 +100,8 @@ class Runtime:
                 row = await store.ensure_session(None)
             elif known:
                 row = await self._existing_session(store, known) or await store.ensure_session(known)
-            elif self.app.origin == "cli":
+            else:  # the workspace's latest session, with its history (a restart, a reload, `ndomo run`)
                 row = await store.latest_session() or await store.ensure_session(None)
-            else:
-                row = await store.ensure_session(None)
             state = self.sessions.get(row.id)
             if state is None:
                 state = self.sessions[row.id] = SessionState(
@@ -167,6 +165,14 @@ class Runtime:
         store = await self.app.store()
         await store.update_session(state.id, agent=agent, mode=mode)
         state.agent, state.mode = agent, mode
+        await self.publish_status(state)
+        return state
+
+    async def open_session(self, session_id: str) -> SessionState:
+        """Make `session_id` this runtime's current session and the workspace's latest."""
+        state = await self.session(session_id)
+        self.current_session_id = state.id
+        await (await self.app.store()).touch_session(state.id)
         await self.publish_status(state)
         return state
 
@@ -248,6 +254,14 @@ class Runtime:
                 turn_id=None, session=state.id, agent=agent, mode=mode, status="failed",
                 error="a turn is already running in this session; cancel it first (ndomo.cancel)",
             )
+        if parent is None:  # one turn per session across processes too (another editor, the CLI)
+            from ndomo.plans.messages import SessionBusy
+
+            store = await self.app.store()
+            try:
+                await store.claim_session(state.id)
+            except SessionBusy as exc:
+                return TurnSummary(turn_id=None, session=state.id, agent=agent, mode=mode, status="failed", error=exc.message)
         ctx = TurnContext(
             app=self.app, runtime=self, host=host, request=request, session=state, mode=mode, agent_name=agent,
             parent_turn_id=parent.turn_id if parent else None, parent=parent, depth=(parent.depth + 1) if parent else 0,
@@ -267,6 +281,13 @@ class Runtime:
         finally:
             if parent is None:
                 self.active.pop(state.id, None)
+                await asyncio.shield(self._release(state.id))
+
+    async def _release(self, session_id: str) -> None:
+        try:
+            await (await self.app.store()).release_session(session_id)
+        except Exception:  # a claim left behind is taken over once this process is gone
+            log.exception("could not release session %s", session_id)
 
     def cancel(self, session_id: str | None = None) -> bool:
         sid = session_id or self.current_session_id

@@ -14,7 +14,7 @@ import os
 import signal
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Awaitable, Callable, Sequence
 
 from pydantic import BaseModel
 
@@ -140,6 +140,7 @@ async def run_shell(
     env: dict[str, str] | None = None,
     cancel: asyncio.Event | None = None,
     prefix: Sequence[str] = (),
+    on_output: Callable[[bytes], Awaitable[None]] | None = None,
 ) -> ShellResult:
     """Run `command` with /bin/bash -c; stdout+stderr merged, stdin /dev/null.
 
@@ -147,7 +148,8 @@ async def run_shell(
     shell's argv: the OS sandbox (`ndomo.security.sandbox`), which keeps the command in
     this process group so a timeout or a cancel still kills all of it. Setting `cancel` stops the
     command and returns a result with `cancelled=True`; cancelling the awaiting task
-    kills the process group too and re-raises CancelledError.
+    kills the process group too and re-raises CancelledError. `on_output` sees every chunk
+    as it is read (the live view); the result is capped as always.
     """
     if "\x00" in command:
         raise ValueError("command contains a NUL byte")
@@ -175,6 +177,8 @@ async def run_shell(
         assert proc.stdout is not None
         while chunk := await proc.stdout.read(_CHUNK):
             capture.feed(chunk)
+            if on_output is not None:
+                await on_output(chunk)
 
     async def exited() -> None:
         # Process.wait() also waits for the pipe to close, which a background child can hold open

@@ -19,7 +19,9 @@ from tests.fakes.fake_model import FakeModel
 
 # The first request of a turn (messages + tools, compact UTF-8 JSON, the full tool set of the
 # mode) stays under this (≈ 2,500-3,300 tokens); docs/performance.md has the table.
-CEILING = {("craftsman", "autopilot"): 10_000, ("foreman", "discussion"): 10_000}
+# The craftsman's +150: the `recall` tool (issue 17: notes recalled in every mode, 171 B at its
+# smallest) came after main had used all but ~15 B of the 10,000 — a trade-off for the lead.
+CEILING = {("craftsman", "autopilot"): 10_150, ("foreman", "discussion"): 10_000}
 
 
 async def _app(tmp_path, fake, **model):
@@ -78,7 +80,8 @@ async def test_system_prompt_and_tools_are_byte_identical_across_turns(tmp_path)
             await rt.run(TurnRequest(prompt="second", agent="craftsman", mode="autopilot"), BaseHost())
         finally:
             await app.aclose()
-        one, two = (r["body"] for r in fake.chat_requests())
+        # each turn's first request (autopilot re-prompts the second turn's stop: its plan task is pending)
+        one, two = (r["body"] for r in fake.chat_requests()[:2])
     def prefix(b: dict) -> str:
         return json.dumps([b["messages"][0], b["tools"]], ensure_ascii=False, separators=(",", ":"))
     assert prefix(one) == prefix(two)

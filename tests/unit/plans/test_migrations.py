@@ -152,3 +152,21 @@ async def test_a_lower_numbered_migration_merged_late_is_still_applied(tmp_path,
         await conn.execute("SELECT x FROM late_t")
     finally:
         await conn.close()
+async def test_a_step_missing_below_the_highest_is_still_applied(tmp_path):
+    """A database from a build that had v14 but not v13 (numbers reserved across branches)."""
+    db = tmp_path / "gap.db"
+    conn = await connect(db)
+    assert await migrate(conn) == LATEST_VERSION
+    await conn.execute("DROP TABLE session_messages")
+    await conn.execute("DROP TABLE session_claims")
+    await conn.execute("DELETE FROM schema_version WHERE version = 13")
+    await conn.commit()
+    await conn.close()
+    store = await PlanStore.open(db, workspace=tmp_path)
+    try:
+        versions = [r[0] for r in await store._all("SELECT version FROM schema_version ORDER BY version")]
+        assert versions == VERSIONS
+        await store.add_message("s", "user", "hello")  # the v13 table is back
+        assert [m.content for m in await store.session_messages("s")] == ["hello"]
+    finally:
+        await store.close()

@@ -18,8 +18,10 @@ from ndomo.runtime.runtime import Runtime
 
 
 async def turns(rt: Runtime, n: int, out: dict) -> None:
+    # its own session: two turns of one session never run at once, across processes too
+    session = (await rt.new_session()).id
     for i in range(n):
-        s = await rt.run(TurnRequest(prompt=f"{out['name']} turn {i}"), BaseHost())
+        s = await rt.run(TurnRequest(prompt=f"{out['name']} turn {i}", session=session), BaseHost())
         out["turns"].append(s.status)
         if s.error:
             out["errors"].append(s.error)

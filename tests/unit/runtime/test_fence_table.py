@@ -15,7 +15,7 @@ EVERY = set(MODES)
 TABLE = {
     **{t: EVERY for t in ("read", "grep", "glob")},
     **{t: EVERY for t in ("file_map", "find_symbol", "find_references", "outline_file")},
-    **{t: EVERY for t in ("check_page", "ask_user", "remember")},
+    **{t: EVERY for t in ("check_page", "ask_user", "remember", "recall")},
     **{t: EVERY for t in ("edit", "write", "apply_patch")},  # discussion: design artifacts only
     "commit_plan": {"discussion"},
     "web_fetch": {"brainstorming"},

@@ -45,8 +45,11 @@ async def test_discussion_answer_is_trimmed_to_the_prose_cap(app, fake):
     rt = Runtime(app, build_plugins())
     summary = await rt.run(TurnRequest(prompt="explain", mode="discussion"))
     assert len(summary.answer) < 220 and "prose cap of 100" in summary.answer
-    transcript = (app.root / ".ndomo" / "sessions" / f"{summary.session}.md").read_text()
-    assert transcript.count("word") >= 100  # the transcript keeps everything
+    from ndomo.runtime.sessions import ExportParams, session_export
+
+    exported = await session_export(app, ExportParams(session=summary.session))
+    transcript = open(exported.path, encoding="utf-8").read()
+    assert transcript.count("word") >= 100  # the stored conversation (and its export) keeps everything
     fake.push({"text": "word " * 100})
     summary = await rt.run(TurnRequest(prompt="explain", mode="brainstorming"))
     assert summary.answer.count("word") == 100

@@ -108,3 +108,50 @@ async def test_bash_in_a_model_turn(rt, fake):
     assert not (rt.app.root / "nope").exists()
     ran = [m for m in reqs[3]["body"]["messages"] if m["role"] == "tool"][-1]["content"]
     assert ran == "exit code: 0\nfrom-model\n"
+
+
+class _Waker(BaseHost):
+    """Creates the file the command waits for only once its first output has arrived here."""
+
+    def __init__(self, go):
+        super().__init__()
+        self.go = go
+
+    async def emit(self, event):
+        await super().emit(event)
+        if event.kind == "tool_output" and "started" in event.text:
+            self.go.write_text("")
+
+
+async def test_bash_output_streams_to_the_host_while_the_command_runs(rt, fake):
+    go = rt.app.root / "go"
+    fake.push({"tool_calls": [{"name": "bash", "arguments": {
+        "command": "echo started; while [ ! -f go ]; do sleep 0.05; done; echo finished"}}]})
+    fake.push({"text": "ran it"})
+    host = _Waker(go)
+    summary = await rt.run(TurnRequest(prompt="run it", mode="autopilot"), host)
+    assert summary.status == "done", summary.error
+    kinds = [e.kind for e in host.events]
+    outputs = [e for e in host.events if e.kind == "tool_output"]
+    # the command could only finish because "started" reached the host while it was running
+    assert outputs[0].text.startswith("started") and outputs[0].name == "bash"
+    assert "finished" in "".join(e.text for e in outputs)
+    assert kinds.index("tool_output") < kinds.index("tool_finished")
+    started = next(e for e in host.events if e.kind == "tool_started")
+    assert {e.call_id for e in outputs} == {started.call_id}
+    result = [m["content"] for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "tool"][-1]
+    assert result.startswith("exit code: 0") and "started\nfinished" in result  # the model's result as before
+
+
+async def test_streamed_output_is_bounded_per_call(rt, fake, monkeypatch):
+    from ndomo.runtime import output
+
+    monkeypatch.setattr(output, "STREAM_CAP", 1000)
+    fake.push({"tool_calls": [{"name": "bash", "arguments": {"command": "printf 'q%.0s' $(seq 5000)"}}]})
+    fake.push({"text": "ok"})
+    host = BaseHost()
+    await rt.run(TurnRequest(prompt="run it", mode="autopilot"), host)
+    streamed = "".join(e.text for e in host.events if e.kind == "tool_output")
+    assert streamed.count("q") == 1000 and "the tool's result has the rest" in streamed
+    result = [m["content"] for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "tool"][-1]
+    assert result.count("q") == 5000

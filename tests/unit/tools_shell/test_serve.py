@@ -85,3 +85,21 @@ async def test_served_process_stops_when_its_session_ends(make_ctx, tmp_path):
     assert new.id != ctx.session.id
     assert not alive(pid)
     assert not await port_open(port)
+
+
+async def test_serve_output_streams_while_the_call_waits_for_the_server(rt, fake):
+    from ndomo.runtime.context import TurnRequest
+    from tests.unit.tools_shell.test_bash import _Waker
+
+    cmd = "echo started; while [ ! -f go ]; do sleep 0.05; done; exec python3 -m http.server --bind $HOST $PORT"
+    fake.push({"tool_calls": [{"name": "serve", "arguments": {"action": "start", "command": cmd, "name": "dev"}}]})
+    fake.push({"text": "serving"})
+    host = _Waker(rt.app.root / "go")
+    summary = await rt.run(TurnRequest(prompt="serve it", mode="autopilot"), host)
+    assert summary.status == "done", summary.error
+    kinds = [e.kind for e in host.events]
+    # the server only started listening because "started" reached the host during the call
+    assert kinds.index("tool_output") < kinds.index("tool_finished")
+    finished = next(e for e in host.events if e.kind == "tool_finished")
+    assert finished.status == "done" and "serving 'dev'" in finished.summary
+    await rt.app.aclose()

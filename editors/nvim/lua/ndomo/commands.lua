@@ -1,4 +1,4 @@
---- :Ndomo ask|fix|plan|mode|agent|cancel|undo|plans|health|new|transcript, with completion.
+--- :Ndomo ask|fix|plan|mode|agent|cancel|undo|plans|health|new|transcript|chat|notes, with completion.
 local client = require("ndomo.client")
 local ui = require("ndomo.ui")
 
@@ -159,6 +159,8 @@ M.subcommands = {
       end)
   end,
   transcript = function() ui.open_transcript() end,
+  chat = function(a) require("ndomo.chat").open(a.rest) end,
+  notes = function(a) require("ndomo.notes").run(a.rest) end,
 }
 
 --- One line per plan: status, slug, done/total, title. `progress` maps plan id → Progress.
@@ -283,7 +285,7 @@ function M.create()
     range = true,
     bang = true,
     complete = M.complete,
-    desc = "ndomo: ask|fix|plan|mode|agent|cancel|undo|plans|health|new|transcript",
+    desc = "ndomo: ask|fix|plan|mode|agent|cancel|undo|plans|health|new|transcript|chat|notes",
   })
 end
 

@@ -167,6 +167,7 @@ function M.setup(user)
   end
   M.opts = require("ndomo.config").merge(user)
   require("ndomo.commands").create()
+  require("ndomo.chat").setup()
   if M.opts.keymaps then set_keymaps(M.opts.keymaps) end
 
   local group = vim.api.nvim_create_augroup("ndomo", { clear = true })

@@ -11,11 +11,14 @@ function M.show_message_request(_, params, _)
   end
   local co, is_main = coroutine.running()
   if co and not is_main then
+    local titles = vim.tbl_map(function(a) return a.title end, actions)
+    local answered = require("ndomo.chat").question(params.message, titles) -- shown in the chat too
     vim.ui.select(actions, {
       prompt = params.message,
       kind = "ndomo_request",
       format_item = function(a) return a.title end,
     }, function(choice)
+      answered()
       vim.schedule(function() coroutine.resume(co, choice or vim.NIL) end)
     end)
     return coroutine.yield()

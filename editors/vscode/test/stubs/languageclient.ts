@@ -32,6 +32,11 @@ export class LanguageClient {
     this.notifications.set(method, fn);
     return { dispose() {} };
   }
+  serverRequests = new Map<string, Handler>();
+  onRequest(method: string, fn: Handler) {
+    this.serverRequests.set(method, fn);
+    return { dispose() {} };
+  }
   onDidChangeState(fn: Handler) {
     this.stateHandlers.push(fn);
     return { dispose() {} };

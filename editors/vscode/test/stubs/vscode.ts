@@ -17,7 +17,9 @@ export const stub = {
   output: new Map<string, string[]>(),
   statusItems: [] as StatusBarItem[],
   activeTextEditor: undefined as any,
+  webviewViews: new Map<string, unknown>(),
   reset() {
+    this.webviewViews.clear();
     this.commands.clear();
     this.config = {};
     this.inputs = [];
@@ -81,6 +83,10 @@ export const window = {
     stub.infos.push(msg);
     return Promise.resolve(undefined);
   },
+  registerWebviewViewProvider(id: string, provider: unknown) {
+    stub.webviewViews.set(id, provider);
+    return { dispose: () => stub.webviewViews.delete(id) };
+  },
   showErrorMessage(msg: string) {
     stub.errors.push(msg);
     return Promise.resolve(undefined);
@@ -111,5 +117,12 @@ export const workspace = {
   },
   onDidChangeConfiguration(_fn: Handler) {
     return { dispose() {} };
+  },
+};
+
+export const Uri = {
+  joinPath(base: { path: string } | string, ...parts: string[]) {
+    const root = typeof base === "string" ? base : base.path;
+    return { path: [root, ...parts].join("/"), toString: () => [root, ...parts].join("/") };
   },
 };

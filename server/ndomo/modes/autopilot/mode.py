@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import logging
 
+from ndomo.modes.autopilot import stops
 from ndomo.modes.base import AgentMode, ModeContract
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.hooks import HookResult, ModeGatedHook, Phase
@@ -73,3 +74,9 @@ class AutopilotMode(AgentMode):
 
     def hooks(self):
         return [PlanGuidance()]
+
+    async def on_stop(self, ctx: TurnContext, answer: str) -> str | None:
+        return await stops.on_stop(ctx, answer)
+
+    def on_runtime(self, runtime) -> None:
+        runtime.event_listeners.append(stops.track_plans)

@@ -1,10 +1,12 @@
-"""Interaction tools available in every mode: `ask_user` and `remember`."""
+"""Interaction tools available in every mode: `ask_user`, `remember` and `recall` (plus the
+notes recalled into each prompt)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from ndomo.tools.interaction.ask_user import ask_user
+from ndomo.tools.interaction.recall import RecallNotesHook, recall
 from ndomo.tools.interaction.remember import remember
 
 if TYPE_CHECKING:
@@ -14,3 +16,5 @@ if TYPE_CHECKING:
 def setup(plugins: "Plugins") -> None:
     plugins.tools.add(ask_user)
     plugins.tools.add(remember)
+    plugins.tools.add(recall)
+    plugins.hooks.extend([RecallNotesHook()])

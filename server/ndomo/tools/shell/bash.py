@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.edits import save_turn_edits
+from ndomo.runtime.output import output_stream
 from ndomo.runtime.tools import ToolError, ToolResult, call_grant, tool
 from ndomo.security.run import run_shell
 from ndomo.security.sandbox import SandboxRefused, prepare
@@ -49,6 +50,7 @@ async def bash(ctx: TurnContext, p: BashParams) -> ToolResult:
     except SandboxRefused as exc:
         raise ToolError(str(exc)) from None
     notes: list[str] = []
+    live = output_stream(ctx)  # the editor sees the output while it runs
     try:
         result = await run_shell(
             p.command,
@@ -57,11 +59,14 @@ async def bash(ctx: TurnContext, p: BashParams) -> ToolResult:
             output_cap=ctx.app.settings.shell.output_cap,
             cancel=ctx.cancelled,
             prefix=box.prefix,
+            on_output=live.feed if live else None,
         )
     except ValueError as exc:
         raise ToolError(str(exc)) from None
     finally:  # also on cancel: every process of the sandbox is dead by now
         notes = await asyncio.shield(box.undo_forbidden())
+        if live is not None:
+            await live.close()
     text = "\n".join([result.render(), *notes])
     if result.truncated_bytes:
         text += f"\n(output truncated: {result.truncated_bytes} bytes in the middle not shown)"

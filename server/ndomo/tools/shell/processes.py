@@ -64,6 +64,7 @@ class Served:
     lines: deque = field(default_factory=lambda: deque(maxlen=RING_LINES))
     pump: asyncio.Task | None = None
     on_stop: Callable[[], Awaitable[list[str]]] | None = None  # the sandbox's after-run check
+    listeners: list = field(default_factory=list)  # async fn(bytes) per chunk read (a live view)
 
     @property
     def running(self) -> bool:
@@ -94,7 +95,7 @@ class ServeManager:
     async def start(
         self, session_id: str, name: str, kind: str, argv: list[str], command: str, port: int, cwd: Path,
         env: dict[str, str] | None = None, prefix: list[str] | None = None,
-        on_stop: Callable[[], Awaitable[list[str]]] | None = None,
+        on_stop: Callable[[], Awaitable[list[str]]] | None = None, listener=None,
     ) -> Served:
         """Start `argv` (after the sandbox `prefix`) in its own process group."""
         table = self.of(session_id)
@@ -108,6 +109,8 @@ class ServeManager:
             env={**os.environ, **(env or {})},
         )
         served = Served(name=name, kind=kind, command=command, port=port, proc=proc, on_stop=on_stop)
+        if listener is not None:
+            served.listeners.append(listener)
         served.pump = asyncio.ensure_future(self._pump(served))
         table[name] = served
         return served
@@ -123,6 +126,9 @@ class ServeManager:
                 line = await stream.read(65536)
             if not line:
                 break
+            for listener in list(served.listeners):
+                with contextlib.suppress(Exception):
+                    await listener(line)
             served.lines.append(line.decode("utf-8", "replace").rstrip("\n")[:RING_LINE_CHARS])
         with contextlib.suppress(Exception):
             await served.proc.wait()

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.edits import save_turn_edits
+from ndomo.runtime.output import output_stream
 from ndomo.runtime.tools import ToolError, ToolResult, tool
 from ndomo.security.paths import PathRefused, relative_to_workspace, resolve_in_workspace
 from ndomo.security.sandbox import SandboxRefused, prepare
@@ -104,7 +105,20 @@ async def serve(ctx: TurnContext, p: ServeParams) -> ToolResult:
 
 
 async def _start(ctx: TurnContext, mgr: ServeManager, p: ServeParams) -> ToolResult:
+    live = output_stream(ctx)  # the editor sees the server's output while the call waits for it
+    try:
+        return await _start_served(ctx, mgr, p, live)
+    finally:
+        if live is not None:
+            for served in mgr.of(ctx.session.id).values():
+                if live.feed in served.listeners:
+                    served.listeners.remove(live.feed)
+            await live.close()
+
+
+async def _start_served(ctx: TurnContext, mgr: ServeManager, p: ServeParams, live) -> ToolResult:
     await save_turn_edits(ctx)  # the served process reads the disk
+    listener = live.feed if live is not None else None
     port = p.port or free_port()
     root = ctx.app.root
     try:
@@ -121,7 +135,10 @@ async def _start(ctx: TurnContext, mgr: ServeManager, p: ServeParams) -> ToolRes
         name = p.name or "static"
         argv = static_argv(str(folder), port)
         shown = f"static files of {relative_to_workspace(folder, ctx.roots)}/"
-        served = await mgr.start(ctx.session.id, name, "static", argv, shown, port, root, prefix=box.prefix, on_stop=box.undo_forbidden)
+        served = await mgr.start(
+            ctx.session.id, name, "static", argv, shown, port, root, prefix=box.prefix, on_stop=box.undo_forbidden,
+            listener=listener,
+        )
     else:
         from ndomo.tools.shell.processes import shell_argv
 
@@ -129,7 +146,7 @@ async def _start(ctx: TurnContext, mgr: ServeManager, p: ServeParams) -> ToolRes
         env = {"PORT": str(port), "HOST": HOST}
         served = await mgr.start(
             ctx.session.id, name, "command", shell_argv(p.command or ""), p.command or "", port, root, env,
-            prefix=box.prefix, on_stop=box.undo_forbidden,
+            prefix=box.prefix, on_stop=box.undo_forbidden, listener=listener,
         )
     ready = await mgr.wait_ready(served, READY_WAIT_S)
     if not served.running and served.pump is not None:  # let the reader collect its last words

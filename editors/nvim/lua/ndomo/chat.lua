@@ -1,0 +1,379 @@
+--- :Ndomo chat — the conversation buffer: streams every turn this Neovim runs (its own
+--- prompts and the code actions'), folds each tool call, shows pending questions, and takes
+--- the next prompt from the input area under the separator.
+---
+--- Keys (normal mode, in the chat buffer): <CR> sends the input area, q closes the window,
+--- <C-c> cancels the turn, X stops the tool call under the cursor (the turn goes on).
+--- Layout: require("ndomo").setup({ chat = { layout = "split" | "vsplit" | "float" } }).
+local client = require("ndomo.client")
+
+local M = {}
+
+M.NAME = "ndomo://chat"
+M.SEPARATOR = "──── <CR> send · q close · <C-c> cancel turn · X stop tool call ────"
+M.OUTPUT_LINES = 200 -- live output lines kept per tool call
+
+local state = { turns = {}, questions = {}, status = nil, loaded = false }
+local buf, ns
+local call_lines = {} -- line number (1-based) → tool-call id, for X
+local redraw_pending = false
+
+local function opts()
+  local o = require("ndomo").opts or {}
+  return vim.tbl_extend("force", { layout = "split", height = 15, width = 80 }, o.chat or {})
+end
+
+-- model -----------------------------------------------------------------------------------
+
+local function turn_for(id)
+  if id == nil or id == vim.NIL then return state.turns[#state.turns] end
+  for i = #state.turns, 1, -1 do
+    if state.turns[i].id == id then return state.turns[i] end
+  end
+  return nil
+end
+
+local function find_call(id)
+  for i = #state.turns, 1, -1 do
+    for _, it in ipairs(state.turns[i].items) do
+      if it.kind == "tool" and it.id == id then return it end
+    end
+  end
+  return nil
+end
+
+local function str(v) return (v == nil or v == vim.NIL) and "" or tostring(v) end
+
+--- One `ndomo/turn/event` into the model. Sub-agent turns show inside the running turn.
+function M.apply(e)
+  if type(e) ~= "table" then return end
+  local k = e.kind
+  if k == "turn_started" then
+    local running = state.turns[#state.turns]
+    if turn_for(e.turn_id) and e.turn_id ~= vim.NIL and running and running.id == e.turn_id then return end
+    if running and running.status == "running" and running.id ~= vim.NIL then
+      table.insert(running.items, { kind = "notice", text = ("%s (%s): %s"):format(str(e.agent), str(e.mode), str(e.prompt)) })
+      return
+    end
+    table.insert(state.turns, { id = e.turn_id, prompt = str(e.prompt), agent = str(e.agent), mode = str(e.mode),
+      status = "running", items = {} })
+  elseif k == "text" then
+    local t = turn_for(e.turn_id) or state.turns[#state.turns]
+    if not t then return end
+    local last = t.items[#t.items]
+    if last and last.kind == "text" then last.text = last.text .. str(e.text)
+    else table.insert(t.items, { kind = "text", text = str(e.text) }) end
+  elseif k == "tool_started" then
+    local t = turn_for(e.turn_id) or state.turns[#state.turns]
+    if not t then return end
+    table.insert(t.items, { kind = "tool", id = e.call_id, name = str(e.name), args = e.arguments or {},
+      status = "running", summary = "", output = "" })
+  elseif k == "tool_output" then
+    local c = find_call(e.call_id)
+    if c then c.output = c.output .. str(e.text) end
+  elseif k == "tool_finished" then
+    local c = find_call(e.call_id)
+    if c then c.status, c.summary = str(e.status), str(e.summary) end
+  elseif k == "notice" then
+    local t = turn_for(e.turn_id) or state.turns[#state.turns]
+    if t then table.insert(t.items, { kind = "notice", text = ("%s: %s"):format(str(e.level), str(e.message)) }) end
+  elseif k == "turn_finished" then
+    local t = turn_for(e.turn_id)
+    if not t or t.status ~= "running" then return end
+    t.status, t.error = str(e.status), str(e.error)
+    for _, it in ipairs(t.items) do
+      if it.kind == "tool" and it.status == "running" then it.status = "cancelled" end
+    end
+  end
+end
+
+--- The `ndomo.session.open` result: the stored conversation.
+function M.load_history(view)
+  if type(view) ~= "table" then return end
+  local turns = {}
+  for _, t in ipairs(view.turns or {}) do
+    local items = {}
+    for _, i in ipairs(t.items or {}) do
+      if i.kind == "tool" then
+        local res = str(i.result)
+        table.insert(items, { kind = "tool", id = i.call_id, name = str(i.name), args = i.arguments or {},
+          status = i.result == vim.NIL and "cancelled" or "done", summary = vim.split(res, "\n")[1] or "", output = res })
+      else
+        table.insert(items, { kind = "text", text = str(i.text) })
+      end
+    end
+    table.insert(turns, { id = t.id, prompt = str(t.prompt), agent = str(t.agent), mode = str(t.mode),
+      status = str(t.status), error = str(t.error), items = items })
+  end
+  for _, t in ipairs(state.turns) do -- a turn that started before the history came back
+    if t.status == "running" then table.insert(turns, t) end
+  end
+  state.turns = turns
+  if type(view.status) == "table" then state.status = view.status end
+end
+
+local OUTCOME = {
+  running = "… working", done = "✓ done", cancelled = "✗ cancelled", capped = "✗ stopped at the iteration cap",
+  interrupted = "✗ interrupted (the server stopped)",
+}
+
+local function outcome(t)
+  if t.status == "blocked" then return "⚑ handed back: " .. (t.error ~= "" and t.error or "blocked") end
+  return OUTCOME[t.status] or ("✗ failed" .. (t.error ~= "" and (": " .. t.error) or ""))
+end
+
+local function push_text(lines, text, prefix)
+  for _, l in ipairs(vim.split(text, "\n", { plain = true })) do table.insert(lines, (prefix or "") .. l) end
+end
+
+--- The log as lines (above the separator), and which line shows which tool call.
+function M.render()
+  local lines, calls = {}, {}
+  local s = state.status
+  if type(s) == "table" then
+    local extra = ""
+    if s.state and s.state ~= vim.NIL and not ({ [""] = 1, idle = 1, done = 1 })[s.state] then extra = " · " .. s.state end
+    if type(s.plan) == "table" then extra = extra .. (" · plan %s/%s"):format(str(s.plan.done), str(s.plan.total)) end
+    table.insert(lines, ("# ndomo · %s · %s%s%s"):format(str(s.agent), str(s.mode), s.busy and " · working" or "", extra))
+  else
+    table.insert(lines, "# ndomo")
+  end
+  for _, t in ipairs(state.turns) do
+    table.insert(lines, "")
+    table.insert(lines, ("## %s · %s"):format(t.agent, t.mode))
+    push_text(lines, t.prompt, "> ")
+    for _, it in ipairs(t.items) do
+      if it.kind == "text" then
+        push_text(lines, it.text)
+      elseif it.kind == "notice" then
+        table.insert(lines, "! " .. it.text)
+      else
+        local mark = it.status == "running" and "⚙" or (it.status == "done" and "✓" or "✗")
+        local head = ("%s %s %s%s"):format(mark, it.name, it.status, it.summary ~= "" and (": " .. it.summary) or "")
+        table.insert(lines, head)
+        calls[#lines] = it.id
+        table.insert(lines, "    args: " .. vim.json.encode(it.args))
+        local out = vim.split(it.output, "\n", { plain = true })
+        local first = math.max(1, #out - M.OUTPUT_LINES + 1)
+        for i = first, #out do
+          if not (i == #out and out[i] == "") then table.insert(lines, "    | " .. out[i]) end
+        end
+      end
+    end
+    table.insert(lines, outcome(t))
+  end
+  for _, q in ipairs(state.questions) do
+    table.insert(lines, "")
+    table.insert(lines, "? " .. q.message .. " — answer in the picker: " .. table.concat(q.choices, " / "))
+  end
+  table.insert(lines, "")
+  return lines, calls
+end
+
+-- buffer ----------------------------------------------------------------------------------
+
+local function separator_line(b)
+  local lines = vim.api.nvim_buf_get_lines(b, 0, -1, false)
+  for i = #lines, 1, -1 do
+    if lines[i] == M.SEPARATOR then return i end
+  end
+  return nil
+end
+
+--- Tool-call bodies (indented lines) fold; the folds start closed.
+function M.foldexpr(lnum)
+  local line = vim.fn.getline(lnum)
+  return line:sub(1, 4) == "    " and "1" or "0"
+end
+
+function M.redraw()
+  redraw_pending = false
+  if not (buf and vim.api.nvim_buf_is_valid(buf)) then return end
+  local lines, calls = M.render()
+  local sep = separator_line(buf)
+  local log_end = sep and sep - 1 or vim.api.nvim_buf_line_count(buf)
+  if not sep then
+    lines[#lines + 1] = M.SEPARATOR
+    lines[#lines + 1] = ""
+    log_end = -1
+  end
+  local wins = vim.fn.win_findbuf(buf)
+  local follow = {}
+  for _, w in ipairs(wins) do -- windows reading the end of the log keep following it
+    follow[w] = vim.api.nvim_win_get_cursor(w)[1] >= log_end - 1
+  end
+  vim.api.nvim_buf_set_lines(buf, 0, log_end, false, lines)
+  call_lines = calls
+  local new_sep = separator_line(buf)
+  for _, w in ipairs(wins) do
+    if follow[w] and new_sep then pcall(vim.api.nvim_win_set_cursor, w, { new_sep - 1, 0 }) end
+  end
+end
+
+--- Redraws are merged: many events in one tick draw once.
+local function schedule_redraw()
+  if redraw_pending then return end
+  redraw_pending = true
+  vim.schedule(M.redraw)
+end
+
+--- The input area's text (everything under the separator).
+function M.input()
+  local sep = separator_line(buf)
+  if not sep then return "" end
+  return vim.trim(table.concat(vim.api.nvim_buf_get_lines(buf, sep, -1, false), "\n"))
+end
+
+local function notify_error(err)
+  vim.notify("ndomo: " .. (type(err) == "table" and (err.message or vim.inspect(err)) or tostring(err)), vim.log.levels.ERROR)
+end
+
+function M.send()
+  local prompt = M.input()
+  if prompt == "" then return end
+  local sep = separator_line(buf)
+  vim.api.nvim_buf_set_lines(buf, sep, -1, false, { "" })
+  client.execute("ndomo.turn", { prompt = prompt }, function(err, result)
+    if err then return notify_error(err) end
+    if type(result) == "table" and (result.turn_id == nil or result.turn_id == vim.NIL) then
+      -- no turn ran: a slash command's payload, or a refusal (another turn is running …)
+      local text = (result.error and result.error ~= vim.NIL) and result.error or vim.inspect(result.payload)
+      table.insert(state.turns, { id = vim.NIL, prompt = prompt, agent = str(result.agent), mode = str(result.mode),
+        status = str(result.status), error = str(result.error), items = { { kind = "text", text = text } } })
+      schedule_redraw()
+    end
+  end)
+end
+
+function M.cancel()
+  client.execute("ndomo.cancel", {}, function(err) if err then notify_error(err) end end)
+end
+
+--- Stop the tool call on (or above) the cursor line.
+function M.stop_call()
+  local lnum = vim.api.nvim_win_get_cursor(0)[1]
+  for l = lnum, 1, -1 do
+    local id = call_lines[l]
+    if id then
+      client.execute("ndomo.toolcall.cancel", { id = id }, function(err) if err then notify_error(err) end end)
+      return id
+    end
+  end
+  vim.notify("ndomo: no tool call here", vim.log.levels.WARN)
+end
+
+local function ensure_buf()
+  if buf and vim.api.nvim_buf_is_valid(buf) then return buf end
+  buf = vim.api.nvim_create_buf(false, true)
+  pcall(vim.api.nvim_buf_set_name, buf, M.NAME)
+  vim.bo[buf].filetype = "markdown"
+  vim.bo[buf].bufhidden = "hide"
+  vim.bo[buf].swapfile = false
+  local map = function(lhs, fn, desc) vim.keymap.set("n", lhs, fn, { buffer = buf, desc = "ndomo chat: " .. desc, nowait = true }) end
+  map("<CR>", M.send, "send the input area")
+  map("q", M.close, "close")
+  map("<C-c>", M.cancel, "cancel the turn")
+  map("X", M.stop_call, "stop the tool call under the cursor")
+  M.redraw()
+  return buf
+end
+
+local function set_window_options(win)
+  vim.wo[win].foldmethod = "expr"
+  vim.wo[win].foldexpr = "v:lua.require'ndomo.chat'.foldexpr(v:lnum)"
+  vim.wo[win].foldlevel = 0
+  vim.wo[win].wrap = true
+  vim.wo[win].number = false
+end
+
+--- Open (or focus) the chat window; `layout` overrides the configured one.
+function M.open(layout)
+  local b = ensure_buf()
+  local win = vim.fn.bufwinid(b)
+  if win ~= -1 then
+    vim.api.nvim_set_current_win(win)
+  else
+    local o = opts()
+    layout = (layout and layout ~= "") and layout or o.layout
+    if layout == "float" then
+      local w = math.min(o.width, vim.o.columns - 4)
+      local h = math.max(5, vim.o.lines - 6)
+      win = vim.api.nvim_open_win(b, true, { relative = "editor", width = w, height = h, row = 1,
+        col = math.floor((vim.o.columns - w) / 2), border = "rounded", title = " ndomo ", style = "minimal" })
+    else
+      vim.cmd(layout == "vsplit" and "botright vsplit" or ("botright " .. o.height .. "split"))
+      win = vim.api.nvim_get_current_win()
+      vim.api.nvim_win_set_buf(win, b)
+    end
+    set_window_options(win)
+  end
+  M.load()
+  local sep = separator_line(b)
+  if sep then pcall(vim.api.nvim_win_set_cursor, 0, { sep + 1, 0 }) end
+  return b
+end
+
+--- The session's stored conversation, once (again after the current session changed).
+function M.load()
+  if state.loaded then return end
+  state.loaded = true
+  client.execute("ndomo.session.open", {}, function(err, view)
+    if err then
+      state.loaded = false
+      return notify_error(err)
+    end
+    M.load_history(view)
+    schedule_redraw()
+  end)
+end
+
+function M.close()
+  if not buf then return end
+  for _, w in ipairs(vim.fn.win_findbuf(buf)) do
+    if #vim.api.nvim_list_wins() > 1 then vim.api.nvim_win_close(w, true) end
+  end
+end
+
+--- A question (approval, ask_user) is pending: shown in the chat until answered.
+function M.question(message, choices)
+  local q = { message = message, choices = choices }
+  table.insert(state.questions, q)
+  schedule_redraw()
+  return function()
+    for i, x in ipairs(state.questions) do
+      if x == q then table.remove(state.questions, i) break end
+    end
+    schedule_redraw()
+  end
+end
+
+-- wiring ----------------------------------------------------------------------------------
+
+function M.setup()
+  ns = ns or vim.api.nvim_create_augroup("ndomo_chat", { clear = true })
+  vim.api.nvim_create_autocmd("User", {
+    group = ns, pattern = "NdomoTurnEvent",
+    callback = function(ev)
+      M.apply(ev.data)
+      if buf and vim.api.nvim_buf_is_valid(buf) then schedule_redraw() end
+    end,
+  })
+  vim.api.nvim_create_autocmd("User", {
+    group = ns, pattern = "NdomoStatus",
+    callback = function(ev)
+      local s = ev.data
+      if type(s) ~= "table" then return end
+      if state.status and state.status.session ~= s.session then
+        state.turns, state.loaded = {}, false -- another session became current
+        if buf and #vim.fn.win_findbuf(buf) > 0 then M.load() end
+      end
+      state.status = s
+      if buf and vim.api.nvim_buf_is_valid(buf) then schedule_redraw() end
+    end,
+  })
+end
+
+--- For tests: the whole model.
+function M._state() return state end
+
+return M

@@ -1,0 +1,221 @@
+/**
+ * The conversation view's state, fed by the server: `ndomo/turn/event`, `ndomo/status`,
+ * the session's stored history (`ndomo.session.open`) and approval requests. Pure (no
+ * `vscode` import): the extension keeps one and the webview only draws it.
+ */
+
+export type CallStatus = "running" | "done" | "failed" | "cancelled" | "refused";
+
+export interface ToolCallView {
+  id: string;
+  name: string;
+  arguments: Record<string, unknown>;
+  status: CallStatus;
+  summary: string;
+  output: string; // live output (bash, serve), bounded
+}
+
+export type Item = { kind: "text"; text: string } | { kind: "tool"; call: ToolCallView } | { kind: "notice"; level: string; text: string };
+
+export interface TurnView {
+  id: number | null;
+  prompt: string;
+  agent: string;
+  mode: string;
+  status: string; // running | done | failed | cancelled | blocked | capped | interrupted
+  error: string | null;
+  items: Item[];
+}
+
+export interface Approval {
+  id: number;
+  message: string;
+  choices: string[];
+}
+
+export interface StatusInfo {
+  session: string;
+  mode: string;
+  agent: string;
+  busy: boolean;
+  state: string;
+  plan: { done: number; total: number; slug?: string } | null;
+}
+
+export interface ChatState {
+  session: string | null;
+  status: StatusInfo | null;
+  turns: TurnView[];
+  approvals: Approval[];
+  agents: string[];
+  more: number; // older turns not loaded
+}
+
+export const MODES = ["discussion", "brainstorming", "autopilot"];
+export const OUTPUT_CAP = 20000; // characters of live tool output kept per call in the view
+
+export function emptyState(): ChatState {
+  return { session: null, status: null, turns: [], approvals: [], agents: [], more: 0 };
+}
+
+function turnFor(state: ChatState, id: number | null | undefined): TurnView | undefined {
+  if (id === null || id === undefined) return state.turns.at(-1);
+  for (let i = state.turns.length - 1; i >= 0; i--) if (state.turns[i].id === id) return state.turns[i];
+  return undefined;
+}
+
+function findCall(state: ChatState, callId: string): ToolCallView | undefined {
+  for (let i = state.turns.length - 1; i >= 0; i--) {
+    for (const it of state.turns[i].items) if (it.kind === "tool" && it.call.id === callId) return it.call;
+  }
+  return undefined;
+}
+
+/** Apply one `ndomo/turn/event`. Events of sub-agent turns land in the latest top-level turn. */
+export function applyEvent(state: ChatState, raw: unknown): void {
+  if (!raw || typeof raw !== "object") return;
+  const e = raw as Record<string, any>;
+  switch (e.kind) {
+    case "turn_started": {
+      if (turnFor(state, e.turn_id) && e.turn_id !== null) return;
+      const running = state.turns.at(-1);
+      if (running && running.status === "running" && running.id !== null) {
+        // a delegated sub-agent's turn: shown inside the running turn
+        running.items.push({ kind: "notice", level: "info", text: `${e.agent} (${e.mode}): ${e.prompt}` });
+        return;
+      }
+      state.turns.push({ id: e.turn_id ?? null, prompt: String(e.prompt ?? ""), agent: e.agent, mode: e.mode, status: "running", error: null, items: [] });
+      return;
+    }
+    case "text": {
+      const t = turnFor(state, e.turn_id) ?? state.turns.at(-1);
+      if (!t) return;
+      const last = t.items.at(-1);
+      if (last && last.kind === "text") last.text += String(e.text ?? "");
+      else t.items.push({ kind: "text", text: String(e.text ?? "") });
+      return;
+    }
+    case "tool_started": {
+      const t = turnFor(state, e.turn_id) ?? state.turns.at(-1);
+      if (!t) return;
+      t.items.push({ kind: "tool", call: { id: e.call_id, name: e.name, arguments: e.arguments ?? {}, status: "running", summary: "", output: "" } });
+      return;
+    }
+    case "tool_output": {
+      const c = findCall(state, e.call_id);
+      if (!c) return;
+      c.output = (c.output + String(e.text ?? "")).slice(-OUTPUT_CAP);
+      return;
+    }
+    case "tool_finished": {
+      const c = findCall(state, e.call_id);
+      if (!c) return;
+      c.status = e.status;
+      c.summary = String(e.summary ?? "");
+      return;
+    }
+    case "notice": {
+      const t = turnFor(state, e.turn_id) ?? state.turns.at(-1);
+      if (t) t.items.push({ kind: "notice", level: e.level ?? "info", text: String(e.message ?? "") });
+      return;
+    }
+    case "turn_finished": {
+      const t = turnFor(state, e.turn_id);
+      if (!t || t.status !== "running") return; // a sub-agent's end, or already final
+      t.status = e.status;
+      t.error = e.error ?? null;
+      for (const it of t.items) if (it.kind === "tool" && it.call.status === "running") it.call.status = "cancelled";
+      return;
+    }
+  }
+}
+
+export function applyStatus(state: ChatState, status: StatusInfo): void {
+  if (state.session && status.session !== state.session) {
+    state.turns = []; // another session became current (a new session, session.open)
+    state.more = 0;
+  }
+  state.session = status.session;
+  state.status = status;
+}
+
+/** The `ndomo.session.open` result: the session's stored conversation. */
+export function applyHistory(state: ChatState, view: any): void {
+  if (!view || typeof view !== "object") return;
+  state.session = view.session ?? state.session;
+  if (view.status) state.status = view.status;
+  state.more = Number(view.more ?? 0);
+  state.turns = (view.turns ?? []).map((t: any) => ({
+    id: t.id,
+    prompt: t.prompt ?? "",
+    agent: t.agent ?? "",
+    mode: t.mode ?? "",
+    status: t.status,
+    error: t.error ?? null,
+    items: (t.items ?? []).map((i: any): Item =>
+      i.kind === "tool"
+        ? { kind: "tool", call: { id: i.call_id, name: i.name, arguments: i.arguments ?? {}, status: i.result === null ? "cancelled" : "done", summary: firstLine(i.result ?? ""), output: i.result ?? "" } }
+        : { kind: "text", text: i.text ?? "" },
+    ),
+  }));
+}
+
+/** What a command's result says that no event did (a slash command's payload, a refusal). */
+export function applyTurnResult(state: ChatState, prompt: string, result: any): void {
+  if (!result || typeof result !== "object") return;
+  if (result.turn_id === null || result.turn_id === undefined) {
+    const text = result.error ? `${result.error}` : JSON.stringify(result.payload ?? result.status, null, 2);
+    state.turns.push({
+      id: null, prompt, agent: result.agent ?? "", mode: result.mode ?? "", status: result.status ?? "done",
+      error: result.error ?? null, items: result.error ? [] : [{ kind: "text", text }],
+    });
+  }
+}
+
+function firstLine(s: string): string {
+  return (s.trim().split("\n")[0] ?? "").slice(0, 160);
+}
+
+let approvalSeq = 0;
+
+export function addApproval(state: ChatState, message: string, choices: string[]): Approval {
+  const a = { id: ++approvalSeq, message, choices };
+  state.approvals.push(a);
+  return a;
+}
+
+export function removeApproval(state: ChatState, id: number): void {
+  state.approvals = state.approvals.filter((a) => a.id !== id);
+}
+
+const QUIET = new Set(["", "idle", "done"]);
+
+/** The header: agent · mode, the craftsman's scope state or last outcome when notable, plan progress. */
+export function describeStatus(s: StatusInfo | null): string {
+  if (!s) return "ndomo: connecting…";
+  const parts = [`${s.agent} · ${s.mode}`];
+  if (s.busy) parts.push("working…");
+  if (!QUIET.has(s.state ?? "")) parts.push(s.state);
+  if (s.plan) parts.push(`plan ${s.plan.slug ? s.plan.slug + " " : ""}${s.plan.done}/${s.plan.total}`);
+  return parts.join(" · ");
+}
+
+/** Plain words for a turn's end state. */
+export function describeOutcome(t: TurnView): string {
+  switch (t.status) {
+    case "running":
+      return "working…";
+    case "done":
+      return "done";
+    case "blocked":
+      return `handed back: ${t.error ?? "blocked"}`;
+    case "capped":
+      return `stopped at the mode's iteration cap${t.error ? ` (${t.error})` : ""}`;
+    case "cancelled":
+      return "cancelled";
+    case "interrupted":
+      return "interrupted (the server stopped)";
+    default:
+      return `failed${t.error ? `: ${t.error}` : ""}`;
+  }
+}

@@ -1,0 +1,132 @@
+"""A session's conversation, message by message, and the claim that keeps its turns one at a time.
+
+Every message is stored as it happens (the prompt, each answer with its tool calls, each
+tool result), so a restarted server, a reloaded editor or the next `ndomo run` carries
+on with the whole conversation. Nothing here trims: the model's budget is applied when a
+request is built, never to what is stored.
+
+A claim row says "a turn of this session runs in process <host>:<pid>". Only one exists
+per session; a second process is refused while the owner lives, and a dead owner's claim
+is taken over (its turn was interrupted).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from ndomo.plans.base import StoreBase, dumps, loads, row_dict
+from ndomo.plans.db import now
+from ndomo.plans.errors import Invalid, Refused
+from ndomo.plans.models import _Out
+from ndomo.plans.owner import PidAlive, hostname, owner_is_gone, pid_alive, process_owner
+
+ROLES = ("user", "assistant", "tool")
+
+
+class StoredMessage(_Out):
+    id: int
+    session_id: str
+    turn_id: int | None = None
+    role: str
+    content: str | None = None
+    tool_calls: list[dict[str, Any]] = Field(default_factory=list)  # [{id, name, arguments}]
+    tool_call_id: str | None = None
+    name: str | None = None
+    created_at: str
+
+
+class SessionBusy(Refused):
+    """Another live turn holds the session."""
+
+    def __init__(self, session_id: str, owner: str) -> None:
+        super().__init__(
+            f"a turn is already running in session {session_id} (process {owner}); "
+            "wait for it or cancel it first (ndomo.cancel in the editor that runs it)",
+            field="session",
+        )
+        self.owner = owner
+
+
+def _message(row: Any) -> StoredMessage:
+    d = row_dict(row)
+    d["tool_calls"] = loads(d.get("tool_calls"), [])
+    return StoredMessage.model_validate(d)
+
+
+class MessageOps(StoreBase):
+    async def add_message(
+        self,
+        session_id: str,
+        role: str,
+        content: str | None = None,
+        *,
+        turn_id: int | None = None,
+        tool_calls: list[dict[str, Any]] | None = None,
+        tool_call_id: str | None = None,
+        name: str | None = None,
+    ) -> int:
+        """Append one message to the session's conversation; returns its id."""
+        if role not in ROLES:
+            raise Invalid(f"message role must be one of {', '.join(ROLES)}, got {role!r}", field="role")
+        async with self._tx():
+            await self._ensure_session_row(session_id)  # type: ignore[attr-defined]
+            ts = now()
+            mid = await self._insert(
+                "INSERT INTO session_messages(session_id, turn_id, role, content, tool_calls, tool_call_id, name,"
+                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (session_id, turn_id, role, content, dumps(tool_calls or []), tool_call_id, name, ts),
+            )
+            await self._exec("UPDATE sessions SET used_at = ? WHERE id = ?", (ts, session_id))
+            return mid
+
+    async def session_messages(self, session_id: str, *, top_level: bool = True) -> list[StoredMessage]:
+        """The conversation in order. `top_level`: without the messages of delegated
+        sub-agent turns (they are stored, but are not the session's conversation)."""
+        if top_level:
+            sql = (
+                "SELECT m.* FROM session_messages m LEFT JOIN turns t ON t.id = m.turn_id"
+                " WHERE m.session_id = ? AND t.parent_turn_id IS NULL ORDER BY m.id"
+            )
+        else:
+            sql = "SELECT * FROM session_messages WHERE session_id = ? ORDER BY id"
+        return [_message(r) for r in await self._all(sql, (session_id,))]
+
+    async def touch_session(self, session_id: str) -> None:
+        """Mark the session as the latest used (what `ndomo run` and a fresh server resume)."""
+        async with self._tx():
+            await self._ensure_session_row(session_id)  # type: ignore[attr-defined]
+            await self._exec("UPDATE sessions SET used_at = ? WHERE id = ?", (now(), session_id))
+
+    # -- one turn at a time, across processes ------------------------------------------------
+    async def claim_session(
+        self, session_id: str, *, owner: str | None = None, alive: PidAlive = pid_alive
+    ) -> None:
+        """Claim the session for a turn; SessionBusy when a live process holds it."""
+        owner = owner or process_owner()
+        async with self._tx():
+            await self._ensure_session_row(session_id)  # type: ignore[attr-defined]
+            row = await self._one("SELECT owner FROM session_claims WHERE session_id = ?", (session_id,))
+            if row is not None:
+                holder = row["owner"]
+                if not owner_is_gone(holder, host=hostname(), alive=alive):
+                    raise SessionBusy(session_id, holder)
+                await self._exec("DELETE FROM session_claims WHERE session_id = ?", (session_id,))
+            await self._exec(
+                "INSERT INTO session_claims(session_id, owner, claimed_at) VALUES (?, ?, ?)",
+                (session_id, owner, now()),
+            )
+
+    async def release_session(self, session_id: str, *, owner: str | None = None) -> bool:
+        """Drop this owner's claim; True when there was one."""
+        owner = owner or process_owner()
+        async with self._tx():
+            n = await self._exec(
+                "DELETE FROM session_claims WHERE session_id = ? AND owner = ?", (session_id, owner)
+            )
+        return n > 0
+
+    async def session_claim(self, session_id: str) -> str | None:
+        row = await self._one("SELECT owner FROM session_claims WHERE session_id = ?", (session_id,))
+        return row["owner"] if row else None

@@ -1,0 +1,65 @@
+"""A session's conversation: stored as it happens, read back for the next turn, trimmed
+only on the way to the model.
+
+`model_history` is the one place the budget is applied, so a smarter trimmer (a context
+budget in tokens) replaces one function.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from ndomo.llm.messages import Message, ToolCall
+
+if TYPE_CHECKING:
+    from ndomo.plans.messages import StoredMessage
+    from ndomo.runtime.context import TurnContext
+
+log = logging.getLogger("ndomo.runtime")
+
+
+def to_message(m: "StoredMessage") -> Message:
+    calls = [
+        ToolCall(id=c["id"], name=c["name"], arguments=c.get("arguments") or {}, raw_arguments=c.get("raw", ""))
+        for c in m.tool_calls
+    ]
+    return Message(role=m.role, content=m.content, tool_calls=calls, tool_call_id=m.tool_call_id, name=m.name)  # type: ignore[arg-type]
+
+
+async def load_history(ctx: "TurnContext") -> list[Message]:
+    """The session's whole stored conversation (top-level turns), made a valid one
+    (a tool call left unanswered by a crash or a cancel gets a 'not run' result)."""
+    from ndomo.runtime.executor import close_dangling
+
+    store = await ctx.app.store()
+    return close_dangling([to_message(m) for m in await store.session_messages(ctx.session.id)])
+
+
+def model_history(ctx: "TurnContext", history: list[Message]) -> list[Message]:
+    """What of the history goes to the model: whole exchanges, newest first, within budget."""
+    from ndomo.runtime.executor import trim_history
+
+    return trim_history(history, ctx.app.settings.history_chars)
+
+
+async def record(ctx: "TurnContext", message: Message) -> None:
+    """Store one message of the turn as it happens; a store failure is logged, the turn goes on."""
+    if message.role == "system":
+        return
+    try:
+        store = await ctx.app.store()
+        await store.add_message(
+            ctx.session.id,
+            message.role,
+            message.content,
+            turn_id=ctx.turn_id or None,
+            tool_calls=[
+                {"id": c.id, "name": c.name, "arguments": c.arguments, "raw": c.wire_arguments()}
+                for c in message.tool_calls
+            ],
+            tool_call_id=message.tool_call_id,
+            name=message.name,
+        )
+    except Exception:
+        log.exception("could not store a message of session %s", ctx.session.id)

