@@ -4,6 +4,8 @@ elsewhere."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
@@ -60,16 +62,20 @@ async def test_saving_a_stale_view_does_not_revert_other_changes(lsp, tmp_path):
     assert await _status(tmp_path, t2) == "done"
 
 
-async def test_open_transcript_grows_in_the_editor(lsp, tmp_path):
+async def test_open_session_export_follows_the_conversation_in_the_editor(lsp, tmp_path):
+    """The transcript is an export now (issue 17); an editor that has it open gets the refreshed
+    export through its buffer, so the buffer never goes stale."""
     disk = EditorDisk()
     with FakeModel(script=[{"text": "first"}, {"text": "second"}]) as fake:
         client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url}, init_options={"open_transcript": False},
                                  handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)})
         turn = {"prompt": "hi", "agent": "craftsman", "mode": "discussion"}
         first = await command(client, "ndomo.turn", turn)
-        path = tmp_path / ".ndomo" / "sessions" / f"{first['session']}.md"
+        exported = await command(client, "ndomo.session.export", {"session": first["session"]})
+        path = Path(exported["path"])
         uri = disk.open(client, path, path.read_text(encoding="utf-8"))
         await command(client, "ndomo.turn", {**turn, "prompt": "again"})
-    await wait_for(lambda: "again" in disk.buffers[uri][1], what="the open transcript got the new turn")
+        await command(client, "ndomo.session.export", {"session": first["session"]})
+    await wait_for(lambda: "again" in disk.buffers[uri][1], what="the open export got the new turn")
     assert disk.buffers[uri][1] == path.read_text(encoding="utf-8")
-    assert disk.buffers[uri][1].count("**prompt:** hi") == 1
+    assert "second" in disk.buffers[uri][1]
