@@ -282,7 +282,7 @@ FIX_SCRIPT = [
 
 
 def test_fix_command_edits_the_buffer(workspace: Path, tmp_path: Path) -> None:
-    r = _run_e2e(workspace, tmp_path, FIX_SCRIPT, ["attach", "fix", "transcript_file"])
+    r = _run_e2e(workspace, tmp_path, FIX_SCRIPT, ["attach", "fix", "transcript_file"], NDOMO_TEST_SETUP="transcript")
     assert not r["errors"], f"{r['errors']}\n{_server_log(tmp_path)}"
     assert "\n".join(r["fixed"]) + "\n" == FIXED
     assert any("Fixed: add now adds." in line for line in r["transcript"]), r["transcript"]
@@ -290,7 +290,7 @@ def test_fix_command_edits_the_buffer(workspace: Path, tmp_path: Path) -> None:
     assert r["mark_after"] == [3, 2] and r["cursor_after"] == [4, 3], (r["mark_after"], r["cursor_after"])
     # the answer is shown once, not once from the event and again from the command's result
     assert [n["msg"] for n in r["notices"]].count("Fixed: add now adds.") == 1, r["notices"]
-    # D3: the session transcript the server opened follows the file on disk
+    # D3: the session export the server opened (open_transcript) follows the conversation
     assert any("Fixed: add now adds." in line for line in r["transcript_file"]), r["transcript_file"]
     # the turn is a work-done progress, seen by Neovim's LspProgress
     assert r["progress"][0].startswith("begin:craftsman") and r["progress"][-1].startswith("end:"), r["progress"]

@@ -55,8 +55,8 @@ class LogMessageHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         if getattr(self._sending, "active", False):  # a log line from sending a log line
             return
-        if record.levelno < logging.INFO and record.name.startswith(_TRANSPORT):
-            return  # pygls logs every message it sends at DEBUG: forwarding would double the traffic
+        if record.levelno < logging.WARNING and record.name.startswith(_TRANSPORT):
+            return  # pygls logs every message it sends (INFO "Sending data"): echoing would double the traffic
         try:
             text = self.format(record)
         except Exception:

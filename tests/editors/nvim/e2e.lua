@@ -37,6 +37,9 @@ if os.getenv("NDOMO_TEST_SETUP") == "docs" then
     },
     keymaps = false,
   })
+elseif os.getenv("NDOMO_TEST_SETUP") == "transcript" then
+  -- the session's markdown export shown beside the code after each turn
+  ndomo.setup({ cmd = cmd, init_options = { open_transcript = true } })
 else
   -- no init_options at all (the model comes from NDOMO_BASE_URL)
   ndomo.setup({ cmd = cmd })
@@ -179,8 +182,8 @@ function S.health()
   results.health = vim.api.nvim_buf_get_lines(0, 0, -1, false)
 end
 
--- The session transcript the server opened beside the code (window/showDocument) follows the
--- file on disk once the turn's ndomo/status arrives.
+-- The session export the server opened beside the code (window/showDocument, open_transcript)
+-- follows the file once the turn's ndomo/status arrives.
 function S.transcript_file()
   wait(15000, function() return #ndomo_buffers("/.ndomo/sessions/") > 0 end, "the session transcript buffer")
   local b = ndomo_buffers("/.ndomo/sessions/")[1]
