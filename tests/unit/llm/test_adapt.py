@@ -19,9 +19,7 @@ from tests.fakes.fake_model import FakeModel
 
 # The first request of a turn (messages + tools, compact UTF-8 JSON, the full tool set of the
 # mode) stays under this (≈ 2,500-3,300 tokens); docs/performance.md has the table.
-# The craftsman's +150: the `recall` tool (issue 17: notes recalled in every mode, 171 B at its
-# smallest) came after main had used all but ~15 B of the 10,000 — a trade-off for the lead.
-CEILING = {("craftsman", "autopilot"): 10_150, ("foreman", "discussion"): 10_000}
+CEILING = {("craftsman", "autopilot"): 10_000, ("foreman", "discussion"): 10_000}
 
 
 async def _app(tmp_path, fake, **model):
