@@ -190,11 +190,11 @@ def test_approval_through_vim_ui_select(workspace: Path, tmp_path: Path) -> None
         {"tool_calls": [{"name": "bash", "arguments": {"command": "echo approved > approved.txt"}}]},
         {"text": "Ran it."},
     ]
-    r = _run_e2e(workspace, tmp_path, script, ["attach", "approval"], NDOMO_TEST_PICK="Allow once")
+    r = _run_e2e(workspace, tmp_path, script, ["attach", "approval"], NDOMO_TEST_PICK="Once")
     assert not r["errors"], f"{r['errors']}\n{_server_log(tmp_path)}"
-    approvals = [s for s in r["selects"] if "Allow once" in s["items"]]
+    approvals = [s for s in r["selects"] if "Once" in s["items"]]
     assert approvals, r["selects"]
-    assert approvals[0]["items"] == ["Allow once", "Allow for this session", "Always allow in this project", "Deny"]
+    assert approvals[0]["items"] == ["Once", "Session", "Always", "Deny"]
     assert "bash" in approvals[0]["prompt"] and "echo approved" in approvals[0]["prompt"]
     assert (workspace / "approved.txt").read_text(encoding="utf-8").strip() == "approved"
 

@@ -106,7 +106,8 @@ async function showDocumentBeside(
     const doc = await vscode.workspace.openTextDocument(uri);
     const s = params.selection;
     await vscode.window.showTextDocument(doc, {
-      viewColumn: vscode.ViewColumn.Beside,
+      // beside the file being edited; with none open, where it would go anyway (no empty group)
+      viewColumn: vscode.window.activeTextEditor ? vscode.ViewColumn.Beside : vscode.ViewColumn.Active,
       preserveFocus: true,
       preview: false,
       selection: s ? new vscode.Range(s.start.line, s.start.character, s.end.line, s.end.character) : undefined,

@@ -247,6 +247,7 @@ test("a document the server shows without focus opens beside, keeping the cursor
   const { client } = await start();
   const show = client.clientOptions.middleware.window.showDocument;
   const next = async () => ({ success: false });
+  stub.activeTextEditor = { document: { uri: vscode.Uri.parse("file:///ws/calc.py") }, selection: {} };
   const res = await show({ uri: "file:///ws/.ndomo/sessions/s1.md", takeFocus: false }, next);
   assert.deepEqual(res, { success: true });
   assert.equal(stub.shown.length, 1);
@@ -256,6 +257,11 @@ test("a document the server shows without focus opens beside, keeping the cursor
   stub.visibleTextEditors = [{ document: { uri: vscode.Uri.parse("file:///ws/.ndomo/sessions/s1.md") } }];
   await show({ uri: "file:///ws/.ndomo/sessions/s1.md" }, next);
   assert.equal(stub.shown.length, 1);
+  // nothing being edited: no empty group to the left
+  stub.visibleTextEditors = [];
+  stub.activeTextEditor = undefined;
+  await show({ uri: "file:///ws/.ndomo/sessions/s2.md" }, next);
+  assert.equal(stub.shown[1].options.viewColumn, vscode.ViewColumn.Active);
   // with focus: the client's own handling
   assert.deepEqual(await show({ uri: "file:///ws/x.py", takeFocus: true }, next), { success: false });
 });
