@@ -7,7 +7,6 @@ is checked, as on CI.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -16,21 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.editors.vscode_harness import extension_copy, npm_run as _run
+
 EXT = Path(__file__).resolve().parents[2] / "editors" / "vscode"
 NPM = shutil.which("npm")
 NPX = shutil.which("npx")
 
+
 needs_npm = pytest.mark.skipif(NPM is None or NPX is None, reason="npm/npx not installed: the VS Code extension cannot be built")
-
-IGNORE = shutil.ignore_patterns("node_modules", "dist", "out-test", "*.vsix")
-
-
-def _run(cmd: list[str], cwd: Path, timeout: float = 300) -> str:
-    env = {**os.environ, "CI": "true", "npm_config_fund": "false", "npm_config_audit": "false", "npm_config_update_notifier": "false"}
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, f"{' '.join(cmd)} failed ({proc.returncode}):\n{out[-4000:]}"
-    return out
 
 
 def _server_commands() -> list[str]:
@@ -55,10 +47,8 @@ def test_no_palette_command_is_a_server_command() -> None:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
-    work = tmp_path_factory.mktemp("vscode") / "ext"
-    shutil.copytree(EXT, work, ignore=IGNORE)
-    _run([NPM, "ci"], work, timeout=600)
-    return work
+    """A fresh copy with `npm ci` (shared with the real-VS-Code tests, which package it)."""
+    return extension_copy(tmp_path_factory.getbasetemp())
 
 
 @needs_npm
