@@ -147,9 +147,13 @@ def _seed_plan(ws: Path, files: list[str]) -> tuple[str, int]:
 
 # -- tests -------------------------------------------------------------------------------------
 
-def test_server_starts_from_the_trusted_workspace_venv(vs: Env) -> None:
-    assert vs.wb.status().startswith("ndomo: foreman · discussion")
-    runs = vs.runs.read_text(encoding="utf-8").splitlines()
+def test_server_starts_from_the_trusted_workspace_venv(env: Env) -> None:
+    """The first thing a user sees: the server running, from the workspace's virtualenv."""
+    wb = env.wb
+    wb.d.call("waitText", selector='[id="ndomo.ndomo"]', regex=r"ndomo: (foreman · discussion|.*stopped)", timeout=90_000)
+    failures = [t for t in wb.toasts() if "ndomo" in t]
+    assert wb.status() == "ndomo: foreman · discussion", f"status {wb.status()!r}, notifications {failures}"
+    runs = env.runs.read_text(encoding="utf-8").splitlines()
     assert runs and all(r.split()[1:] == ["serve"] for r in runs)
 
 

@@ -271,7 +271,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const start = async () => {
     const cmd = currentCommand();
     output.appendLine(`starting ${[cmd.command, ...cmd.args].join(" ")} (command from ${cmd.origin})`);
-    const c = createClient(output, cmd);
+    let c: LanguageClient;
+    try {
+      c = createClient(output, cmd);
+    } catch (err) {
+      connected = false;
+      render();
+      throw new StartError(startFailure(cmd, err));
+    }
     client = c;
     const progresses = new Set<() => void>();
     stopCurrent = async () => {
