@@ -64,6 +64,7 @@ BASE_SETTINGS = {
     "extensions.autoUpdate": False,
     "window.restoreWindows": "none",
     "files.hotExit": "off",
+    "files.autoSave": "off",  # desktop VS Code's default (web builds save after a delay)
     "chat.disableAIFeatures": True,
     "git.enabled": False,
 }
@@ -117,7 +118,7 @@ def vs(env: Env, request, tmp_path) -> Iterator[Env]:
     wb.wait_status(r"ndomo: \w+ · \w+")
     wb.clear_toasts()  # an approval left open is answered (dismissed: denied)
     wb.palette("ndomo: Cancel turn")
-    wb.palette("View: Close All Editors")
+    wb.close_all_editors()
     wb.palette("ndomo: New session")
     wb.wait_status(r"^ndomo: foreman · discussion$")  # no spinner: no turn running
     wb.clear_toasts()

@@ -28,6 +28,8 @@ const server = await chromium.launchServer({
     "--disable-default-apps",
     "--no-first-run",
     "--no-default-browser-check",
+    "--disable-crash-reporter",
+    "--disable-breakpad",
     "--disable-features=Translate,MediaRouter,OptimizationHints",
   ],
 });
