@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import stat
+import subprocess
 import sys
 import warnings
 from collections.abc import Iterator
@@ -146,6 +146,19 @@ def _seed_plan(ws: Path, files: list[str]) -> tuple[str, int]:
     return asyncio.run(go())
 
 
+def _task_status(ws: Path, task: int) -> str:
+    from ndomo.plans.store import PlanStore
+
+    async def go() -> str:
+        store = await PlanStore.open(ws / ".ndomo" / "ndomo.db", workspace=ws)
+        try:
+            return (await store.get_task(task)).status
+        finally:
+            await store.close()
+
+    return asyncio.run(go())
+
+
 # -- tests -------------------------------------------------------------------------------------
 
 def test_server_starts_from_the_trusted_workspace_venv(env: Env) -> None:
@@ -246,7 +259,8 @@ def test_turn_progress_notification_cancels_the_turn(vs: Env) -> None:
     assert "Cancel" in [b["label"] for b in wb.toast_buttons("think about it")]
     wb.click_toast_button("think about it", "Cancel")
     assert vs.fake.wait_for_disconnect(timeout=60), "the model request was not abandoned"
-    wb.wait_status(r"cancelled")
+    wb.wait_status(r"^ndomo: foreman · discussion$")  # the turn is over …
+    wb.d.call("waitText", selector=".panel .monaco-editor .view-lines", text="cancelled by the user")  # … cancelled
     wb.toast_gone("think about it")
 
 
@@ -311,3 +325,76 @@ def test_untrusted_workspace_does_not_run_its_venv_ndomo(env: Env, tmp_path: Pat
     finally:
         left = server.stop()
         assert left == [], f"processes survived: {left}"
+
+
+# -- [editor-polish] D3, D6, D7 as a VS Code user meets them --------------------------------------
+
+def test_open_plan_view_and_transcript_follow_the_server(vs: Env) -> None:
+    """D3: files the server owns change in the editor while open (no stale buffer)."""
+    wb = vs.wb
+    views = ".editor-group-container .monaco-editor .view-lines"
+    slug, task = _seed_plan(vs.ws, ["calc.py"])
+    wb.open_file("calc.py")
+    wb.problems(f"plan {slug}")  # the server has seen the plan
+    wb.select_line("def add")
+    wb.code_action("ndomo: Open plan")
+    wb.d.call("waitText", selector=views, text="- [ ] 1. Make add add [pending]")
+    # another process marks the task done: the open view shows it, and is not left unsaved
+    out = subprocess.run([str(NDOMO), "task", "status", "--id", str(task), "--status", "done"], cwd=vs.ws,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    wb.d.call("waitText", selector=views, text="- [x] 1. Make add add [done]")
+    wb.d.call("waitText", selector=".editor-group-container .tab.dirty", text=".md", gone=True)
+    # saving the view now writes what it shows: the change made elsewhere stays
+    wb.d.call("click", selector=".editor-group-container .monaco-editor .view-line", text="Make add add")
+    wb.save()
+    assert _task_status(vs.ws, task) == "done"
+    # the transcript, open beside, grows with the turn
+    vs.script({"delay": 1, "text": "the answer is forty-two"})
+    wb.palette("ndomo: Ask…")
+    wb.input("what is the answer")
+    wb.d.call("waitText", selector=views, text="the answer is forty-two")
+    wb.wait_status(r"^ndomo: foreman · discussion")
+
+
+def test_agent_edit_is_minimal_cursor_stays(vs: Env) -> None:
+    """D6: a one-line agent edit leaves the cursor, far below it, where it was."""
+    wb = vs.wb
+    (vs.ws / "long.py").write_text("".join(f"value_{i} = {i}\n" for i in range(60)), encoding="utf-8")
+    vs.script(
+        {"tool_calls": [{"name": "edit", "arguments": {"path": "long.py", "old_text": "value_2 = 2\n", "new_text": "value_2 = 200\n"}}]},
+        {"text": "bumped"},
+    )
+    wb.open_file("long.py")
+    wb.d.call("press", keys="Control+g")
+    wb.input("41:5")
+    before = wb.cursor()
+    assert before.startswith("Ln 41, Col 5"), before
+    wb.palette("ndomo: Fix selection with craftsman")
+    wb.wait_status(r"^ndomo: foreman · discussion")
+    wb.d.call("waitText", selector=".editor-group-container .tab.dirty", text="long.py")  # in the buffer
+    assert wb.cursor() == before
+    wb.d.call("press", keys="Control+Home")
+    wb.wait_editor_text("value_2 = 200")
+    assert "value_1 = 1" in wb.editor_text() and "value_3 = 3" in wb.editor_text()
+
+
+def test_edit_then_bash_sees_the_new_text(vs: Env) -> None:
+    """D7: the turn's edits are saved by the editor before `bash` reads the disk."""
+    wb = vs.wb
+    vs.script(
+        {"tool_calls": [{"name": "edit", "arguments": {"path": "calc.py", "old_text": "return a - b", "new_text": "return a + b"}}]},
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "grep -c 'a + b' calc.py > seen.txt"}}]},
+        {"text": "checked"},
+    )
+    wb.open_file("calc.py")
+    wb.select_line("return a - b")
+    wb.palette("ndomo: Fix selection with craftsman")
+    wb.wait_toast("seen.txt")
+    wb.click_toast_button("seen.txt", LABELS["once"])
+    wb.wait_status(r"^ndomo: foreman · discussion")
+    assert (vs.ws / "seen.txt").read_text(encoding="utf-8").strip() == "1"
+    assert "return a + b" in (vs.ws / "calc.py").read_text(encoding="utf-8")
+    wb.d.call("waitText", selector=".editor-group-container .tab.dirty", text="calc.py", gone=True)  # saved by the editor
+    wb.d.call("press", keys="Control+z")  # and the edit is still in its undo history
+    wb.wait_editor_text("return a - b")
