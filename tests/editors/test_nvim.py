@@ -117,7 +117,7 @@ def test_plugin_logic_without_server(unit: dict) -> None:
     assert r["complete_mode"] == ["brainstorming"]
     assert r["complete_agent"] == ["foreman", "craftsman"]
     assert r["yielded"] is True and r["co_dead"] is True
-    assert r["picked"] == "Always allow in this project"
+    assert r["picked"] == "Always"
     assert "wants bash" in r["select_prompt"]
     assert r["transcript"][1:5] == ["## craftsman · autopilot: fix", "hello world", "second", "_done_"]
     assert "unknown subcommand" in r["unknown"] and "frobnicate" in r["unknown"]
@@ -314,11 +314,11 @@ def test_approval_through_vim_ui_select(workspace: Path, tmp_path: Path) -> None
         {"tool_calls": [{"name": "bash", "arguments": {"command": "echo approved > approved.txt"}}]},
         {"text": "Ran it."},
     ]
-    r = _run_e2e(workspace, tmp_path, script, ["attach", "approval"], NDOMO_TEST_PICK="Allow once")
+    r = _run_e2e(workspace, tmp_path, script, ["attach", "approval"], NDOMO_TEST_PICK="Once")
     assert not r["errors"], f"{r['errors']}\n{_server_log(tmp_path)}"
-    approvals = [s for s in r["selects"] if "Allow once" in s["items"]]
+    approvals = [s for s in r["selects"] if "Once" in s["items"]]
     assert approvals, r["selects"]
-    assert approvals[0]["items"] == ["Allow once", "Allow for this session", "Always allow in this project", "Deny"]
+    assert approvals[0]["items"] == ["Once", "Session", "Always", "Deny"]
     assert "bash" in approvals[0]["prompt"] and "echo approved" in approvals[0]["prompt"]
     assert (workspace / "approved.txt").read_text(encoding="utf-8").strip() == "approved"
 

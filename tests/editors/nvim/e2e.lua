@@ -56,7 +56,7 @@ vim.ui.select = function(items, opts, on_choice)
   local titles = {}
   for _, it in ipairs(items) do table.insert(titles, type(it) == "table" and it.title or it) end
   table.insert(results.selects, { prompt = opts.prompt, items = titles, kind = opts.kind })
-  local want = pick or os.getenv("NDOMO_TEST_PICK") or "Allow once"
+  local want = pick or os.getenv("NDOMO_TEST_PICK") or "Once"
   for _, it in ipairs(items) do
     if (type(it) == "table" and it.title or it) == want then return on_choice(it) end
   end
