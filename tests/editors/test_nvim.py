@@ -282,7 +282,8 @@ FIX_SCRIPT = [
 
 
 def test_fix_command_edits_the_buffer(workspace: Path, tmp_path: Path) -> None:
-    r = _run_e2e(workspace, tmp_path, FIX_SCRIPT, ["attach", "fix", "transcript_file"])
+    # `open_transcript` on: the server shows the session export, which must follow the file
+    r = _run_e2e(workspace, tmp_path, FIX_SCRIPT, ["attach", "fix", "transcript_file"], NDOMO_TEST_SETUP="transcript")
     assert not r["errors"], f"{r['errors']}\n{_server_log(tmp_path)}"
     assert "\n".join(r["fixed"]) + "\n" == FIXED
     assert any("Fixed: add now adds." in line for line in r["transcript"]), r["transcript"]

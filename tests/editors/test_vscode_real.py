@@ -54,7 +54,8 @@ def _workspace(root: Path, log: Path) -> Path:
 
 BASE_SETTINGS = {
     # an object setting: VS Code hands it back as a read-only Proxy (structuredClone fails on it)
-    "ndomo.initializationOptions": {"review_edits": False},
+    # (open_transcript: the session export opens beside the file after each turn; off by default)
+    "ndomo.initializationOptions": {"review_edits": False, "open_transcript": True},
     "ndomo.model.name": "fake-model",
     "workbench.startupEditor": "none",
     "workbench.tips.enabled": False,
@@ -183,7 +184,11 @@ def test_status_bar_shows_agent_and_mode_and_switches_both(vs: Env) -> None:
 
 def test_palette_lists_the_ndomo_commands_and_they_run(vs: Env) -> None:
     pkg = json.loads((Path(__file__).parents[2] / "editors" / "vscode" / "package.json").read_text())
-    want = sorted(f"ndomo: {c['title']}" for c in pkg["contributes"]["commands"])
+    want = [f"ndomo: {c['title']}" for c in pkg["contributes"]["commands"]]
+    # VS Code adds "<container>: Focus on <view> View" for each contributed view (the chat)
+    titles = {c["id"]: c["title"] for c in pkg["contributes"]["viewsContainers"]["activitybar"]}
+    want += [f"{titles[box]}: Focus on {v['name']} View" for box, views in pkg["contributes"]["views"].items() for v in views]
+    want.sort()
     labels = vs.wb.palette_labels("ndomo: ")
     got = sorted(label.split(",")[0] for label in labels if label.startswith("ndomo: "))
     assert got == want
@@ -398,3 +403,4 @@ def test_edit_then_bash_sees_the_new_text(vs: Env) -> None:
     wb.d.call("waitText", selector=".editor-group-container .tab.dirty", text="calc.py", gone=True)  # saved by the editor
     wb.d.call("press", keys="Control+z")  # and the edit is still in its undo history
     wb.wait_editor_text("return a - b")
+

@@ -37,6 +37,9 @@ if os.getenv("NDOMO_TEST_SETUP") == "docs" then
     },
     keymaps = false,
   })
+elseif os.getenv("NDOMO_TEST_SETUP") == "transcript" then
+  -- the session export shown beside the code after each turn (off by default)
+  ndomo.setup({ cmd = cmd, init_options = { open_transcript = true } })
 else
   -- no init_options at all (the model comes from NDOMO_BASE_URL)
   ndomo.setup({ cmd = cmd })
