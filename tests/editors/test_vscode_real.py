@@ -408,3 +408,22 @@ def test_edit_then_bash_sees_the_new_text(vs: Env) -> None:
     wb.d.call("press", keys="Control+z")  # and the edit is still in its undo history
     wb.wait_editor_text("return a - b")
 
+
+# -- [conversation] the chat view ----------------------------------------------------------------
+
+def test_chat_view_prompt_streams_its_answer_and_stop_ends_the_turn(vs: Env) -> None:
+    """A prompt typed in the conversation view: the answer's first half shows there while the
+    model still holds back the second (streamed, not shown at the end), and the view's Stop
+    ends the turn."""
+    first, second = "the answer streams", " in over two parts"
+    vs.script({"text": first + second, "chunks": 2, "chunk_delay": 300})
+    wb = vs.wb
+    wb.open_chat()
+    wb.chat_send("stream me an answer")
+    wb.wait_chat(".turn .prompt", text="stream me an answer")
+    assert wb.wait_chat(".turn .text", text=first).strip() == first  # the second half is 300 s away
+    assert vs.fake.chat_requests()[-1]["body"]["messages"][-1]["content"].count("stream me an answer") == 1
+    wb.chat_click("#stop", text="Stop")
+    assert vs.fake.wait_for_disconnect(timeout=60), "the model request was not abandoned"
+    wb.wait_status(r"^ndomo: foreman · discussion$")
+    wb.wait_chat(".turn .outcome", regex="cancel")

@@ -82,7 +82,39 @@ async function waitText({ selector, text, regex, gone = false, timeout = DEFAULT
   }
 }
 
+/** The page, or the frame reached through nested iframes (a webview is an iframe in an iframe). */
+function scope(frames) {
+  let s = page;
+  for (const f of frames ?? []) s = s.frameLocator(f);
+  return s;
+}
+
 const ops = {
+  async frameFill({ frames, selector, text, timeout = DEFAULT_TIMEOUT }) {
+    await scope(frames).locator(selector).first().fill(text, { timeout });
+    return true;
+  },
+  async frameClick({ frames, selector, text, timeout = DEFAULT_TIMEOUT }) {
+    let loc = scope(frames).locator(selector);
+    if (text !== undefined) loc = loc.filter({ hasText: text });
+    await loc.first().click({ timeout });
+    return true;
+  },
+  /** waitText inside frames: some element matching `selector` there has matching text. */
+  async frameWaitText({ frames, selector, text, regex, timeout = DEFAULT_TIMEOUT }) {
+    const ok = matcher(text, regex);
+    const deadline = Date.now() + timeout;
+    let last = [];
+    for (;;) {
+      last = await scope(frames).locator(selector).allInnerTexts().catch(() => []);
+      const hit = last.find(ok);
+      if (hit !== undefined) return hit;
+      if (Date.now() > deadline) {
+        throw new Error(`never saw ${regex ? "/" + regex + "/" : JSON.stringify(text)} in ${JSON.stringify(frames)} ${selector}; last: ${JSON.stringify(last).slice(0, 1500)}`);
+      }
+      await page.waitForTimeout(200);
+    }
+  },
   async open({ url, width = 1400, height = 900 }) {
     if (page) await page.close();
     page = await browser.newPage({ viewport: { width, height } });

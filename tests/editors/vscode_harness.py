@@ -361,6 +361,8 @@ class Driver:
 
 
 STATUS = '[id="ndomo.ndomo"]'
+# a webview view's page: VS Code's iframe, then the page's own frame inside it
+CHAT = ["iframe.webview", "iframe#active-frame"]
 TOAST = ".notifications-toasts .notification-toast"
 ROWS = ".quick-input-list .monaco-list-row"
 
@@ -540,3 +542,19 @@ class Workbench:
         self.palette("View: Focus Problems (Errors, Warnings, Infos)")
         self.d.call("waitText", selector=".markers-panel .monaco-list-row", text=text)
         return self.d.call("texts", selector=".markers-panel .monaco-list-row")
+
+    # -- the conversation view (a webview: its DOM is two iframes down) ----------------------
+    def open_chat(self) -> None:
+        """Open the conversation view (the ndomo activity-bar container's view)."""
+        self.palette("ndomo: Focus on Conversation View")
+        self.d.call("frameWaitText", frames=CHAT, selector="#send", text="Send")
+
+    def chat_send(self, prompt: str) -> None:
+        self.d.call("frameFill", frames=CHAT, selector="#prompt", text=prompt)
+        self.d.call("frameClick", frames=CHAT, selector="#send")
+
+    def chat_click(self, selector: str, text: str | None = None) -> None:
+        self.d.call("frameClick", frames=CHAT, selector=selector, text=text)
+
+    def wait_chat(self, selector: str, text: str | None = None, regex: str | None = None) -> str:
+        return self.d.call("frameWaitText", frames=CHAT, selector=selector, text=text, regex=regex)
