@@ -11,14 +11,14 @@ from tests.e2e.conftest import command
 from tests.e2e.editor_support import EditorDisk, wait_for
 from tests.fakes.fake_model import FakeModel
 
-CHOICES = ["Allow once", "Allow for this session", "Always allow in this project", "Deny"]
+CHOICES = ["Once", "Session", "Always", "Deny"]
 
 
 async def test_always_allow_is_not_asked_again_until_revoked(lsp, tmp_path):
     bash = {"tool_calls": [{"name": "bash", "arguments": {"command": "echo hello-ndomo"}}]}
     script = [bash, {"text": "one"}, bash, {"text": "two"}, bash, {"text": "three"}]
     asked: list[types.ShowMessageRequestParams] = []
-    answers = ["Always allow in this project", "Deny"]
+    answers = ["Always", "Deny"]
 
     def on_request(params: types.ShowMessageRequestParams):
         asked.append(params)

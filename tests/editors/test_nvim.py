@@ -117,7 +117,7 @@ def test_plugin_logic_without_server(unit: dict) -> None:
     assert r["complete_mode"] == ["brainstorming"]
     assert r["complete_agent"] == ["foreman", "craftsman"]
     assert r["yielded"] is True and r["co_dead"] is True
-    assert r["picked"] == "Always allow in this project"
+    assert r["picked"] == "Always"
     assert "wants bash" in r["select_prompt"]
     assert r["transcript"][1:5] == ["## craftsman · autopilot: fix", "hello world", "second", "_done_"]
     assert "unknown subcommand" in r["unknown"] and "frobnicate" in r["unknown"]
@@ -282,6 +282,7 @@ FIX_SCRIPT = [
 
 
 def test_fix_command_edits_the_buffer(workspace: Path, tmp_path: Path) -> None:
+    # `open_transcript` on: the server shows the session export, which must follow the file
     r = _run_e2e(workspace, tmp_path, FIX_SCRIPT, ["attach", "fix", "transcript_file"], NDOMO_TEST_SETUP="transcript")
     assert not r["errors"], f"{r['errors']}\n{_server_log(tmp_path)}"
     assert "\n".join(r["fixed"]) + "\n" == FIXED
@@ -290,7 +291,7 @@ def test_fix_command_edits_the_buffer(workspace: Path, tmp_path: Path) -> None:
     assert r["mark_after"] == [3, 2] and r["cursor_after"] == [4, 3], (r["mark_after"], r["cursor_after"])
     # the answer is shown once, not once from the event and again from the command's result
     assert [n["msg"] for n in r["notices"]].count("Fixed: add now adds.") == 1, r["notices"]
-    # D3: the session export the server opened (open_transcript) follows the conversation
+    # D3: the session transcript the server opened follows the file on disk
     assert any("Fixed: add now adds." in line for line in r["transcript_file"]), r["transcript_file"]
     # the turn is a work-done progress, seen by Neovim's LspProgress
     assert r["progress"][0].startswith("begin:craftsman") and r["progress"][-1].startswith("end:"), r["progress"]
@@ -314,11 +315,11 @@ def test_approval_through_vim_ui_select(workspace: Path, tmp_path: Path) -> None
         {"tool_calls": [{"name": "bash", "arguments": {"command": "echo approved > approved.txt"}}]},
         {"text": "Ran it."},
     ]
-    r = _run_e2e(workspace, tmp_path, script, ["attach", "approval"], NDOMO_TEST_PICK="Allow once")
+    r = _run_e2e(workspace, tmp_path, script, ["attach", "approval"], NDOMO_TEST_PICK="Once")
     assert not r["errors"], f"{r['errors']}\n{_server_log(tmp_path)}"
-    approvals = [s for s in r["selects"] if "Allow once" in s["items"]]
+    approvals = [s for s in r["selects"] if "Once" in s["items"]]
     assert approvals, r["selects"]
-    assert approvals[0]["items"] == ["Allow once", "Allow for this session", "Always allow in this project", "Deny"]
+    assert approvals[0]["items"] == ["Once", "Session", "Always", "Deny"]
     assert "bash" in approvals[0]["prompt"] and "echo approved" in approvals[0]["prompt"]
     assert (workspace / "approved.txt").read_text(encoding="utf-8").strip() == "approved"
 

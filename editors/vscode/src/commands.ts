@@ -248,7 +248,7 @@ export const PALETTE: PaletteCommand[] = [
     },
   },
   {
-    id: "ndomo.health",
+    id: "ndomo.showHealth",
     title: "Health",
     lsp: "ndomo.health",
     async run(ctx) {

@@ -1,15 +1,47 @@
 /**
  * Workspace settings → the server's initializationOptions (the `.ndomo/config.yaml` shape)
- * and the server command line. Pure: `get` is injected (VS Code's configuration in the
- * extension, a plain map in tests).
+ * and the server command line. Pure: `get` and the file system are injected (VS Code's
+ * configuration in the extension, a plain map in tests).
  */
 
 export type Get = <T>(key: string) => T | undefined;
+
+/** Where the command came from: says which setting to change when it fails. */
+export type CommandOrigin = "setting" | "workspace venv" | "PATH";
 
 export interface ServerCommand {
   command: string;
   args: string[];
   env: Record<string, string>;
+  origin: CommandOrigin;
+}
+
+/** What the command lookup may see: the first workspace folder and whether it is trusted. */
+export interface Where {
+  folder?: string;
+  trusted: boolean;
+  /** true when `path` is an executable file */
+  executable(path: string): boolean;
+  windows?: boolean;
+  home?: string;
+}
+
+export const DEFAULT_COMMAND = "ndomo";
+export const COMMAND_SETTING = "ndomo.server.command";
+
+/** A workspace's own virtualenvs, looked in (trusted workspaces only) before PATH. */
+export function venvCandidates(folder: string, windows = false): string[] {
+  const sep = windows ? "\\" : "/";
+  const bin = windows ? ["Scripts", "ndomo.exe"] : ["bin", "ndomo"];
+  return [".venv", "venv"].map((v) => [folder.replace(/[\\/]+$/, ""), v, ...bin].join(sep));
+}
+
+/** `${workspaceFolder}` and `${userHome}` as in VS Code's own settings; others stay as written. */
+export function expandVars(value: string, where: Pick<Where, "folder" | "home">): string {
+  return value.replace(/\$\{(workspaceFolder|userHome)\}/g, (whole, name: string) => {
+    const v = name === "workspaceFolder" ? where.folder : where.home;
+    return v ?? whole;
+  });
 }
 
 /** Flat extension settings and where each goes in the config shape. */
@@ -38,7 +70,9 @@ function setPath(target: Record<string, unknown>, path: string[], value: unknown
 /** Unset (null/empty) settings are left out so `.ndomo/config.yaml` keeps its say. */
 export function initializationOptions(get: Get): Record<string, unknown> {
   const extra = get<unknown>("initializationOptions");
-  const out: Record<string, unknown> = isObject(extra) ? structuredClone(extra) : {};
+  // VS Code hands setting objects back as read-only Proxies, which structuredClone rejects
+  // (DataCloneError): a JSON round trip copies them (settings are JSON by definition).
+  const out: Record<string, unknown> = isObject(extra) ? (JSON.parse(JSON.stringify(extra)) as Record<string, unknown>) : {};
   for (const [key, path] of Object.entries(SETTING_PATHS)) {
     const value = get<unknown>(key);
     if (value === null || value === undefined || value === "") continue;
@@ -47,14 +81,40 @@ export function initializationOptions(get: Get): Record<string, unknown> {
   return out;
 }
 
-export function serverCommand(get: Get): ServerCommand {
-  const command = (get<string>("server.command") || "ndomo").trim() || "ndomo";
+/**
+ * The server's command line. An explicit `ndomo.server.command` wins (with `${workspaceFolder}`
+ * expanded); left at `ndomo`, a trusted workspace's `.venv/bin/ndomo` or `venv/bin/ndomo`
+ * comes before PATH. An untrusted workspace never gets its own binary run: opening a folder
+ * must not execute code the folder brings.
+ */
+export function serverCommand(get: Get, where: Where = { trusted: false, executable: () => false }): ServerCommand {
+  const written = (get<string>("server.command") || DEFAULT_COMMAND).trim() || DEFAULT_COMMAND;
   const rawArgs = get<unknown>("server.args");
-  const args = Array.isArray(rawArgs) ? rawArgs.map(String) : ["serve"];
+  const args = (Array.isArray(rawArgs) ? rawArgs.map(String) : ["serve"]).map((a) => expandVars(a, where));
   const rawEnv = get<unknown>("server.env");
   const env: Record<string, string> = {};
-  if (isObject(rawEnv)) for (const [k, v] of Object.entries(rawEnv)) env[k] = String(v);
-  return { command, args, env };
+  if (isObject(rawEnv)) for (const [k, v] of Object.entries(rawEnv)) env[k] = expandVars(String(v), where);
+  if (written !== DEFAULT_COMMAND) return { command: expandVars(written, where), args, env, origin: "setting" };
+  if (where.trusted && where.folder) {
+    const found = venvCandidates(where.folder, where.windows).find((p) => where.executable(p));
+    if (found) return { command: found, args, env, origin: "workspace venv" };
+  }
+  return { command: DEFAULT_COMMAND, args, env, origin: "PATH" };
+}
+
+/** The message for a server that would not start: what failed and which setting fixes it. */
+export function startFailure(cmd: ServerCommand, err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  const code = (err as { code?: unknown } | null)?.code;
+  const notFound = code === "ENOENT" || /\bENOENT\b/.test(text);
+  const how = `Set "${COMMAND_SETTING}" to the full path of ndomo (e.g. /path/to/.venv/bin/ndomo), then run "ndomo: Restart server".`;
+  if (notFound) {
+    const where = cmd.origin === "PATH"
+      ? `"${cmd.command}" is not on the PATH the editor sees (it comes from a login shell; Remote, SSH and code-server hosts have their own)`
+      : `"${cmd.command}" (from ${cmd.origin === "setting" ? `"${COMMAND_SETTING}"` : "the workspace's virtualenv"}) does not exist`;
+    return `ndomo: could not start the server: ${where}. ${how}`;
+  }
+  return `ndomo: could not start the server (${[cmd.command, ...cmd.args].join(" ")}): ${text}. See the "ndomo" output; check "${COMMAND_SETTING}" and "ndomo.server.args", then run "ndomo: Restart server".`;
 }
 
 /** Settings whose change needs a server restart. */

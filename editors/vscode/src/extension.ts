@@ -1,31 +1,126 @@
 /**
  * VS Code glue: starts `ndomo serve` through vscode-languageclient, binds the palette
  * commands from `commands.ts` and keeps the status-bar item in step with `ndomo/status`.
- * Progress, approvals (showMessageRequest), code actions and diagnostics need no code
- * here: the language client shows them.
+ * Approvals (showMessageRequest), code actions and diagnostics need no code here: the
+ * language client shows them. Turn progress does: the client would put it in the status
+ * bar, where it cannot be cancelled, so turns get a cancellable notification instead.
  */
 
+import { accessSync, constants, statSync } from "node:fs";
+import { homedir } from "node:os";
+
 import * as vscode from "vscode";
-import { ExecuteCommandRequest, LanguageClient, State } from "vscode-languageclient/node";
-import type { LanguageClientOptions, ServerOptions } from "vscode-languageclient/node";
+import {
+  CancellationToken,
+  ExecuteCommandRequest,
+  LanguageClient,
+  ShowDocumentRequest,
+  State,
+  WorkDoneProgress,
+  WorkDoneProgressCreateRequest,
+} from "vscode-languageclient/node";
+import type {
+  ClientCapabilities,
+  FeatureState,
+  LanguageClientOptions,
+  ServerOptions,
+  ShowDocumentParams,
+  ShowDocumentResult,
+  StaticFeature,
+  WorkDoneProgressBegin,
+  WorkDoneProgressEnd,
+  WorkDoneProgressReport,
+} from "vscode-languageclient/node";
 
 import { Context, Lsp, PALETTE, PickItem, Selection, Ui } from "./commands";
-import { affectsServer, initializationOptions, serverCommand } from "./config";
+import { affectsServer, initializationOptions, ServerCommand, serverCommand, startFailure, Where } from "./config";
+import { SAVE_DOCUMENTS, saveDocuments } from "./save";
 import { formatStatus, parseStatus, StatusPayload } from "./status";
 import { describeEvent } from "./transcript";
 import { ChatView, VIEW_ID } from "./chat/view";
+import { TurnTracker } from "./turns";
 
 let client: LanguageClient | undefined;
 let lastStatus: StatusPayload | null = null;
+/** Stops whatever the current session started (client, progress notifications). */
+let stopCurrent: (() => Promise<void>) | undefined;
 
 function settings(): vscode.WorkspaceConfiguration {
   return vscode.workspace.getConfiguration("ndomo");
 }
 
-function createClient(output: vscode.OutputChannel): LanguageClient {
+function isExecutable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function where(): Where {
+  const folder = vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === "file");
+  return {
+    folder: folder?.uri.fsPath,
+    trusted: vscode.workspace.isTrusted,
+    executable: isExecutable,
+    windows: process.platform === "win32",
+    home: homedir(),
+  };
+}
+
+function currentCommand(): ServerCommand {
   const cfg = settings();
-  const get = <T>(key: string) => cfg.get<T>(key);
-  const cmd = serverCommand(get);
+  return serverCommand((key) => cfg.get(key), where());
+}
+
+/** Tells the server this client answers `ndomo/saveDocuments`. */
+const saveDocumentsCapability: StaticFeature = {
+  fillClientCapabilities(caps: ClientCapabilities): void {
+    const experimental = (caps.experimental ?? {}) as Record<string, unknown>;
+    const own = (experimental.ndomo ?? {}) as Record<string, unknown>;
+    caps.experimental = { ...experimental, ndomo: { ...own, saveDocuments: true } };
+  },
+  initialize(): void {},
+  getState(): FeatureState {
+    return { kind: "static" };
+  },
+  clear(): void {},
+};
+
+/**
+ * `window/showDocument` without focus (the turn's transcript, a plan view) opens beside the
+ * file being edited instead of replacing it, and leaves the cursor where it was.
+ */
+async function showDocumentBeside(
+  params: ShowDocumentParams,
+  next: ShowDocumentRequest.HandlerSignature,
+): Promise<ShowDocumentResult> {
+  if (params.external === true || params.takeFocus === true) {
+    return (await next(params, CancellationToken.None)) as ShowDocumentResult;
+  }
+  try {
+    const uri = vscode.Uri.parse(params.uri);
+    if (vscode.window.visibleTextEditors.some((e) => e.document.uri.toString() === uri.toString())) {
+      return { success: true };
+    }
+    const doc = await vscode.workspace.openTextDocument(uri);
+    const s = params.selection;
+    await vscode.window.showTextDocument(doc, {
+      // beside the file being edited; with none open, where it would go anyway (no empty group)
+      viewColumn: vscode.window.activeTextEditor ? vscode.ViewColumn.Beside : vscode.ViewColumn.Active,
+      preserveFocus: true,
+      preview: false,
+      selection: s ? new vscode.Range(s.start.line, s.start.character, s.end.line, s.end.character) : undefined,
+    });
+    return { success: true };
+  } catch {
+    return { success: false };
+  }
+}
+
+function createClient(output: vscode.OutputChannel, cmd: ServerCommand): LanguageClient {
+  const cfg = settings();
   const serverOptions: ServerOptions = {
     command: cmd.command,
     args: cmd.args,
@@ -33,10 +128,13 @@ function createClient(output: vscode.OutputChannel): LanguageClient {
   };
   const clientOptions: LanguageClientOptions = {
     documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
-    initializationOptions: initializationOptions(get),
+    initializationOptions: initializationOptions((key) => cfg.get(key)),
     outputChannel: output,
+    middleware: { window: { showDocument: showDocumentBeside } },
   };
-  return new LanguageClient("ndomo", "ndomo", serverOptions, clientOptions);
+  const c = new LanguageClient("ndomo", "ndomo", serverOptions, clientOptions);
+  c.registerFeature(saveDocumentsCapability);
+  return c;
 }
 
 function selectionOf(editor: vscode.TextEditor | undefined): Selection | undefined {
@@ -78,23 +176,81 @@ function makeLsp(): Lsp {
   };
 }
 
+/** Open file documents, for `ndomo/saveDocuments`. */
+function openFiles() {
+  return vscode.workspace.textDocuments
+    .filter((d) => d.uri.scheme === "file")
+    .map((d) => ({ fsPath: d.uri.fsPath, isDirty: d.isDirty, save: () => d.save() }));
+}
+
+type ProgressValue = WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd;
+
+/**
+ * One turn's `$/progress` as a notification with a Cancel button (Cancel → `ndomo.cancel`).
+ * vscode-languageclient 9 would show server progress in the status bar only, not cancellable.
+ */
+function showTurnProgress(c: LanguageClient, token: string | number, cancel: () => void): () => void {
+  let finish: () => void = () => {};
+  const finished = new Promise<void>((resolve) => (finish = resolve));
+  let report: ((v: { message?: string; increment?: number }) => void) | undefined;
+  let last = 0;
+  const pending: ProgressValue[] = [];
+  const done = () => {
+    sub.dispose();
+    finish();
+  };
+  const apply = (v: ProgressValue) => {
+    if (!report || v.kind === "end") return;
+    const step: { message?: string; increment?: number } = { message: v.message };
+    if (typeof v.percentage === "number") {
+      step.increment = Math.max(0, v.percentage - last);
+      last = Math.max(last, v.percentage);
+    }
+    report(step);
+  };
+  const sub = c.onProgress(WorkDoneProgress.type, token, (value: ProgressValue) => {
+    if (value.kind === "begin") {
+      void vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: `ndomo: ${value.title}`, cancellable: value.cancellable !== false },
+        (progress, cancelToken) => {
+          report = (v) => progress.report(v);
+          cancelToken.onCancellationRequested(cancel);
+          apply(value);
+          for (const v of pending.splice(0)) apply(v);
+          return finished;
+        },
+      );
+    } else if (value.kind === "end") {
+      done();
+    } else if (report) {
+      apply(value);
+    } else {
+      pending.push(value);
+    }
+  });
+  return done;
+}
+
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const output = vscode.window.createOutputChannel("ndomo");
   const transcript = vscode.window.createOutputChannel("ndomo transcript");
   const item = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 100);
   item.command = "ndomo.statusMenu";
-  const render = (connected: boolean) => {
-    const view = formatStatus(lastStatus, connected);
+  const turns = new TurnTracker();
+  let connected = true;
+  const render = () => {
+    const view = formatStatus(lastStatus, connected, turns.current);
     item.text = view.text;
     item.tooltip = view.tooltip;
   };
-  render(true);
+  render();
   item.show();
   context.subscriptions.push(output, transcript, item);
 
   const ui = makeUi(output);
-  const ctx: Context = { lsp: makeLsp(), ui, status: () => lastStatus };
-  const chat = new ChatView(vscode.Uri.joinPath(context.extensionUri, "dist"), ctx.lsp);
+  const lsp = makeLsp();
+  const ctx: Context = { lsp, ui, status: () => lastStatus };
+  const chat = new ChatView(vscode.Uri.joinPath(context.extensionUri, "dist"), lsp);
   context.subscriptions.push(
     vscode.window.registerWebviewViewProvider(VIEW_ID, chat, { webviewOptions: { retainContextWhenHidden: true } }),
   );
@@ -112,57 +268,123 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     );
   }
 
+  const cancelTurn = () => {
+    const session = turns.current?.session;
+    lsp.execute("ndomo.cancel", session ? { session } : {}).catch((err) => output.appendLine(`cancel failed: ${String(err)}`));
+  };
+
   const start = async () => {
-    client = createClient(output);
-    client.onDidChangeState((e) => render(e.newState !== State.Stopped));
-    client.onNotification("ndomo/status", (raw: unknown) => {
+    const cmd = currentCommand();
+    output.appendLine(`starting ${[cmd.command, ...cmd.args].join(" ")} (command from ${cmd.origin})`);
+    let c: LanguageClient;
+    try {
+      c = createClient(output, cmd);
+    } catch (err) {
+      connected = false;
+      render();
+      throw new StartError(startFailure(cmd, err));
+    }
+    client = c;
+    const progresses = new Set<() => void>();
+    stopCurrent = async () => {
+      for (const end of progresses) end();
+      progresses.clear();
+      turns.reset();
+      try {
+        await c.stop();
+      } catch (err) {
+        // A client whose start failed refuses stop() ("Client is not running and can't be
+        // stopped"); node's LanguageClient still kills its process. Nothing else to undo.
+        output.appendLine(`(stopping the previous client: ${err instanceof Error ? err.message : String(err)})`);
+      }
+    };
+    c.onDidChangeState((e) => {
+      connected = e.newState !== State.Stopped;
+      if (!connected) turns.reset();
+      render();
+    });
+    c.onNotification("ndomo/status", (raw: unknown) => {
       const status = parseStatus(raw);
       if (status) {
         lastStatus = status;
-        render(true);
+        render();
         chat.onStatus(status);
       }
     });
-    client.onNotification("ndomo/turn/event", (event: unknown) => {
+    c.onNotification("ndomo/turn/event", (event: unknown) => {
+      if (turns.onEvent(event)) render();
       const line = describeEvent(event);
       if (line !== null) transcript.append(line);
       chat.onEvent(event);
     });
-    await client.start();
+    c.onRequest(SAVE_DOCUMENTS, (params: unknown) =>
+      saveDocuments(params, openFiles, (uri) => {
+        const u = vscode.Uri.parse(uri);
+        return u.scheme === "file" ? u.fsPath : undefined;
+      }),
+    );
+    try {
+      await c.start();
+    } catch (err) {
+      connected = false;
+      render();
+      throw new StartError(startFailure(cmd, err));
+    }
+    // Replaces the client's own handler (status-bar progress) now that it is installed.
+    c.onRequest(WorkDoneProgressCreateRequest.type, (params) => {
+      const end = showTurnProgress(c, params.token, cancelTurn);
+      const once = () => {
+        progresses.delete(once);
+        end();
+      };
+      progresses.add(once);
+      return null;
+    });
     // questions and approvals also inline in the conversation view (first answer wins)
-    client.onRequest("window/showMessageRequest", (params: any) => chat.ask(params));
+    c.onRequest("window/showMessageRequest", (params: any) => chat.ask(params));
     chat.reset();
   };
   const stop = async () => {
-    const c = client;
+    const s = stopCurrent;
+    stopCurrent = undefined;
     client = undefined;
-    if (c) await c.stop();
+    if (s) await s();
+  };
+  /** Stop whatever runs (a failed client included) and start again; errors become a message. */
+  const restart = async () => {
+    await stop();
+    lastStatus = null;
+    connected = true;
+    render();
+    try {
+      await start();
+    } catch (err) {
+      ui.error(err instanceof StartError ? err.message : startFailure(currentCommand(), err));
+    }
   };
 
   context.subscriptions.push(
-    vscode.commands.registerCommand("ndomo.restartServer", async () => {
-      await stop();
-      await start();
-    }),
+    vscode.commands.registerCommand("ndomo.restartServer", restart),
     vscode.workspace.onDidChangeConfiguration(async (e) => {
-      if (affectsServer((s) => e.affectsConfiguration(s))) {
-        await stop();
-        await start();
-      }
+      if (affectsServer((s) => e.affectsConfiguration(s))) await restart();
     }),
+    // trusting the folder may change the command (its .venv/bin/ndomo)
+    vscode.workspace.onDidGrantWorkspaceTrust(() => restart()),
     { dispose: () => void stop() },
   );
 
   try {
     await start();
   } catch (err) {
-    render(false);
-    ui.error(`ndomo: could not start the server (${serverCommand((k) => settings().get(k)).command}): ${String(err)}`);
+    ui.error(err instanceof StartError ? err.message : startFailure(currentCommand(), err));
   }
 }
 
+class StartError extends Error {}
+
 export async function deactivate(): Promise<void> {
-  const c = client;
+  const s = stopCurrent;
+  stopCurrent = undefined;
   client = undefined;
-  if (c) await c.stop();
+  if (s) await s();
 }

@@ -30,24 +30,32 @@ export const SPINNER = "$(sync~spin)";
 /** States that say nothing worth a place in the status bar. */
 const QUIET_STATES = new Set(["", "idle", "done", "answered", "none"]);
 
-export function formatStatus(status: StatusPayload | null | undefined, connected = true): StatusView {
+/** The agent and mode of a turn that is running now (may differ from the session's). */
+export interface TurnView {
+  agent: string;
+  mode: string;
+}
+
+export function formatStatus(status: StatusPayload | null | undefined, connected = true, turn?: TurnView | null): StatusView {
   if (!connected) {
     return { text: "ndomo: $(debug-disconnect) stopped", tooltip: "ndomo: the language server is not running" };
   }
   if (!status) {
     return { text: "ndomo: $(loading~spin) starting", tooltip: "ndomo: waiting for the server" };
   }
-  const parts = [`ndomo: ${status.agent} · ${status.mode}`];
+  const shown = turn ?? status;
+  const parts = [`ndomo: ${shown.agent} · ${shown.mode}`];
   const state = (status.state || "").trim();
   if (state && !QUIET_STATES.has(state)) parts.push(state);
   if (status.plan && status.plan.total > 0) parts.push(`${status.plan.done}/${status.plan.total}`);
-  const text = (status.busy ? `${SPINNER} ` : "") + parts.join(" · ");
+  const text = (status.busy || turn ? `${SPINNER} ` : "") + parts.join(" · ");
 
   const lines = [
     `Agent: ${status.agent}`,
     `Mode: ${status.mode}`,
+    ...(turn ? [`Running turn: ${turn.agent} · ${turn.mode}`] : []),
     `Session: ${status.session}`,
-    `State: ${state || "idle"}${status.busy ? " (turn running)" : ""}`,
+    `State: ${state || "idle"}${status.busy || turn ? " (turn running)" : ""}`,
   ];
   if (status.plan) {
     const name = status.plan.slug || status.plan.id;

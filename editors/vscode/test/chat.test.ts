@@ -122,12 +122,12 @@ test("an approval is answered inline or by the notification, whichever comes fir
   const chat = new ChatView("dist" as any, { execute: async () => ({}) }, () => new Promise((r) => (popupAnswer = r)), (b: any, n) => `${b}/${n}` as any);
   const fv = fakeView();
   chat.resolveWebviewView(fv.view);
-  const asked = chat.ask({ message: "craftsman wants bash: make", actions: [{ title: "Allow once" }, { title: "Deny" }] });
+  const asked = chat.ask({ message: "craftsman wants bash: make", actions: [{ title: "Once" }, { title: "Deny" }] });
   const shown = fv.posted.at(-1).state.approvals;
   assert.equal(shown.length, 1);
-  assert.deepEqual(shown[0].choices, ["Allow once", "Deny"]);
-  await fv.send({ type: "answer", id: shown[0].id, choice: "Allow once" });
-  assert.deepEqual(await asked, { title: "Allow once" });
+  assert.deepEqual(shown[0].choices, ["Once", "Deny"]);
+  await fv.send({ type: "answer", id: shown[0].id, choice: "Once" });
+  assert.deepEqual(await asked, { title: "Once" });
   assert.deepEqual(fv.posted.at(-1).state.approvals, []);
   const second = chat.ask({ message: "again?", actions: [{ title: "Deny" }] });
   popupAnswer("Deny");

@@ -160,7 +160,7 @@ const SIMPLE: Record<string, string> = {
   "ndomo.undoTurn": "ndomo.undo",
   "ndomo.showPlans": "ndomo.plan.list",
   "ndomo.newSession": "ndomo.session.new",
-  "ndomo.health": "ndomo.health",
+  "ndomo.showHealth": "ndomo.health",
 };
 
 for (const [id, lsp] of Object.entries(SIMPLE)) {

@@ -23,7 +23,11 @@ beforeEach(async () => {
   stub.reset();
   clients.length = 0;
   LC.answers = {};
+  LC.startError = undefined;
 });
+
+const STATUS = { session: "s1", mode: "discussion", agent: "foreman", busy: false, state: "idle", plan: null };
+const enoent = (cmd: string) => Object.assign(new Error(`Launching server using command ${cmd} failed. Error: spawn ${cmd} ENOENT`), { code: "ENOENT" });
 
 test("activate registers every contributed command and starts the configured server", async () => {
   stub.config = {
@@ -87,9 +91,194 @@ test("the conversation view gets the turn events, the status and the editor's qu
   assert.equal(chat.state.turns[0].prompt, "fix the bug");
   assert.equal(chat.state.turns[0].items[0].text, "fixed");
   assert.equal(chat.state.status.busy, true);
-  const ask = client.serverRequests.get("window/showMessageRequest");
-  const answer = ask({ message: "ok?", actions: [{ title: "Allow once" }] });
+  const ask = client.requestHandlers.get("window/showMessageRequest");
+  const answer = ask({ message: "ok?", actions: [{ title: "Once" }] });
   assert.equal(chat.state.approvals[0].message, "ok?");
-  await chat.receive({ type: "answer", id: chat.state.approvals[0].id, choice: "Allow once" });
-  assert.deepEqual(await answer, { title: "Allow once" });
+  await chat.receive({ type: "answer", id: chat.state.approvals[0].id, choice: "Once" });
+  assert.deepEqual(await answer, { title: "Once" });
+});
+
+// -- the three defects met in a real VS Code ------------------------------------------------
+
+test("the stub is as strict as VS Code: settings are read-only proxies, command ids unique", () => {
+  stub.config = { "ndomo.initializationOptions": { model: { name: "x" } } };
+  const value = vscode.workspace.getConfiguration("ndomo").get<any>("initializationOptions");
+  assert.throws(() => structuredClone(value), /could not be cloned/);
+  assert.throws(() => {
+    value.model.name = "y";
+  }, /read-only/);
+  vscode.commands.registerCommand("x.once", () => 1);
+  assert.throws(() => vscode.commands.registerCommand("x.once", () => 2), /already exists/);
+});
+
+test("an ndomo.initializationOptions object (a read-only proxy) reaches the server", async () => {
+  stub.config = {
+    "ndomo.initializationOptions": { model: { timeout_s: 30, name: "old" }, review_edits: true },
+    "ndomo.model.name": "new",
+  };
+  const { client } = await start();
+  assert.deepEqual(stub.errors, []);
+  assert.equal(client.internalState, "running");
+  assert.deepEqual(client.clientOptions.initializationOptions, { model: { timeout_s: 30, name: "new" }, review_edits: true });
+});
+
+test("the client starts although it registers every command the server advertises", async () => {
+  const { client } = await start();
+  assert.deepEqual(stub.errors, []);
+  assert.equal(client.internalState, "running");
+  for (const id of LC.serverCommands) assert.ok(stub.commands.has(id), `${id} not registered by the client`);
+  const pkg = JSON.parse(readFileSync("package.json", "utf8"));
+  for (const c of pkg.contributes.commands) {
+    assert.ok(!LC.serverCommands.includes(c.command), `palette command ${c.command} is also a server command`);
+  }
+});
+
+test("after a failed start, Restart server brings the server back without a reload", async () => {
+  LC.startError = (c: any) => (c.serverOptions.command === "ndomo" ? enoent("ndomo") : undefined);
+  const { client: failed } = await start();
+  assert.equal(failed.internalState, "startFailed");
+  assert.equal(stub.errors.length, 1);
+  assert.match(stub.errors[0], /"ndomo" is not on the PATH/);
+  assert.match(stub.errors[0], /Set "ndomo\.server\.command"/);
+  assert.match(stub.statusItems[0].text, /stopped/);
+
+  LC.startError = undefined;
+  await vscode.commands.executeCommand("ndomo.restartServer");
+  const again = clients.at(-1);
+  assert.notEqual(again, failed);
+  assert.equal(again.internalState, "running");
+  assert.equal(stub.errors.length, 1, stub.errors.join("\n"));
+  again.notify("ndomo/status", STATUS);
+  assert.equal(stub.statusItems[0].text, "ndomo: foreman · discussion");
+});
+
+test("after a failed start, fixing ndomo.server.command starts the server", async () => {
+  stub.config = { "ndomo.server.command": "/nowhere/ndomo" };
+  LC.startError = (c: any) => (c.serverOptions.command === "/nowhere/ndomo" ? enoent("/nowhere/ndomo") : undefined);
+  const { client: failed } = await start();
+  assert.equal(failed.internalState, "startFailed");
+  assert.match(stub.errors[0], /"\/nowhere\/ndomo" \(from "ndomo\.server\.command"\) does not exist/);
+
+  stub.config = { "ndomo.server.command": "/venv/bin/ndomo" };
+  await stub.changeConfig(["ndomo.server.command"]);
+  const fixed = clients.at(-1);
+  assert.equal(fixed.serverOptions.command, "/venv/bin/ndomo");
+  assert.equal(fixed.internalState, "running");
+  assert.equal(stub.errors.length, 1);
+});
+
+test("a restart that fails again says so and a later one still works", async () => {
+  await start();
+  LC.startError = () => new Error("server crashed during initialize");
+  await vscode.commands.executeCommand("ndomo.restartServer");
+  assert.match(stub.errors.at(-1)!, /could not start the server \(ndomo serve\): server crashed/);
+  LC.startError = undefined;
+  await vscode.commands.executeCommand("ndomo.restartServer");
+  assert.equal(clients.at(-1).internalState, "running");
+});
+
+// -- what users met in the real run -----------------------------------------------------------
+
+test("the command comes from a trusted workspace's .venv, never an untrusted one's", async () => {
+  const { mkdtempSync, mkdirSync, writeFileSync, chmodSync } = await import("node:fs");
+  const { join } = await import("node:path");
+  const { tmpdir } = await import("node:os");
+  const folder = mkdtempSync(join(tmpdir(), "ndomo-ws-"));
+  mkdirSync(join(folder, ".venv", "bin"), { recursive: true });
+  writeFileSync(join(folder, ".venv", "bin", "ndomo"), "#!/bin/sh\n");
+  chmodSync(join(folder, ".venv", "bin", "ndomo"), 0o755);
+  stub.workspaceFolders = [{ uri: vscode.Uri.file(folder), name: "ws", index: 0 }];
+
+  stub.isTrusted = false;
+  const { client: untrusted } = await start();
+  assert.equal(untrusted.serverOptions.command, "ndomo");
+
+  stub.isTrusted = true;
+  for (const fn of stub.trustListeners) await fn();
+  assert.equal(clients.at(-1).serverOptions.command, join(folder, ".venv", "bin", "ndomo"));
+});
+
+test("untrusted workspaces are supported only in part, without the workspace's server settings", () => {
+  const pkg = JSON.parse(readFileSync("package.json", "utf8"));
+  const u = pkg.capabilities.untrustedWorkspaces;
+  assert.equal(u.supported, "limited");
+  assert.deepEqual(u.restrictedConfigurations.sort(), ["ndomo.server.args", "ndomo.server.command", "ndomo.server.env"]);
+});
+
+test("the client announces ndomo/saveDocuments and saves the named open documents", async () => {
+  const { client } = await start();
+  assert.deepEqual(client.capabilities.experimental, { ndomo: { saveDocuments: true } });
+  const saved: string[] = [];
+  stub.textDocuments = [
+    { uri: vscode.Uri.file("/ws/a.py"), isDirty: true, save: async () => (saved.push("a"), true) },
+    { uri: vscode.Uri.file("/ws/b.py"), isDirty: false, save: async () => (saved.push("b"), true) },
+    { uri: vscode.Uri.file("/ws/c.py"), isDirty: true, save: async () => false },
+  ];
+  const res = await client.request("ndomo/saveDocuments", {
+    uris: ["file:///ws/a.py", "file:///ws/b.py", "file:///ws/c.py", "file:///ws/closed.py"],
+  });
+  assert.deepEqual(res, { saved: ["file:///ws/a.py", "file:///ws/b.py"] });
+  assert.deepEqual(saved, ["a"]);
+  await assert.rejects(client.request("ndomo/saveDocuments", { files: [] }), /params must be/);
+});
+
+test("a turn's progress is a cancellable notification; Cancel sends ndomo.cancel", async () => {
+  const { client } = await start();
+  LC.answers = { "ndomo.cancel": { cancelled: true } };
+  client.notify("ndomo/turn/event", { kind: "turn_started", turn_id: 7, session: "s1", agent: "craftsman", mode: "autopilot", prompt: "fix" });
+  assert.equal(await client.request("window/workDoneProgress/create", { token: "t1" }), null);
+  client.progress("t1", { kind: "begin", title: "craftsman · autopilot", message: "fix", cancellable: true });
+  client.progress("t1", { kind: "report", message: "read", percentage: 40 });
+  const p = stub.progresses[0];
+  assert.equal(p.options.location, vscode.ProgressLocation.Notification);
+  assert.equal(p.options.cancellable, true);
+  assert.equal(p.options.title, "ndomo: craftsman · autopilot");
+  assert.deepEqual(p.reports, [{ message: "fix" }, { message: "read", increment: 40 }]);
+  p.cancel();
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(client.requests.at(-1), { method: "workspace/executeCommand", params: { command: "ndomo.cancel", arguments: [{ session: "s1" }] } });
+  client.progress("t1", { kind: "end", message: "cancelled" });
+  await new Promise((r) => setImmediate(r));
+  assert.equal(p.done, true);
+});
+
+test("while a turn runs the status bar names the turn's agent and mode", async () => {
+  const { client } = await start();
+  const item = stub.statusItems[0];
+  client.notify("ndomo/status", STATUS);
+  assert.equal(item.text, "ndomo: foreman · discussion");
+  client.notify("ndomo/turn/event", { kind: "turn_started", turn_id: 3, session: "s1", agent: "craftsman", mode: "autopilot", prompt: "fix" });
+  assert.equal(item.text, "$(sync~spin) ndomo: craftsman · autopilot");
+  client.notify("ndomo/turn/event", { kind: "turn_started", turn_id: 4, session: "s1", agent: "scout", mode: "autopilot", prompt: "look" });
+  client.notify("ndomo/turn/event", { kind: "turn_finished", turn_id: 4, status: "done" });
+  assert.equal(item.text, "$(sync~spin) ndomo: craftsman · autopilot");
+  client.notify("ndomo/status", { ...STATUS, busy: true });
+  assert.equal(item.text, "$(sync~spin) ndomo: craftsman · autopilot");
+  client.notify("ndomo/turn/event", { kind: "turn_finished", turn_id: 3, status: "done" });
+  assert.equal(item.text, "$(sync~spin) ndomo: foreman · discussion");
+  client.notify("ndomo/status", STATUS);
+  assert.equal(item.text, "ndomo: foreman · discussion");
+});
+
+test("a document the server shows without focus opens beside, keeping the cursor", async () => {
+  const { client } = await start();
+  const show = client.clientOptions.middleware.window.showDocument;
+  const next = async () => ({ success: false });
+  stub.activeTextEditor = { document: { uri: vscode.Uri.parse("file:///ws/calc.py") }, selection: {} };
+  const res = await show({ uri: "file:///ws/.ndomo/sessions/s1.md", takeFocus: false }, next);
+  assert.deepEqual(res, { success: true });
+  assert.equal(stub.shown.length, 1);
+  assert.equal(stub.shown[0].options.viewColumn, vscode.ViewColumn.Beside);
+  assert.equal(stub.shown[0].options.preserveFocus, true);
+  // already visible: not opened a second time
+  stub.visibleTextEditors = [{ document: { uri: vscode.Uri.parse("file:///ws/.ndomo/sessions/s1.md") } }];
+  await show({ uri: "file:///ws/.ndomo/sessions/s1.md" }, next);
+  assert.equal(stub.shown.length, 1);
+  // nothing being edited: no empty group to the left
+  stub.visibleTextEditors = [];
+  stub.activeTextEditor = undefined;
+  await show({ uri: "file:///ws/.ndomo/sessions/s2.md" }, next);
+  assert.equal(stub.shown[1].options.viewColumn, vscode.ViewColumn.Active);
+  // with focus: the client's own handling
+  assert.deepEqual(await show({ uri: "file:///ws/x.py", takeFocus: true }, next), { success: false });
 });

@@ -50,3 +50,11 @@ test("parseStatus accepts the server payload and rejects junk", () => {
   assert.equal(parseStatus("nope"), null);
   assert.equal(parseStatus({ mode: "autopilot", agent: "craftsman" })?.busy, false);
 });
+
+test("a running turn's agent and mode replace the session's in the text, not the tooltip", () => {
+  const s = { session: "s", mode: "discussion", agent: "foreman", busy: false, state: "idle", plan: null };
+  const view = formatStatus(s, true, { agent: "craftsman", mode: "autopilot" });
+  assert.equal(view.text, "$(sync~spin) ndomo: craftsman · autopilot");
+  assert.match(view.tooltip, /Agent: foreman\nMode: discussion\nRunning turn: craftsman · autopilot/);
+  assert.equal(formatStatus(s, true, null).text, "ndomo: foreman · discussion");
+});

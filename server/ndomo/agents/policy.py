@@ -99,7 +99,7 @@ def _control_verdict(ctx: "TurnContext", tool: ToolDescriptor, paths: list[str])
                            reason=".git/ and .ndomo/ are never written by agents; the user changes them by hand")
         if kind is not None and ask is None:
             ask = Verdict(action="ask", permission="control", subject=rel,
-                          reason=warning(rel) + " Any Allow approves this one change; nothing is saved.")
+                          reason=warning(rel) + " Once, Session or Always approves this one change; nothing is saved.")
     return ask
 
 

@@ -19,12 +19,15 @@ from ndomo.runtime.host import ApprovalChoice, ApprovalRequest, BaseHost, EditOu
 
 log = logging.getLogger("ndomo.lsp")
 
+# Button titles: short, so an editor's notification shows them in full (VS Code cuts
+# "Allow for this session" to "Allow f…" at common widths); the message says what each means.
 APPROVAL_CHOICES: dict[str, ApprovalChoice] = {
-    "Allow once": "once",
-    "Allow for this session": "session",
-    "Always allow in this project": "project",
+    "Once": "once",
+    "Session": "session",
+    "Always": "project",
     "Deny": "deny",
 }
+APPROVAL_HELP = "Once: allow this call · Session: allow until the session ends · Always: allow in this project from now on"
 
 
 SAVE_DOCUMENTS = "ndomo/saveDocuments"  # server→client request {uris} → {saved}
@@ -221,7 +224,7 @@ class LspHost(BaseHost):
         return picked.title if picked else None
 
     async def approve(self, request: ApprovalRequest) -> ApprovalChoice:
-        msg = request.text()
+        msg = f"{request.text()}. {APPROVAL_HELP}"
         actions = [types.MessageActionItem(title=c) for c in APPROVAL_CHOICES]
         try:
             picked = await self.server.window_show_message_request_async(

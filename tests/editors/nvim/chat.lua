@@ -45,7 +45,7 @@ local function line_of(pattern)
   return nil
 end
 
--- approvals: answered "Allow once", after the chat has drawn the pending question
+-- approvals: answered "Once", after the chat has drawn the pending question
 vim.ui.select = function(items, opts, on_choice)
   if opts.kind == "ndomo_notes" then -- :Ndomo notes: record the list, delete the first
     results.notes = vim.tbl_map(opts.format_item, items)
@@ -56,7 +56,7 @@ vim.ui.select = function(items, opts, on_choice)
       if l:sub(1, 2) == "? " then table.insert(results.questions_in_chat, l) end
     end
     for _, it in ipairs(items) do
-      if (type(it) == "table" and it.title or it) == "Allow once" then return on_choice(it) end
+      if (type(it) == "table" and it.title or it) == "Once" then return on_choice(it) end
     end
     on_choice(nil)
   end)

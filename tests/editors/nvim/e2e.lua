@@ -38,7 +38,7 @@ if os.getenv("NDOMO_TEST_SETUP") == "docs" then
     keymaps = false,
   })
 elseif os.getenv("NDOMO_TEST_SETUP") == "transcript" then
-  -- the session's markdown export shown beside the code after each turn
+  -- the session export shown beside the code after each turn (off by default)
   ndomo.setup({ cmd = cmd, init_options = { open_transcript = true } })
 else
   -- no init_options at all (the model comes from NDOMO_BASE_URL)
@@ -59,7 +59,7 @@ vim.ui.select = function(items, opts, on_choice)
   local titles = {}
   for _, it in ipairs(items) do table.insert(titles, type(it) == "table" and it.title or it) end
   table.insert(results.selects, { prompt = opts.prompt, items = titles, kind = opts.kind })
-  local want = pick or os.getenv("NDOMO_TEST_PICK") or "Allow once"
+  local want = pick or os.getenv("NDOMO_TEST_PICK") or "Once"
   for _, it in ipairs(items) do
     if (type(it) == "table" and it.title or it) == want then return on_choice(it) end
   end
@@ -182,8 +182,8 @@ function S.health()
   results.health = vim.api.nvim_buf_get_lines(0, 0, -1, false)
 end
 
--- The session export the server opened beside the code (window/showDocument, open_transcript)
--- follows the file once the turn's ndomo/status arrives.
+-- The session transcript the server opened beside the code (window/showDocument) follows the
+-- file on disk once the turn's ndomo/status arrives.
 function S.transcript_file()
   wait(15000, function() return #ndomo_buffers("/.ndomo/sessions/") > 0 end, "the session transcript buffer")
   local b = ndomo_buffers("/.ndomo/sessions/")[1]

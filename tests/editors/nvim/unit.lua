@@ -36,7 +36,7 @@ local co = coroutine.create(function()
   local picked = require("ndomo.ui").show_message_request(nil, {
     type = 3,
     message = "ndomo · craftsman (autopilot) wants bash: rm x",
-    actions = { { title = "Allow once" }, { title = "Allow for this session" }, { title = "Always allow in this project" }, { title = "Deny" } },
+    actions = { { title = "Once" }, { title = "Session" }, { title = "Always" }, { title = "Deny" } },
   }, {})
   r.picked = picked.title
 end)

@@ -164,7 +164,12 @@ function M.render()
   end
   for _, q in ipairs(state.questions) do
     table.insert(lines, "")
-    table.insert(lines, "? " .. q.message .. " — answer in the picker: " .. table.concat(q.choices, " / "))
+    -- a buffer line holds no newline: an approval's message has one per checked command
+    local parts = vim.split(q.message, "\n", { plain = true })
+    for i, part in ipairs(parts) do
+      local tail = i == #parts and (" — answer in the picker: " .. table.concat(q.choices, " / ")) or ""
+      table.insert(lines, (i == 1 and "? " or "  ") .. part .. tail)
+    end
   end
   table.insert(lines, "")
   return lines, calls

@@ -1,6 +1,9 @@
 /**
  * The few `vscode` APIs the extension touches, recorded and scriptable. Tests reach the
- * recorded state through `stub`.
+ * recorded state through `stub`. Where the real editor is strict, so is this:
+ * - `getConfiguration().get()` hands objects back as read-only Proxies (VS Code does; they
+ *   cannot be `structuredClone`d, and writing to them fails here);
+ * - `registerCommand` throws on an id that is already registered.
  */
 
 type Handler = (...args: any[]) => any;
@@ -18,6 +21,14 @@ export const stub = {
   statusItems: [] as StatusBarItem[],
   activeTextEditor: undefined as any,
   webviewViews: new Map<string, unknown>(),
+  visibleTextEditors: [] as any[],
+  textDocuments: [] as any[],
+  workspaceFolders: undefined as undefined | { uri: Uri; name: string; index: number }[],
+  isTrusted: true,
+  configListeners: [] as Handler[],
+  trustListeners: [] as Handler[],
+  shown: [] as { uri: string; options: any }[],
+  progresses: [] as StubProgress[],
   reset() {
     this.webviewViews.clear();
     this.commands.clear();
@@ -30,12 +41,97 @@ export const stub = {
     this.output.clear();
     this.statusItems = [];
     this.activeTextEditor = undefined;
+    this.visibleTextEditors = [];
+    this.textDocuments = [];
+    this.workspaceFolders = undefined;
+    this.isTrusted = true;
+    this.configListeners = [];
+    this.trustListeners = [];
+    this.shown = [];
+    this.progresses = [];
+  },
+  /** Fire onDidChangeConfiguration for these changed sections. */
+  async changeConfig(sections: string[]) {
+    const e = { affectsConfiguration: (s: string) => sections.some((c) => c === s || c.startsWith(s + ".") || s.startsWith(c + ".")) };
+    for (const fn of this.configListeners) await fn(e);
   },
 };
+
+/** A notification shown with window.withProgress. */
+export interface StubProgress {
+  options: any;
+  reports: any[];
+  done: boolean;
+  cancel(): void;
+}
+
+/** Like VS Code's configuration proxy: reads go through, writes are refused. */
+function readOnly(value: unknown): unknown {
+  if (Array.isArray(value)) return JSON.parse(JSON.stringify(value));
+  if (!value || typeof value !== "object") return value;
+  const refuse = () => {
+    throw new TypeError("configuration values are read-only");
+  };
+  return new Proxy(value as object, {
+    get: (target, prop) => {
+      if (prop === "toJSON") return () => JSON.parse(JSON.stringify(target));
+      return readOnly((target as Record<PropertyKey, unknown>)[prop]);
+    },
+    set: refuse,
+    deleteProperty: refuse,
+    defineProperty: refuse,
+  });
+}
 
 export enum StatusBarAlignment {
   Left = 1,
   Right = 2,
+}
+
+export enum ProgressLocation {
+  SourceControl = 1,
+  Window = 10,
+  Notification = 15,
+}
+
+export enum ViewColumn {
+  Active = -1,
+  Beside = -2,
+  One = 1,
+}
+
+export class Range {
+  constructor(
+    public startLine: number,
+    public startCharacter: number,
+    public endLine: number,
+    public endCharacter: number,
+  ) {}
+}
+
+export class Uri {
+  constructor(
+    public scheme: string,
+    public fsPath: string,
+  ) {}
+  static parse(value: string): Uri {
+    const m = /^([a-z][a-z0-9+.-]*):(\/\/)?(.*)$/i.exec(value);
+    if (!m) throw new Error(`not a uri: ${value}`);
+    return new Uri(m[1], m[1] === "file" ? decodeURIComponent(m[3]) : m[3]);
+  }
+  static file(path: string): Uri {
+    return new Uri("file", path);
+  }
+  /** The extension's own files (`context.extensionUri`, a Uri or `{path}` in tests). */
+  static joinPath(base: { scheme?: string; path: string }, ...parts: string[]): Uri {
+    return new Uri(base.scheme ?? "file", [base.path, ...parts].join("/"));
+  }
+  get path(): string {
+    return this.fsPath;
+  }
+  toString(): string {
+    return this.scheme === "file" ? `file://${encodeURI(this.fsPath)}` : `${this.scheme}:${this.fsPath}`;
+  }
 }
 
 export class StatusBarItem {
@@ -55,6 +151,9 @@ export class StatusBarItem {
 export const window = {
   get activeTextEditor() {
     return stub.activeTextEditor;
+  },
+  get visibleTextEditors() {
+    return stub.visibleTextEditors;
   },
   createOutputChannel(name: string) {
     const lines: string[] = [];
@@ -91,11 +190,27 @@ export const window = {
     stub.errors.push(msg);
     return Promise.resolve(undefined);
   },
+  async showTextDocument(doc: any, options?: any) {
+    stub.shown.push({ uri: doc.uri.toString(), options });
+    return { document: doc };
+  },
+  withProgress(options: any, task: (progress: any, token: any) => Promise<unknown>) {
+    const cancelListeners: Handler[] = [];
+    const entry: StubProgress = {
+      options,
+      reports: [],
+      done: false,
+      cancel: () => cancelListeners.forEach((fn) => fn()),
+    };
+    stub.progresses.push(entry);
+    const token = { onCancellationRequested: (fn: Handler) => (cancelListeners.push(fn), { dispose() {} }) };
+    return Promise.resolve(task({ report: (v: unknown) => entry.reports.push(v) }, token)).finally(() => (entry.done = true));
+  },
 };
 
 export const commands = {
   registerCommand(id: string, fn: Handler) {
-    if (stub.commands.has(id)) throw new Error(`command ${id} registered twice`);
+    if (stub.commands.has(id)) throw new Error(`command '${id}' already exists`);
     stub.commands.set(id, fn);
     return { dispose: () => stub.commands.delete(id) };
   },
@@ -107,22 +222,32 @@ export const commands = {
 };
 
 export const workspace = {
+  get workspaceFolders() {
+    return stub.workspaceFolders;
+  },
+  get isTrusted() {
+    return stub.isTrusted;
+  },
+  get textDocuments() {
+    return stub.textDocuments;
+  },
   getConfiguration(section: string) {
     return {
       get<T>(key: string, dflt?: T): T | undefined {
         const full = `${section}.${key}`;
-        return (full in stub.config ? stub.config[full] : dflt) as T | undefined;
+        return (full in stub.config ? readOnly(stub.config[full]) : dflt) as T | undefined;
       },
     };
   },
-  onDidChangeConfiguration(_fn: Handler) {
-    return { dispose() {} };
+  async openTextDocument(uri: Uri) {
+    return { uri };
   },
-};
-
-export const Uri = {
-  joinPath(base: { path: string } | string, ...parts: string[]) {
-    const root = typeof base === "string" ? base : base.path;
-    return { path: [root, ...parts].join("/"), toString: () => [root, ...parts].join("/") };
+  onDidChangeConfiguration(fn: Handler) {
+    stub.configListeners.push(fn);
+    return { dispose: () => (stub.configListeners = stub.configListeners.filter((f) => f !== fn)) };
+  },
+  onDidGrantWorkspaceTrust(fn: Handler) {
+    stub.trustListeners.push(fn);
+    return { dispose() {} };
   },
 };

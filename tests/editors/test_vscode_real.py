@@ -1,0 +1,429 @@
+"""The extension in a real VS Code: code-server 4.100.3 in headless Chromium, as a user drives it.
+
+One code-server (with the packaged .vsix installed) serves the whole module; each test starts
+from a new ndomo session with no editor or notification open. The server is the project's
+`ndomo serve`, found the way a user's would be: the workspace's `.venv/bin/ndomo` (here a
+wrapper that notes each start, then runs this environment's ndomo). The model is the
+scripted fake OpenAI-compatible server over real HTTP.
+
+Needs `editors/vscode/scripts/install-code-server.sh` (run by `.ci/run`); without it every
+test here is skipped, with the reason in the warnings summary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import stat
+import subprocess
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ndomo.lsp.host import APPROVAL_CHOICES
+from tests.editors.vscode_harness import CodeServer, Driver, Workbench, extension_vsix, missing
+from tests.fakes.fake_model import FakeModel
+
+WHY = missing()
+if WHY is not None:
+    warnings.warn(f"REAL VS CODE TESTS SKIPPED: {WHY}. Run editors/vscode/scripts/install-code-server.sh", stacklevel=1)
+pytestmark = pytest.mark.skipif(WHY is not None, reason=f"REAL VS CODE TESTS SKIPPED: {WHY}")
+
+NDOMO = Path(sys.executable).with_name("ndomo")
+CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+LABELS = {choice: label for label, choice in APPROVAL_CHOICES.items()}  # once/session/project/deny → button
+
+
+def _wrapper(path: Path, log: Path) -> None:
+    """A workspace-local `ndomo` that notes it ran, then runs the real one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'#!/bin/sh\necho "$$ $*" >> "{log}"\nexec "{NDOMO}" "$@"\n', encoding="utf-8")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+def _workspace(root: Path, log: Path) -> Path:
+    ws = root / "ws"
+    (ws / ".git").mkdir(parents=True)
+    (ws / "calc.py").write_text(CALC, encoding="utf-8")
+    _wrapper(ws / ".venv" / "bin" / "ndomo", log)
+    return ws
+
+
+BASE_SETTINGS = {
+    # an object setting: VS Code hands it back as a read-only Proxy (structuredClone fails on it)
+    # (open_transcript: the session export opens beside the file after each turn; off by default)
+    "ndomo.initializationOptions": {"review_edits": False, "open_transcript": True},
+    "ndomo.model.name": "fake-model",
+    "workbench.startupEditor": "none",
+    "workbench.tips.enabled": False,
+    "telemetry.telemetryLevel": "off",
+    "update.mode": "none",
+    "extensions.autoCheckUpdates": False,
+    "extensions.autoUpdate": False,
+    "window.restoreWindows": "none",
+    "files.hotExit": "off",
+    "files.autoSave": "off",  # desktop VS Code's default (web builds save after a delay)
+    "chat.disableAIFeatures": True,
+    "git.enabled": False,
+}
+
+
+class Env:
+    def __init__(self, root: Path, fake: FakeModel, server: CodeServer, wb: Workbench, ws: Path, runs: Path) -> None:
+        self.root, self.fake, self.server, self.wb, self.ws, self.runs = root, fake, server, wb, ws, runs
+
+    def script(self, *steps: dict) -> None:
+        with self.fake._lock:  # a test's own script, nothing left over from another
+            self.fake._steps.clear()
+        for s in steps:
+            self.fake.push(s)
+
+    def settings(self, **changes: object) -> None:
+        self.wb.edit_user_settings(self.server, {**BASE_SETTINGS, **changes})
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory) -> Iterator[Env]:
+    root = tmp_path_factory.mktemp("vscode-real")
+    vsix = extension_vsix(tmp_path_factory.getbasetemp())
+    runs = root / "venv-ndomo-runs.log"
+    ws = _workspace(root, runs)
+    fake = FakeModel(default_text="ok").start()
+    server = CodeServer(root=root / "cs", workspace=ws, settings=dict(BASE_SETTINGS), env={"NDOMO_BASE_URL": fake.url})
+    (root / "cs").mkdir()
+    driver = Driver(root)
+    try:
+        server.start(vsix)
+        driver.start()
+        wb = Workbench(driver)
+        wb.open(server.url)
+        yield Env(root, fake, server, wb, ws, runs)
+    finally:
+        left = driver.stop() + server.stop()
+        fake.stop()
+        assert left == [], f"processes survived the real VS Code: {left}"
+
+
+@pytest.fixture
+def vs(env: Env, request, tmp_path) -> Iterator[Env]:
+    """A clean start for each test: main window, idle server, new session, nothing open."""
+    wb = env.wb
+    wb.d.shot_dir = tmp_path
+    if wb.url != env.server.url:
+        wb.open(env.server.url)
+    if env.server.settings != BASE_SETTINGS:
+        env.settings()
+    wb.wait_status(r"ndomo: \w+ · \w+")
+    wb.clear_toasts()  # an approval left open is answered (dismissed: denied)
+    wb.palette("ndomo: Cancel turn")
+    wb.close_all_editors()
+    wb.palette("ndomo: New session")
+    wb.wait_status(r"^ndomo: foreman · discussion$")  # no spinner: no turn running
+    wb.clear_toasts()
+    env.script()
+    failed = request.session.testsfailed
+    yield env
+    wb.escape()
+    if request.session.testsfailed > failed:
+        print(f"screenshot: {wb.d.screenshot('failed')}")
+
+
+def _seed_plan(ws: Path, files: list[str]) -> tuple[str, int]:
+    from ndomo.plans.models import PlanCreate, TaskCreate
+    from ndomo.plans.store import PlanStore
+
+    async def go() -> tuple[str, int]:
+        store = await PlanStore.open(ws / ".ndomo" / "ndomo.db", workspace=ws)
+        try:
+            plan = await store.create_plan(PlanCreate(title="Fix the calculator", overview="add must add"))
+            batch = await store.create_tasks(plan.id, [TaskCreate(description="Make add add", files=files)])
+            return plan.slug, batch.tasks[0].id
+        finally:
+            await store.close()
+
+    return asyncio.run(go())
+
+
+def _task_status(ws: Path, task: int) -> str:
+    from ndomo.plans.store import PlanStore
+
+    async def go() -> str:
+        store = await PlanStore.open(ws / ".ndomo" / "ndomo.db", workspace=ws)
+        try:
+            return (await store.get_task(task)).status
+        finally:
+            await store.close()
+
+    return asyncio.run(go())
+
+
+# -- tests -------------------------------------------------------------------------------------
+
+def test_server_starts_from_the_trusted_workspace_venv(env: Env) -> None:
+    """The first thing a user sees: the server running, from the workspace's virtualenv."""
+    wb = env.wb
+    wb.d.call("waitText", selector='[id="ndomo.ndomo"]', regex=r"ndomo: (foreman · discussion|.*stopped)", timeout=90_000)
+    failures = [t for t in wb.toasts() if "ndomo" in t]
+    assert wb.status() == "ndomo: foreman · discussion", f"status {wb.status()!r}, notifications {failures}"
+    runs = env.runs.read_text(encoding="utf-8").splitlines()
+    assert runs and all(r.split()[1:] == ["serve"] for r in runs)
+
+
+def test_status_bar_shows_agent_and_mode_and_switches_both(vs: Env) -> None:
+    wb = vs.wb
+    wb.d.call("click", selector='[id="ndomo.ndomo"]')
+    wb.pick("brainstorming")
+    wb.wait_status(r"^ndomo: foreman · brainstorming$")
+    wb.d.call("click", selector='[id="ndomo.ndomo"]')
+    wb.pick("craftsman", exact=True)
+    wb.wait_status(r"^ndomo: craftsman · autopilot$")  # an agent brings its default mode
+
+
+def test_palette_lists_the_ndomo_commands_and_they_run(vs: Env) -> None:
+    pkg = json.loads((Path(__file__).parents[2] / "editors" / "vscode" / "package.json").read_text())
+    want = [f"ndomo: {c['title']}" for c in pkg["contributes"]["commands"]]
+    # VS Code adds "<container>: Focus on <view> View" for each contributed view (the chat)
+    titles = {c["id"]: c["title"] for c in pkg["contributes"]["viewsContainers"]["activitybar"]}
+    want += [f"{titles[box]}: Focus on {v['name']} View" for box, views in pkg["contributes"]["views"].items() for v in views]
+    want.sort()
+    labels = vs.wb.palette_labels("ndomo: ")
+    # an aria-label is "<title>, <keybinding …>"; a title may hold a comma ("Notes (list, delete)")
+    def title(label: str) -> str:
+        return max((w for w in want if label == w or label.startswith(w + ",")), key=len, default=label)
+    got = sorted(title(label) for label in labels if label.startswith("ndomo: "))
+    assert got == want
+    vs.wb.palette("ndomo: Health")  # the palette id once collided with the server's ndomo.health
+    # the output panel shows the end of the health report: its last section
+    vs.wb.d.call("waitText", selector=".panel .monaco-editor .view-lines", text='"instructions"')
+
+
+def test_code_action_fix_with_craftsman_lands_its_edit_and_keeps_focus(vs: Env) -> None:
+    vs.script(
+        {"tool_calls": [{"name": "edit", "arguments": {"path": "calc.py", "old_text": "return a - b", "new_text": "return a + b"}}]},
+        {"text": "fixed add"},
+    )
+    wb = vs.wb
+    wb.open_file("calc.py")
+    wb.select_line("return a - b")
+    wb.code_action("ndomo: Fix with craftsman")
+    wb.wait_editor_text("return a + b")
+    assert "return a * b" in wb.editor_text()
+    # the transcript opened beside the file, which kept the keyboard focus
+    wb.d.call("waitText", selector=".editor-group-container .tab", regex=r"\.md")
+    focus = wb.focus()
+    assert focus["inEditor"] and focus["tab"] == "calc.py", focus
+    assert len(focus["groups"]) == 2 and any(t.endswith(".md") for t in focus["groups"][1]), focus
+    wb.wait_status(r"^ndomo: foreman · discussion")
+    assert (vs.ws / "calc.py").read_text(encoding="utf-8") == CALC  # in the editor, unsaved, undoable
+    wb.d.call("press", keys="Control+z")
+    wb.wait_editor_text("return a - b")
+    wb.wait_editor_text("return a + b", gone=True)
+    print("after undo", wb.editor_text(), (vs.ws / "calc.py").read_text())
+
+
+def _approval_turn(vs: Env, name: str) -> str:
+    """Start a craftsman turn that wants to run a shell command; return the toast text."""
+    vs.script(
+        {"tool_calls": [{"name": "bash", "arguments": {"command": f"echo yes > {name}"}}]},
+        {"text": "ran it"},
+    )
+    wb = vs.wb
+    wb.open_file("calc.py")
+    wb.select_line("return a * b")
+    wb.palette("ndomo: Fix selection with craftsman")
+    return wb.wait_toast(f"echo yes > {name}")
+
+
+def test_approval_allow_once_runs_the_command(vs: Env) -> None:
+    _approval_turn(vs, "allowed.txt")
+    wb = vs.wb
+    # while the turn waits, the status bar names the turn's agent and mode, not the session's
+    assert "craftsman · autopilot" in wb.status()
+    buttons = wb.toast_buttons("allowed.txt")
+    assert [b["label"] for b in buttons] == list(APPROVAL_CHOICES), buttons
+    assert not [b for b in buttons if b["clipped"]], f"buttons cut off at 1400 px: {buttons}"
+    wb.click_toast_button("allowed.txt", LABELS["once"])
+    wb.wait_status(r"^ndomo: foreman · discussion")
+    assert (vs.ws / "allowed.txt").read_text(encoding="utf-8").strip() == "yes"
+
+
+def test_approval_deny_does_not_run_the_command(vs: Env) -> None:
+    _approval_turn(vs, "denied.txt")
+    vs.wb.click_toast_button("denied.txt", LABELS["deny"])
+    vs.wb.wait_status(r"^ndomo: foreman · discussion")
+    assert not (vs.ws / "denied.txt").exists()
+    assert "did not approve" in vs.fake.chat_requests()[-1]["body"]["messages"][-1]["content"]
+
+
+def test_turn_progress_notification_cancels_the_turn(vs: Env) -> None:
+    vs.script({"delay": 300, "text": "too late"})
+    wb = vs.wb
+    wb.palette("ndomo: Ask…")
+    wb.input("think about it for a long time")
+    toast = wb.wait_toast("think about it")
+    assert toast.startswith("ndomo: foreman · discussion") or "ndomo: foreman · discussion" in toast
+    assert "Cancel" in [b["label"] for b in wb.toast_buttons("think about it")]
+    wb.click_toast_button("think about it", "Cancel")
+    assert vs.fake.wait_for_disconnect(timeout=60), "the model request was not abandoned"
+    wb.wait_status(r"^ndomo: foreman · discussion$")  # the turn is over …
+    wb.d.call("waitText", selector=".panel .monaco-editor .view-lines", text="cancelled by the user")  # … cancelled
+    wb.toast_gone("think about it")
+
+
+def test_problems_panel_shows_plan_diagnostics(vs: Env) -> None:
+    slug, _ = _seed_plan(vs.ws, ["calc.py"])
+    vs.wb.open_file("calc.py")
+    rows = vs.wb.problems(f"plan {slug}")
+    assert any("[pending] Make add add" in r for r in rows), rows
+
+
+def test_bad_server_command_then_fixing_the_setting_recovers(vs: Env) -> None:
+    wb = vs.wb
+    vs.settings(**{"ndomo.server.command": "/nonexistent/ndomo"})
+    msg = wb.wait_toast("could not start the server")
+    assert '"/nonexistent/ndomo" (from "ndomo.server.command") does not exist' in msg
+    wb.wait_status("stopped")
+    vs.settings(**{"ndomo.server.command": str(NDOMO)})
+    wb.wait_status(r"^ndomo: foreman · discussion")
+    wb.palette("ndomo: Show plans")  # a command reaches the new server
+    wb.d.call("waitText", selector=".panel .monaco-editor .view-lines", regex="ndomo plans")
+
+
+def test_bad_server_command_then_restart_server_recovers(vs: Env, tmp_path: Path) -> None:
+    wb = vs.wb
+    later = tmp_path / "later" / "ndomo"
+    vs.settings(**{"ndomo.server.command": str(later)})
+    wb.wait_toast(f'"{later}" (from "ndomo.server.command") does not exist')
+    wb.wait_status("stopped")
+    wb.clear_toasts()
+    _wrapper(later, tmp_path / "runs.log")
+    wb.palette("ndomo: Restart server")
+    wb.wait_status(r"^ndomo: foreman · discussion")
+    assert (tmp_path / "runs.log").read_text(encoding="utf-8").strip()
+    assert not [t for t in wb.toasts() if "could not start" in t]
+
+
+def test_untrusted_workspace_does_not_run_its_venv_ndomo(env: Env, tmp_path: Path) -> None:
+    """Restricted Mode: the folder's .venv/bin/ndomo (and its settings) never run."""
+    runs = tmp_path / "untrusted-runs.log"
+    ws = _workspace(tmp_path, runs)
+    (ws / ".vscode").mkdir()
+    (ws / ".vscode" / "settings.json").write_text(json.dumps({"ndomo.server.command": str(ws / ".venv" / "bin" / "ndomo")}))
+    settings = {**BASE_SETTINGS, "security.workspace.trust.enabled": True, "security.workspace.trust.startupPrompt": "never",
+                "security.workspace.trust.banner": "always"}
+    server = CodeServer(root=tmp_path / "cs", workspace=ws, settings=settings, env={"NDOMO_BASE_URL": env.fake.url}, trust=True)
+    (tmp_path / "cs").mkdir()
+    wb = env.wb
+    wb.d.shot_dir = tmp_path
+    try:
+        server.start(extension_vsix(tmp_path))
+        wb.open(server.url)
+        wb.d.call("waitText", selector=".monaco-workbench", text="Restricted Mode")
+        # `ndomo` is not on the plain login-shell PATH of this code-server: the start fails
+        # and says which setting to set; the workspace's own binary was not a fallback
+        msg = wb.wait_toast("could not start the server")
+        assert '"ndomo" is not on the PATH' in msg and "ndomo.server.command" in msg
+        wb.wait_status("stopped")
+        assert not runs.exists(), runs.read_text()
+    except Exception:
+        print(f"screenshot: {wb.d.screenshot('untrusted')}")
+        raise
+    finally:
+        left = server.stop()
+        assert left == [], f"processes survived: {left}"
+
+
+# -- [editor-polish] D3, D6, D7 as a VS Code user meets them --------------------------------------
+
+def test_open_plan_view_and_transcript_follow_the_server(vs: Env) -> None:
+    """D3: files the server owns change in the editor while open (no stale buffer)."""
+    wb = vs.wb
+    views = ".editor-group-container .monaco-editor .view-lines"
+    slug, task = _seed_plan(vs.ws, ["calc.py"])
+    wb.open_file("calc.py")
+    wb.problems(f"plan {slug}")  # the server has seen the plan
+    wb.select_line("def add")
+    wb.code_action("ndomo: Open plan")
+    wb.d.call("waitText", selector=views, text="- [ ] 1. Make add add [pending]")
+    # another process marks the task done: the open view shows it, and is not left unsaved
+    out = subprocess.run([str(NDOMO), "task", "status", "--id", str(task), "--status", "done"], cwd=vs.ws,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    wb.d.call("waitText", selector=views, text="- [x] 1. Make add add [done]")
+    wb.d.call("waitText", selector=".editor-group-container .tab.dirty", text=".md", gone=True)
+    # saving the view now writes what it shows: the change made elsewhere stays
+    wb.d.call("click", selector=".editor-group-container .monaco-editor .view-line", text="Make add add")
+    wb.save()
+    assert _task_status(vs.ws, task) == "done"
+    # the transcript, open beside, grows with the turn
+    vs.script({"delay": 1, "text": "the answer is forty-two"})
+    wb.palette("ndomo: Ask…")
+    wb.input("what is the answer")
+    wb.d.call("waitText", selector=views, text="the answer is forty-two")
+    wb.wait_status(r"^ndomo: foreman · discussion")
+
+
+def test_agent_edit_is_minimal_cursor_stays(vs: Env) -> None:
+    """D6: a one-line agent edit leaves the cursor, far below it, where it was."""
+    wb = vs.wb
+    (vs.ws / "long.py").write_text("".join(f"value_{i} = {i}\n" for i in range(60)), encoding="utf-8")
+    vs.script(
+        {"tool_calls": [{"name": "edit", "arguments": {"path": "long.py", "old_text": "value_2 = 2\n", "new_text": "value_2 = 200\n"}}]},
+        {"text": "bumped"},
+    )
+    wb.open_file("long.py")
+    wb.d.call("press", keys="Control+g")
+    wb.input("41:5")
+    before = wb.cursor()
+    assert before.startswith("Ln 41, Col 5"), before
+    wb.palette("ndomo: Fix selection with craftsman")
+    wb.wait_status(r"^ndomo: foreman · discussion")
+    wb.d.call("waitText", selector=".editor-group-container .tab.dirty", text="long.py")  # in the buffer
+    assert wb.cursor() == before
+    wb.d.call("press", keys="Control+Home")
+    wb.wait_editor_text("value_2 = 200")
+    assert "value_1 = 1" in wb.editor_text() and "value_3 = 3" in wb.editor_text()
+
+
+def test_edit_then_bash_sees_the_new_text(vs: Env) -> None:
+    """D7: the turn's edits are saved by the editor before `bash` reads the disk."""
+    wb = vs.wb
+    vs.script(
+        {"tool_calls": [{"name": "edit", "arguments": {"path": "calc.py", "old_text": "return a - b", "new_text": "return a + b"}}]},
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "grep -c 'a + b' calc.py > seen.txt"}}]},
+        {"text": "checked"},
+    )
+    wb.open_file("calc.py")
+    wb.select_line("return a - b")
+    wb.palette("ndomo: Fix selection with craftsman")
+    wb.wait_toast("seen.txt")
+    wb.click_toast_button("seen.txt", LABELS["once"])
+    wb.wait_status(r"^ndomo: foreman · discussion")
+    assert (vs.ws / "seen.txt").read_text(encoding="utf-8").strip() == "1"
+    assert "return a + b" in (vs.ws / "calc.py").read_text(encoding="utf-8")
+    wb.d.call("waitText", selector=".editor-group-container .tab.dirty", text="calc.py", gone=True)  # saved by the editor
+    wb.d.call("press", keys="Control+z")  # and the edit is still in its undo history
+    wb.wait_editor_text("return a - b")
+
+
+# -- [conversation] the chat view ----------------------------------------------------------------
+
+def test_chat_view_prompt_streams_its_answer_and_stop_ends_the_turn(vs: Env) -> None:
+    """A prompt typed in the conversation view: the answer's first half shows there while the
+    model still holds back the second (streamed, not shown at the end), and the view's Stop
+    ends the turn."""
+    first, second = "the answer streams", " in over two parts"
+    vs.script({"text": first + second, "chunks": 2, "chunk_delay": 300})
+    wb = vs.wb
+    wb.open_chat()
+    wb.chat_send("stream me an answer")
+    wb.wait_chat(".turn .prompt", text="stream me an answer")
+    assert wb.wait_chat(".turn .text", text=first).strip() == first  # the second half is 300 s away
+    assert vs.fake.chat_requests()[-1]["body"]["messages"][-1]["content"].count("stream me an answer") == 1
+    wb.chat_click("#stop", text="Stop")
+    assert vs.fake.wait_for_disconnect(timeout=60), "the model request was not abandoned"
+    wb.wait_status(r"^ndomo: foreman · discussion$")
+    wb.wait_chat(".turn .outcome", regex="cancel")
