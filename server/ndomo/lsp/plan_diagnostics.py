@@ -35,6 +35,7 @@ DEBOUNCE_S = 0.03  # a burst of commits (a batch of tasks, a turn's tool calls) 
 # Plans are re-read from (newest updated_at seen − this): a commit whose timestamp was taken
 # before another process's later commit is still seen; rows this recent are re-read anyway.
 OVERLAP = timedelta(seconds=10)
+VIEW_RETRY_S = 1.0  # an open view that refused an update is tried again after this
 SETTLE = timedelta(seconds=1)  # updated_at has ms resolution: a stamp this young may move again
 SEVERITY = {
     "pending": types.DiagnosticSeverity.Information,
@@ -211,9 +212,9 @@ class PlanDiagnosticsFeature(Feature):
             if detail is None:
                 self._set(stamp.id, None, dirty)
                 continue
-            path, where = await self._write_view(app, detail)  # a finished plan's view shows the end
+            path, where, shown = await self._write_view(app, detail)  # a finished plan's view shows the end
             if stamp.live:
-                settled = now - _parse(detail.updated_at) > SETTLE
+                settled = shown and now - _parse(detail.updated_at) > SETTLE
                 self._set(detail.id, self._entry(app, detail, path, where, settled), dirty)
             else:
                 self._set(stamp.id, None, dirty)
@@ -227,9 +228,14 @@ class PlanDiagnosticsFeature(Feature):
         if newest is not None:
             self._since = _fmt(min(_parse(newest), now) - OVERLAP)
 
-    async def _write_view(self, app: App, detail: PlanDetail) -> tuple[Path, dict[int, int]]:
+    async def _write_view(self, app: App, detail: PlanDetail) -> tuple[Path, dict[int, int], bool]:
         """Write the plan's view — through the editor when it has the view open — and
-        remember the text as the base a later save of the view is compared with."""
+        remember the text as the base a later save of the view is compared with.
+
+        An open buffer that refused the edit (its version moved meanwhile) would stay stale
+        for good, since nothing changes in the store again: the plan stays unsettled and one
+        more refresh is asked for shortly (bounded: the change feed drops the plan once its
+        stamp is older than the overlap window)."""
         from ndomo.lsp.owned import write_owned
         from ndomo.runtime.plan_view import render, view_path
 
@@ -237,7 +243,10 @@ class PlanDiagnosticsFeature(Feature):
         path = view_path(app.root, detail.slug)
         if await write_owned(self.server, path, text):
             self.view_base[path] = text
-        return path, where
+            return path, where, True
+        log.warning("the open view %s refused the update; trying again", path)
+        asyncio.get_running_loop().call_later(VIEW_RETRY_S, self.poke)
+        return path, where, False
 
     def _entry(self, app: App, detail: PlanDetail, path: Path, where: dict[int, int], settled: bool) -> _PlanEntry:
         view_uri = from_fs_path(str(path))

@@ -228,3 +228,35 @@ def test_a_process_that_leaves_the_store_open_still_exits(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "left open" in out.stdout, out.stderr
+
+
+async def test_an_open_view_that_refused_an_update_is_written_again(tmp_path, monkeypatch):
+    """Nothing in the store changes again after a refused view edit: the refresh must retry."""
+    import ndomo.lsp.owned as owned
+
+    monkeypatch.setattr(pd, "SETTLE", timedelta(0))
+    answers = [False, True]
+    written: list[str] = []
+
+    async def flaky(server, path, text):
+        written.append(text)
+        return answers.pop(0) if answers else True
+
+    monkeypatch.setattr(owned, "write_owned", flaky)
+    app = App(tmp_path)
+    try:
+        store = await app.store()
+        await _bulk(store, 1)
+        feat = pd.PlanDiagnosticsFeature(_Server())
+        pokes: list[int] = []
+        feat.poke = lambda: pokes.append(1)  # type: ignore[method-assign]
+        monkeypatch.setattr(pd, "VIEW_RETRY_S", 0)
+        await feat.refresh(app)  # the view refused: a retry is asked for
+        await asyncio.sleep(0.01)
+        assert pokes == [1] and len(written) == 1
+        await feat.refresh(app)  # the retry writes it again, though nothing moved in the store
+        assert len(written) == 2 and feat.reread == 2
+        await feat.refresh(app)  # shown now: settled, no more reads
+        assert len(written) == 2
+    finally:
+        await app.aclose()
