@@ -423,9 +423,17 @@ class Workbench:
 
     # -- editors ---------------------------------------------------------------------------
     def open_file(self, name: str) -> None:
-        self._quick_input("Control+p", name)
-        # the focused row, once the list is filtered (before that it lists recent files)
-        self.d.call("waitText", selector=f"{ROWS}.focused", regex=f"^\\s*{name}")
+        # Quick Open's file index can miss a file created a moment ago ("No matching results"):
+        # asking again re-queries it, as a user would.
+        for attempt in range(4):
+            self._quick_input("Control+p", name)
+            try:  # the focused row, once the list is filtered (before that it lists recent files)
+                self.d.call("waitText", selector=f"{ROWS}.focused", regex=f"^\\s*{name}", timeout=15000)
+                break
+            except DriverError:
+                if attempt == 3:
+                    raise
+                self.d.call("press", keys="Escape")
         self.d.call("press", keys="Enter")
         self.d.call("waitText", selector=".editor-group-container .tab.active", text=name)
 
