@@ -69,14 +69,21 @@ def resolve_workspace(flag: str | None) -> tuple[Path | None, str | None]:
         return find_workspace(Path.cwd()), None
     path = Path(flag).expanduser()
     if not path.is_dir():
-        return None, f"ndomo: workspace {path} is not a folder; pass an existing project folder to --workspace"
+        return (
+            None,
+            f"ndomo: workspace {path} is not a folder; pass an existing project folder to --workspace",
+        )
     root = given_root(path)
     if root is None:
-        return None, f"ndomo: {path.resolve()} cannot be a workspace ($HOME and / never hold .ndomo/); pass the project folder"
+        return (
+            None,
+            f"ndomo: {path.resolve()} cannot be a workspace ($HOME and / never hold .ndomo/); pass the project folder",
+        )
     return root, None
 
 
 # -- flags from a pydantic model -------------------------------------------------------
+
 
 def _unwrap_optional(ann: Any) -> Any:
     origin = typing.get_origin(ann)
@@ -137,7 +144,11 @@ def run_action(act: Action, ns: argparse.Namespace) -> int:
     from ndomo.actions import ActionError
     from ndomo.app import App, NoWorkspace
 
-    raw = {k: v for k, v in vars(ns).items() if k not in {"workspace", "json", "_handler", "command", "verb"}}
+    raw = {
+        k: v
+        for k, v in vars(ns).items()
+        if k not in {"workspace", "json", "_handler", "command", "verb"}
+    }
     root, error = resolve_workspace(ns.workspace)
     if error:
         print(error, file=sys.stderr)
@@ -174,7 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
         importlib.import_module(mod)
 
     parser = argparse.ArgumentParser(
-        prog="ndomo", description="ndomo: foreman + craftsman in your editor",
+        prog="ndomo",
+        description="ndomo: foreman + craftsman in your editor",
         epilog="exit codes: 0 done, 1 failed, 2 usage error, 3 blocked (handed back), 4 iteration cap, 130 cancelled",
     )
     parser.add_argument("--version", action="version", version=f"ndomo {__version__}")
@@ -185,7 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--json", action="store_true", help="print the result as JSON")
 
     for name, (setup, handler) in EXTRA_COMMANDS.items():
-        p = subs.add_parser(name, help=(handler.__doc__ or "").strip().splitlines()[0] if handler.__doc__ else None)
+        p = subs.add_parser(
+            name, help=(handler.__doc__ or "").strip().splitlines()[0] if handler.__doc__ else None
+        )
         setup(p)
         p.set_defaults(_handler=handler)
 
@@ -193,12 +207,16 @@ def build_parser() -> argparse.ArgumentParser:
     for act in load_actions().all("cli"):
         path = act.path
         if len(path) == 1:
-            p = subs.add_parser(path[0], parents=[common], help=act.summary, description=act.summary)
+            p = subs.add_parser(
+                path[0], parents=[common], help=act.summary, description=act.summary
+            )
         else:
             if path[0] not in groups:
                 gp = subs.add_parser(path[0], help=f"{path[0]} commands")
                 groups[path[0]] = gp.add_subparsers(dest="verb", metavar="VERB", required=True)
-            p = groups[path[0]].add_parser(path[1], parents=[common], help=act.summary, description=act.summary)
+            p = groups[path[0]].add_parser(
+                path[1], parents=[common], help=act.summary, description=act.summary
+            )
         add_model_flags(p, act.params)
         p.set_defaults(_handler=lambda ns, act=act: run_action(act, ns))
     return parser
@@ -217,7 +235,9 @@ def _serve_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     args = sys.argv[1:] if argv is None else list(argv)
     is_serve = args[:1] == ["serve"] and not {"-h", "--help"} & set(args)
     parser = _serve_parser() if is_serve else build_parser()

@@ -27,15 +27,20 @@ class ModelConfig(_Section):
     base_url: str = "http://127.0.0.1:11434/v1"
     name: str = "qwen2.5-coder:7b"
     api_key_env: str = "NDOMO_API_KEY"
-    api_key: str | None = Field(default=None, description="Prefer api_key_env; kept out of reports.")
+    api_key: str | None = Field(
+        default=None, description="Prefer api_key_env; kept out of reports."
+    )
     timeout_s: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=2, ge=0, le=10)
     temperature: float | None = Field(default=None, ge=0, le=2)
     stream: Literal["auto"] | bool = Field(
-        default="auto", description="auto: stream, and send again unstreamed when a server cannot stream tool calls."
+        default="auto",
+        description="auto: stream, and send again unstreamed when a server cannot stream tool calls.",
     )
     context_window: int | None = Field(
-        default=None, ge=512, description="Tokens the model takes per request; unset: learned from the server."
+        default=None,
+        ge=512,
+        description="Tokens the model takes per request; unset: learned from the server.",
     )
 
     def resolved_api_key(self, env: Mapping[str, str] | None = None) -> str | None:
@@ -73,7 +78,16 @@ class SandboxConfig(_Section):
         "otherwise; off: no OS sandbox (health warns).",
     )
     home: list[str] = Field(
-        default_factory=lambda: ["~/.pyenv", "~/.rustup", "~/.cargo", "~/.nvm", "~/.local", "~/go", "~/.npm", "~/.cache"],
+        default_factory=lambda: [
+            "~/.pyenv",
+            "~/.rustup",
+            "~/.cargo",
+            "~/.nvm",
+            "~/.local",
+            "~/go",
+            "~/.npm",
+            "~/.cache",
+        ],
         description="Folders of the home directory a sandboxed command may read (the rest of home is hidden).",
     )
 
@@ -95,11 +109,14 @@ class SandboxConfig(_Section):
             raise ValueError(f"{bad[0]!r}: give a path under ~/ or an absolute path")
         return value
 
+
 class InstructionsConfig(_Section):
     """Project instruction files read into the system prompt."""
 
     enabled: bool = True
-    max_chars: int = Field(default=16_000, ge=0, description="Cap on all instruction files together.")
+    max_chars: int = Field(
+        default=16_000, ge=0, description="Cap on all instruction files together."
+    )
     files: list[str] = Field(
         default_factory=lambda: ["AGENTS.md", ".ndomo/instructions.md", "CLAUDE.md"],
         description="Workspace-relative files, read in this order while the cap lasts.",
@@ -109,14 +126,20 @@ class InstructionsConfig(_Section):
 class MemoryConfig(_Section):
     """Notes (`remember`) brought back into turns."""
 
-    recall: bool = Field(default=True, description="Add the notes most relevant to a prompt to its message.")
+    recall: bool = Field(
+        default=True, description="Add the notes most relevant to a prompt to its message."
+    )
     recall_notes: int = Field(default=3, ge=0, le=20)
-    recall_chars: int = Field(default=1200, ge=0, description="Budget for the recalled notes in one prompt.")
+    recall_chars: int = Field(
+        default=1200, ge=0, description="Budget for the recalled notes in one prompt."
+    )
 
 
 class Settings(_Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
-    db: str = Field(default=".ndomo/ndomo.db", description="Plan store file, relative to the workspace.")
+    db: str = Field(
+        default=".ndomo/ndomo.db", description="Plan store file, relative to the workspace."
+    )
     default_agent: str = "foreman"
     modes: ModesConfig = Field(default_factory=ModesConfig)
     threshold: ThresholdConfig = Field(default_factory=ThresholdConfig)
@@ -125,14 +148,25 @@ class Settings(_Section):
     instructions: InstructionsConfig = Field(default_factory=InstructionsConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     secret_globs: list[str] = Field(
-        default_factory=lambda: [".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_ed25519*", "*.p12"]
+        default_factory=lambda: [
+            ".env",
+            ".env.*",
+            "*.pem",
+            "*.key",
+            "id_rsa*",
+            "id_ed25519*",
+            "*.p12",
+        ]
     )
     history_chars: int = Field(
-        default=120_000, ge=1000, description="Conversation kept across a session's turns; oldest exchanges go first."
+        default=120_000,
+        ge=1000,
+        description="Conversation kept across a session's turns; oldest exchanges go first.",
     )
     review_edits: bool = False
     open_transcript: bool = Field(
-        default=False, description="Show the session's markdown export beside the file after each turn."
+        default=False,
+        description="Show the session's markdown export beside the file after each turn.",
     )
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
@@ -203,7 +237,9 @@ def _merge(base: dict, over: dict) -> dict:
     return out
 
 
-def _yaml_span(node: yaml.Node | None, loc: tuple[Any, ...]) -> tuple[int | None, int | None, int | None]:
+def _yaml_span(
+    node: yaml.Node | None, loc: tuple[Any, ...]
+) -> tuple[int | None, int | None, int | None]:
     """(line, column, end column) of a key along loc in the YAML tree: the key itself,
     through the end of its value when that sits on the same line."""
     if node is None:
@@ -220,7 +256,9 @@ def _yaml_span(node: yaml.Node | None, loc: tuple[Any, ...]) -> tuple[int | None
                     break
             else:
                 return span
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+        elif (
+            isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value)
+        ):
             node = node.value[part]
             span = (node.start_mark.line, node.start_mark.column, node.end_mark.column)
         else:
@@ -246,7 +284,9 @@ def _clean_layer(
                 msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
                 line, col, end = _yaml_span(node, loc)
                 problems.append(
-                    ConfigProblem(key=key, message=msg, source=source, line=line, column=col, end_column=end)
+                    ConfigProblem(
+                        key=key, message=msg, source=source, line=line, column=col, end_column=end
+                    )
                 )
                 _delete_path(layer, loc)
     return {}
@@ -275,7 +315,13 @@ def read_yaml_layer(path: Path, problems: list[ConfigProblem]) -> tuple[dict, ya
         return {}, node
     if not isinstance(data, dict):
         problems.append(
-            ConfigProblem(key="(file)", message="must be a mapping of keys", source=str(path), line=0, column=0)
+            ConfigProblem(
+                key="(file)",
+                message="must be a mapping of keys",
+                source=str(path),
+                line=0,
+                column=0,
+            )
         )
         return {}, None
     return data, node
@@ -315,7 +361,9 @@ def load_settings(
             layers.append(_clean_layer(init_options, "initializationOptions", None, problems))
         else:
             problems.append(
-                ConfigProblem(key="(all)", message="must be an object", source="initializationOptions")
+                ConfigProblem(
+                    key="(all)", message="must be an object", source="initializationOptions"
+                )
             )
     layers.append(_clean_layer(env_layer(env), "environment", None, problems))
     merged: dict = {}

@@ -15,7 +15,9 @@ from ndomo.runtime.instructions import InstructionFile
 
 class HealthParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    probe_model: bool = Field(default=True, description="Ask the model endpoint whether it answers.")
+    probe_model: bool = Field(
+        default=True, description="Ask the model endpoint whether it answers."
+    )
 
 
 class ConfigHealth(BaseModel):
@@ -35,7 +37,9 @@ class ModelHealth(BaseModel):
     name: str
     ok: bool | None  # None: not probed
     detail: str
-    capabilities: str = ""  # what earlier turns learned (streaming with tools, tools, context window)
+    capabilities: str = (
+        ""  # what earlier turns learned (streaming with tools, tools, context window)
+    )
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -64,6 +68,8 @@ class SandboxHealth(BaseModel):
     state: str  # the phrase the approval prompt shows
     detail: str
     warning: str
+
+
 class InstructionsHealth(BaseModel):
     enabled: bool
     max_chars: int
@@ -97,7 +103,9 @@ async def _database(app: App) -> DatabaseHealth:
 async def _model(app: App, probe: bool) -> ModelHealth:
     cfg = app.settings.model
     if not probe:
-        return ModelHealth(provider=cfg.provider, url=cfg.base_url, name=cfg.name, ok=None, detail="not probed")
+        return ModelHealth(
+            provider=cfg.provider, url=cfg.base_url, name=cfg.name, ok=None, detail="not probed"
+        )
     warnings: list[str] = []
     caps_text = ""
     try:
@@ -116,7 +124,10 @@ async def _model(app: App, probe: bool) -> ModelHealth:
             pass
         facts = await client.server_facts() if ok and hasattr(client, "server_facts") else {}
         if facts.get("context_window") and not client.caps.context_window:
-            client.caps.context_window, client.caps.context_source = facts["context_window"], facts["context_source"]
+            client.caps.context_window, client.caps.context_source = (
+                facts["context_window"],
+                facts["context_source"],
+            )
         if facts.get("tools") is False:
             client.caps.tools = False
         caps_text = client.caps.describe()
@@ -124,8 +135,15 @@ async def _model(app: App, probe: bool) -> ModelHealth:
         await client.aclose()
     except Exception as exc:
         ok, detail = False, f"{type(exc).__name__}: {exc}"
-    return ModelHealth(provider=cfg.provider, url=cfg.base_url, name=cfg.name, ok=ok, detail=detail,
-                       capabilities=caps_text, warnings=warnings)
+    return ModelHealth(
+        provider=cfg.provider,
+        url=cfg.base_url,
+        name=cfg.name,
+        ok=ok,
+        detail=detail,
+        capabilities=caps_text,
+        warnings=warnings,
+    )
 
 
 def _model_warnings(cfg, caps, facts: dict) -> list[str]:
@@ -140,8 +158,10 @@ def _model_warnings(cfg, caps, facts: dict) -> list[str]:
             "OLLAMA_CONTEXT_LENGTH=16384 ollama serve, or a Modelfile with `PARAMETER num_ctx 16384`"
         )
     if caps.tools is False:
-        out.append(f"model '{cfg.name}' does not support tool calling: discussion answers without tools, "
-                   "autopilot refuses; pick a model with tool support")
+        out.append(
+            f"model '{cfg.name}' does not support tool calling: discussion answers without tools, "
+            "autopilot refuses; pick a model with tool support"
+        )
     return out
 
 
@@ -151,11 +171,22 @@ async def _agents(app: App) -> AgentsHealth:
     try:
         aset = await asyncio.to_thread(load_agents, app.root)
     except Exception as exc:
-        return AgentsHealth(loaded=0, names=[], problems=[AgentProblemInfo(path=str(app.root), line=None, message=f"{type(exc).__name__}: {exc}")])
+        return AgentsHealth(
+            loaded=0,
+            names=[],
+            problems=[
+                AgentProblemInfo(
+                    path=str(app.root), line=None, message=f"{type(exc).__name__}: {exc}"
+                )
+            ],
+        )
     return AgentsHealth(
         loaded=len(aset.agents),
         names=sorted(aset.agents),
-        problems=[AgentProblemInfo(path=str(p.path), line=p.line, message=p.message) for p in aset.problems],
+        problems=[
+            AgentProblemInfo(path=str(p.path), line=p.line, message=p.message)
+            for p in aset.problems
+        ],
     )
 
 
@@ -165,10 +196,24 @@ async def _sandbox(app: App) -> SandboxHealth:
     try:
         st = await current_state(app.settings)
     except Exception as exc:
-        return SandboxHealth(mode=app.settings.sandbox.mode, backend="?", active=False, ok=False,
-                             state="unknown", detail=f"{type(exc).__name__}: {exc}", warning="sandbox check failed")
-    return SandboxHealth(mode=st.mode, backend=st.backend, active=st.active, ok=st.ok, state=st.label(),
-                         detail=st.detail, warning=st.warning)
+        return SandboxHealth(
+            mode=app.settings.sandbox.mode,
+            backend="?",
+            active=False,
+            ok=False,
+            state="unknown",
+            detail=f"{type(exc).__name__}: {exc}",
+            warning="sandbox check failed",
+        )
+    return SandboxHealth(
+        mode=st.mode,
+        backend=st.backend,
+        active=st.active,
+        ok=st.ok,
+        state=st.label(),
+        detail=st.detail,
+        warning=st.warning,
+    )
 
 
 def _sandbox_line(s: dict) -> str:
@@ -187,9 +232,7 @@ async def _instructions(app: App) -> InstructionsHealth:
     from ndomo.runtime.instructions import read_instructions
 
     found = await asyncio.to_thread(read_instructions, app)
-    return InstructionsHealth(
-        enabled=found.enabled, max_chars=found.max_chars, files=found.files
-    )
+    return InstructionsHealth(enabled=found.enabled, max_chars=found.max_chars, files=found.files)
 
 
 def _render_instructions(r: dict) -> str:
@@ -202,7 +245,11 @@ def _render_instructions(r: dict) -> str:
         return f"instructions none found (cap {ins['max_chars']} characters)"
     shown = []
     for f in ins["files"]:
-        size = f"{f['chars']} chars" if f["used"] == f["chars"] else f"{f['used']} of {f['chars']} chars"
+        size = (
+            f"{f['chars']} chars"
+            if f["used"] == f["chars"]
+            else f"{f['used']} of {f['chars']} chars"
+        )
         shown.append(f"{f['path']} ({size}{', ' + f['note'] if f['note'] else ''})")
     return f"instructions {', '.join(shown)} (cap {ins['max_chars']})"
 
@@ -212,23 +259,39 @@ def render_health(r: dict) -> str:
     lines = [
         f"ndomo {r['version']}  workspace {r['workspace']}",
         f"config    {mark[r['config']['ok']]}",
-        *[f"          {p['source']}:{(p['line'] or 0) + 1}: {p['key']}: {p['message']}" for p in r["config"]["problems"]],
+        *[
+            f"          {p['source']}:{(p['line'] or 0) + 1}: {p['key']}: {p['message']}"
+            for p in r["config"]["problems"]
+        ],
         f"database  {mark[r['database']['ok']]}  {r['database']['path'] or '(none)'} ({r['database']['detail']})",
         f"model     {mark[r['model']['ok']]}  {r['model']['provider']} {r['model']['url']} {r['model']['name']} ({r['model']['detail']})",
         *([f"          {r['model']['capabilities']}"] if r["model"].get("capabilities") else []),
         *[f"          warning: {w}" for w in r["model"].get("warnings", [])],
         f"agents    {r['agents']['loaded']} loaded: {', '.join(r['agents']['names'])}",
-        *[f"          {p['path']}:{(p['line'] or 0) + 1}: {p['message']}" for p in r["agents"]["problems"]],
+        *[
+            f"          {p['path']}:{(p['line'] or 0) + 1}: {p['message']}"
+            for p in r["agents"]["problems"]
+        ],
         *([_sandbox_line(r["sandbox"])] if "sandbox" in r else []),
         _render_instructions(r),
     ]
     return "\n".join(lines)
 
 
-@action("health", HealthParams, summary="Version, configuration, database, model and agent checks", render=render_health, shows_config=True)
+@action(
+    "health",
+    HealthParams,
+    summary="Version, configuration, database, model and agent checks",
+    render=render_health,
+    shows_config=True,
+)
 async def health(app: App, params: HealthParams) -> HealthReport:
     db, model, agents, sandbox, instructions = await asyncio.gather(
-        _database(app), _model(app, params.probe_model), _agents(app), _sandbox(app), _instructions(app)
+        _database(app),
+        _model(app, params.probe_model),
+        _agents(app),
+        _sandbox(app),
+        _instructions(app),
     )
     config = ConfigHealth(ok=not app.config_problems, problems=app.config_problems)
     ok = config.ok and db.ok and model.ok is not False and not agents.problems and sandbox.ok

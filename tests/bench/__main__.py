@@ -35,11 +35,17 @@ SCALES = {"10k": 10_000, "100k": 100_000}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.bench", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (default: all)")
     parser.add_argument("--json", type=Path, help="also write the results here")
-    parser.add_argument("--scale", choices=list(SCALES), default="10k", help="plans in the store benchmark")
-    parser.add_argument("--ci", action="store_true", help="only the budgets that do not depend on timing")
+    parser.add_argument(
+        "--scale", choices=list(SCALES), default="10k", help="plans in the store benchmark"
+    )
+    parser.add_argument(
+        "--ci", action="store_true", help="only the budgets that do not depend on timing"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     logging.getLogger("pygls").setLevel(logging.CRITICAL)
@@ -56,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.names or list(BENCHES):
         t = time.perf_counter()
         run = importlib.import_module(BENCHES[name]).run
-        kwargs = {"plans": SCALES[args.scale]} if "plans" in inspect.signature(run).parameters else {}
+        kwargs = (
+            {"plans": SCALES[args.scale]} if "plans" in inspect.signature(run).parameters else {}
+        )
         try:
             rows = asyncio.run(run(**kwargs))
         except Exception as exc:  # one broken benchmark must not hide the others

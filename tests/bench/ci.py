@@ -38,11 +38,19 @@ async def _workload(store) -> None:
     """One call of every store operation that reads or writes plans and tasks."""
     from ndomo.plans.models import PlanCreate
 
-    a = await store.create_plan(PlanCreate(title="Parser cache", overview="speed up the parser", files=["src/p.py"],
-                                           tags=["perf"]))
+    a = await store.create_plan(
+        PlanCreate(
+            title="Parser cache", overview="speed up the parser", files=["src/p.py"], tags=["perf"]
+        )
+    )
     b = await store.create_plan(PlanCreate(title="Router", overview="routes", files=["src/r.py"]))
-    batch = await store.create_tasks(a.id, [{"description": "cache tokens", "files": ["src/p.py"], "agent": "smith"},
-                                            {"description": "bench it", "agent": "smith"}])
+    batch = await store.create_tasks(
+        a.id,
+        [
+            {"description": "cache tokens", "files": ["src/p.py"], "agent": "smith"},
+            {"description": "bench it", "agent": "smith"},
+        ],
+    )
     await store.create_tasks(b.id, [{"description": "route", "agent": "other"}])
     for status in (None, "draft", "approved", "executing", "completed"):
         await store.list_plans(status)
@@ -77,8 +85,21 @@ def _names(sql: str) -> dict[str, str]:
         table, alias = m.group(1), m.group(2)
         if table in BIG_TABLES:
             out[table] = table
-            if alias and alias.upper() not in ("WHERE", "SET", "INDEXED", "ON", "ORDER", "LIMIT", "VALUES", "CROSS",
-                                                 "JOIN", "LEFT", "INNER", "GROUP", "USING"):
+            if alias and alias.upper() not in (
+                "WHERE",
+                "SET",
+                "INDEXED",
+                "ON",
+                "ORDER",
+                "LIMIT",
+                "VALUES",
+                "CROSS",
+                "JOIN",
+                "LEFT",
+                "INNER",
+                "GROUP",
+                "USING",
+            ):
                 out[alias] = table
     return out
 
@@ -95,8 +116,13 @@ async def query_plans() -> list[str]:
             await store._conn._execute(raw.set_trace_callback, seen.append)
             await _workload(store)
             await store._conn._execute(raw.set_trace_callback, None)
-            statements = sorted({s.strip() for s in seen
-                                 if re.match(r"\s*(SELECT|UPDATE|DELETE|INSERT|WITH)\b", s, re.I)})
+            statements = sorted(
+                {
+                    s.strip()
+                    for s in seen
+                    if re.match(r"\s*(SELECT|UPDATE|DELETE|INSERT|WITH)\b", s, re.I)
+                }
+            )
             problems = []
             for sql in statements:
                 try:
@@ -109,9 +135,13 @@ async def query_plans() -> list[str]:
                     detail = row[3]
                     m = re.match(r"SCAN (\w+)(?: VIRTUAL TABLE)?(.*)$", detail)
                     if m and m.group(1) in aliases and "USING" not in m.group(2):
-                        problems.append(f"full scan of {aliases[m.group(1)]}: {detail} in {' '.join(sql.split())[:200]}")
+                        problems.append(
+                            f"full scan of {aliases[m.group(1)]}: {detail} in {' '.join(sql.split())[:200]}"
+                        )
             if len(statements) < 20:
-                problems.append(f"only {len(statements)} statements traced: the workload did not run")
+                problems.append(
+                    f"only {len(statements)} statements traced: the workload did not run"
+                )
             return problems
         finally:
             await store.close()

@@ -29,8 +29,13 @@ def pct(samples: list[float], p: float) -> float:
 
 
 def summary(samples: list[float]) -> dict[str, float]:
-    return {"n": len(samples), "p50": pct(samples, 50), "p95": pct(samples, 95), "p99": pct(samples, 99),
-            "mean": statistics.fmean(samples) * 1000 if samples else float("nan")}
+    return {
+        "n": len(samples),
+        "p50": pct(samples, 50),
+        "p95": pct(samples, 95),
+        "p99": pct(samples, 99),
+        "mean": statistics.fmean(samples) * 1000 if samples else float("nan"),
+    }
 
 
 @dataclass
@@ -50,8 +55,10 @@ class Result:
 
     def line(self) -> str:
         flag = "met" if self.met else "MISSED"
-        return (f"{self.bench:10} {self.case:46} {self.value:10.3f} {self.unit:4} vs {self.baseline:10.3f}"
-                f"  ×{self.ratio:6.2f}  [{self.target}] {flag}")
+        return (
+            f"{self.bench:10} {self.case:46} {self.value:10.3f} {self.unit:4} vs {self.baseline:10.3f}"
+            f"  ×{self.ratio:6.2f}  [{self.target}] {flag}"
+        )
 
 
 def machine() -> dict[str, Any]:
@@ -63,7 +70,12 @@ def machine() -> dict[str, Any]:
                 break
     except OSError:
         pass
-    return {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(), "cpu": cpu}
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "cpu": cpu,
+    }
 
 
 def timed(fn: Callable[[], Any], n: int) -> list[float]:

@@ -25,7 +25,10 @@ class FakeProc:
     def __enter__(self) -> "FakeProc":
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.bench.fake_server", "--default-text", self.default_text],
-            cwd=str(REPO), stdout=subprocess.PIPE, text=True)
+            cwd=str(REPO),
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         line = self.proc.stdout.readline()  # type: ignore[union-attr]
         if not line.startswith("READY "):
             self.__exit__()
@@ -61,7 +64,11 @@ class RawStream:
         await self.client.aclose()
 
     async def once(self, prompt: str = "hi") -> tuple[float, float, str]:
-        body = {"model": "fake-model", "stream": True, "messages": [{"role": "user", "content": prompt}]}
+        body = {
+            "model": "fake-model",
+            "stream": True,
+            "messages": [{"role": "user", "content": prompt}],
+        }
         t = time.perf_counter()
         first = None
         text = []

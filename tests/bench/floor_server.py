@@ -10,14 +10,30 @@ from pygls.lsp.server import LanguageServer
 server = LanguageServer("floor", "0", text_document_sync_kind=types.TextDocumentSyncKind.Full)
 
 
-TITLES = ["ndomo: Ask about this", "ndomo: Research this", "ndomo: Fix with craftsman", "ndomo: Plan with foreman"]
+TITLES = [
+    "ndomo: Ask about this",
+    "ndomo: Research this",
+    "ndomo: Fix with craftsman",
+    "ndomo: Plan with foreman",
+]
 MODES = [
-    {"name": "discussion", "summary": "Ultra-concise planning. Writes limited to design artifacts. "
-     "Crystallises into a committed plan.", "iteration_cap": 8},
-    {"name": "brainstorming", "summary": "Deep research: web, code tools and memory. Findings "
-     "externalised to notes.", "iteration_cap": 16},
-    {"name": "autopilot", "summary": "Full autonomy end to end. Re-plans on failure. Hands back "
-     "only when truly blocked.", "iteration_cap": 40},
+    {
+        "name": "discussion",
+        "summary": "Ultra-concise planning. Writes limited to design artifacts. "
+        "Crystallises into a committed plan.",
+        "iteration_cap": 8,
+    },
+    {
+        "name": "brainstorming",
+        "summary": "Deep research: web, code tools and memory. Findings externalised to notes.",
+        "iteration_cap": 16,
+    },
+    {
+        "name": "autopilot",
+        "summary": "Full autonomy end to end. Re-plans on failure. Hands back "
+        "only when truly blocked.",
+        "iteration_cap": 40,
+    },
 ]
 
 
@@ -46,7 +62,12 @@ def code_action(params: types.CodeActionParams) -> list[types.CodeAction]:
 
 @server.command("ndomo.mode.get")
 def mode_get(*args) -> dict:
-    return {"session": "0123456789abcdef0123456789abcdef", "mode": "discussion", "agent": "foreman", "modes": MODES}
+    return {
+        "session": "0123456789abcdef0123456789abcdef",
+        "mode": "discussion",
+        "agent": "foreman",
+        "modes": MODES,
+    }
 
 
 if __name__ == "__main__":

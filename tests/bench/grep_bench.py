@@ -31,7 +31,9 @@ def make_tree(root: Path) -> None:
     for i in range(FILES):
         folder = root / f"pkg{i % 40}" / f"sub{i % 7}"
         folder.mkdir(parents=True, exist_ok=True)
-        lines = [f"{rnd.choice(words)} = {rnd.randint(0, 999)}  # {rnd.choice(words)}" for _ in range(30)]
+        lines = [
+            f"{rnd.choice(words)} = {rnd.randint(0, 999)}  # {rnd.choice(words)}" for _ in range(30)
+        ]
         if i % 97 == 0:
             lines.insert(5, f"needle_{i} = True")
         if i % 501 == 0:
@@ -42,8 +44,23 @@ def make_tree(root: Path) -> None:
 
 
 def run_rg(rg: str, root: Path, pattern: str) -> int:
-    proc = subprocess.run([rg, "--line-number", "--no-heading", "--color", "never", "--max-count", "200", pattern, "."],
-                          cwd=root, capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [
+            rg,
+            "--line-number",
+            "--no-heading",
+            "--color",
+            "never",
+            "--max-count",
+            "200",
+            pattern,
+            ".",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     return len(proc.stdout.splitlines())
 
 
@@ -58,8 +75,15 @@ async def run() -> list[Result]:
         try:
             rt = Runtime(app)
             state = await rt.session()
-            ctx = TurnContext(app=app, runtime=rt, host=BaseHost(), request=TurnRequest(prompt="bench"),
-                              session=state, mode=state.mode, agent_name=state.agent)
+            ctx = TurnContext(
+                app=app,
+                runtime=rt,
+                host=BaseHost(),
+                request=TurnRequest(prompt="bench"),
+                session=state,
+                mode=state.mode,
+                agent_name=state.agent,
+            )
             ctx.agent = await rt.check_agent(state.agent)
             tools = rt.plugins.tools
             has_tool = tools.get("grep") is not None if hasattr(tools, "get") else False
@@ -84,17 +108,45 @@ async def run() -> list[Result]:
                 base = statistics.median(t_rg) * 1000
                 if t_tool:
                     mine = statistics.median(t_tool) * 1000
-                    results.append(Result("grep", f"grep tool /{pattern}/ (median)", mine, base, "ms", "≤ 1.5× rg",
-                                          mine <= 1.5 * base))
+                    results.append(
+                        Result(
+                            "grep",
+                            f"grep tool /{pattern}/ (median)",
+                            mine,
+                            base,
+                            "ms",
+                            "≤ 1.5× rg",
+                            mine <= 1.5 * base,
+                        )
+                    )
                 fn = statistics.median(t_fn) * 1000
-                results.append(Result("grep", f"search.grep() /{pattern}/ (median)", fn, base, "ms", "report", True))
+                results.append(
+                    Result(
+                        "grep",
+                        f"search.grep() /{pattern}/ (median)",
+                        fn,
+                        base,
+                        "ms",
+                        "report",
+                        True,
+                    )
+                )
             py = []
             for _ in range(2):
                 t = time.perf_counter()
                 grep_fn(root, PATTERNS[0], engine="python")
                 py.append(time.perf_counter() - t)
-            results.append(Result("grep", f"python fallback engine /{PATTERNS[0]}/", min(py) * 1000,
-                                  statistics.median(t_rg) * 1000, "ms", "report (no rg)", True))
+            results.append(
+                Result(
+                    "grep",
+                    f"python fallback engine /{PATTERNS[0]}/",
+                    min(py) * 1000,
+                    statistics.median(t_rg) * 1000,
+                    "ms",
+                    "report (no rg)",
+                    True,
+                )
+            )
         finally:
             await app.aclose()
     return results

@@ -34,8 +34,10 @@ def switches(pid: int) -> dict[int, int]:
         except OSError:  # the thread ended meanwhile
             continue
         out[int(status.parent.name)] = sum(
-            int(line.split()[1]) for line in lines
-            if line.split(":")[0] in ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"))
+            int(line.split()[1])
+            for line in lines
+            if line.split(":")[0] in ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")
+        )
     return out
 
 
@@ -65,10 +67,19 @@ async def _up(cmd: list[str], root: Path):
     client, _ = await start(cmd, root)
     src = root / "app.py"
     src.write_text("x = 1\n")
-    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
-        uri=from_fs_path(str(src)), language_id="python", version=1, text="x = 1\n")))
-    if cmd is NDOMO:  # the App up, then a plan written by "another process" and seen through the watch
-        await client.workspace_execute_command_async(types.ExecuteCommandParams(command="ndomo.mode.get", arguments=[{}]))
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=from_fs_path(str(src)), language_id="python", version=1, text="x = 1\n"
+            )
+        )
+    )
+    if (
+        cmd is NDOMO
+    ):  # the App up, then a plan written by "another process" and seen through the watch
+        await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="ndomo.mode.get", arguments=[{}])
+        )
         store = await PlanStore.open(root / ".ndomo" / "ndomo.db", workspace=root)
         try:
             plan = await store.create_plan(PlanCreate(title="Idle", overview="o"))
@@ -91,7 +102,10 @@ async def measure(window_s: float = WINDOW_S) -> dict[str, tuple[int, float]]:
             await asyncio.sleep(window_s)
             for n, p in pids.items():
                 ticks = cpu_ticks(p) - before[n][1]
-                out[n] = (woken(before[n][0], switches(p)), 100.0 * ticks / os.sysconf("SC_CLK_TCK") / window_s)
+                out[n] = (
+                    woken(before[n][0], switches(p)),
+                    100.0 * ticks / os.sysconf("SC_CLK_TCK") / window_s,
+                )
         finally:
             for c in clients.values():
                 await stop(c)
@@ -103,5 +117,7 @@ async def run() -> list[Result]:
     (w, cpu), (fw, fcpu) = got["ndomo"], got["floor"]
     return [
         Result("idle", f"wake-ups over {WINDOW_S:.0f} s idle", w, fw, "n", "0", w == 0),
-        Result("idle", f"CPU over {WINDOW_S:.0f} s idle", cpu, fcpu, "%", "0.0%", round(cpu, 1) == 0.0),
+        Result(
+            "idle", f"CPU over {WINDOW_S:.0f} s idle", cpu, fcpu, "%", "0.0%", round(cpu, 1) == 0.0
+        ),
     ]

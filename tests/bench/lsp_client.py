@@ -31,19 +31,30 @@ def make_client(handlers: dict[str, Any] | None = None) -> LanguageClient:
         types.WINDOW_SHOW_MESSAGE_REQUEST: lambda params: None,
         types.WINDOW_SHOW_DOCUMENT: lambda params: types.ShowDocumentResult(success=True),
         types.WORKSPACE_APPLY_EDIT: lambda params: types.ApplyWorkspaceEditResult(
-            applied=False, failure_reason="benchmark client"),
+            applied=False, failure_reason="benchmark client"
+        ),
     }
-    for method in ("ndomo/turn/event", "ndomo/status", "$/progress", types.WINDOW_LOG_MESSAGE,
-                   types.WINDOW_SHOW_MESSAGE, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, "$/logTrace"):
+    for method in (
+        "ndomo/turn/event",
+        "ndomo/status",
+        "$/progress",
+        types.WINDOW_LOG_MESSAGE,
+        types.WINDOW_SHOW_MESSAGE,
+        types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS,
+        "$/logTrace",
+    ):
         features[method] = _ignore
     features.update(handlers or {})
     for method, fn in features.items():
         if asyncio.iscoroutinefunction(fn):
+
             async def handler(params, _fn=fn):
                 return await _fn(params)
         else:
+
             def handler(params, _fn=fn):
                 return _fn(params)
+
         client.feature(method)(handler)
     return client
 
@@ -52,8 +63,12 @@ def _ignore(params: Any) -> None:
     return None
 
 
-async def start(cmd: list[str], workspace: Path, env: dict[str, str] | None = None,
-                handlers: dict[str, Any] | None = None) -> tuple[LanguageClient, Any]:
+async def start(
+    cmd: list[str],
+    workspace: Path,
+    env: dict[str, str] | None = None,
+    handlers: dict[str, Any] | None = None,
+) -> tuple[LanguageClient, Any]:
     """Spawn and initialize; returns (client, initialize result)."""
     client = make_client(handlers)
     await client.start_io(cmd[0], *cmd[1:], env=env_for_server(env), cwd=str(workspace))

@@ -31,12 +31,16 @@ STREAM = {"text": "token " * 6000, "chunks": 6000, "chunk_delay": 0.005}  # ~30 
 def _requests(client, uri: str) -> dict:
     action = types.CodeActionParams(
         text_document=types.TextDocumentIdentifier(uri=uri),
-        range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=2, character=0)),
+        range=types.Range(
+            start=types.Position(line=0, character=0), end=types.Position(line=2, character=0)
+        ),
         context=types.CodeActionContext(diagnostics=[]),
     )
     mode = types.ExecuteCommandParams(command="ndomo.mode.get", arguments=[{}])
-    return {"codeAction": lambda: client.text_document_code_action_async(action),
-            "ndomo.mode.get": lambda: client.workspace_execute_command_async(mode)}
+    return {
+        "codeAction": lambda: client.text_document_code_action_async(action),
+        "ndomo.mode.get": lambda: client.workspace_execute_command_async(mode),
+    }
 
 
 def _check(who: str, name: str, got) -> None:
@@ -53,7 +57,7 @@ async def sample(pairs: dict, n: int) -> dict[str, dict[str, list[float]]]:
     out = {who: {"codeAction": [], "ndomo.mode.get": []} for who in pairs}
     order = list(pairs)
     for i in range(n):
-        for who in (order if i % 2 == 0 else order[::-1]):
+        for who in order if i % 2 == 0 else order[::-1]:
             for name, call in pairs[who].items():
                 t = time.perf_counter()
                 got = await call()  # an error answer raises: never counted as a sample
@@ -69,31 +73,52 @@ async def open_doc(client, root: Path) -> str:
     path.write_text(text)
     uri = from_fs_path(str(path))
     client.text_document_did_open(
-        types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text))
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id="python", version=1, text=text
+            )
+        )
     )
     return uri
 
 
 async def run() -> list[Result]:
-    with tempfile.TemporaryDirectory() as d1, tempfile.TemporaryDirectory() as d2, FakeProc() as fake:
+    with (
+        tempfile.TemporaryDirectory() as d1,
+        tempfile.TemporaryDirectory() as d2,
+        FakeProc() as fake,
+    ):
         floor, _ = await start(FLOOR, Path(d1))
         ndomo, _ = await start(NDOMO, Path(d2), {"NDOMO_BASE_URL": fake.url})
         try:
-            pairs = {"floor": _requests(floor, await open_doc(floor, Path(d1))),
-                     "ndomo": _requests(ndomo, await open_doc(ndomo, Path(d2)))}
-            await asyncio.sleep(SETTLE_S)  # both up and idle (ndomo imports the rest after `initialized`)
+            pairs = {
+                "floor": _requests(floor, await open_doc(floor, Path(d1))),
+                "ndomo": _requests(ndomo, await open_doc(ndomo, Path(d2))),
+            }
+            await asyncio.sleep(
+                SETTLE_S
+            )  # both up and idle (ndomo imports the rest after `initialized`)
             await sample(pairs, WARMUP)
             idle = await sample(pairs, N)
             fake.push(STREAM)
-            turn = asyncio.ensure_future(ndomo.workspace_execute_command_async(
-                types.ExecuteCommandParams(command="ndomo.turn", arguments=[{"prompt": "stream a long answer"}])))
+            turn = asyncio.ensure_future(
+                ndomo.workspace_execute_command_async(
+                    types.ExecuteCommandParams(
+                        command="ndomo.turn", arguments=[{"prompt": "stream a long answer"}]
+                    )
+                )
+            )
             await asyncio.sleep(1.0)  # the stream is flowing
             if turn.done():
                 raise RuntimeError(f"the streamed turn ended before sampling: {turn.result()}")
             busy = await sample(pairs, N)
             if turn.done():
-                raise RuntimeError("the turn stopped streaming before the last sample (streaming_throughout false)")
-            await ndomo.workspace_execute_command_async(types.ExecuteCommandParams(command="ndomo.cancel", arguments=[{}]))
+                raise RuntimeError(
+                    "the turn stopped streaming before the last sample (streaming_throughout false)"
+                )
+            await ndomo.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="ndomo.cancel", arguments=[{}])
+            )
             try:
                 await asyncio.wait_for(turn, 10)
             except Exception:
@@ -108,6 +133,11 @@ async def run() -> list[Result]:
             for p in ("p50", "p95", "p99"):
                 target = "p95 ≤ 2× floor" if (label != "idle" and p == "p95") else "report"
                 met = s[p] <= 2 * f[p] if target != "report" else True
-                extra = {"streaming_throughout": True if label != "idle" else None, "samples": s["n"]}
-                results.append(Result("lsp", f"{req} {label} {p}", s[p], f[p], "ms", target, met, extra))
+                extra = {
+                    "streaming_throughout": True if label != "idle" else None,
+                    "samples": s["n"],
+                }
+                results.append(
+                    Result("lsp", f"{req} {label} {p}", s[p], f[p], "ms", target, met, extra)
+                )
     return results

@@ -23,19 +23,28 @@ TURNS = 200
 
 
 async def run() -> list[Result]:
-    with tempfile.TemporaryDirectory() as d, FakeProc(default_text="a short scripted answer " * 20) as fake:
+    with (
+        tempfile.TemporaryDirectory() as d,
+        FakeProc(default_text="a short scripted answer " * 20) as fake,
+    ):
         client, _ = await start(NDOMO, Path(d), {"NDOMO_BASE_URL": fake.url})
         try:
             pid = server_pid(client)
             await client.workspace_execute_command_async(
-                types.ExecuteCommandParams(command="ndomo.mode.get", arguments=[{}]))
+                types.ExecuteCommandParams(command="ndomo.mode.get", arguments=[{}])
+            )
             await settle(pid)  # start-up and its background warm-up are over
             idle = rss_mb(pid)
 
             async def turn(i: int) -> None:
                 res = await client.workspace_execute_command_async(
-                    types.ExecuteCommandParams(command="ndomo.turn", arguments=[{"prompt": f"turn {i}"}]))
-                if getattr(res, "status", None) not in (None, "done") and (not isinstance(res, dict) or res.get("status") != "done"):
+                    types.ExecuteCommandParams(
+                        command="ndomo.turn", arguments=[{"prompt": f"turn {i}"}]
+                    )
+                )
+                if getattr(res, "status", None) not in (None, "done") and (
+                    not isinstance(res, dict) or res.get("status") != "done"
+                ):
                     raise RuntimeError(f"turn {i} did not finish: {res}")
 
             await turn(0)
@@ -47,7 +56,22 @@ async def run() -> list[Result]:
         finally:
             await stop(client)
     return [
-        Result("memory", f"RSS after {TURNS} turns vs idle", after, idle, "MB", "growth ≤ 10%", after <= idle * 1.10),
-        Result("memory", f"RSS after {TURNS} turns vs after 1st turn", after, warm, "MB", "report (leak check)",
-               True),
+        Result(
+            "memory",
+            f"RSS after {TURNS} turns vs idle",
+            after,
+            idle,
+            "MB",
+            "growth ≤ 10%",
+            after <= idle * 1.10,
+        ),
+        Result(
+            "memory",
+            f"RSS after {TURNS} turns vs after 1st turn",
+            after,
+            warm,
+            "MB",
+            "report (leak check)",
+            True,
+        ),
     ]

@@ -47,14 +47,23 @@ async def run() -> list[Result]:
             rt = Runtime(app, plugins)
             state = await rt.session()
             agent = state.agent
-            ctx = TurnContext(app=app, runtime=rt, host=BaseHost(), request=TurnRequest(prompt="bench"),
-                              session=state, mode=state.mode, agent_name=agent)
+            ctx = TurnContext(
+                app=app,
+                runtime=rt,
+                host=BaseHost(),
+                request=TurnRequest(prompt="bench"),
+                session=state,
+                mode=state.mode,
+                agent_name=agent,
+            )
             ctx.agent = await rt.check_agent(agent)
             store = await app.store()
             ctx.turn_id = (await store.start_turn(state.id, agent, state.mode, "bench")).id
             params = Args()
             direct, full = [], []
-            first = await run_call(ctx, ToolCall(id="c0", name="bench_noop", arguments={"path": "README.md"}))
+            first = await run_call(
+                ctx, ToolCall(id="c0", name="bench_noop", arguments={"path": "README.md"})
+            )
             if first.status != "done":
                 raise RuntimeError(f"the no-op tool did not run through the runtime: {first}")
             for i in range(N):
@@ -62,15 +71,31 @@ async def run() -> list[Result]:
                 await _noop(ctx, params)
                 direct.append(time.perf_counter() - t)
                 t = time.perf_counter()
-                await run_call(ctx, ToolCall(id=f"c{i}", name="bench_noop", arguments={"path": "README.md"}))
+                await run_call(
+                    ctx, ToolCall(id=f"c{i}", name="bench_noop", arguments={"path": "README.md"})
+                )
                 full.append(time.perf_counter() - t)
         finally:
             await app.aclose()
     o, b = summary(full), summary(direct)
     return [
-        Result("overhead", "tool call added, mean", o["mean"] - b["mean"], b["mean"], "ms", "≤ 1 ms added",
-               o["mean"] - b["mean"] <= 1.0),
-        Result("overhead", "tool call added, p95", o["p95"] - b["p95"], b["p95"], "ms", "≤ 1 ms added",
-               o["p95"] - b["p95"] <= 1.0),
+        Result(
+            "overhead",
+            "tool call added, mean",
+            o["mean"] - b["mean"],
+            b["mean"],
+            "ms",
+            "≤ 1 ms added",
+            o["mean"] - b["mean"] <= 1.0,
+        ),
+        Result(
+            "overhead",
+            "tool call added, p95",
+            o["p95"] - b["p95"],
+            b["p95"],
+            "ms",
+            "≤ 1 ms added",
+            o["p95"] - b["p95"] <= 1.0,
+        ),
         Result("overhead", "tool call via runtime p50", o["p50"], b["p50"], "ms", "report", True),
     ]

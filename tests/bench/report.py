@@ -9,7 +9,10 @@ from pathlib import Path
 
 
 def table(paths: list[Path]) -> str:
-    lines = ["| benchmark | case | ndomo | baseline (same run) | ratio | target | |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| benchmark | case | ndomo | baseline (same run) | ratio | target | |",
+        "|---|---|---|---|---|---|---|",
+    ]
     last = None
     for path in paths:
         for r in json.loads(path.read_text())["results"]:
@@ -19,8 +22,10 @@ def table(paths: list[Path]) -> str:
             if r["target"] == "report":
                 flag = ""
             unit = r["unit"]
-            lines.append(f"| {bench} | {r['case']} | {r['value']:.2f} {unit} | {r['baseline']:.2f} {unit} "
-                         f"| {r['ratio']:.2f}× | {r['target']} | {flag} |")
+            lines.append(
+                f"| {bench} | {r['case']} | {r['value']:.2f} {unit} | {r['baseline']:.2f} {unit} "
+                f"| {r['ratio']:.2f}× | {r['target']} | {flag} |"
+            )
     return "\n".join(lines)
 
 

@@ -17,8 +17,12 @@ from ndomo.runtime.runtime import Runtime
 from tests.bench.common import Result
 from tests.fakes.fake_model import FakeModel
 
-CASES = [("craftsman", "autopilot"), ("foreman", "discussion"), ("foreman", "brainstorming"),
-         ("craftsman", "discussion")]
+CASES = [
+    ("craftsman", "autopilot"),
+    ("foreman", "discussion"),
+    ("foreman", "brainstorming"),
+    ("craftsman", "discussion"),
+]
 TARGET = 10_000
 
 
@@ -37,9 +41,18 @@ async def measure() -> list[dict]:
                 system = json_size(body["messages"][:1])
                 messages = json_size(body["messages"])
                 tools = json_size(body.get("tools", []))
-                rows.append({"agent": agent, "mode": mode, "system": system, "messages": messages, "tools": tools,
-                             "n_tools": len(body.get("tools", [])), "total": messages + tools,
-                             "tokens": estimate_tokens(messages + tools)})
+                rows.append(
+                    {
+                        "agent": agent,
+                        "mode": mode,
+                        "system": system,
+                        "messages": messages,
+                        "tools": tools,
+                        "n_tools": len(body.get("tools", [])),
+                        "total": messages + tools,
+                        "tokens": estimate_tokens(messages + tools),
+                    }
+                )
                 await rt.new_session()
         finally:
             await app.aclose()
@@ -47,16 +60,31 @@ async def measure() -> list[dict]:
 
 
 def table(rows: list[dict]) -> str:
-    out = ["| agent · mode | tools | system prompt B | messages B | tool schemas B | total B | ≈ tokens |",
-           "|---|---:|---:|---:|---:|---:|---:|"]
+    out = [
+        "| agent · mode | tools | system prompt B | messages B | tool schemas B | total B | ≈ tokens |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
-        out.append(f"| {r['agent']} · {r['mode']} | {r['n_tools']} | {r['system']:,} | {r['messages']:,} | "
-                   f"{r['tools']:,} | {r['total']:,} | {r['tokens']:,} |")
+        out.append(
+            f"| {r['agent']} · {r['mode']} | {r['n_tools']} | {r['system']:,} | {r['messages']:,} | "
+            f"{r['tools']:,} | {r['total']:,} | {r['tokens']:,} |"
+        )
     return "\n".join(out)
 
 
 async def run() -> list[Result]:
     rows = await measure()
     print(table(rows))
-    return [Result("reqsize", f"{r['agent']} {r['mode']} first request", r["total"], TARGET, "B",
-                   f"< {TARGET:,} B", r["total"] < TARGET, extra=r) for r in rows]
+    return [
+        Result(
+            "reqsize",
+            f"{r['agent']} {r['mode']} first request",
+            r["total"],
+            TARGET,
+            "B",
+            f"< {TARGET:,} B",
+            r["total"] < TARGET,
+            extra=r,
+        )
+        for r in rows
+    ]

@@ -31,7 +31,10 @@ from tests.bench.common import Result, env_for_server
 from tests.bench.lsp_client import NDOMO
 
 ROUNDS = 15
-OTHERS = {"python-lsp-server": ("pylsp", "python-lsp-server"), "jedi-language-server": ("jedi-language-server", "jedi-language-server")}
+OTHERS = {
+    "python-lsp-server": ("pylsp", "python-lsp-server"),
+    "jedi-language-server": ("jedi-language-server", "jedi-language-server"),
+}
 SOURCE = "import os\n\nos.path.join('a', 'b')\n"
 
 
@@ -91,7 +94,11 @@ async def _answer(proc, want_id: int) -> dict:
         if msg.get("id") == want_id and ("result" in msg or "error" in msg):
             return msg
         if "method" in msg and "id" in msg:  # a server→client request (configuration, progress …)
-            result = [None] * len(msg.get("params", {}).get("items", [])) if msg["method"] == "workspace/configuration" else None
+            result = (
+                [None] * len(msg.get("params", {}).get("items", []))
+                if msg["method"] == "workspace/configuration"
+                else None
+            )
             proc.stdin.write(frame({"jsonrpc": "2.0", "id": msg["id"], "result": result}))
 
 
@@ -99,13 +106,26 @@ async def once(name: str, cmd: list[str], root: Path) -> tuple[float, float]:
     """(spawn → initialize result, spawn → first useful answer), raw JSON-RPC."""
     uri = from_fs_path(str(root))
     doc = from_fs_path(str(root / "main.py"))
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "processId": None, "rootUri": uri, "capabilities": _caps(),
-        "workspaceFolders": [{"uri": uri, "name": root.name}]}}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "processId": None,
+            "rootUri": uri,
+            "capabilities": _caps(),
+            "workspaceFolders": [{"uri": uri, "name": root.name}],
+        },
+    }
     t = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
-        *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None if os.environ.get("BENCH_STDERR") else asyncio.subprocess.DEVNULL,
-        env=env_for_server(), cwd=str(root))
+        *cmd,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=None if os.environ.get("BENCH_STDERR") else asyncio.subprocess.DEVNULL,
+        env=env_for_server(),
+        cwd=str(root),
+    )
     try:
         proc.stdin.write(frame(init))
         msg = await _answer(proc, 1)
@@ -114,13 +134,46 @@ async def once(name: str, cmd: list[str], root: Path) -> tuple[float, float]:
             raise RuntimeError(f"{name} refused initialize: {msg['error']}")
         proc.stdin.write(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
         if name == "ndomo":
-            proc.stdin.write(frame({"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand",
-                                    "params": {"command": "ndomo.mode.get", "arguments": [{}]}}))
+            proc.stdin.write(
+                frame(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 2,
+                        "method": "workspace/executeCommand",
+                        "params": {"command": "ndomo.mode.get", "arguments": [{}]},
+                    }
+                )
+            )
         else:
-            proc.stdin.write(frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
-                "uri": doc, "languageId": "python", "version": 1, "text": SOURCE}}}))
-            proc.stdin.write(frame({"jsonrpc": "2.0", "id": 2, "method": "textDocument/hover", "params": {
-                "textDocument": {"uri": doc}, "position": {"line": 2, "character": 9}}}))
+            proc.stdin.write(
+                frame(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "textDocument/didOpen",
+                        "params": {
+                            "textDocument": {
+                                "uri": doc,
+                                "languageId": "python",
+                                "version": 1,
+                                "text": SOURCE,
+                            }
+                        },
+                    }
+                )
+            )
+            proc.stdin.write(
+                frame(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 2,
+                        "method": "textDocument/hover",
+                        "params": {
+                            "textDocument": {"uri": doc},
+                            "position": {"line": 2, "character": 9},
+                        },
+                    }
+                )
+            )
         await proc.stdin.drain()
         msg = await _answer(proc, 2)
         t_first = time.perf_counter() - t
@@ -148,7 +201,11 @@ def check(name: str, msg: dict) -> None:
         raise RuntimeError(f"{name}: no useful first answer: {str(msg)[:300]}")
     result = msg["result"]
     if name == "ndomo":
-        if not isinstance(result, dict) or {m["name"] for m in result.get("modes", [])} != {"discussion", "brainstorming", "autopilot"}:
+        if not isinstance(result, dict) or {m["name"] for m in result.get("modes", [])} != {
+            "discussion",
+            "brainstorming",
+            "autopilot",
+        }:
             raise RuntimeError(f"ndomo.mode.get answered {str(result)[:300]}")
     elif "join" not in json.dumps(result.get("contents")):
         raise RuntimeError(f"{name} hover has no content about os.path.join: {str(result)[:300]}")
@@ -175,15 +232,34 @@ async def run(rounds: int = ROUNDS) -> list[Result]:
     for name in servers:
         if name == "ndomo":
             continue
-        for what, data, target in (("first useful answer", first, True), ("initialize", init, False)):
+        for what, data, target in (
+            ("first useful answer", first, True),
+            ("initialize", init, False),
+        ):
             ratios = [m / o for m, o in zip(data["ndomo"], data[name])]
-            mine, other = statistics.median(data["ndomo"]) * 1000, statistics.median(data[name]) * 1000
+            mine, other = (
+                statistics.median(data["ndomo"]) * 1000,
+                statistics.median(data[name]) * 1000,
+            )
             ratio = statistics.median(ratios)
-            results.append(Result(
-                "startup", f"{what}: ndomo vs {name} (median of {rounds} pairs)", mine, other, "ms",
-                "paired median ratio ≤ 1.0" if target else "report", ratio <= 1.0 if target else True,
-                {"paired_ratio_median": round(ratio, 3), "ndomo_ms": [round(x * 1000, 1) for x in data["ndomo"]],
-                 f"{name}_ms": [round(x * 1000, 1) for x in data[name]]}))
+            results.append(
+                Result(
+                    "startup",
+                    f"{what}: ndomo vs {name} (median of {rounds} pairs)",
+                    mine,
+                    other,
+                    "ms",
+                    "paired median ratio ≤ 1.0" if target else "report",
+                    ratio <= 1.0 if target else True,
+                    {
+                        "paired_ratio_median": round(ratio, 3),
+                        "ndomo_ms": [round(x * 1000, 1) for x in data["ndomo"]],
+                        f"{name}_ms": [round(x * 1000, 1) for x in data[name]],
+                    },
+                )
+            )
     if len(servers) == 1:
-        raise RuntimeError("neither pylsp nor jedi-language-server could be installed: nothing to compare with")
+        raise RuntimeError(
+            "neither pylsp nor jedi-language-server could be installed: nothing to compare with"
+        )
     return results

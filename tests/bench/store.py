@@ -20,7 +20,13 @@ from pathlib import Path
 
 from ndomo.plans.db import PRAGMAS, now
 from ndomo.plans.plan_ops import (
-    CHANGED_PLANS_SQL, COMMON_HITS, COMMON_SQL, GET_PLAN_SQL, PROGRESS_SQL, list_sql, search_sql,
+    CHANGED_PLANS_SQL,
+    COMMON_HITS,
+    COMMON_SQL,
+    GET_PLAN_SQL,
+    PROGRESS_SQL,
+    list_sql,
+    search_sql,
 )
 from ndomo.plans.store import PlanStore
 from ndomo.plans.task_ops import ANY_PENDING_SQL, CLAIM_SQL, PLAN_STARTED_SQL
@@ -31,9 +37,13 @@ PLANS = 10_000
 TASKS_PER_PLAN = 5
 FILES = 1_000
 N = 300
-WORDS = ("parser cache router schema token widget ledger socket render config migrate index "
-         "payment invoice session upload thumbnail search export import queue worker retry").split()
-STATUSES = ["draft"] * 2 + ["approved"] * 3 + ["executing"] * 3 + ["completed"] * 1 + ["abandoned"] * 1
+WORDS = (
+    "parser cache router schema token widget ledger socket render config migrate index "
+    "payment invoice session upload thumbnail search export import queue worker retry"
+).split()
+STATUSES = (
+    ["draft"] * 2 + ["approved"] * 3 + ["executing"] * 3 + ["completed"] * 1 + ["abandoned"] * 1
+)
 
 
 def load(db: Path, plans: int = PLANS) -> None:
@@ -47,16 +57,34 @@ def load(db: Path, plans: int = PLANS) -> None:
             pid = f"p{i:05d}"
             conn.execute(
                 "INSERT INTO plans(id, slug, title, overview, status, created_at, updated_at) VALUES (?,?,?,?,?,?,?)",
-                (pid, f"plan-{i}", f"Plan {i}: {words}", f"Overview of {words} number {i}", rnd.choice(STATUSES), ts, ts),
+                (
+                    pid,
+                    f"plan-{i}",
+                    f"Plan {i}: {words}",
+                    f"Overview of {words} number {i}",
+                    rnd.choice(STATUSES),
+                    ts,
+                    ts,
+                ),
             )
             files = rnd.sample(range(FILES), 3)
-            conn.executemany("INSERT INTO plan_files(plan_id, file_path) VALUES (?, ?)",
-                             [(pid, f"src/mod{f}.py") for f in files])
+            conn.executemany(
+                "INSERT INTO plan_files(plan_id, file_path) VALUES (?, ?)",
+                [(pid, f"src/mod{f}.py") for f in files],
+            )
             conn.executemany(
                 "INSERT INTO plan_tasks(plan_id, ord, description, agent, files, status) VALUES (?,?,?,?,?,?)",
-                [(pid, k + 1, f"step {k} on {rnd.choice(WORDS)} for plan {i}", "smith-a" if i % 2 else "smith-b",
-                  f'["src/mod{files[k % 3]}.py"]', "pending" if k >= 2 else rnd.choice(["done", "pending"]))
-                 for k in range(TASKS_PER_PLAN)],
+                [
+                    (
+                        pid,
+                        k + 1,
+                        f"step {k} on {rnd.choice(WORDS)} for plan {i}",
+                        "smith-a" if i % 2 else "smith-b",
+                        f'["src/mod{files[k % 3]}.py"]',
+                        "pending" if k >= 2 else rnd.choice(["done", "pending"]),
+                    )
+                    for k in range(TASKS_PER_PLAN)
+                ],
             )
     conn.close()
 
@@ -104,13 +132,24 @@ class Raw:
             row = self.c.execute(CLAIM_SQL, (agent, None, now())).fetchone()
             if row:
                 pid = row["plan_id"]
-                status = self.c.execute(PLAN_STARTED_SQL, (agent, None, now(), pid)).fetchone()["status"]
-                steps = {"draft": ["approved", "executing"], "approved": ["executing"]}.get(status, [])
+                status = self.c.execute(PLAN_STARTED_SQL, (agent, None, now(), pid)).fetchone()[
+                    "status"
+                ]
+                steps = {"draft": ["approved", "executing"], "approved": ["executing"]}.get(
+                    status, []
+                )
                 for frm, to in zip([status] + steps, steps):
-                    self.c.execute("SELECT * FROM plans WHERE id = ? OR slug = ?", (pid, pid)).fetchone()
-                    self.c.execute("UPDATE plans SET status = ?, updated_at = ? WHERE id = ?", (to, now(), pid))
-                    self.c.execute("INSERT INTO plan_audit(plan_id, at, actor, from_status, to_status, forced, reason)"
-                                   " VALUES (?, ?, ?, ?, ?, 0, 'a task started')", (pid, now(), agent, frm, to))
+                    self.c.execute(
+                        "SELECT * FROM plans WHERE id = ? OR slug = ?", (pid, pid)
+                    ).fetchone()
+                    self.c.execute(
+                        "UPDATE plans SET status = ?, updated_at = ? WHERE id = ?", (to, now(), pid)
+                    )
+                    self.c.execute(
+                        "INSERT INTO plan_audit(plan_id, at, actor, from_status, to_status, forced, reason)"
+                        " VALUES (?, ?, ?, ?, ?, 0, 'a task started')",
+                        (pid, now(), agent, frm, to),
+                    )
             self.c.execute("COMMIT")
         except BaseException:
             self.c.execute("ROLLBACK")
@@ -142,20 +181,47 @@ async def run(plans: int = PLANS) -> list[Result]:
         rnd = random.Random(11)
         since = (await store._one("SELECT max(updated_at) FROM plans"))[0]
         cases = {
-            "search (FTS, 1 common word)": (lambda w: store.search_plans(w), raw.search, lambda: rnd.choice(WORDS)),
-            "search (FTS, 1 rare word)": (lambda w: store.search_plans(w), raw.search,
-                                         lambda: f"{rnd.randrange(plans)}"),
-            "list_plans (newest 50)": (lambda _: store.list_plans(), lambda _: raw.list(None), lambda: None),
-            "list_plans(status=…)": (lambda st: store.list_plans(st), raw.list,
-                                     lambda: rnd.choice(["draft", "approved", "executing"])),
-            "get (plan + 5 tasks)": (store.get_plan, raw.get, lambda: f"plan-{rnd.randrange(plans)}"),
+            "search (FTS, 1 common word)": (
+                lambda w: store.search_plans(w),
+                raw.search,
+                lambda: rnd.choice(WORDS),
+            ),
+            "search (FTS, 1 rare word)": (
+                lambda w: store.search_plans(w),
+                raw.search,
+                lambda: f"{rnd.randrange(plans)}",
+            ),
+            "list_plans (newest 50)": (
+                lambda _: store.list_plans(),
+                lambda _: raw.list(None),
+                lambda: None,
+            ),
+            "list_plans(status=…)": (
+                lambda st: store.list_plans(st),
+                raw.list,
+                lambda: rnd.choice(["draft", "approved", "executing"]),
+            ),
+            "get (plan + 5 tasks)": (
+                store.get_plan,
+                raw.get,
+                lambda: f"plan-{rnd.randrange(plans)}",
+            ),
             "progress": (store.plan_progress, raw.progress, lambda: f"plan-{rnd.randrange(plans)}"),
-            "task claim (BEGIN IMMEDIATE)": (lambda _: store.next_task_for_agent("smith-a"), lambda _: raw.claim("smith-b"),
-                                             lambda: None),
-            "task claim, nothing pending": (lambda a: store.next_task_for_agent(a), raw.nothing_pending,
-                                            lambda: "nobody"),
+            "task claim (BEGIN IMMEDIATE)": (
+                lambda _: store.next_task_for_agent("smith-a"),
+                lambda _: raw.claim("smith-b"),
+                lambda: None,
+            ),
+            "task claim, nothing pending": (
+                lambda a: store.next_task_for_agent(a),
+                raw.nothing_pending,
+                lambda: "nobody",
+            ),
             "diagnostics feed (changed or deleted since)": (
-                lambda _: _feed(store, since), lambda _: raw.changes(since), lambda: None),
+                lambda _: _feed(store, since),
+                lambda _: raw.changes(since),
+                lambda: None,
+            ),
         }
         results = []
         try:
@@ -163,7 +229,7 @@ async def run(plans: int = PLANS) -> list[Result]:
                 ours, base = [], []
                 for i in range(N + 20):
                     a = arg()
-                    for who in (("mine", "raw") if i % 2 == 0 else ("raw", "mine")):
+                    for who in ("mine", "raw") if i % 2 == 0 else ("raw", "mine"):
                         t = time.perf_counter()
                         got = await mine(a) if who == "mine" else theirs(a)
                         (ours if who == "mine" else base).append(time.perf_counter() - t)
@@ -203,5 +269,9 @@ def _rows(name: str, ours: list[float], base: list[float], total: bool = False) 
         Result("store", f"{name} p50", o["p50"], b["p50"], "ms", "report", True),
     ]
     if total:
-        rows.append(Result("store", f"{name} total", sum(ours) * 1000, sum(base) * 1000, "ms", "report", True))
+        rows.append(
+            Result(
+                "store", f"{name} total", sum(ours) * 1000, sum(base) * 1000, "ms", "report", True
+            )
+        )
     return rows

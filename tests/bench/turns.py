@@ -56,7 +56,8 @@ async def _turn(client, rec: Turns, prompt: str) -> tuple[float, float, str]:
     before = set(rec.first)
     rec.sent = time.perf_counter()
     res = await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="ndomo.turn", arguments=[{"prompt": prompt}]))
+        types.ExecuteCommandParams(command="ndomo.turn", arguments=[{"prompt": prompt}])
+    )
     total = time.perf_counter() - rec.sent
     status = res.get("status") if isinstance(res, dict) else getattr(res, "status", None)
     if status != "done":
@@ -73,8 +74,12 @@ async def run(rounds: int = ROUNDS, session: int = SESSION) -> list[Result]:
     quick = {"text": "a short answer of a few words", "chunks": 5}
     with tempfile.TemporaryDirectory() as d, FakeProc() as fake:
         raw = RawStream(fake.url)
-        client, _ = await start(NDOMO, Path(d), {"NDOMO_BASE_URL": fake.url},
-                                handlers={"ndomo/turn/event": rec.on_event})
+        client, _ = await start(
+            NDOMO,
+            Path(d),
+            {"NDOMO_BASE_URL": fake.url},
+            handlers={"ndomo/turn/event": rec.on_event},
+        )
         try:
             fake.push(quick)  # warm-up: imports, agents, the model client
             await _turn(client, rec, "warm up")
@@ -83,7 +88,7 @@ async def run(rounds: int = ROUNDS, session: int = SESSION) -> list[Result]:
             firsts, wholes = [], []
             for i in range(rounds):
                 pair = []
-                for who in (("raw", "ndomo") if i % 2 == 0 else ("ndomo", "raw")):
+                for who in ("raw", "ndomo") if i % 2 == 0 else ("ndomo", "raw"):
                     fake.push(step)
                     if who == "raw":
                         f, w, text = await raw.once()
@@ -113,12 +118,37 @@ async def run(rounds: int = ROUNDS, session: int = SESSION) -> list[Result]:
     early = statistics.median(own[i] for i in EARLY) * 1000
     late = statistics.median(own[i] for i in LATE) * 1000
     return [
-        Result("turns", f"first token p50 (median of {rounds} pairs)", mine_first, raw_first, "ms",
-               "≤ raw first chunk + 10 ms", mine_first <= raw_first + 10,
-               {"ndomo_ms": [round(f * 1000, 1) for f, _ in firsts], "raw_ms": [round(r * 1000, 1) for _, r in firsts]}),
-        Result("turns", f"50-chunk turn (median of {rounds} paired ratios)",
-               statistics.median(m for m, _ in wholes) * 1000, statistics.median(r for _, r in wholes) * 1000, "ms",
-               "paired ratio ≤ 1.05", whole_ratio <= 1.05, {"paired_ratio_median": round(whole_ratio, 3)}),
-        Result("turns", "own time per turn, turns 91-110 vs 1-20", late, early, "ms", "≤ 1.1× turns 1-20",
-               late <= 1.1 * early, {"own_ms": [round(x * 1000, 1) for x in own]}),
+        Result(
+            "turns",
+            f"first token p50 (median of {rounds} pairs)",
+            mine_first,
+            raw_first,
+            "ms",
+            "≤ raw first chunk + 10 ms",
+            mine_first <= raw_first + 10,
+            {
+                "ndomo_ms": [round(f * 1000, 1) for f, _ in firsts],
+                "raw_ms": [round(r * 1000, 1) for _, r in firsts],
+            },
+        ),
+        Result(
+            "turns",
+            f"50-chunk turn (median of {rounds} paired ratios)",
+            statistics.median(m for m, _ in wholes) * 1000,
+            statistics.median(r for _, r in wholes) * 1000,
+            "ms",
+            "paired ratio ≤ 1.05",
+            whole_ratio <= 1.05,
+            {"paired_ratio_median": round(whole_ratio, 3)},
+        ),
+        Result(
+            "turns",
+            "own time per turn, turns 91-110 vs 1-20",
+            late,
+            early,
+            "ms",
+            "≤ 1.1× turns 1-20",
+            late <= 1.1 * early,
+            {"own_ms": [round(x * 1000, 1) for x in own]},
+        ),
     ]

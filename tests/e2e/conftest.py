@@ -70,8 +70,13 @@ class Session:
         """`send_root=False`: single-file mode (no rootUri, no folders); `cwd`: the server's folder."""
         command = [sys.executable, "-m", "ndomo", "serve"]
         if cwd is not None:
-            command = [sys.executable, "-c", "import os, sys; os.chdir(sys.argv[1]); from ndomo.cli import main; "
-                       "sys.exit(main(['serve']))", str(cwd)]
+            command = [
+                sys.executable,
+                "-c",
+                "import os, sys; os.chdir(sys.argv[1]); from ndomo.cli import main; "
+                "sys.exit(main(['serve']))",
+                str(cwd),
+            ]
         config = ClientServerConfig(
             server_command=command,
             server_env=server_env(env),
@@ -89,7 +94,9 @@ class Session:
             types.InitializeParams(
                 capabilities=caps,
                 root_uri=uri if send_root else None,
-                workspace_folders=[types.WorkspaceFolder(uri=uri, name=workspace.name)] if send_root else None,
+                workspace_folders=[types.WorkspaceFolder(uri=uri, name=workspace.name)]
+                if send_root
+                else None,
                 initialization_options=init_options,
             )
         )
@@ -115,7 +122,9 @@ class Session:
                 await asyncio.wait_for(client.stop(), SHUTDOWN_WAIT_S)
             except Exception:
                 pass
-        assert not outlived, f"ndomo serve (pid {outlived}) was still running {SHUTDOWN_WAIT_S:.0f} s after shutdown/exit"
+        assert not outlived, (
+            f"ndomo serve (pid {outlived}) was still running {SHUTDOWN_WAIT_S:.0f} s after shutdown/exit"
+        )
 
 
 @pytest_asyncio.fixture

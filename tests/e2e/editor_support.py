@@ -21,8 +21,12 @@ def _offset(text: str, pos: types.Position) -> int:
 
 
 def apply_text_edits(text: str, edits: list) -> str:
-    for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
-        text = text[: _offset(text, e.range.start)] + e.new_text + text[_offset(text, e.range.end) :]
+    for e in sorted(
+        edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True
+    ):
+        text = (
+            text[: _offset(text, e.range.start)] + e.new_text + text[_offset(text, e.range.end) :]
+        )
     return text
 
 
@@ -43,23 +47,33 @@ class EditorDisk:
         self.client = client
         uri = from_fs_path(str(path))
         self.buffers[uri] = (version, text)
-        client.text_document_did_open(types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=version, text=text)))
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(
+                    uri=uri, language_id="python", version=version, text=text
+                )
+            )
+        )
         return uri
 
     def type_into(self, uri: str, text: str) -> None:
         """The user edits an open buffer."""
         version = self.buffers[uri][0] + 1
         self.buffers[uri] = (version, text)
-        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+            )
+        )
 
     def _edit_file(self, uri: str, edits: list) -> None:
         path = Path(to_fs_path(uri))
         if not self.autosave:
             if uri not in self.buffers:  # the editor loads the file into a buffer and edits that
-                self.open(self.client, path, path.read_text(encoding="utf-8") if path.exists() else "")
+                self.open(
+                    self.client, path, path.read_text(encoding="utf-8") if path.exists() else ""
+                )
             self.type_into(uri, apply_text_edits(self.buffers[uri][1], edits))
             return
         if uri in self.buffers:
@@ -84,13 +98,20 @@ class EditorDisk:
     def handler(self, params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
         self.requests.append(params)
         if self.refuse:
-            return types.ApplyWorkspaceEditResult(applied=False, failure_reason="user rejected the edit")
+            return types.ApplyWorkspaceEditResult(
+                applied=False, failure_reason="user rejected the edit"
+            )
         edit = params.edit
         for change in edit.document_changes or []:
             if isinstance(change, types.TextDocumentEdit):
                 uri = change.text_document.uri
-                if uri in self.buffers and change.text_document.version not in (None, self.buffers[uri][0]):
-                    return types.ApplyWorkspaceEditResult(applied=False, failure_reason="version mismatch")
+                if uri in self.buffers and change.text_document.version not in (
+                    None,
+                    self.buffers[uri][0],
+                ):
+                    return types.ApplyWorkspaceEditResult(
+                        applied=False, failure_reason="version mismatch"
+                    )
                 self._edit_file(uri, change.edits)
             elif isinstance(change, types.CreateFile):
                 path = Path(to_fs_path(change.uri))
@@ -103,7 +124,9 @@ class EditorDisk:
         return types.ApplyWorkspaceEditResult(applied=True)
 
 
-async def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
+async def wait_for(
+    predicate: Callable[[], Any], timeout: float = 10.0, what: str = "condition"
+) -> Any:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
@@ -115,7 +138,9 @@ async def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, what: st
         await asyncio.sleep(0.05)
 
 
-async def seed_plan(workspace: Path, tasks: list[dict], *, title: str = "Tidy the parser") -> tuple[str, list[int]]:
+async def seed_plan(
+    workspace: Path, tasks: list[dict], *, title: str = "Tidy the parser"
+) -> tuple[str, list[int]]:
     """Create a plan with tasks through a separate store connection; returns (slug, task ids)."""
     store = await PlanStore.open(workspace / ".ndomo" / "ndomo.db", workspace=workspace)
     try:

@@ -43,8 +43,12 @@ def read_message(stream: IO[bytes]) -> dict | None:
 def initialize_params(client_name: str, workspace: Path, process_id: int | None) -> dict[str, Any]:
     caps = converters.get_converter().unstructure(client_capabilities(client_name))
     uri = from_fs_path(str(workspace))
-    return {"processId": process_id, "rootUri": uri, "capabilities": caps,
-            "workspaceFolders": [{"uri": uri, "name": workspace.name}]}
+    return {
+        "processId": process_id,
+        "rootUri": uri,
+        "capabilities": caps,
+        "workspaceFolders": [{"uri": uri, "name": workspace.name}],
+    }
 
 
 def initialize(write: IO[bytes], read: IO[bytes], params: dict[str, Any]) -> dict:
@@ -80,8 +84,14 @@ def wait_gone(pid: int, timeout: float = WAIT_S) -> bool:
 
 
 def spawn(**kw: Any) -> subprocess.Popen:
-    return subprocess.Popen(SERVE, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=server_env(), **kw)
+    return subprocess.Popen(
+        SERVE,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=server_env(),
+        **kw,
+    )
 
 
 def kill_quietly(pid: int) -> None:

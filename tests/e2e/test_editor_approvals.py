@@ -25,8 +25,12 @@ async def test_always_allow_is_not_asked_again_until_revoked(lsp, tmp_path):
         return types.MessageActionItem(title=answers.pop(0))
 
     with FakeModel(script=script) as fake:
-        client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url}, init_options={"open_transcript": False},
-                                 handlers={types.WINDOW_SHOW_MESSAGE_REQUEST: on_request})
+        client = await lsp.start(
+            tmp_path,
+            env={"NDOMO_BASE_URL": fake.url},
+            init_options={"open_transcript": False},
+            handlers={types.WINDOW_SHOW_MESSAGE_REQUEST: on_request},
+        )
         turn = {"prompt": "say hello", "agent": "craftsman", "mode": "autopilot"}
         first = await command(client, "ndomo.turn", turn)
         assert first["status"] == "done"
@@ -41,13 +45,24 @@ async def test_always_allow_is_not_asked_again_until_revoked(lsp, tmp_path):
         second = await command(client, "ndomo.turn", turn)
         assert second["status"] == "done" and second["session"] == new["session"]
         assert len(asked) == 1  # the project-wide answer was remembered
-        assert "hello-ndomo" in [m for r in fake.chat_requests()[3:4] for m in [r["body"]["messages"][-1]["content"]]][0]
+        assert (
+            "hello-ndomo"
+            in [
+                m for r in fake.chat_requests()[3:4] for m in [r["body"]["messages"][-1]["content"]]
+            ][0]
+        )
 
         saved = await command(client, "ndomo.approvals.list", {})
         (rule,) = [a for a in saved if a["permission"] == "bash"]
         assert rule["scope"] == "project" and rule["action"] == "allow"
-        assert await command(client, "ndomo.approvals.revoke", {"id": rule["id"]}) == {"revoked": rule["id"]}
-        assert [a for a in await command(client, "ndomo.approvals.list", {}) if a["permission"] == "bash"] == []
+        assert await command(client, "ndomo.approvals.revoke", {"id": rule["id"]}) == {
+            "revoked": rule["id"]
+        }
+        assert [
+            a
+            for a in await command(client, "ndomo.approvals.list", {})
+            if a["permission"] == "bash"
+        ] == []
 
         third = await command(client, "ndomo.turn", turn)
         assert len(asked) == 2  # asked again, and this time denied
@@ -63,24 +78,47 @@ async def test_review_edits_and_agent_file_diagnostics(lsp, tmp_path):
     bad.write_text("---\ndescription: helps\nmode: sometimes\n---\nYou help.\n", encoding="utf-8")
     (tmp_path / "app.py").write_text("x = 1\n", encoding="utf-8")
     script = [
-        {"tool_calls": [{"name": "edit", "arguments": {"path": "app.py", "old_text": "x = 1", "new_text": "x = 2"}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "edit",
+                    "arguments": {"path": "app.py", "old_text": "x = 1", "new_text": "x = 2"},
+                }
+            ]
+        },
         {"text": "bumped"},
     ]
     disk = EditorDisk()
     with FakeModel(script=script) as fake:
-        client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url},
-                                 init_options={"open_transcript": False, "review_edits": True},
-                                 handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)})
+        client = await lsp.start(
+            tmp_path,
+            env={"NDOMO_BASE_URL": fake.url},
+            init_options={"open_transcript": False, "review_edits": True},
+            handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)},
+        )
         # a broken agent file is marked at start, on the offending line
         uri = from_fs_path(str(bad))
         diags = await wait_for(lambda: client.diagnostics.get(uri), what="agent file diagnostics")
-        assert diags[0].source == "ndomo" and diags[0].range.start.line == 2 and "mode" in diags[0].message
+        assert (
+            diags[0].source == "ndomo"
+            and diags[0].range.start.line == 2
+            and "mode" in diags[0].message
+        )
         # fixed and saved: cleared
-        bad.write_text("---\ndescription: helps\nmode: subagent\n---\nYou help.\n", encoding="utf-8")
-        client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
-        await wait_for(lambda: client.diagnostics.get(uri) is not None and len(client.diagnostics[uri]) == 0, what="agent diagnostics cleared")
+        bad.write_text(
+            "---\ndescription: helps\nmode: subagent\n---\nYou help.\n", encoding="utf-8"
+        )
+        client.text_document_did_save(
+            types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
+        await wait_for(
+            lambda: client.diagnostics.get(uri) is not None and len(client.diagnostics[uri]) == 0,
+            what="agent diagnostics cleared",
+        )
 
-        summary = await command(client, "ndomo.turn", {"prompt": "bump", "agent": "craftsman", "mode": "autopilot"})
+        summary = await command(
+            client, "ndomo.turn", {"prompt": "bump", "agent": "craftsman", "mode": "autopilot"}
+        )
         assert summary["status"] == "done"
         edit = disk.requests[0].edit
         we = client.capabilities.workspace.workspace_edit
@@ -104,9 +142,15 @@ async def test_an_editor_error_during_approval_fails_the_call_with_its_message(l
         raise RuntimeError("message UI crashed")
 
     with FakeModel(script=[bash, {"text": "one"}]) as fake:
-        client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url}, init_options={"open_transcript": False},
-                                 handlers={types.WINDOW_SHOW_MESSAGE_REQUEST: on_request})
-        summary = await command(client, "ndomo.turn", {"prompt": "say hello", "agent": "craftsman", "mode": "autopilot"})
+        client = await lsp.start(
+            tmp_path,
+            env={"NDOMO_BASE_URL": fake.url},
+            init_options={"open_transcript": False},
+            handlers={types.WINDOW_SHOW_MESSAGE_REQUEST: on_request},
+        )
+        summary = await command(
+            client, "ndomo.turn", {"prompt": "say hello", "agent": "craftsman", "mode": "autopilot"}
+        )
         assert summary["status"] == "done" and len(asked) == 1
         result = fake.chat_requests()[1]["body"]["messages"][-1]["content"]
         assert "could not ask the user" in result and "message UI crashed" in result, result

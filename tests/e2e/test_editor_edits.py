@@ -25,17 +25,38 @@ async def test_one_line_change_in_a_long_file_sends_one_small_edit(lsp, tmp_path
     text = "".join(f"value_{i} = {i}\n" for i in range(100))
     src.write_text(text, encoding="utf-8")
     script = [
-        {"tool_calls": [{"name": "edit", "arguments": {"path": "long.py", "old_text": "value_50 = 50", "new_text": "value_50 = 5000"}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "edit",
+                    "arguments": {
+                        "path": "long.py",
+                        "old_text": "value_50 = 50",
+                        "new_text": "value_50 = 5000",
+                    },
+                }
+            ]
+        },
         {"text": "changed"},
     ]
     disk = EditorDisk()
     states: list[str] = []
     with FakeModel(script=script) as fake:
-        client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url}, init_options={"open_transcript": False},
-                                 handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p),
-                                           "ndomo/status": lambda p: states.append(p["state"] if isinstance(p, dict) else p.state)})
+        client = await lsp.start(
+            tmp_path,
+            env={"NDOMO_BASE_URL": fake.url},
+            init_options={"open_transcript": False},
+            handlers={
+                types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p),
+                "ndomo/status": lambda p: states.append(
+                    p["state"] if isinstance(p, dict) else p.state
+                ),
+            },
+        )
         uri = disk.open(client, src, text, version=7)
-        summary = await command(client, "ndomo.turn", {"prompt": "bump", "agent": "craftsman", "mode": "autopilot"})
+        summary = await command(
+            client, "ndomo.turn", {"prompt": "bump", "agent": "craftsman", "mode": "autopilot"}
+        )
         assert summary["status"] == "done", summary
         await wait_for(lambda: states and states[-1] == "", what="status cleared after the turn")
     # the status said in words what the craftsman was doing, and is cleared afterwards
@@ -56,7 +77,14 @@ async def test_bash_after_an_edit_reads_the_edited_text(lsp, tmp_path, saves):
     src = tmp_path / "app.py"
     src.write_text("x = 1\n", encoding="utf-8")
     script = [
-        {"tool_calls": [{"name": "edit", "arguments": {"path": "app.py", "old_text": "x = 1", "new_text": "x = 2"}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "edit",
+                    "arguments": {"path": "app.py", "old_text": "x = 1", "new_text": "x = 2"},
+                }
+            ]
+        },
         {"tool_calls": [{"name": "bash", "arguments": {"command": "cat app.py"}}]},
         {"text": "ran"},
     ]
@@ -66,10 +94,19 @@ async def test_bash_after_an_edit_reads_the_edited_text(lsp, tmp_path, saves):
     if saves:
         handlers["ndomo/saveDocuments"] = lambda p: disk.save_documents(p)
     with FakeModel(script=script) as fake:
-        client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url}, init_options={"open_transcript": False},
-                                 handlers=handlers, experimental=SAVE if saves else None)
+        client = await lsp.start(
+            tmp_path,
+            env={"NDOMO_BASE_URL": fake.url},
+            init_options={"open_transcript": False},
+            handlers=handlers,
+            experimental=SAVE if saves else None,
+        )
         disk.client = client
-        summary = await command(client, "ndomo.turn", {"prompt": "fix and check", "agent": "craftsman", "mode": "autopilot"})
+        summary = await command(
+            client,
+            "ndomo.turn",
+            {"prompt": "fix and check", "agent": "craftsman", "mode": "autopilot"},
+        )
         assert summary["status"] == "done", summary
         bash_result = fake.chat_requests()[2]["body"]["messages"][-1]["content"]
     assert "x = 2" in bash_result, bash_result

@@ -14,7 +14,12 @@ from tests.fakes.fake_model import FakeModel
 
 
 def _tool_messages(fake: FakeModel) -> list[str]:
-    return [m["content"] for r in fake.chat_requests() for m in r["body"]["messages"] if m["role"] == "tool"]
+    return [
+        m["content"]
+        for r in fake.chat_requests()
+        for m in r["body"]["messages"]
+        if m["role"] == "tool"
+    ]
 
 
 def _document_changes(client) -> bool:
@@ -23,28 +28,62 @@ def _document_changes(client) -> bool:
 
 
 def _progress(client) -> tuple[str, list]:
-    tokens = [t for t, reports in client.progress_reports.items() if str(t).startswith("ndomo-turn-")]
+    tokens = [
+        t for t, reports in client.progress_reports.items() if str(t).startswith("ndomo-turn-")
+    ]
     assert len(tokens) == 1, client.progress_reports
     return tokens[0], client.progress_reports[tokens[0]]
 
 
 async def test_code_action_turn_edits_open_buffer_with_progress_and_undo(lsp, tmp_path):
     src = tmp_path / "app.py"
-    src.write_text("x = 1\n", encoding="utf-8")  # the open buffer differs from disk: tools read the buffer
+    src.write_text(
+        "x = 1\n", encoding="utf-8"
+    )  # the open buffer differs from disk: tools read the buffer
     script = [
-        {"tool_calls": [{"name": "edit", "arguments": {"path": "app.py", "old_text": "# buffer only", "new_text": "# fixed"}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "edit",
+                    "arguments": {
+                        "path": "app.py",
+                        "old_text": "# buffer only",
+                        "new_text": "# fixed",
+                    },
+                }
+            ]
+        },
         {"text": "fixed it"},
-        {"tool_calls": [{"name": "edit", "arguments": {"path": "app.py", "old_text": "# fixed", "new_text": "# again"}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "edit",
+                    "arguments": {"path": "app.py", "old_text": "# fixed", "new_text": "# again"},
+                }
+            ]
+        },
         {"text": "again"},
     ]
     disk = EditorDisk()
     with FakeModel(script=script) as fake:
-        client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url}, init_options={"open_transcript": True},
-                                 handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)})
+        client = await lsp.start(
+            tmp_path,
+            env={"NDOMO_BASE_URL": fake.url},
+            init_options={"open_transcript": True},
+            handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)},
+        )
         uri = disk.open(client, src, "x = 1\n# buffer only\n", version=3)
-        sel = types.Range(start=types.Position(line=1, character=0), end=types.Position(line=1, character=13))
-        actions = await code_actions(client, types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri), range=sel, context=types.CodeActionContext(diagnostics=[])))
+        sel = types.Range(
+            start=types.Position(line=1, character=0), end=types.Position(line=1, character=13)
+        )
+        actions = await code_actions(
+            client,
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                range=sel,
+                context=types.CodeActionContext(diagnostics=[]),
+            ),
+        )
         fix = next(a for a in actions if a.title == "ndomo: Fix with craftsman")
         summary = await command(client, fix.command.command, fix.command.arguments[0])
         assert summary["status"] == "done", summary
@@ -64,11 +103,16 @@ async def test_code_action_turn_edits_open_buffer_with_progress_and_undo(lsp, tm
         token, reports = _progress(client)
         assert isinstance(reports[0], types.WorkDoneProgressBegin)
         assert reports[0].title == "craftsman · autopilot" and reports[0].cancellable is True
-        assert any(isinstance(r, types.WorkDoneProgressReport) and "edit" in (r.message or "") for r in reports)
+        assert any(
+            isinstance(r, types.WorkDoneProgressReport) and "edit" in (r.message or "")
+            for r in reports
+        )
         assert isinstance(reports[-1], types.WorkDoneProgressEnd) and reports[-1].message == "done"
         # with open_transcript, the session's export is shown beside the code, without focus
         shown = [d for d in client.shown_documents if "/.ndomo/sessions/" in d.uri]
-        assert shown and shown[0].uri.endswith(f"{summary['session']}.md") and not shown[0].take_focus
+        assert (
+            shown and shown[0].uri.endswith(f"{summary['session']}.md") and not shown[0].take_focus
+        )
 
         # undo restores the buffer through another versioned applyEdit
         result = await command(client, "ndomo.undo", {})
@@ -81,7 +125,9 @@ async def test_code_action_turn_edits_open_buffer_with_progress_and_undo(lsp, tm
 
         # a change made after the turn: undo refuses and names the file; force overwrites
         disk.type_into(uri, "x = 1\n# fixed\n")  # so the second scripted edit applies
-        summary2 = await command(client, "ndomo.turn", {"prompt": "again", "agent": "craftsman", "mode": "autopilot"})
+        summary2 = await command(
+            client, "ndomo.turn", {"prompt": "again", "agent": "craftsman", "mode": "autopilot"}
+        )
         assert summary2["status"] == "done"
         disk.type_into(uri, "x = 2\n# again\n")
         with pytest.raises(Exception) as err:
@@ -97,16 +143,28 @@ async def test_refused_edit_writes_nothing_and_the_model_is_told(lsp, tmp_path):
     src = tmp_path / "app.py"
     src.write_text("x = 1\n", encoding="utf-8")
     script = [
-        {"tool_calls": [{"name": "edit", "arguments": {"path": "app.py", "old_text": "x = 1", "new_text": "x = 2"}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "edit",
+                    "arguments": {"path": "app.py", "old_text": "x = 1", "new_text": "x = 2"},
+                }
+            ]
+        },
         {"text": "the user refused"},
     ]
     disk = EditorDisk()
     disk.refuse = True
     with FakeModel(script=script) as fake:
-        client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url},
-                                 init_options={"open_transcript": False},
-                                 handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)})
-        summary = await command(client, "ndomo.turn", {"prompt": "bump x", "agent": "craftsman", "mode": "autopilot"})
+        client = await lsp.start(
+            tmp_path,
+            env={"NDOMO_BASE_URL": fake.url},
+            init_options={"open_transcript": False},
+            handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)},
+        )
+        summary = await command(
+            client, "ndomo.turn", {"prompt": "bump x", "agent": "craftsman", "mode": "autopilot"}
+        )
         assert summary["status"] == "done" and summary["modified"] == []
         assert len(disk.requests) == 1
         assert src.read_text(encoding="utf-8") == "x = 1\n"
@@ -118,18 +176,31 @@ async def test_refused_edit_writes_nothing_and_the_model_is_told(lsp, tmp_path):
 async def test_progress_cancel_ends_the_turn_and_server_answers_while_model_is_slow(lsp, tmp_path):
     (tmp_path / "a.py").write_text("pass\n", encoding="utf-8")
     with FakeModel(script=[{"text": "slow answer", "delay": 3}]) as fake:
-        client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url}, init_options={"open_transcript": False})
+        client = await lsp.start(
+            tmp_path, env={"NDOMO_BASE_URL": fake.url}, init_options={"open_transcript": False}
+        )
         turn = asyncio.create_task(command(client, "ndomo.turn", {"prompt": "think hard"}))
-        await wait_for(lambda: any(str(t).startswith("ndomo-turn-") and r for t, r in client.progress_reports.items()),
-                       what="progress begin")
+        await wait_for(
+            lambda: any(
+                str(t).startswith("ndomo-turn-") and r for t, r in client.progress_reports.items()
+            ),
+            what="progress begin",
+        )
         await wait_for(lambda: fake.chat_requests(), what="the model call")
         # requests are answered while the model stream is slow
         report = await command(client, "ndomo.mode.get", {})
         assert report["mode"]
-        actions = await code_actions(client, types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri=(tmp_path / "a.py").as_uri()),
-            range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=4)),
-            context=types.CodeActionContext(diagnostics=[])))
+        actions = await code_actions(
+            client,
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=(tmp_path / "a.py").as_uri()),
+                range=types.Range(
+                    start=types.Position(line=0, character=0),
+                    end=types.Position(line=0, character=4),
+                ),
+                context=types.CodeActionContext(diagnostics=[]),
+            ),
+        )
         assert any(a.title == "ndomo: Ask about this" for a in actions)
         assert not turn.done()
         # the user cancels the progress in the editor: the turn ends as cancelled

@@ -37,12 +37,19 @@ async def test_first_text_does_not_wait_for_the_progress_token(tmp_path):
 
     with FakeModel([{"text": "one two three", "chunks": 3, "chunk_delay": 0.05}]) as fake:
         client, _ = await start(
-            [__import__("sys").executable, "-m", "ndomo", "serve"], tmp_path, {"NDOMO_BASE_URL": fake.url},
-            handlers={types.WINDOW_WORK_DONE_PROGRESS_CREATE: create, "ndomo/turn/event": event,
-                      "$/progress": on_progress})
+            [__import__("sys").executable, "-m", "ndomo", "serve"],
+            tmp_path,
+            {"NDOMO_BASE_URL": fake.url},
+            handlers={
+                types.WINDOW_WORK_DONE_PROGRESS_CREATE: create,
+                "ndomo/turn/event": event,
+                "$/progress": on_progress,
+            },
+        )
         try:
             res = await client.workspace_execute_command_async(
-                types.ExecuteCommandParams(command="ndomo.turn", arguments=[{"prompt": "hi"}]))
+                types.ExecuteCommandParams(command="ndomo.turn", arguments=[{"prompt": "hi"}])
+            )
             status = res.get("status") if isinstance(res, dict) else getattr(res, "status", None)
             assert status == "done"
         finally:

@@ -91,7 +91,10 @@ async def test_cli_health_json_is_the_lsp_report(lsp, tmp_path):
     out = await asyncio.to_thread(
         subprocess.run,
         [sys.executable, "-m", "ndomo", "health", "--json", "--workspace", str(tmp_path)],
-        capture_output=True, text=True, env=env, timeout=60,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
     )
     assert out.returncode == 1, out.stderr  # the model does not answer
     assert json.loads(out.stdout) == over_lsp

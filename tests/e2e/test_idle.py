@@ -20,7 +20,9 @@ from ndomo.plans.store import PlanStore
 from tests.bench.idle import settle, switches, woken
 from tests.e2e.conftest import command
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts context switches in /proc")
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="counts context switches in /proc"
+)
 
 SAMPLE_S = 0.5
 WINDOW_SAMPLES = 6  # after settling, this many samples must show no switch either

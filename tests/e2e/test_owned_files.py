@@ -25,23 +25,33 @@ async def _status(workspace, task_id: int) -> str:
 
 async def test_open_plan_view_changes_through_the_editor(lsp, tmp_path):
     disk = EditorDisk()
-    client = await lsp.start(tmp_path, handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)})
+    client = await lsp.start(
+        tmp_path, handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)}
+    )
     slug, (t1, t2) = await seed_plan(tmp_path, [{"description": "one"}, {"description": "two"}])
     view_path = tmp_path / ".ndomo" / "plans" / f"{slug}.md"
     await wait_for(lambda: view_path.exists(), what="the view")
     uri = disk.open(client, view_path, view_path.read_text(encoding="utf-8"))
     await command(client, "ndomo.task.status", {"id": t2, "status": "done"})
-    await wait_for(lambda: "- [x] 2." in disk.buffers[uri][1], what="the open view updated in the editor")
+    await wait_for(
+        lambda: "- [x] 2." in disk.buffers[uri][1], what="the open view updated in the editor"
+    )
     (request,) = [r for r in disk.requests if r.edit.document_changes or r.edit.changes]
-    edits = [e for c in (request.edit.document_changes or []) for e in c.edits] or list(request.edit.changes[uri])
-    assert all("1. one" not in e.new_text for e in edits)  # only the changed lines, not the whole view
+    edits = [e for c in (request.edit.document_changes or []) for e in c.edits] or list(
+        request.edit.changes[uri]
+    )
+    assert all(
+        "1. one" not in e.new_text for e in edits
+    )  # only the changed lines, not the whole view
 
 
 async def test_saving_a_stale_view_does_not_revert_other_changes(lsp, tmp_path):
     """The editor's copy of the view is stale (it refused the update); the user ticks task 1
     and saves: task 1 becomes done, task 2 — done elsewhere meanwhile — stays done."""
     disk = EditorDisk()
-    client = await lsp.start(tmp_path, handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)})
+    client = await lsp.start(
+        tmp_path, handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)}
+    )
     slug, (t1, t2) = await seed_plan(tmp_path, [{"description": "one"}, {"description": "two"}])
     view_path = tmp_path / ".ndomo" / "plans" / f"{slug}.md"
     await wait_for(lambda: view_path.exists(), what="the view")
@@ -56,8 +66,15 @@ async def test_saving_a_stale_view_does_not_revert_other_changes(lsp, tmp_path):
     edited = stale.replace("- [ ] 1.", "- [x] 1.")
     disk.type_into(uri, edited)
     view_path.write_text(edited, encoding="utf-8")
-    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri), text=edited))
-    await wait_for(lambda: "- [x] 1." in disk.buffers[uri][1] and "- [x] 2." in disk.buffers[uri][1], what="view merged")
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), text=edited
+        )
+    )
+    await wait_for(
+        lambda: "- [x] 1." in disk.buffers[uri][1] and "- [x] 2." in disk.buffers[uri][1],
+        what="view merged",
+    )
     assert await _status(tmp_path, t1) == "done"
     assert await _status(tmp_path, t2) == "done"
 
@@ -67,8 +84,12 @@ async def test_open_session_export_follows_the_conversation_in_the_editor(lsp, t
     export through its buffer, so the buffer never goes stale."""
     disk = EditorDisk()
     with FakeModel(script=[{"text": "first"}, {"text": "second"}]) as fake:
-        client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url}, init_options={"open_transcript": False},
-                                 handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)})
+        client = await lsp.start(
+            tmp_path,
+            env={"NDOMO_BASE_URL": fake.url},
+            init_options={"open_transcript": False},
+            handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)},
+        )
         turn = {"prompt": "hi", "agent": "craftsman", "mode": "discussion"}
         first = await command(client, "ndomo.turn", turn)
         exported = await command(client, "ndomo.session.export", {"session": first["session"]})

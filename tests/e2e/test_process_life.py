@@ -28,7 +28,9 @@ def _wait_for_store(workspace) -> None:
 def test_exit_right_after_shutdown_ends_the_process_without_a_traceback(client_name, tmp_path):
     proc = raw_lsp.spawn()
     try:
-        raw_lsp.initialize(proc.stdin, proc.stdout, raw_lsp.initialize_params(client_name, tmp_path, os.getpid()))
+        raw_lsp.initialize(
+            proc.stdin, proc.stdout, raw_lsp.initialize_params(client_name, tmp_path, os.getpid())
+        )
         _wait_for_store(tmp_path)
         # `exit` does not wait for the answer to `shutdown`: the close is still running.
         proc.stdin.write(raw_lsp.frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
@@ -48,7 +50,9 @@ def test_exit_right_after_shutdown_ends_the_process_without_a_traceback(client_n
 def test_closing_stdin_ends_the_process(client_name, tmp_path):
     proc = raw_lsp.spawn()
     try:
-        raw_lsp.initialize(proc.stdin, proc.stdout, raw_lsp.initialize_params(client_name, tmp_path, os.getpid()))
+        raw_lsp.initialize(
+            proc.stdin, proc.stdout, raw_lsp.initialize_params(client_name, tmp_path, os.getpid())
+        )
         _wait_for_store(tmp_path)
         proc.stdin.close()  # the editor went away without shutdown / exit
         proc.wait(raw_lsp.WAIT_S)
@@ -87,7 +91,10 @@ def test_server_exits_when_the_editor_is_killed(client_name, tmp_path):
     params = raw_lsp.initialize_params(client_name, tmp_path, None)
     parent = subprocess.Popen(
         [sys.executable, "-c", PARENT, str(read_fd), json.dumps(params), repo, str(write_fd)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(read_fd, write_fd), env=server_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        pass_fds=(read_fd, write_fd),
+        env=server_env(),
     )
     os.close(read_fd)
     server_pid = None
@@ -116,9 +123,17 @@ async def test_info_logs_go_to_the_editor_log_not_stderr(lsp, tmp_path):
     from tests.fakes.fake_model import FakeModel
 
     with FakeModel(script=[{"text": "hello"}]) as fake:
-        client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url}, init_options={"open_transcript": False})
-        summary = await command(client, "ndomo.turn", {"prompt": "hi", "agent": "craftsman", "mode": "discussion"})
+        client = await lsp.start(
+            tmp_path, env={"NDOMO_BASE_URL": fake.url}, init_options={"open_transcript": False}
+        )
+        summary = await command(
+            client, "ndomo.turn", {"prompt": "hi", "agent": "craftsman", "mode": "discussion"}
+        )
         assert summary["status"] == "done", summary
     infos = [m.message for m in client.log_messages if m.type == 3]  # MessageType.Info
-    assert any("HTTP Request" in m for m in infos), client.log_messages  # the model request, logged at INFO
-    assert not [line for line in client.stderr_lines if " INFO " in line or " DEBUG " in line], client.stderr_lines
+    assert any("HTTP Request" in m for m in infos), (
+        client.log_messages
+    )  # the model request, logged at INFO
+    assert not [line for line in client.stderr_lines if " INFO " in line or " DEBUG " in line], (
+        client.stderr_lines
+    )

@@ -19,14 +19,18 @@ from tests.fakes.fake_model import FakeModel
 INVALID_PARAMS = -32602
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 
 
 def malformed(fields: dict[str, bool]) -> st.SearchStrategy[tuple[list[Any], str]]:
     """Argument lists that no command accepts, with a note of why (for the failure message)."""
-    not_object = (JSON.filter(lambda v: v is not None and not isinstance(v, dict))).map(lambda v: ([v], "not an object"))
+    not_object = (JSON.filter(lambda v: v is not None and not isinstance(v, dict))).map(
+        lambda v: ([v], "not an object")
+    )
     unknown_key = st.tuples(st.text(min_size=1, max_size=12).map(lambda s: "zz_" + s), JSON).map(
         lambda kv: ([{kv[0]: kv[1]}], "unknown argument")
     )
@@ -62,11 +66,19 @@ async def test_every_command_rejects_malformed_arguments_and_keeps_serving(lsp, 
 
     def send(name: str, args: list[Any]) -> Any:
         params = types.ExecuteCommandParams(command=name, arguments=args)
-        future = asyncio.run_coroutine_threadsafe(client.workspace_execute_command_async(params), loop)
+        future = asyncio.run_coroutine_threadsafe(
+            client.workspace_execute_command_async(params), loop
+        )
         return future.result(timeout=30)
 
-    @settings(max_examples=250, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-    @given(st.sampled_from(sorted(fields)).flatmap(lambda n: st.tuples(st.just(n), malformed(fields[n]))))
+    @settings(
+        max_examples=250, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    )
+    @given(
+        st.sampled_from(sorted(fields)).flatmap(
+            lambda n: st.tuples(st.just(n), malformed(fields[n]))
+        )
+    )
     def fuzz(case: tuple[str, tuple[list[Any], str]]) -> None:
         name, (args, why) = case
         seen[name] = seen.get(name, 0) + 1
@@ -112,7 +124,9 @@ async def test_sigkill_mid_turn_then_restart_marks_the_turn_interrupted(lsp, tmp
         fake.push({"text": "a very slow answer " * 50, "chunks": 50, "chunk_delay": 0.5})
         env = {"NDOMO_BASE_URL": fake.url}
         first = await lsp.start(tmp_path, env=env)
-        pending = asyncio.ensure_future(command(first, "ndomo.turn", {"prompt": "work for a while"}))
+        pending = asyncio.ensure_future(
+            command(first, "ndomo.turn", {"prompt": "work for a while"})
+        )
         running = await wait_for(lambda: [t for t in turn_status(db) if t[1] == "running"])
         await wait_for(lambda: fake.chat_requests())  # the model is streaming
         first._server.kill()  # SIGKILL: no shutdown, no finally blocks

@@ -22,8 +22,14 @@ def fake():
 
 def ndomo(ws, *args, fake=None):
     env = server_env({"NDOMO_BASE_URL": fake.url} if fake else None)
-    out = subprocess.run([sys.executable, "-m", "ndomo", *args, "--workspace", str(ws)],
-                         capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
+    out = subprocess.run(
+        [sys.executable, "-m", "ndomo", *args, "--workspace", str(ws)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout
 
@@ -46,7 +52,9 @@ def test_ndomo_run_continues_the_latest_session_and_new_starts_fresh(tmp_path, f
     assert second["session"] == first["session"]
     sent = fake.chat_requests()[-1]["body"]["messages"]
     assert [(m["role"], m["content"]) for m in sent[1:]] == [
-        ("user", "write the parser"), ("assistant", "I wrote the parser"), ("user", "and now the tests")
+        ("user", "write the parser"),
+        ("assistant", "I wrote the parser"),
+        ("user", "and now the tests"),
     ]
     third = run(tmp_path, "--new", "and now the tests", fake=fake)
     assert third["session"] != first["session"]
@@ -55,16 +63,24 @@ def test_ndomo_run_continues_the_latest_session_and_new_starts_fresh(tmp_path, f
     fake.push({"text": "linted"})
     fourth = run(tmp_path, "--session", first["session"], "lint it", fake=fake)
     assert fourth["session"] == first["session"]
-    assert user_texts(fake.chat_requests()[-1]) == ["write the parser", "and now the tests", "lint it"]
+    assert user_texts(fake.chat_requests()[-1]) == [
+        "write the parser",
+        "and now the tests",
+        "lint it",
+    ]
     view = json.loads(ndomo(tmp_path, "session", "open", "--session", third["session"], "--json"))
     assert [t["prompt"] for t in view["turns"]] == ["and now the tests"]
     assert json.loads(ndomo(tmp_path, "status", "--json"))["session"] == third["session"]
-    exported = json.loads(ndomo(tmp_path, "session", "export", "--session", first["session"], "--json"))
+    exported = json.loads(
+        ndomo(tmp_path, "session", "export", "--session", first["session"], "--json")
+    )
     text = open(exported["path"], encoding="utf-8").read()
     assert exported["turns"] == 3 and text.index("write the parser") < text.index("lint it")
 
 
-async def test_a_killed_server_comes_back_to_the_same_session_with_history_and_mode(lsp, tmp_path, fake):
+async def test_a_killed_server_comes_back_to_the_same_session_with_history_and_mode(
+    lsp, tmp_path, fake
+):
     client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url})
     await command(client, "ndomo.mode.set", {"mode": "brainstorming"})
     fake.push({"text": "three options: A, B, C"})
@@ -78,7 +94,10 @@ async def test_a_killed_server_comes_back_to_the_same_session_with_history_and_m
     view = await command(again, "ndomo.session.open", {})
     assert view["session"] == first["session"] and view["status"]["mode"] == "brainstorming"
     (turn,) = view["turns"]
-    assert turn["prompt"] == "options for caching?" and turn["items"][0]["text"] == "three options: A, B, C"
+    assert (
+        turn["prompt"] == "options for caching?"
+        and turn["items"][0]["text"] == "three options: A, B, C"
+    )
     fake.push({"text": "B"})
     await command(again, "ndomo.turn", {"prompt": "which one?"})
     assert user_texts(fake.chat_requests()[-1]) == ["options for caching?", "which one?"]
@@ -90,7 +109,9 @@ async def test_mode_changed_from_the_cli_reaches_the_editors_status(lsp, tmp_pat
     def on_status(params):
         seen.put_nowait(params if isinstance(params, dict) else params._asdict())
 
-    client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url}, handlers={"ndomo/status": on_status})
+    client = await lsp.start(
+        tmp_path, env={"NDOMO_BASE_URL": fake.url}, handlers={"ndomo/status": on_status}
+    )
     status = await command(client, "ndomo.status", {})
     assert status["mode"] == "discussion"
     await asyncio.to_thread(ndomo, tmp_path, "mode", "set", "--mode", "autopilot")
@@ -117,8 +138,12 @@ async def test_a_second_process_is_refused_while_the_sessions_turn_runs(lsp, tmp
         while not slow.chat_requests():  # and its model request is out (the fake holds it)
             await asyncio.sleep(0.05)
         out = await asyncio.to_thread(
-            subprocess.run, [sys.executable, "-m", "ndomo", "run", "--workspace", str(tmp_path), "me too"],
-            capture_output=True, text=True, timeout=120, env=server_env({"NDOMO_BASE_URL": slow.url}),
+            subprocess.run,
+            [sys.executable, "-m", "ndomo", "run", "--workspace", str(tmp_path), "me too"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=server_env({"NDOMO_BASE_URL": slow.url}),
             stdin=subprocess.DEVNULL,
         )
         assert out.returncode == 1
@@ -138,9 +163,16 @@ def _frame(obj: dict) -> bytes:
 def test_the_server_exits_when_exit_follows_shutdown_at_once(tmp_path):
     """Neovim's `:qa` sends `exit` without waiting for `shutdown` to finish; the store's
     worker threads must not keep the process alive."""
-    proc = subprocess.Popen([sys.executable, "-m", "ndomo", "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, cwd=tmp_path, env=server_env())
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ndomo", "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=tmp_path,
+        env=server_env(),
+    )
     try:
+
         def read_until(want_id):
             while True:
                 n = 0
@@ -151,16 +183,35 @@ def test_the_server_exits_when_exit_follows_shutdown_at_once(tmp_path):
                 if msg.get("id") == want_id:
                     return msg
 
-        proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                                 "params": {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}}}))
+        proc.stdin.write(
+            _frame(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}},
+                }
+            )
+        )
         proc.stdin.flush()
         read_until(1)
         proc.stdin.write(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
-        proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand",
-                                 "params": {"command": "ndomo.status", "arguments": [{}]}}))
+        proc.stdin.write(
+            _frame(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "workspace/executeCommand",
+                    "params": {"command": "ndomo.status", "arguments": [{}]},
+                }
+            )
+        )
         proc.stdin.flush()
         assert read_until(2)["result"]["mode"] == "discussion"  # the store is open
-        proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}) + _frame({"jsonrpc": "2.0", "method": "exit"}))
+        proc.stdin.write(
+            _frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown"})
+            + _frame({"jsonrpc": "2.0", "method": "exit"})
+        )
         proc.stdin.flush()
         assert proc.wait(timeout=60) == 0
     finally:
@@ -175,8 +226,11 @@ async def test_an_open_export_is_refreshed_through_the_editors_buffer(lsp, tmp_p
     from tests.e2e.editor_support import EditorDisk
 
     disk = EditorDisk()
-    client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url},
-                             handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)})
+    client = await lsp.start(
+        tmp_path,
+        env={"NDOMO_BASE_URL": fake.url},
+        handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)},
+    )
     fake.push({"text": "first answer"})
     await command(client, "ndomo.turn", {"prompt": "first question"})
     exported = await command(client, "ndomo.session.export", {})

@@ -15,7 +15,9 @@ async def _cli(workspace, *args):
     out = await asyncio.to_thread(
         subprocess.run,
         [sys.executable, "-m", "ndomo", *args, "--json", "--workspace", str(workspace)],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
@@ -25,8 +27,12 @@ async def test_cli_plan_list_and_task_next_against_the_editors_database(lsp, tmp
     client = await lsp.start(tmp_path)
     store = await PlanStore.open(tmp_path / ".ndomo" / "ndomo.db", workspace=tmp_path)
     try:
-        plan = await store.create_plan({"title": "Add login", "overview": "users can log in", "created_by_agent": "foreman"})
-        await store.create_tasks(plan.id, [{"description": "form", "agent": "craftsman", "files": ["a.py"]}])
+        plan = await store.create_plan(
+            {"title": "Add login", "overview": "users can log in", "created_by_agent": "foreman"}
+        )
+        await store.create_tasks(
+            plan.id, [{"description": "form", "agent": "craftsman", "files": ["a.py"]}]
+        )
     finally:
         await store.close()
     listed = await _cli(tmp_path, "plan", "list")

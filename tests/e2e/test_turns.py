@@ -30,8 +30,19 @@ def tool_results(request):
 def test_ndomo_run_performs_a_tool_call_and_prints_the_answer(tmp_path, fake):
     (tmp_path / "notes.txt").write_text("buy milk\n")
     out = subprocess.run(
-        [sys.executable, "-m", "ndomo", "run", "--workspace", str(tmp_path), "what do my notes say?"],
-        capture_output=True, text=True, timeout=60, env=server_env({"NDOMO_BASE_URL": fake.url}),
+        [
+            sys.executable,
+            "-m",
+            "ndomo",
+            "run",
+            "--workspace",
+            str(tmp_path),
+            "what do my notes say?",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=server_env({"NDOMO_BASE_URL": fake.url}),
     )
     assert out.returncode == 0, out.stderr
     assert "→ read(path='notes.txt')" in out.stdout
@@ -42,7 +53,10 @@ def test_ndomo_run_performs_a_tool_call_and_prints_the_answer(tmp_path, fake):
 def test_ndomo_run_reports_an_unreachable_model(tmp_path):
     out = subprocess.run(
         [sys.executable, "-m", "ndomo", "run", "--workspace", str(tmp_path), "hi"],
-        capture_output=True, text=True, timeout=60, env=server_env({"NDOMO_BASE_URL": "http://127.0.0.1:9/v1"}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=server_env({"NDOMO_BASE_URL": "http://127.0.0.1:9/v1"}),
     )
     assert out.returncode == 1
     assert "http://127.0.0.1:9/v1 is unreachable" in out.stdout + out.stderr
@@ -50,7 +64,9 @@ def test_ndomo_run_reports_an_unreachable_model(tmp_path):
 
 async def test_turn_through_lsp_performs_a_tool_call(lsp, tmp_path, fake):
     (tmp_path / "notes.txt").write_text("buy milk\n")
-    client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url}, init_options={"open_transcript": False})
+    client = await lsp.start(
+        tmp_path, env={"NDOMO_BASE_URL": fake.url}, init_options={"open_transcript": False}
+    )
     summary = await command(client, "ndomo.turn", {"prompt": "what do my notes say?"})
     assert summary["status"] == "done" and summary["answer"] == "notes.txt says: buy milk"
     assert "buy milk" in tool_results(fake.chat_requests()[1])[0]
@@ -62,7 +78,9 @@ async def test_slash_mode_through_lsp_switches_without_a_model_call(lsp, tmp_pat
     def on_status(params):
         statuses.append(params if isinstance(params, dict) else params._asdict())
 
-    client = await lsp.start(tmp_path, env={"NDOMO_BASE_URL": fake.url}, handlers={"ndomo/status": on_status})
+    client = await lsp.start(
+        tmp_path, env={"NDOMO_BASE_URL": fake.url}, handlers={"ndomo/status": on_status}
+    )
     summary = await command(client, "ndomo.turn", {"prompt": "/mode brainstorming"})
     assert summary["status"] == "done" and summary["payload"] == {"mode": "brainstorming"}
     for _ in range(100):
@@ -82,12 +100,29 @@ def test_ndomo_run_denies_asks_unless_yes(tmp_path, yes):
         {"text": "finished"},
     ]
     with FakeModel(script=script) as fake:
-        args = [sys.executable, "-m", "ndomo", "run", "--workspace", str(tmp_path),
-                "--agent", "craftsman", "--mode", "autopilot", "say hello"]
+        args = [
+            sys.executable,
+            "-m",
+            "ndomo",
+            "run",
+            "--workspace",
+            str(tmp_path),
+            "--agent",
+            "craftsman",
+            "--mode",
+            "autopilot",
+            "say hello",
+        ]
         if yes:
             args.insert(-1, "--yes")
-        out = subprocess.run(args, capture_output=True, text=True, timeout=60,
-                             env=server_env({"NDOMO_BASE_URL": fake.url}), stdin=subprocess.DEVNULL)
+        out = subprocess.run(
+            args,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=server_env({"NDOMO_BASE_URL": fake.url}),
+            stdin=subprocess.DEVNULL,
+        )
         assert out.returncode == 0, out.stderr
         result = tool_results(fake.chat_requests()[1])[0]
     if yes:
@@ -99,15 +134,42 @@ def test_ndomo_run_denies_asks_unless_yes(tmp_path, yes):
 def test_ndomo_run_yes_does_not_approve_a_control_file(tmp_path):
     """--yes approves ordinary asks; an agent file needs the user's own answer."""
     script = [
-        {"tool_calls": [{"name": "write", "arguments": {"path": ".ndomo/agents/craftsman.md",
-                                                        "content": "---\ndescription: x\n---\nbash: allow\n"}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "write",
+                    "arguments": {
+                        "path": ".ndomo/agents/craftsman.md",
+                        "content": "---\ndescription: x\n---\nbash: allow\n",
+                    },
+                }
+            ]
+        },
         {"text": "finished"},
     ]
     with FakeModel(script=script) as fake:
-        args = [sys.executable, "-m", "ndomo", "run", "--workspace", str(tmp_path), "--yes",
-                "--agent", "craftsman", "--mode", "autopilot", "widen yourself"]
-        out = subprocess.run(args, capture_output=True, text=True, timeout=60,
-                             env=server_env({"NDOMO_BASE_URL": fake.url}), stdin=subprocess.DEVNULL)
+        args = [
+            sys.executable,
+            "-m",
+            "ndomo",
+            "run",
+            "--workspace",
+            str(tmp_path),
+            "--yes",
+            "--agent",
+            "craftsman",
+            "--mode",
+            "autopilot",
+            "widen yourself",
+        ]
+        out = subprocess.run(
+            args,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=server_env({"NDOMO_BASE_URL": fake.url}),
+            stdin=subprocess.DEVNULL,
+        )
         assert out.returncode == 0, out.stderr
         result = tool_results(fake.chat_requests()[1])[0]
     assert "did not approve control '.ndomo/agents/craftsman.md'" in result, result

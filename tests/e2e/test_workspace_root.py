@@ -45,7 +45,9 @@ async def test_single_file_mode_finds_the_project_by_its_marker(lsp, tmp_path):
     project = home / "proj"
     (project / "src" / "deep").mkdir(parents=True)
     (project / "go.mod").write_text("module x\n", encoding="utf-8")
-    client = await lsp.start(project, env={"HOME": str(home)}, send_root=False, cwd=project / "src" / "deep")
+    client = await lsp.start(
+        project, env={"HOME": str(home)}, send_root=False, cwd=project / "src" / "deep"
+    )
     report = await command(client, "ndomo.health", {"probe_model": False})
     assert report["workspace"] == str(project.resolve())
     assert (project / ".ndomo").is_dir() and not (project / "src" / ".ndomo").exists()

@@ -49,7 +49,9 @@ ERROR_TEXT = {
 class FakeToolCall(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
-    arguments: dict[str, Any] | str = Field(default_factory=dict)  # a str is sent verbatim (garbage JSON)
+    arguments: dict[str, Any] | str = Field(
+        default_factory=dict
+    )  # a str is sent verbatim (garbage JSON)
     id: str | None = None
 
 
@@ -77,6 +79,7 @@ class Step(BaseModel):
 
 def prompt_tokens(body: dict[str, Any]) -> int:
     """The fake's tokenizer: bytes of messages + tools (compact JSON) / 4."""
+
     def size(v: Any) -> int:
         return len(json.dumps(v, ensure_ascii=False, separators=(",", ":")).encode())
 
@@ -169,7 +172,10 @@ class FakeModel:
         self._server = ThreadingHTTPServer((self._host, self._port), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-model", daemon=True
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="fake-model",
+            daemon=True,
         )
         self._thread.start()
         return self
@@ -291,7 +297,9 @@ class _Handler(BaseHTTPRequestHandler):
         data = json.dumps(payload).encode()
         self._send_bytes(status, data, "application/json", headers)
 
-    def _send_bytes(self, status: int, data: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
+    def _send_bytes(
+        self, status: int, data: bytes, ctype: str, headers: dict[str, str] | None = None
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
@@ -331,8 +339,16 @@ class _Handler(BaseHTTPRequestHandler):
             return True
         return self.headers.get("authorization") == f"Bearer {self.owner.api_key}"
 
-    def _error(self, status: int, message: str, headers: dict[str, str] | None = None, code: str | None = None) -> None:
-        self._send_json(status, {"error": {"message": message, "type": "fake_error", "code": code}}, headers)
+    def _error(
+        self,
+        status: int,
+        message: str,
+        headers: dict[str, str] | None = None,
+        code: str | None = None,
+    ) -> None:
+        self._send_json(
+            status, {"error": {"message": message, "type": "fake_error", "code": code}}, headers
+        )
 
     # ---- routes ----------------------------------------------------------
     def do_GET(self) -> None:
@@ -341,15 +357,24 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/") in ("/v1/models", "/models"):
             if not self._auth_ok():
                 return self._error(401, ERROR_TEXT[401], code="invalid_api_key")
-            data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.owner.models]
+            data = [
+                {"id": m, "object": "model", "created": 0, "owned_by": "fake"}
+                for m in self.owner.models
+            ]
             if self.owner.max_model_len:
                 for d in data:
                     d["max_model_len"] = self.owner.max_model_len
             return self._send_json(200, {"object": "list", "data": data})
         if self.path == "/props" and self.owner.props:
             n_ctx = self.owner.n_ctx or 4096
-            return self._send_json(200, {"default_generation_settings": {"n_ctx": n_ctx, "params": {}},
-                                         "total_slots": 1, "model_path": "/models/fake.gguf"})
+            return self._send_json(
+                200,
+                {
+                    "default_generation_settings": {"n_ctx": n_ctx, "params": {}},
+                    "total_slots": 1,
+                    "model_path": "/models/fake.gguf",
+                },
+            )
         if self.path == "/_fake/requests":
             return self._send_json(200, self.owner.requests)
         self._error(404, f"no route {self.path}")
@@ -391,31 +416,62 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _api_show(self) -> None:
         o = self.owner.ollama or {}
-        params = f"num_ctx                        {o['num_ctx']}" if o.get("num_ctx") else 'stop "<|im_end|>"'
-        self._send_json(200, {"modelfile": "FROM fake", "parameters": params, "template": "{{ .Prompt }}",
-                              "details": {"family": "llama"},
-                              "model_info": {"general.architecture": "llama",
-                                             "llama.context_length": o.get("context_length", 32768)},
-                              "capabilities": o.get("capabilities", ["completion", "tools"])})
+        params = (
+            f"num_ctx                        {o['num_ctx']}"
+            if o.get("num_ctx")
+            else 'stop "<|im_end|>"'
+        )
+        self._send_json(
+            200,
+            {
+                "modelfile": "FROM fake",
+                "parameters": params,
+                "template": "{{ .Prompt }}",
+                "details": {"family": "llama"},
+                "model_info": {
+                    "general.architecture": "llama",
+                    "llama.context_length": o.get("context_length", 32768),
+                },
+                "capabilities": o.get("capabilities", ["completion", "tools"]),
+            },
+        )
 
     def _refusal(self, body: dict[str, Any], model: str) -> Any:
         """A server-level refusal (no script step is used): tools, context, streaming."""
         owner = self.owner
         if body.get("tools") and not owner.tools:
             # Ollama's OpenAI-compatible endpoint, word for word.
-            return lambda: self._error(400, f"registry.ollama.ai/library/{model} does not support tools",
-                                       code=None)
+            return lambda: self._error(
+                400, f"registry.ollama.ai/library/{model} does not support tools", code=None
+            )
         if owner.n_ctx is not None:
             tokens = prompt_tokens(body)
             if tokens > owner.n_ctx:
                 if owner.context_error == "openai":
-                    return lambda: self._send_json(400, {"error": {
-                        "message": f"This model's maximum context length is {owner.n_ctx} tokens. However, your "
-                                   f"messages resulted in {tokens} tokens. Please reduce the length of the messages.",
-                        "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})
-                return lambda: self._send_json(400, {"error": {
-                    "code": 400, "message": "the request exceeds the available context size, try increasing it",
-                    "type": "exceed_context_size_error", "n_prompt_tokens": tokens, "n_ctx": owner.n_ctx}})
+                    return lambda: self._send_json(
+                        400,
+                        {
+                            "error": {
+                                "message": f"This model's maximum context length is {owner.n_ctx} tokens. However, your "
+                                f"messages resulted in {tokens} tokens. Please reduce the length of the messages.",
+                                "type": "invalid_request_error",
+                                "param": "messages",
+                                "code": "context_length_exceeded",
+                            }
+                        },
+                    )
+                return lambda: self._send_json(
+                    400,
+                    {
+                        "error": {
+                            "code": 400,
+                            "message": "the request exceeds the available context size, try increasing it",
+                            "type": "exceed_context_size_error",
+                            "n_prompt_tokens": tokens,
+                            "n_ctx": owner.n_ctx,
+                        }
+                    },
+                )
         if body.get("stream") and body.get("tools") and not owner.stream_tools:
             # llama-cpp-python: "Automatic streaming tool choice is not supported" goes to its log;
             # the client gets an event stream that ends with nothing in it.
@@ -433,12 +489,22 @@ class _Handler(BaseHTTPRequestHandler):
         if step.delay:
             self._wait(step.delay)
         if step.status is not None:
-            payload = step.body if step.body is not None else {
-                "error": {"message": ERROR_TEXT.get(step.status, "error"), "type": "fake_error", "code": None}
-            }
+            payload = (
+                step.body
+                if step.body is not None
+                else {
+                    "error": {
+                        "message": ERROR_TEXT.get(step.status, "error"),
+                        "type": "fake_error",
+                        "code": None,
+                    }
+                }
+            )
             return self._send_json(step.status, payload, step.headers)
         if step.garbage:
-            return self._send_bytes(200, b"<html>502 Bad Gateway? not JSON at all", "text/html", step.headers)
+            return self._send_bytes(
+                200, b"<html>502 Bad Gateway? not JSON at all", "text/html", step.headers
+            )
         text = step.text or ""
         if step.huge is not None:
             text = ("lorem ipsum " * (step.huge // 12 + 1))[: step.huge]
@@ -453,8 +519,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _usage(self, body: dict[str, Any], text: str, step: Step) -> dict[str, int]:
         prompt = prompt_tokens(body)
-        completion = (len(text) + sum(len(json.dumps(c.arguments)) for c in step.tool_calls)) // 4 + 1
-        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+        completion = (
+            len(text) + sum(len(json.dumps(c.arguments)) for c in step.tool_calls)
+        ) // 4 + 1
+        return {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
 
     def _finish_reason(self, step: Step) -> str:
         return step.finish_reason or ("tool_calls" if step.tool_calls else "stop")
@@ -466,7 +538,12 @@ class _Handler(BaseHTTPRequestHandler):
                 {
                     "id": c.id or f"call_{i}_{uuid.uuid4().hex[:6]}",
                     "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments)},
+                    "function": {
+                        "name": c.name,
+                        "arguments": c.arguments
+                        if isinstance(c.arguments, str)
+                        else json.dumps(c.arguments),
+                    },
                 }
                 for i, c in enumerate(step.tool_calls)
             ]
@@ -477,7 +554,9 @@ class _Handler(BaseHTTPRequestHandler):
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": model,
-                "choices": [{"index": 0, "message": message, "finish_reason": self._finish_reason(step)}],
+                "choices": [
+                    {"index": 0, "message": message, "finish_reason": self._finish_reason(step)}
+                ],
                 "usage": self._usage(body, text, step),
             },
             step.headers,
@@ -491,7 +570,12 @@ class _Handler(BaseHTTPRequestHandler):
         for k, v in step.headers.items():
             self.send_header(k, v)
         self.end_headers()
-        base = {"id": f"chatcmpl-{uuid.uuid4().hex[:10]}", "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
+        base = {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:10]}",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+        }
 
         sent = [0]
 
@@ -502,7 +586,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._sse({**base, "choices": [{"index": 0, "delta": d, "finish_reason": finish}]})
 
         delta({"role": "assistant", "content": ""})
-        pieces = _split(text, step.chunks) if step.huge is None or step.chunks > 1 else _split(text, -(-len(text) // 16384))
+        pieces = (
+            _split(text, step.chunks)
+            if step.huge is None or step.chunks > 1
+            else _split(text, -(-len(text) // 16384))
+        )
         if step.cut:
             for piece in pieces[:2] if len(pieces) > 1 else [text[: max(1, len(text) // 2)]]:
                 delta({"content": piece})
@@ -522,8 +610,12 @@ class _Handler(BaseHTTPRequestHandler):
             return
         for i, call in enumerate(step.tool_calls):
             args = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
-            head = {"index": i, "id": call.id or f"call_{i}_{uuid.uuid4().hex[:6]}", "type": "function",
-                    "function": {"name": call.name, "arguments": ""}}
+            head = {
+                "index": i,
+                "id": call.id or f"call_{i}_{uuid.uuid4().hex[:6]}",
+                "type": "function",
+                "function": {"name": call.name, "arguments": ""},
+            }
             delta({"tool_calls": [head]})
             for frag in _split(args, 3):
                 delta({"tool_calls": [{"index": i, "function": {"arguments": frag}}]})
@@ -535,31 +627,57 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.fakes.fake_model", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.fakes.fake_model", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--script", help="JSON file: a list of steps or {steps, default_text}")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--default-text", default="done")
-    parser.add_argument("--model", action="append", dest="models", help="model id to list (repeatable)")
+    parser.add_argument(
+        "--model", action="append", dest="models", help="model id to list (repeatable)"
+    )
     parser.add_argument("--api-key", help="require this bearer key")
     parser.add_argument("--record", help="append every request as a JSON line to this file")
-    parser.add_argument("--n-ctx", type=int, help="refuse requests over this many tokens (llama.cpp wording)")
+    parser.add_argument(
+        "--n-ctx", type=int, help="refuse requests over this many tokens (llama.cpp wording)"
+    )
     parser.add_argument("--props", action="store_true", help="serve llama.cpp's /props with n_ctx")
-    parser.add_argument("--no-stream-tools", action="store_true", help="empty stream for streamed requests with tools")
-    parser.add_argument("--no-tools", action="store_true", help="400 'does not support tools' for requests with tools")
+    parser.add_argument(
+        "--no-stream-tools",
+        action="store_true",
+        help="empty stream for streamed requests with tools",
+    )
+    parser.add_argument(
+        "--no-tools",
+        action="store_true",
+        help="400 'does not support tools' for requests with tools",
+    )
     args = parser.parse_args(argv)
     steps: list[Any] = []
     default = args.default_text
     if args.script:
         try:
-            loaded, file_default = load_script(json.loads(Path(args.script).read_text(encoding="utf-8")))
+            loaded, file_default = load_script(
+                json.loads(Path(args.script).read_text(encoding="utf-8"))
+            )
         except (OSError, ValueError) as exc:
             print(f"fake_model: bad script {args.script}: {exc}", file=sys.stderr)
             return 2
         steps, default = list(loaded), file_default if file_default is not None else default
-    fake = FakeModel(steps, default, host=args.host, port=args.port, models=args.models, api_key=args.api_key,
-                     record=args.record, n_ctx=args.n_ctx, props=args.props, stream_tools=not args.no_stream_tools,
-                     tools=not args.no_tools).start()
+    fake = FakeModel(
+        steps,
+        default,
+        host=args.host,
+        port=args.port,
+        models=args.models,
+        api_key=args.api_key,
+        record=args.record,
+        n_ctx=args.n_ctx,
+        props=args.props,
+        stream_tools=not args.no_stream_tools,
+        tools=not args.no_tools,
+    ).start()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

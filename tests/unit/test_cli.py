@@ -117,13 +117,20 @@ def test_serve_on_a_terminal_says_what_it_is(tmp_path):
     import sys
 
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "ndomo", "serve"], stdin=slave, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ndomo", "serve"],
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+    )
     os.close(slave)
     try:
         import select
 
-        ready, _, _ = select.select([proc.stderr], [], [], 60)  # generous: only a silent server waits it out
+        ready, _, _ = select.select(
+            [proc.stderr], [], [], 60
+        )  # generous: only a silent server waits it out
         line = proc.stderr.readline().decode() if ready else ""
     finally:
         os.close(master)  # the terminal goes away: stdin ends, the server exits

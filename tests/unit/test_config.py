@@ -35,13 +35,13 @@ def test_bad_keys_fall_back_and_are_located(tmp_path):
     cfg = write(
         tmp_path,
         "model:\n"
-        "  timeout_s: -3\n"          # line 1: out of range
+        "  timeout_s: -3\n"  # line 1: out of range
         "  name: ok-model\n"
         "modes:\n"
         "  iteration_caps:\n"
-        "    autopilot: many\n"      # line 5: not an int
+        "    autopilot: many\n"  # line 5: not an int
         "  design_globs: [docs/**]\n"
-        "shell: 12\n",               # line 7: not a mapping
+        "shell: 12\n",  # line 7: not a mapping
     )
     settings, problems = load_settings(tmp_path, None, env={})
     assert settings.model.name == "ok-model" and settings.model.timeout_s == 120.0
@@ -60,7 +60,11 @@ def test_yaml_syntax_error_ignores_the_file_and_points_at_the_line(tmp_path):
     write(tmp_path, "model:\n  name: [unclosed\ndb: x.db\n")
     settings, problems = load_settings(tmp_path, None, env={})
     assert settings == Settings()
-    assert len(problems) == 1 and problems[0].key == "(file)" and "not valid YAML" in problems[0].message
+    assert (
+        len(problems) == 1
+        and problems[0].key == "(file)"
+        and "not valid YAML" in problems[0].message
+    )
     assert problems[0].line is not None and problems[0].line >= 1
 
 

@@ -12,8 +12,19 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_wheel_contains_agent_definitions(tmp_path):
     out = subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path), str(ROOT)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--wheel",
+            "--no-isolation",
+            "--outdir",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert out.returncode == 0, out.stderr[-2000:]
     wheel = next(tmp_path.glob("ndomo-*.whl"))

@@ -29,7 +29,9 @@ def test_given_folder_is_the_root_except_home_and_slash(home, tmp_path):
     assert given_root(Path("/")) is None
 
 
-@pytest.mark.parametrize("marker", [".git", "pyproject.toml", "package.json", "go.mod", "Cargo.toml", ".ndomo"])
+@pytest.mark.parametrize(
+    "marker", [".git", "pyproject.toml", "package.json", "go.mod", "Cargo.toml", ".ndomo"]
+)
 def test_markers_found_upward_but_never_home(home, marker):
     proj = home / "p"
     deep = proj / "a" / "b"
@@ -38,7 +40,9 @@ def test_markers_found_upward_but_never_home(home, marker):
     target = proj / marker
     target.mkdir() if marker.startswith(".") else target.write_text("", encoding="utf-8")
     assert find_root(deep) == proj.resolve()
-    (home / marker).mkdir() if marker.startswith(".") else (home / marker).write_text("", encoding="utf-8")
+    (home / marker).mkdir() if marker.startswith(".") else (home / marker).write_text(
+        "", encoding="utf-8"
+    )
     assert find_root(home) is None  # $HOME's own markers never make it a root
 
 
@@ -50,14 +54,30 @@ async def test_state_gitignore_keeps_the_database_out_and_agents_config_in(tmp_p
     await app.aclose()
     state = tmp_path / ".ndomo"
     (state / "agents").mkdir()
-    for rel in ["agents/helper.md", "config.yaml", "instructions.md", "sessions/s.md", "plans/p.md",
-                "archives/plans/p-2026.md", "artifacts/a.txt"]:
+    for rel in [
+        "agents/helper.md",
+        "config.yaml",
+        "instructions.md",
+        "sessions/s.md",
+        "plans/p.md",
+        "archives/plans/p-2026.md",
+        "artifacts/a.txt",
+    ]:
         (state / rel).parent.mkdir(parents=True, exist_ok=True)
         (state / rel).write_text("x\n", encoding="utf-8")
-    out = subprocess.run(["git", "-C", str(tmp_path), "status", "--porcelain", "--untracked-files=all"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["git", "-C", str(tmp_path), "status", "--porcelain", "--untracked-files=all"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     tracked = sorted(line[3:] for line in out.splitlines())
-    assert tracked == [".ndomo/.gitignore", ".ndomo/agents/helper.md", ".ndomo/config.yaml", ".ndomo/instructions.md"]
+    assert tracked == [
+        ".ndomo/.gitignore",
+        ".ndomo/agents/helper.md",
+        ".ndomo/config.yaml",
+        ".ndomo/instructions.md",
+    ]
 
 
 def test_cli_health_creates_nothing_where_there_is_no_root(home, monkeypatch, capsys):

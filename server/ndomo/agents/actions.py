@@ -79,13 +79,21 @@ def _source(agent: AgentDef, workspace: Path) -> str:
     return "builtin" if builtin_agents_dir().resolve() in path.parents else "other"
 
 
-def describe_agents(agents: list[AgentDef], problems: list[AgentProblem], workspace: Path) -> AgentList:
+def describe_agents(
+    agents: list[AgentDef], problems: list[AgentProblem], workspace: Path
+) -> AgentList:
     return AgentList(
         agents=[
             AgentInfo(
-                name=a.name, description=a.description, mode=a.mode, default_mode=a.default_mode,
-                source=_source(a, workspace), path=a.source, permissions=permission_summary(a.permission),
-                threshold=a.threshold.model_dump() if a.threshold else None, writes=a.writes,
+                name=a.name,
+                description=a.description,
+                mode=a.mode,
+                default_mode=a.default_mode,
+                source=_source(a, workspace),
+                path=a.source,
+                permissions=permission_summary(a.permission),
+                threshold=a.threshold.model_dump() if a.threshold else None,
+                writes=a.writes,
             )
             for a in agents
         ],
@@ -98,14 +106,20 @@ def render_agents(result: Any) -> str:
     lines = []
     for a in data["agents"]:
         mark = " (project)" if a["source"] == "project" else ""
-        lines.append(f"{a['name']:<13} {a['mode']:<8} {a['default_mode'] or '-':<13} {a['description'][:70]}{mark}")
+        lines.append(
+            f"{a['name']:<13} {a['mode']:<8} {a['default_mode'] or '-':<13} {a['description'][:70]}{mark}"
+        )
     for p in data["problems"]:
         lines.append(f"problem: {p['path']}:{p['line'] + 1}: {p['message']}")
     return "\n".join(lines)
 
 
-@action("agents.list", NoParams, summary="List agents (role, mode, permissions) and agent-file problems",
-        render=render_agents)
+@action(
+    "agents.list",
+    NoParams,
+    summary="List agents (role, mode, permissions) and agent-file problems",
+    render=render_agents,
+)
 async def agents_list(app: "App", params: NoParams) -> AgentList:
     """Read fresh from disk, so an edited agent file shows up without a restart."""
     aset = await load_agents_async(app.root)

@@ -30,9 +30,11 @@ def design_writer(ctx: "TurnContext | None") -> str | None:
 
 
 def handoff(agent: str, what: str) -> str:
-    return (f"{agent} plans; it does not change code ({what}). Put the change in a plan "
-            "(plan_create + task_create_batch, or commit_plan) and hand off to the craftsman "
-            "(`/agent craftsman`), which executes it task by task.")
+    return (
+        f"{agent} plans; it does not change code ({what}). Put the change in a plan "
+        "(plan_create + task_create_batch, or commit_plan) and hand off to the craftsman "
+        "(`/agent craftsman`), which executes it task by task."
+    )
 
 
 class DesignWritesOnly:
@@ -40,7 +42,9 @@ class DesignWritesOnly:
 
     name = "design_writes_only"
 
-    async def check(self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel) -> str | None:
+    async def check(
+        self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel
+    ) -> str | None:
         agent = design_writer(ctx)
         if agent is None:
             return None

@@ -28,9 +28,7 @@ class TaskParams(BaseModel):
 @tool(
     "task",
     TaskParams,
-    description=(
-        "Delegate a job to a sub-agent; returns its answer."
-    ),
+    description=("Delegate a job to a sub-agent; returns its answer."),
     permission="task",
 )
 async def task(ctx: "TurnContext", p: TaskParams) -> ToolResult:
@@ -47,18 +45,34 @@ async def task(ctx: "TurnContext", p: TaskParams) -> ToolResult:
         subs = ", ".join(a.name for a in agents.subagents()) or "none"
         return ToolResult.failed(f"unknown agent '{p.agent}'; sub-agents: {subs}")
     if not target.is_subagent:
-        return ToolResult.refused(f"'{p.agent}' is a primary agent, not a sub-agent; the user switches to it")
+        return ToolResult.refused(
+            f"'{p.agent}' is a primary agent, not a sub-agent; the user switches to it"
+        )
     if p.agent == ctx.agent_name or any(a.agent_name == p.agent for a in _ancestors(ctx)):
-        return ToolResult.refused(f"'{p.agent}' is already running in this chain of turns; no recursive delegation")
+        return ToolResult.refused(
+            f"'{p.agent}' is already running in this chain of turns; no recursive delegation"
+        )
     summary = await rt.run(TurnRequest(prompt=p.prompt, agent=p.agent), ctx.host, parent=ctx)
-    data = {"agent": p.agent, "turn_id": summary.turn_id, "status": summary.status, "modified": summary.modified}
+    data = {
+        "agent": p.agent,
+        "turn_id": summary.turn_id,
+        "status": summary.status,
+        "modified": summary.modified,
+    }
     if summary.status == "failed":
-        return ToolResult(ok=False, status="failed", data=data,
-                          content=f"{p.agent} failed: {summary.error or 'no answer'}")
+        return ToolResult(
+            ok=False,
+            status="failed",
+            data=data,
+            content=f"{p.agent} failed: {summary.error or 'no answer'}",
+        )
     text = summary.answer.strip() or "(no answer)"
     if summary.handback:
-        text = f"{p.agent} handed back: {summary.handback}\n{text}" if summary.answer.strip() else \
-            f"{p.agent} handed back: {summary.handback}"
+        text = (
+            f"{p.agent} handed back: {summary.handback}\n{text}"
+            if summary.answer.strip()
+            else f"{p.agent} handed back: {summary.handback}"
+        )
     if summary.status in ("capped", "cancelled"):
         text += f"\n[{p.agent} stopped: {summary.status}{' — ' + summary.error if summary.error else ''}]"
     if summary.modified:

@@ -53,7 +53,9 @@ class TaskBinding(LifecycleHook):
             return HookResult(HookAction.SKIP_AGENT)
         if found.status not in ("running", "pending"):
             ctx.status = "failed"
-            ctx.error = f"task {found.id} is {found.status}; only a pending or running task can be executed"
+            ctx.error = (
+                f"task {found.id} is {found.status}; only a pending or running task can be executed"
+            )
             return HookResult(HookAction.SKIP_AGENT)
         ctx.state[TASK_KEY] = {"task": found, "plan_slug": plan.slug, "plan_title": plan.title}
         return None
@@ -168,7 +170,9 @@ class TaskFinish(LifecycleHook):
                 return None
             who = {"agent": ctx.agent_name, "session_id": ctx.session.id}
             if ctx.status == "done":
-                report = " ".join((ctx.answer or "").split())[:500] or f"turn {ctx.turn_id} finished"
+                report = (
+                    " ".join((ctx.answer or "").split())[:500] or f"turn {ctx.turn_id} finished"
+                )
                 await store.update_task_status(current.id, "done", result=report, **who)
             elif ctx.status == "cancelled":
                 await store.update_task_status(current.id, "pending", **who)
@@ -189,8 +193,9 @@ async def _block_bound_task(ctx: "TurnContext", reason: str) -> None:
     try:
         current = await store.get_task(bound["task"].id)
         if current.status == "running":
-            await store.update_task_status(current.id, "blocked", error=reason, agent=ctx.agent_name,
-                                           session_id=ctx.session.id)
+            await store.update_task_status(
+                current.id, "blocked", error=reason, agent=ctx.agent_name, session_id=ctx.session.id
+            )
     except Exception:
         log.exception("could not block task %s", bound["task"].id)
 

@@ -156,13 +156,18 @@ def _validation_problems(
     return [AgentProblem(path=source, line=found[k][1], message=found[k][0]) for k in deepest]
 
 
-def parse_agent_text(text: str, *, name: str, source: str) -> tuple[AgentDef | None, list[AgentProblem]]:
+def parse_agent_text(
+    text: str, *, name: str, source: str
+) -> tuple[AgentDef | None, list[AgentProblem]]:
     """Parse one definition; on any error return None and the problems (never raises)."""
+
     def fail(message: str, line: int = 0) -> tuple[None, list[AgentProblem]]:
         return None, [AgentProblem(path=source, line=line, message=message)]
 
     if not AGENT_NAME_RE.match(name):
-        return fail(f"invalid agent name {name!r} (from the file name): use letters, digits, '.', '_' or '-'")
+        return fail(
+            f"invalid agent name {name!r} (from the file name): use letters, digits, '.', '_' or '-'"
+        )
     text = text.removeprefix("\ufeff")
     split = _split_frontmatter(text)
     if isinstance(split, str):
@@ -180,14 +185,20 @@ def parse_agent_text(text: str, *, name: str, source: str) -> tuple[AgentDef | N
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        return fail("frontmatter must be a mapping of keys (description, mode, permission, ...)", offset)
+        return fail(
+            "frontmatter must be a mapping of keys (description, mode, permission, ...)", offset
+        )
     problems: list[AgentProblem] = []
     duplicates: list[tuple[str, int]] = []
     _duplicate_keys(node, duplicates)
     for key, line in duplicates:
         problems.append(
-            AgentProblem(path=source, line=line + offset, severity="warning",
-                         message=f"duplicate key '{key}': the last one wins")
+            AgentProblem(
+                path=source,
+                line=line + offset,
+                severity="warning",
+                message=f"duplicate key '{key}': the last one wins",
+            )
         )
     try:
         front = AgentFrontmatter.model_validate(data)
@@ -196,7 +207,11 @@ def parse_agent_text(text: str, *, name: str, source: str) -> tuple[AgentDef | N
     prompt = body.strip()
     if not prompt:
         problems.append(
-            AgentProblem(path=source, line=closing, message="empty prompt: write the agent's instructions after the closing '---'")
+            AgentProblem(
+                path=source,
+                line=closing,
+                message="empty prompt: write the agent's instructions after the closing '---'",
+            )
         )
         return None, problems
     agent = AgentDef(**dict(front), name=name, prompt=prompt, source=source)
@@ -208,7 +223,11 @@ def parse_agent_file(path: Path) -> tuple[AgentDef | None, list[AgentProblem]]:
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
-        return None, [AgentProblem(path=str(path), message=f"not UTF-8 text: {exc.reason} at byte {exc.start}")]
+        return None, [
+            AgentProblem(
+                path=str(path), message=f"not UTF-8 text: {exc.reason} at byte {exc.start}"
+            )
+        ]
     except OSError as exc:
         return None, [AgentProblem(path=str(path), message=f"cannot read: {exc.strerror or exc}")]
     return parse_agent_text(text, name=path.stem, source=str(path))

@@ -45,7 +45,9 @@ def _specificity(pattern: str) -> int:
 @lru_cache(maxsize=256)
 def _glob(pattern: str) -> re.Pattern[str]:
     # Same glob dialect as the shell rules: `*` any run, `?` one character, nothing else.
-    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern))
+    return re.compile(
+        "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    )
 
 
 def match_rules(rules: Mapping[str, str], name: str) -> str | None:
@@ -101,7 +103,9 @@ def _intersect_task(a, b):
     if plain and not any(_is_glob(k) and k != "*" for k in (*a, *b)):
         # Exact: literal names plus the "*" fallback of each side.
         names = [k for k in dict.fromkeys((*a, *b)) if k != "*"]
-        merged = {name: merge_stricter(task_allowed(a, name), task_allowed(b, name)) for name in names}
+        merged = {
+            name: merge_stricter(task_allowed(a, name), task_allowed(b, name)) for name in names
+        }
         merged["*"] = merge_stricter(a.get("*", "deny"), b.get("*", "deny"))
         return merged
     layers = []
@@ -134,7 +138,9 @@ def decide_bash(perm: AgentPermission, command: str, *, cwd=None, roots=None, se
     return decide(command, bash, cwd=cwd, roots=roots, secret_globs=secret_globs)
 
 
-def decide_network(perm: AgentPermission, command: str, *, cwd=None, roots=None, secret_globs=None) -> Action:
+def decide_network(
+    perm: AgentPermission, command: str, *, cwd=None, roots=None, secret_globs=None
+) -> Action:
     """The agent's `network` action for one shell command (a map is matched like `bash`:
     every simple command of the line must be allowed for the line to get network)."""
     net = perm.network

@@ -75,10 +75,14 @@ def _paths(tool: ToolDescriptor, params: BaseModel, key: str) -> list[str]:
         return [str(p) for p in (fn(params) or [])]
     except Exception as exc:  # fail closed: a broken path lambda must not skip the checks
         log.exception("meta[%s] of tool %s failed", key, tool.name)
-        raise _PathsUnknown(f"'{tool.name}' could not say which files it touches ({type(exc).__name__}: {exc})") from None
+        raise _PathsUnknown(
+            f"'{tool.name}' could not say which files it touches ({type(exc).__name__}: {exc})"
+        ) from None
 
 
-def _control_verdict(ctx: "TurnContext", tool: ToolDescriptor, paths: list[str]) -> "Verdict | None":
+def _control_verdict(
+    ctx: "TurnContext", tool: ToolDescriptor, paths: list[str]
+) -> "Verdict | None":
     """Writes to the control files: refused (.git/, .ndomo/, plan views) or always asked
     (agent files, config, project instructions), whatever the agent's permission says."""
     from ndomo.security.control import control_kind, real_target, warning
@@ -91,15 +95,28 @@ def _control_verdict(ctx: "TurnContext", tool: ToolDescriptor, paths: list[str])
         rel = real[0]
         kind = control_kind(rel)
         if kind == "plan_view":
-            return Verdict(action="deny", permission="control", subject=rel,
-                           reason="plans change only through the plan tools (plan_update, task_update_status, …); "
-                                  "the .ndomo/plans/ views are rewritten from the store")
+            return Verdict(
+                action="deny",
+                permission="control",
+                subject=rel,
+                reason="plans change only through the plan tools (plan_update, task_update_status, …); "
+                "the .ndomo/plans/ views are rewritten from the store",
+            )
         if kind == "denied":
-            return Verdict(action="deny", permission="control", subject=rel,
-                           reason=".git/ and .ndomo/ are never written by agents; the user changes them by hand")
+            return Verdict(
+                action="deny",
+                permission="control",
+                subject=rel,
+                reason=".git/ and .ndomo/ are never written by agents; the user changes them by hand",
+            )
         if kind is not None and ask is None:
-            ask = Verdict(action="ask", permission="control", subject=rel,
-                          reason=warning(rel) + " Once, Session or Always approves this one change; nothing is saved.")
+            ask = Verdict(
+                action="ask",
+                permission="control",
+                subject=rel,
+                reason=warning(rel)
+                + " Once, Session or Always approves this one change; nothing is saved.",
+            )
     return ask
 
 
@@ -131,9 +148,16 @@ class AgentPolicy:
         try:
             return await self._verdict(ctx, tool, params)
         except _PathsUnknown as exc:
-            return Verdict(action="deny", permission=tool.permission or "paths", subject=tool.name, reason=str(exc))
+            return Verdict(
+                action="deny",
+                permission=tool.permission or "paths",
+                subject=tool.name,
+                reason=str(exc),
+            )
 
-    async def _verdict(self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel) -> Verdict:
+    async def _verdict(
+        self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel
+    ) -> Verdict:
         perm = effective_permission(ctx)
         key = tool.permission
         if key is None:
@@ -155,29 +179,54 @@ class AgentPolicy:
                 # the tool declares that this call starts nothing (e.g. serve list/stop)
                 return Verdict(action="allow", permission="bash", subject=tool.name)
             if not command:
-                return Verdict(action="deny", permission="bash", subject=tool.name,
-                               reason=f"'{tool.name}' does not say which command it runs")
-            decision = await asyncio.to_thread(decide_bash, perm, command, cwd=ctx.app.root, roots=ctx.roots,
-                                               secret_globs=ctx.app.settings.secret_globs)
-            verdict = Verdict(action=decision.action, permission="bash", subject=command, reason=decision.explain())
+                return Verdict(
+                    action="deny",
+                    permission="bash",
+                    subject=tool.name,
+                    reason=f"'{tool.name}' does not say which command it runs",
+                )
+            decision = await asyncio.to_thread(
+                decide_bash,
+                perm,
+                command,
+                cwd=ctx.app.root,
+                roots=ctx.roots,
+                secret_globs=ctx.app.settings.secret_globs,
+            )
+            verdict = Verdict(
+                action=decision.action,
+                permission="bash",
+                subject=command,
+                reason=decision.explain(),
+            )
         elif key == "task":
             agent = _param(params, "agent") or ""
             verdict = Verdict(action=task_allowed(perm, agent), permission="task", subject=agent)
         else:
-            verdict = Verdict(action="ask", permission=key, subject=tool.name,
-                              reason=f"unknown permission '{key}'")
+            verdict = Verdict(
+                action="ask",
+                permission=key,
+                subject=tool.name,
+                reason=f"unknown permission '{key}'",
+            )
         written = _paths(tool, params, "paths")
         secrets = [p for p in _paths(tool, params, "read_paths") + written if _is_secret(ctx, p)]
         if secrets and STRICTNESS.get(verdict.action, 2) < STRICTNESS["ask"]:
-            verdict = Verdict(action="ask", permission="secret", subject=secrets[0],
-                              reason=f"{secrets[0]} looks like a secret file")
+            verdict = Verdict(
+                action="ask",
+                permission="secret",
+                subject=secrets[0],
+                reason=f"{secrets[0]} looks like a secret file",
+            )
         if written and tool.risk == "write" and verdict.action != "deny":
             control = await asyncio.to_thread(_control_verdict, ctx, tool, written)
             if control is not None:
                 verdict = control
         return verdict
 
-    async def check(self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel) -> PermissionDecision:
+    async def check(
+        self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel
+    ) -> PermissionDecision:
         v = await self.verdict(ctx, tool, params)
         who = f"{ctx.agent_name} ({ctx.mode})"
         if v.action == "deny":
@@ -194,51 +243,83 @@ class AgentPolicy:
         saved = await store.find_approval(v.permission, v.subject, ctx.session.id)
         if saved == "deny":
             return PermissionDecision(
-                allowed=False, message=f"permission denied by a saved rule: {v.permission} '{v.subject}'"
+                allowed=False,
+                message=f"permission denied by a saved rule: {v.permission} '{v.subject}'",
             )
         if v.action == "allow" or saved == "allow":
             network = await shell_network(ctx, tool, v, approved=saved == "allow")
-            if (network is False and saved != "allow" and getattr(params, "network", False) is True
-                    and await shell_network(ctx, tool, v, approved=True)):
+            if (
+                network is False
+                and saved != "allow"
+                and getattr(params, "network", False) is True
+                and await shell_network(ctx, tool, v, approved=True)
+            ):
                 # the model asks for network: only the user can give it to an allowed command
-                v = v.model_copy(update={"action": "ask", "reason": "the command asks for network access"})
+                v = v.model_copy(
+                    update={"action": "ask", "reason": "the command asks for network access"}
+                )
                 return await self._ask(ctx, v, tool)
             return PermissionDecision(allowed=True, network=bool(network))
         return await self._ask(ctx, v, tool)
 
-    async def _ask(self, ctx: "TurnContext", v: Verdict, tool: ToolDescriptor | None = None) -> PermissionDecision:
+    async def _ask(
+        self, ctx: "TurnContext", v: Verdict, tool: ToolDescriptor | None = None
+    ) -> PermissionDecision:
         network = await shell_network(ctx, tool, v, approved=True) if tool is not None else None
         sandbox = ""
         if network is not None:
             from ndomo.security.sandbox import current_state
 
             sandbox = (await current_state(ctx.app.settings)).label()
-        request = ApprovalRequest(permission=v.permission, subject=v.subject, agent=ctx.agent_name,
-                                  mode=ctx.mode, reason=v.reason, network=network, sandbox=sandbox)
+        request = ApprovalRequest(
+            permission=v.permission,
+            subject=v.subject,
+            agent=ctx.agent_name,
+            mode=ctx.mode,
+            reason=v.reason,
+            network=network,
+            sandbox=sandbox,
+        )
         try:
             answer: Any = await ctx.host.approve(request)
         except Exception as exc:  # the user said nothing: an error, not a "deny"
             log.exception("host failed to ask for approval")
             return PermissionDecision(
-                allowed=False, failed=True,
-                message=(f"could not ask the user to approve {v.permission} '{v.subject}': {exc}; "
-                         "nothing was run"),
+                allowed=False,
+                failed=True,
+                message=(
+                    f"could not ask the user to approve {v.permission} '{v.subject}': {exc}; "
+                    "nothing was run"
+                ),
             )
         if answer in ("session", "project") and v.permission != "control":
             store = await ctx.app.store()
-            await store.save_approval(v.permission, glob_escape(v.subject), "allow", scope=answer,
-                                      session_id=ctx.session.id if answer == "session" else None)
+            await store.save_approval(
+                v.permission,
+                glob_escape(v.subject),
+                "allow",
+                scope=answer,
+                session_id=ctx.session.id if answer == "session" else None,
+            )
             return PermissionDecision(allowed=True, network=bool(network))
-        if answer in ("once", "session", "project"):  # a control file is approved one change at a time
+        if answer in (
+            "once",
+            "session",
+            "project",
+        ):  # a control file is approved one change at a time
             return PermissionDecision(allowed=True, network=bool(network))
         return PermissionDecision(
             allowed=False,
-            message=(f"the user did not approve {v.permission} '{v.subject}' for {ctx.agent_name}; "
-                     "do not retry the same call — choose another way or hand back"),
+            message=(
+                f"the user did not approve {v.permission} '{v.subject}' for {ctx.agent_name}; "
+                "do not retry the same call — choose another way or hand back"
+            ),
         )
 
 
-async def shell_network(ctx: "TurnContext", tool: ToolDescriptor | None, v: Verdict, *, approved: bool) -> bool | None:
+async def shell_network(
+    ctx: "TurnContext", tool: ToolDescriptor | None, v: Verdict, *, approved: bool
+) -> bool | None:
     """Does this shell call get network inside the OS sandbox? None: not a shell call.
 
     A tool that declares `network="host"` (serve) always keeps it. Otherwise the agent's
@@ -249,8 +330,14 @@ async def shell_network(ctx: "TurnContext", tool: ToolDescriptor | None, v: Verd
         return None
     if tool.meta.get("network") == "host":
         return True
-    action = await asyncio.to_thread(decide_network, effective_permission(ctx), v.subject, cwd=ctx.app.root,
-                                     roots=ctx.roots, secret_globs=ctx.app.settings.secret_globs)
+    action = await asyncio.to_thread(
+        decide_network,
+        effective_permission(ctx),
+        v.subject,
+        cwd=ctx.app.root,
+        roots=ctx.roots,
+        secret_globs=ctx.app.settings.secret_globs,
+    )
     return action == "allow" or (approved and action != "deny")
 
 

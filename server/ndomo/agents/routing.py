@@ -44,14 +44,33 @@ EXTENSION_STACKS: dict[str, str] = {
 
 # metadata.stack spellings -> stack
 STACK_ALIASES: dict[str, str] = {
-    "go": "go", "golang": "go",
-    "vue": "vue", "svelte": "vue", "sveltekit": "vue", "nuxt": "vue",
-    "js": "js", "javascript": "js", "ts": "js", "typescript": "js", "node": "js",
-    "nodejs": "js", "react": "js", "jsx": "js", "tsx": "js", "deno": "js", "bun": "js",
-    "python": "python", "py": "python", "python3": "python",
-    "rust": "rust", "rs": "rust",
+    "go": "go",
+    "golang": "go",
+    "vue": "vue",
+    "svelte": "vue",
+    "sveltekit": "vue",
+    "nuxt": "vue",
+    "js": "js",
+    "javascript": "js",
+    "ts": "js",
+    "typescript": "js",
+    "node": "js",
+    "nodejs": "js",
+    "react": "js",
+    "jsx": "js",
+    "tsx": "js",
+    "deno": "js",
+    "bun": "js",
+    "python": "python",
+    "py": "python",
+    "python3": "python",
+    "rust": "rust",
+    "rs": "rust",
     "zig": "zig",
-    "generic": "generic", "other": "generic", "shell": "generic", "docs": "generic",
+    "generic": "generic",
+    "other": "generic",
+    "shell": "generic",
+    "docs": "generic",
 }
 
 # Agents the router itself chooses; an explicit agent outside this set is kept as given.
@@ -108,7 +127,9 @@ def _stack_agent(stack: str | None) -> str:
     return STACK_AGENTS.get(stack or "", GENERIC_SMITH)
 
 
-def route_agent(files: list[str] | None, metadata: Mapping[str, Any] | None = None, *, caller: str | None = None) -> str:
+def route_agent(
+    files: list[str] | None, metadata: Mapping[str, Any] | None = None, *, caller: str | None = None
+) -> str:
     """The sub-agent for a task. `metadata.stack` wins over extensions; painter only when
     the craftsman routes a `stack: vue`, `type: design` task. Files of several stacks go to
     the stack with the most files (the first seen on a tie) — split such tasks first."""
@@ -149,7 +170,13 @@ def split_by_stack(task: Any, *, caller: str | None = None) -> list[Any]:
         if agent in ROUTED_AGENTS:
             part_agent = route_agent(files, part_meta, caller=caller)
         parts.append(
-            _with(task, description=f"{description} ({stack})", files=files, metadata=part_meta, agent=part_agent)
+            _with(
+                task,
+                description=f"{description} ({stack})",
+                files=files,
+                metadata=part_meta,
+                agent=part_agent,
+            )
         )
     return parts
 
@@ -161,7 +188,12 @@ def make_router(caller: str | None) -> Callable[[Any], list[Any]]:
         out = []
         for part in split_by_stack(task, caller=caller):
             if not _field(part, "agent"):
-                part = _with(part, agent=route_agent(_field(part, "files"), _field(part, "metadata"), caller=caller))
+                part = _with(
+                    part,
+                    agent=route_agent(
+                        _field(part, "files"), _field(part, "metadata"), caller=caller
+                    ),
+                )
             out.append(part)
         return out
 

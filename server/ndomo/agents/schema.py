@@ -103,7 +103,9 @@ class Threshold(BaseModel):
 
     direct: int = Field(default=2, ge=0)
     planned: int = Field(default=5, ge=1)
-    direct_lines: int = Field(default=50, ge=1, description="State 1 also ends past this many changed lines")
+    direct_lines: int = Field(
+        default=50, ge=1, description="State 1 also ends past this many changed lines"
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> "Threshold":

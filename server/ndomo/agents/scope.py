@@ -45,7 +45,9 @@ class Scope:
     state: int = 1
     plan: str | None = None  # how the turn got its plan: created | task:<id> | executing:<slug>
     made: set[str] = field(default_factory=set)  # plan tools that succeeded in this turn
-    originals: dict[str, str | None] = field(default_factory=dict)  # rel path → text before the turn
+    originals: dict[str, str | None] = field(
+        default_factory=dict
+    )  # rel path → text before the turn
     child_turns: list[int] = field(default_factory=list)
     handback: str | None = None
     restored: list[str] = field(default_factory=list)
@@ -67,13 +69,17 @@ class Scope:
     def final(self, files: int, agent: str = "craftsman") -> str:
         """What stays in the status after the turn: only a hand-back (it must not pass silently)."""
         if self.state == 4:
-            return f"{agent} handed back: more than {self.planned} files; ask the foreman to plan it"
+            return (
+                f"{agent} handed back: more than {self.planned} files; ask the foreman to plan it"
+            )
         return ""
 
 
 def is_scoped(ctx: "TurnContext") -> bool:
     agent = ctx.agent
-    return agent is not None and (getattr(agent, "threshold", None) is not None or ctx.agent_name == "craftsman")
+    return agent is not None and (
+        getattr(agent, "threshold", None) is not None or ctx.agent_name == "craftsman"
+    )
 
 
 def scope_owner(ctx: "TurnContext | None") -> "TurnContext | None":
@@ -92,8 +98,9 @@ def scope_of(ctx: "TurnContext") -> Scope | None:
     scope = owner.state.get(SCOPE_KEY)
     if scope is None:
         th = getattr(owner.agent, "threshold", None) or owner.app.settings.threshold
-        scope = owner.state[SCOPE_KEY] = Scope(direct=th.direct, planned=th.planned,
-                                               direct_lines=getattr(th, "direct_lines", 50))
+        scope = owner.state[SCOPE_KEY] = Scope(
+            direct=th.direct, planned=th.planned, direct_lines=getattr(th, "direct_lines", 50)
+        )
     return scope
 
 
@@ -166,7 +173,9 @@ _TEXT_EXTENSIONS = frozenset(
     " .c .h .cc .cpp .hpp .java .kt .kts .rb .php .sql .lua .swift .cs .ex .exs .erl .hs .ml"
     " .scala .dart .r .jl .proto .graphql .xml .svg .env .lock".split()
 )
-_PATHISH = re.compile(r"(?<![\w/.:-])((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/-])")
+_PATHISH = re.compile(
+    r"(?<![\w/.:-])((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/-])"
+)
 
 
 def explicit_files(prompt: str) -> list[str]:
@@ -184,12 +193,18 @@ def explicit_files(prompt: str) -> list[str]:
 
 
 def handback_text(scope: Scope, count: int, restored: list[str], unrestored: list[str]) -> str:
-    parts = [f"[out of my domain] this work needs {count} files, more than my limit of {scope.planned}."]
+    parts = [
+        f"[out of my domain] this work needs {count} files, more than my limit of {scope.planned}."
+    ]
     if restored:
-        parts.append(f"I rolled back the {len(restored)} file(s) this turn changed: {', '.join(restored)}.")
+        parts.append(
+            f"I rolled back the {len(restored)} file(s) this turn changed: {', '.join(restored)}."
+        )
     if unrestored:
         parts.append(f"Could NOT restore: {', '.join(unrestored)} — check them by hand.")
-    parts.append("Switch to the foreman (`/agent foreman`) to plan it; then I execute the plan task by task.")
+    parts.append(
+        "Switch to the foreman (`/agent foreman`) to plan it; then I execute the plan task by task."
+    )
     return " ".join(parts)
 
 
@@ -233,7 +248,10 @@ async def abandon_own_drafts(owner: "TurnContext", scope: Scope) -> list[str]:
             if plan.status != "draft":
                 continue
             await store.update_plan_status(
-                pid, "abandoned", actor=owner.agent_name, session_id=owner.session.id,
+                pid,
+                "abandoned",
+                actor=owner.agent_name,
+                session_id=owner.session.id,
                 reason=f"{owner.agent_name} went out of scope (State 4) in the turn that drafted it",
             )
         except Exception:
@@ -296,8 +314,14 @@ def stack_of(path: str) -> str | None:
     return EXTENSION_STACKS.get(PurePosixPath(path).suffix.lower())
 
 
-async def _lines_after(owner: "TurnContext", scope: Scope, ctx: "TurnContext", params: BaseModel,
-                       targets: list[str], done: list[str]) -> int | None:
+async def _lines_after(
+    owner: "TurnContext",
+    scope: Scope,
+    ctx: "TurnContext",
+    params: BaseModel,
+    targets: list[str],
+    done: list[str],
+) -> int | None:
     """Changed lines of the turn if this call goes through (None: cannot tell beforehand).
 
     Reads the public arguments of the file tools: `write {path, content}`,
@@ -318,7 +342,11 @@ async def _lines_after(owner: "TurnContext", scope: Scope, ctx: "TurnContext", p
     elif len(targets) == 1 and {"old_text", "new_text"} <= set(fields):
         text = current[targets[0]]
         old, new = getattr(params, "old_text", ""), getattr(params, "new_text", "")
-        after = {targets[0]: text.replace(old, new, 1) if text is not None and old and old in text else text}
+        after = {
+            targets[0]: text.replace(old, new, 1)
+            if text is not None and old and old in text
+            else text
+        }
     else:
         return None
     for p in dict.fromkeys(done + targets):
@@ -339,7 +367,9 @@ class ScopeGuard:
 
     name = "craftsman_scope"
 
-    async def check(self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel) -> str | None:
+    async def check(
+        self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel
+    ) -> str | None:
         owner = scope_owner(ctx)
         if owner is None:
             return None
@@ -361,18 +391,26 @@ class ScopeGuard:
             return await enter_state4(owner, scope, count)
         if scope.plan is None:
             if count > scope.direct:
-                return _needs_plan(scope, f"this would be file {count} of the turn ({', '.join(new)})")
+                return _needs_plan(
+                    scope, f"this would be file {count} of the turn ({', '.join(new)})"
+                )
             stacks = sorted({s for s in map(stack_of, done + new) if s})
             if len(stacks) > 1:
-                return _needs_plan(scope, f"this would touch {len(stacks)} stacks ({', '.join(stacks)}); "
-                                          "work across stacks is split into tasks per stack")
+                return _needs_plan(
+                    scope,
+                    f"this would touch {len(stacks)} stacks ({', '.join(stacks)}); "
+                    "work across stacks is split into tasks per stack",
+                )
             for p in new:
                 if p not in scope.originals:
                     scope.originals[p] = await owner.host.read_text(owner.app.root / p)
             lines = await _lines_after(owner, scope, ctx, params, targets, done)
             if lines is not None and lines > scope.direct_lines:
-                return _needs_plan(scope, f"this would make {lines} changed lines in the turn, more than "
-                                          f"{scope.direct_lines}")
+                return _needs_plan(
+                    scope,
+                    f"this would make {lines} changed lines in the turn, more than "
+                    f"{scope.direct_lines}",
+                )
             return None
         for p in new:
             if p not in scope.originals:

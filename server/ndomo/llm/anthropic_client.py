@@ -7,8 +7,25 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from .capabilities import Capabilities
 from .client import Probe
-from .errors import ModelBadResponse, ModelContextExceeded, ModelError, ModelTimeout, ModelToolsUnsupported, map_error
-from .messages import Finished, Message, StreamEvent, TextDelta, ToolCall, ToolCallReady, ToolSpec, Usage, UsageEvent
+from .errors import (
+    ModelBadResponse,
+    ModelContextExceeded,
+    ModelError,
+    ModelTimeout,
+    ModelToolsUnsupported,
+    map_error,
+)
+from .messages import (
+    Finished,
+    Message,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolCallReady,
+    ToolSpec,
+    Usage,
+    UsageEvent,
+)
 
 if TYPE_CHECKING:
     from ndomo.config import ModelConfig
@@ -16,7 +33,12 @@ if TYPE_CHECKING:
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 MAX_TOKENS = 8192
 CACHE = {"type": "ephemeral"}
-STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
+STOP_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+}
 
 
 def to_anthropic(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
@@ -29,13 +51,21 @@ def to_anthropic(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
         blocks: list[dict[str, Any]] = []
         if m.role == "tool":
             role = "user"
-            blocks.append({"type": "tool_result", "tool_use_id": m.tool_call_id or "", "content": m.content or ""})
+            blocks.append(
+                {
+                    "type": "tool_result",
+                    "tool_use_id": m.tool_call_id or "",
+                    "content": m.content or "",
+                }
+            )
         else:
             role = m.role
             if m.content:
                 blocks.append({"type": "text", "text": m.content})
             for c in m.tool_calls:
-                blocks.append({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments})
+                blocks.append(
+                    {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+                )
         if not blocks:
             continue
         if out and out[-1]["role"] == role:
@@ -47,7 +77,9 @@ def to_anthropic(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
 
 def to_anthropic_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
     """Tools with a cache breakpoint on the last one: the tool list is part of the stable prefix."""
-    out = [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools]
+    out = [
+        {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools
+    ]
     if out:
         out[-1]["cache_control"] = CACHE
     return out
@@ -66,7 +98,9 @@ def _sdk() -> Any:
 
 
 class AnthropicClient:
-    def __init__(self, cfg: ModelConfig, *, probe_timeout_s: float = 5.0, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, cfg: ModelConfig, *, probe_timeout_s: float = 5.0, env: dict[str, str] | None = None
+    ) -> None:
         self.sdk = _sdk()
         self.cfg = cfg
         # The shared default points at a local OpenAI-style server; it means "unset" here.
@@ -75,7 +109,9 @@ class AnthropicClient:
         self.probe_timeout_s = min(probe_timeout_s, cfg.timeout_s)
         self.caps = Capabilities(stream_tools=True, tools=True)
         self._client = self.sdk.AsyncAnthropic(
-            base_url=self.url, api_key=cfg.resolved_api_key(env) or "missing", timeout=cfg.timeout_s,
+            base_url=self.url,
+            api_key=cfg.resolved_api_key(env) or "missing",
+            timeout=cfg.timeout_s,
             max_retries=cfg.max_retries,
         )
 
@@ -84,11 +120,19 @@ class AnthropicClient:
 
     def _map(self, exc: BaseException, model: str, route: str = "chat") -> ModelError:
         status = getattr(exc, "status_code", None)
-        retried = isinstance(exc, self.sdk.APIConnectionError) or (isinstance(status, int) and (
-            status in (408, 409, 429) or status >= 500))
-        return map_error(exc, self.sdk, url=self.url, model=model, api_key_env=self.cfg.api_key_env,
-                         timeout_s=self.cfg.timeout_s, route=route,
-                         retries=self.cfg.max_retries if route == "chat" and retried else 0)
+        retried = isinstance(exc, self.sdk.APIConnectionError) or (
+            isinstance(status, int) and (status in (408, 409, 429) or status >= 500)
+        )
+        return map_error(
+            exc,
+            self.sdk,
+            url=self.url,
+            model=model,
+            api_key_env=self.cfg.api_key_env,
+            timeout_s=self.cfg.timeout_s,
+            route=route,
+            retries=self.cfg.max_retries if route == "chat" and retried else 0,
+        )
 
     def streams(self, tools: list[ToolSpec]) -> bool:
         return True
@@ -96,11 +140,22 @@ class AnthropicClient:
     async def learn(self) -> Capabilities:
         return self.caps
 
-    async def stream(self, messages: list[Message], tools: list[ToolSpec], *, model: str | None = None,
-                     temperature: float | None = None) -> AsyncIterator[StreamEvent]:
+    async def stream(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        *,
+        model: str | None = None,
+        temperature: float | None = None,
+    ) -> AsyncIterator[StreamEvent]:
         model_name = model or self.cfg.name
         system, wire = to_anthropic(messages)
-        params: dict[str, Any] = {"model": model_name, "max_tokens": MAX_TOKENS, "messages": wire, "stream": True}
+        params: dict[str, Any] = {
+            "model": model_name,
+            "max_tokens": MAX_TOKENS,
+            "messages": wire,
+            "stream": True,
+        }
         if system:
             params["system"] = system_blocks(system)
         if tools:
@@ -129,7 +184,11 @@ class AnthropicClient:
                 if kind == "message_start":
                     usage.prompt_tokens = getattr(ev.message.usage, "input_tokens", 0) or 0
                 elif kind == "content_block_start" and ev.content_block.type == "tool_use":
-                    blocks[ev.index] = {"id": ev.content_block.id, "name": ev.content_block.name, "parts": []}
+                    blocks[ev.index] = {
+                        "id": ev.content_block.id,
+                        "name": ev.content_block.name,
+                        "parts": [],
+                    }
                 elif kind == "content_block_delta":
                     if ev.delta.type == "text_delta" and ev.delta.text:
                         yield TextDelta(text=ev.delta.text)
@@ -137,18 +196,24 @@ class AnthropicClient:
                         blocks[ev.index]["parts"].append(ev.delta.partial_json)
                 elif kind == "content_block_stop" and ev.index in blocks:
                     b = blocks.pop(ev.index)
-                    yield ToolCallReady(call=ToolCall.from_raw(b["id"], b["name"], "".join(b["parts"])))
+                    yield ToolCallReady(
+                        call=ToolCall.from_raw(b["id"], b["name"], "".join(b["parts"]))
+                    )
                 elif kind == "message_delta":
                     reason = getattr(ev.delta, "stop_reason", None) or reason
                     usage.completion_tokens = getattr(ev.usage, "output_tokens", 0) or 0
                 elif kind == "message_stop":
                     done = True
         except self.sdk.APITimeoutError as exc:
-            raise ModelTimeout(f"model endpoint {self.url} stopped sending for {self.cfg.timeout_s:g}s mid-answer; "
-                               "raise model.timeout_s", url=self.url) from exc
+            raise ModelTimeout(
+                f"model endpoint {self.url} stopped sending for {self.cfg.timeout_s:g}s mid-answer; "
+                "raise model.timeout_s",
+                url=self.url,
+            ) from exc
         except self.sdk.APIConnectionError as exc:
-            raise ModelBadResponse(f"model endpoint {self.url} cut the stream off mid-answer; try again",
-                                   url=self.url) from exc
+            raise ModelBadResponse(
+                f"model endpoint {self.url} cut the stream off mid-answer; try again", url=self.url
+            ) from exc
         except self.sdk.APIError as exc:  # an `error` event inside the stream
             mapped = self._map(exc, self.cfg.name)
             if isinstance(mapped, (ModelContextExceeded, ModelToolsUnsupported)):
@@ -156,23 +221,40 @@ class AnthropicClient:
             body = getattr(exc, "body", None)
             err = body.get("error") if isinstance(body, dict) else None
             kind = f"{err.get('type')}: " if isinstance(err, dict) and err.get("type") else ""
-            text = err.get("message") if isinstance(err, dict) else getattr(exc, "message", str(exc))
-            raise ModelBadResponse(f"model endpoint {self.url} sent an error event mid-stream ({kind}{text}); "
-                                   "try again later", url=self.url) from exc
+            text = (
+                err.get("message") if isinstance(err, dict) else getattr(exc, "message", str(exc))
+            )
+            raise ModelBadResponse(
+                f"model endpoint {self.url} sent an error event mid-stream ({kind}{text}); "
+                "try again later",
+                url=self.url,
+            ) from exc
         if not done:
-            raise ModelBadResponse(f"model endpoint {self.url} ended the stream before the answer was finished; "
-                                   "try again", url=self.url)
+            raise ModelBadResponse(
+                f"model endpoint {self.url} ended the stream before the answer was finished; "
+                "try again",
+                url=self.url,
+            )
         yield UsageEvent(usage=usage)
         yield Finished(reason=STOP_REASONS.get(reason or "", reason or "stop"))
 
     async def probe(self) -> Probe:
         try:
-            page = await self._client.with_options(timeout=self.probe_timeout_s, max_retries=0).models.list()
+            page = await self._client.with_options(
+                timeout=self.probe_timeout_s, max_retries=0
+            ).models.list()
             models = sorted(str(m.id) for m in (getattr(page, "data", None) or []))
         except Exception as exc:  # a probe reports, it never raises
-            return Probe(url=self.url, ok=False, detail=str(self._map(exc, self.cfg.name, route="models")))
+            return Probe(
+                url=self.url, ok=False, detail=str(self._map(exc, self.cfg.name, route="models"))
+            )
         listed = "available" if self.cfg.name in models else "not among them"
-        return Probe(url=self.url, ok=True, detail=f"{len(models)} models; '{self.cfg.name}' {listed}", models=models)
+        return Probe(
+            url=self.url,
+            ok=True,
+            detail=f"{len(models)} models; '{self.cfg.name}' {listed}",
+            models=models,
+        )
 
 
 __all__ = ["AnthropicClient", "to_anthropic", "to_anthropic_tools"]

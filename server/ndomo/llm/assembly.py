@@ -25,7 +25,9 @@ class ToolCallAssembler:
         self._slots: list[_Slot] = []
         self._by_index: dict[int, _Slot] = {}
 
-    def add(self, index: int | None, id: str | None, name: str | None, arguments: str | None) -> None:
+    def add(
+        self, index: int | None, id: str | None, name: str | None, arguments: str | None
+    ) -> None:
         slot = self._slot_for(index, id, name)
         if id and not slot.id:
             slot.id = id
@@ -58,7 +60,9 @@ class ToolCallAssembler:
     def finish(self) -> list[ToolCall]:
         """The assembled calls, in order; clears the assembler."""
         calls = [
-            ToolCall.from_raw(slot.id or f"call_{n}_{uuid.uuid4().hex[:8]}", slot.name, "".join(slot.parts))
+            ToolCall.from_raw(
+                slot.id or f"call_{n}_{uuid.uuid4().hex[:8]}", slot.name, "".join(slot.parts)
+            )
             for n, slot in enumerate(self._slots)
         ]
         self._slots.clear()

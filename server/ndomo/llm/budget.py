@@ -58,8 +58,12 @@ def drop_exchanges(messages: list[Message], fits: Callable[[list[Message]], bool
 
 def trim_to_chars(messages: list[Message], budget: int) -> list[Message]:
     """Whole-exchange trimming by characters of content (the session history cap)."""
+
     def size(ms: list[Message]) -> int:
-        return sum(len(m.content or "") + sum(len(c.name) + len(c.wire_arguments()) for c in m.tool_calls) for m in ms)
+        return sum(
+            len(m.content or "") + sum(len(c.name) + len(c.wire_arguments()) for c in m.tool_calls)
+            for m in ms
+        )
 
     return drop_exchanges(messages, lambda ms: size(ms) <= budget)
 
@@ -95,9 +99,16 @@ class Fitted:
     steps: list[str] = field(default_factory=list)  # what gave way, for a notice
 
 
-def fit(messages: list[Message], tools: list[ToolSpec], window: Window | None, *,
-        core_tools: list[ToolSpec] | None = None, compact_system: str | None = None) -> Fitted:
+def fit(
+    messages: list[Message],
+    tools: list[ToolSpec],
+    window: Window | None,
+    *,
+    core_tools: list[ToolSpec] | None = None,
+    compact_system: str | None = None,
+) -> Fitted:
     """The request to send: `messages` (system first) and `tools`, cut down until it fits."""
+
     def done(ms: list[Message], ts: list[ToolSpec], steps: list[str]) -> Fitted:
         size = request_size(ms, ts)
         tokens = window.estimate(ms, ts) if window else estimate_tokens(size)

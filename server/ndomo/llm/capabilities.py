@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-DEFAULT_BYTES_PER_TOKEN = 3.0  # conservative for JSON-heavy requests; calibrated by usage.prompt_tokens
+DEFAULT_BYTES_PER_TOKEN = (
+    3.0  # conservative for JSON-heavy requests; calibrated by usage.prompt_tokens
+)
 
 
 class Capabilities(BaseModel):
@@ -25,7 +27,11 @@ class Capabilities(BaseModel):
         def yn(v: bool | None) -> str:
             return "unknown" if v is None else ("yes" if v else "no")
 
-        window = f"{self.context_window} tokens ({self.context_source})" if self.context_window else "unknown"
+        window = (
+            f"{self.context_window} tokens ({self.context_source})"
+            if self.context_window
+            else "unknown"
+        )
         return f"streams tool calls: {yn(self.stream_tools)}; tools: {yn(self.tools)}; context: {window}"
 
 

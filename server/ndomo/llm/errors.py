@@ -41,7 +41,9 @@ class ModelAuthError(ModelError):
 class ModelRateLimited(ModelError):
     """429 that outlived the SDK's retries."""
 
-    def __init__(self, message: str, *, url: str | None = None, retry_after: float | None = None) -> None:
+    def __init__(
+        self, message: str, *, url: str | None = None, retry_after: float | None = None
+    ) -> None:
         super().__init__(message, url=url, status=429)
         self.retry_after = retry_after
 
@@ -71,8 +73,15 @@ class ModelRequestRejected(ModelError):
 class ModelContextExceeded(ModelRequestRejected):
     """The request is larger than the model's context window; `window` when the server said."""
 
-    def __init__(self, message: str, *, url: str | None = None, status: int | None = None,
-                 window: int | None = None, prompt_tokens: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        url: str | None = None,
+        status: int | None = None,
+        window: int | None = None,
+        prompt_tokens: int | None = None,
+    ) -> None:
         super().__init__(message, url=url, status=status)
         self.window = window
         self.prompt_tokens = prompt_tokens
@@ -88,10 +97,24 @@ class ModelContextTooSmall(ModelError):
 
 # ---- reading an SDK exception ------------------------------------------------------------
 
-_CONTEXT_WORDS = ("exceeds context", "exceed_context", "exceeds the available context", "context_length_exceeded",
-                  "maximum context length", "context window", "too many tokens", "prompt is too long")
-_TOOLS_WORDS = ("does not support tools", "does not support tool", "tools are not supported", "tool use is not supported",
-                "tool calling is not supported", "function calling is not supported")
+_CONTEXT_WORDS = (
+    "exceeds context",
+    "exceed_context",
+    "exceeds the available context",
+    "context_length_exceeded",
+    "maximum context length",
+    "context window",
+    "too many tokens",
+    "prompt is too long",
+)
+_TOOLS_WORDS = (
+    "does not support tools",
+    "does not support tool",
+    "tools are not supported",
+    "tool use is not supported",
+    "tool calling is not supported",
+    "function calling is not supported",
+)
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -113,7 +136,13 @@ def connect_failure_reason(exc: BaseException) -> str:
     if any(isinstance(e, ConnectionRefusedError) for e in chain) or "refused" in text:
         return "connection refused"
     if any(isinstance(e, socket.gaierror) for e in chain) or any(
-        s in text for s in ("name or service not known", "nodename nor servname", "getaddrinfo", "name resolution")
+        s in text
+        for s in (
+            "name or service not known",
+            "nodename nor servname",
+            "getaddrinfo",
+            "name resolution",
+        )
     ):
         return "host not found"
     if "ssl" in text or "certificate" in text:
@@ -181,8 +210,11 @@ def context_numbers(exc: Any, text: str) -> tuple[int | None, int | None]:
 
 
 def is_context_error(exc: Any, text: str) -> bool:
-    code = str(_error_dict(getattr(exc, "body", None)).get("code") or "") + " " + str(
-        _error_dict(getattr(exc, "body", None)).get("type") or "")
+    code = (
+        str(_error_dict(getattr(exc, "body", None)).get("code") or "")
+        + " "
+        + str(_error_dict(getattr(exc, "body", None)).get("type") or "")
+    )
     low = (text + " " + code).lower()
     return any(w in low for w in _CONTEXT_WORDS)
 
@@ -192,21 +224,39 @@ def is_tools_error(text: str) -> bool:
     return any(w in low for w in _TOOLS_WORDS)
 
 
-def map_error(exc: BaseException, sdk: ModuleType, *, url: str, model: str, api_key_env: str, timeout_s: float,
-              retries: int = 0, route: str = "chat") -> ModelError:
+def map_error(
+    exc: BaseException,
+    sdk: ModuleType,
+    *,
+    url: str,
+    model: str,
+    api_key_env: str,
+    timeout_s: float,
+    retries: int = 0,
+    route: str = "chat",
+) -> ModelError:
     """One clear ModelError for any SDK failure while opening a request (after the SDK's retries)."""
     if isinstance(exc, ModelError):
         return exc
     after = f" after {retries} {'retry' if retries == 1 else 'retries'}" if retries else ""
     if isinstance(exc, sdk.APITimeoutError):
         if _is_connect_phase(exc):
-            return ModelUnreachable(f"model endpoint {url} is unreachable (timed out connecting){after}; "
-                                    f"{ModelUnreachable.HINT}", url=url)
-        return ModelTimeout(f"model endpoint {url} did not answer within {timeout_s:g}s{after}; "
-                            "raise model.timeout_s or use a faster model", url=url)
+            return ModelUnreachable(
+                f"model endpoint {url} is unreachable (timed out connecting){after}; "
+                f"{ModelUnreachable.HINT}",
+                url=url,
+            )
+        return ModelTimeout(
+            f"model endpoint {url} did not answer within {timeout_s:g}s{after}; "
+            "raise model.timeout_s or use a faster model",
+            url=url,
+        )
     if isinstance(exc, sdk.APIConnectionError):
-        return ModelUnreachable(f"model endpoint {url} is unreachable ({connect_failure_reason(exc)}){after}; "
-                                f"{ModelUnreachable.HINT}", url=url)
+        return ModelUnreachable(
+            f"model endpoint {url} is unreachable ({connect_failure_reason(exc)}){after}; "
+            f"{ModelUnreachable.HINT}",
+            url=url,
+        )
     status = _status(exc)
     text = server_message(exc)
     if status is None:
@@ -214,33 +264,62 @@ def map_error(exc: BaseException, sdk: ModuleType, *, url: str, model: str, api_
     if status in (401, 403):
         return ModelAuthError(
             f"model endpoint {url} rejected the API key ({status}: {text}); set {api_key_env} or model.api_key_env",
-            url=url, status=status)
+            url=url,
+            status=status,
+        )
     if status == 429:
         wait = _retry_after(exc)
         hint = f"retry after {wait:g}s" if wait is not None else "try again later"
-        return ModelRateLimited(f"model endpoint {url} is rate limiting requests (429: {text}){after}; {hint}",
-                                url=url, retry_after=wait)
+        return ModelRateLimited(
+            f"model endpoint {url} is rate limiting requests (429: {text}){after}; {hint}",
+            url=url,
+            retry_after=wait,
+        )
     if status == 404:
         if route == "models":
-            return ModelBadResponse(f"model endpoint {url} has no /models route (404: {text}); check model.base_url",
-                                    url=url, status=404)
+            return ModelBadResponse(
+                f"model endpoint {url} has no /models route (404: {text}); check model.base_url",
+                url=url,
+                status=404,
+            )
         if "model" in text.lower():
-            return ModelBadResponse(f"model endpoint {url} does not know model '{model}' (404: {text}); "
-                                    "check model.name", url=url, status=404)
-        return ModelBadResponse(f"model endpoint {url} has no chat completions route (404: {text}); "
-                                "check model.base_url (often ends in /v1)", url=url, status=404)
+            return ModelBadResponse(
+                f"model endpoint {url} does not know model '{model}' (404: {text}); "
+                "check model.name",
+                url=url,
+                status=404,
+            )
+        return ModelBadResponse(
+            f"model endpoint {url} has no chat completions route (404: {text}); "
+            "check model.base_url (often ends in /v1)",
+            url=url,
+            status=404,
+        )
     if is_context_error(exc, text):
         window, prompt = context_numbers(exc, text)
         return ModelContextExceeded(
             f"model endpoint {url} refused a request larger than its context window ({status}: {text}); "
-            "set model.context_window or raise the server's context size", url=url, status=status,
-            window=window, prompt_tokens=prompt)
+            "set model.context_window or raise the server's context size",
+            url=url,
+            status=status,
+            window=window,
+            prompt_tokens=prompt,
+        )
     if is_tools_error(text):
         return ModelToolsUnsupported(
             f"model '{model}' at {url} does not support tool calling ({status}: {text}); "
-            "use a model with tool support (e.g. qwen2.5-coder) for autopilot", url=url, status=status)
+            "use a model with tool support (e.g. qwen2.5-coder) for autopilot",
+            url=url,
+            status=status,
+        )
     if status >= 500:
-        return ModelServerError(f"model endpoint {url} failed ({status}){after}: {text}; "
-                                "see the model server's log", url=url, status=status)
-    return ModelRequestRejected(f"model endpoint {url} rejected the request ({status}): {text}; "
-                                "see the model server's log", url=url, status=status)
+        return ModelServerError(
+            f"model endpoint {url} failed ({status}){after}: {text}; see the model server's log",
+            url=url,
+            status=status,
+        )
+    return ModelRequestRejected(
+        f"model endpoint {url} rejected the request ({status}): {text}; see the model server's log",
+        url=url,
+        status=status,
+    )

@@ -113,4 +113,6 @@ class Finished(_Model):
     reason: str
 
 
-StreamEvent = Annotated[Union[TextDelta, ToolCallReady, UsageEvent, Finished], Field(discriminator="kind")]
+StreamEvent = Annotated[
+    Union[TextDelta, ToolCallReady, UsageEvent, Finished], Field(discriminator="kind")
+]

@@ -28,7 +28,17 @@ from .errors import (
     ModelToolsUnsupported,
     map_error,
 )
-from .messages import Finished, Message, StreamEvent, TextDelta, ToolCall, ToolCallReady, ToolSpec, Usage, UsageEvent
+from .messages import (
+    Finished,
+    Message,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolCallReady,
+    ToolSpec,
+    Usage,
+    UsageEvent,
+)
 
 if TYPE_CHECKING:
     from ndomo.config import ModelConfig
@@ -37,11 +47,12 @@ NO_KEY = "not-needed"  # local servers accept any key, but the SDK insists on on
 OLLAMA_DEFAULT_CTX = 4096  # what Ollama uses when neither num_ctx nor OLLAMA_CONTEXT_LENGTH is set
 
 
-
 def _stream_problem(err: ModelError) -> bool:
     """Failures after which a streamed request with tools is worth one non-streamed try: an
     empty stream, a 5xx, or a plain 4xx refusal (not auth, rate, context, tools or a 404)."""
-    return isinstance(err, (ModelEmptyStream, ModelServerError)) or type(err) is ModelRequestRejected
+    return (
+        isinstance(err, (ModelEmptyStream, ModelServerError)) or type(err) is ModelRequestRejected
+    )
 
 
 def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
@@ -51,7 +62,11 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
         if m.role == "assistant" and m.tool_calls:
             item["content"] = m.content or None
             item["tool_calls"] = [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.wire_arguments()}}
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.wire_arguments()},
+                }
                 for c in m.tool_calls
             ]
         else:
@@ -66,7 +81,10 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
 
 def to_openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
     return [
-        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
         for t in tools
     ]
 
@@ -88,7 +106,9 @@ def _retryable(exc: BaseException) -> bool:
 
 
 class OpenAIClient:
-    def __init__(self, cfg: ModelConfig, *, probe_timeout_s: float = 5.0, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, cfg: ModelConfig, *, probe_timeout_s: float = 5.0, env: dict[str, str] | None = None
+    ) -> None:
         self.cfg = cfg
         self.url = cfg.base_url.rstrip("/")
         self.probe_timeout_s = min(probe_timeout_s, cfg.timeout_s)
@@ -105,13 +125,30 @@ class OpenAIClient:
         await self._sdk.close()
 
     def _map(self, exc: BaseException, model: str, route: str = "chat") -> ModelError:
-        return map_error(exc, openai, url=self.url, model=model, api_key_env=self.cfg.api_key_env,
-                         timeout_s=self.cfg.timeout_s, route=route,
-                         retries=self.cfg.max_retries if route == "chat" and _retryable(exc) else 0)
+        return map_error(
+            exc,
+            openai,
+            url=self.url,
+            model=model,
+            api_key_env=self.cfg.api_key_env,
+            timeout_s=self.cfg.timeout_s,
+            route=route,
+            retries=self.cfg.max_retries if route == "chat" and _retryable(exc) else 0,
+        )
 
-    def _params(self, messages: list[Message], tools: list[ToolSpec], model: str, temperature: float | None,
-                stream: bool) -> dict:
-        params: dict[str, Any] = {"model": model, "messages": to_openai_messages(messages), "stream": stream}
+    def _params(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        model: str,
+        temperature: float | None,
+        stream: bool,
+    ) -> dict:
+        params: dict[str, Any] = {
+            "model": model,
+            "messages": to_openai_messages(messages),
+            "stream": stream,
+        }
         if tools:
             params["tools"] = to_openai_tools(tools)
             params["tool_choice"] = "auto"
@@ -135,14 +172,23 @@ class OpenAIClient:
 
         # Chunks stay plain dicts: building a ChatCompletionChunk model per chunk cost
         # ~0.4 ms each (20 ms on a 50-chunk answer); `_events` reads the few fields it needs.
-        return self._sdk.post("/chat/completions", body=params, cast_to=ChatCompletion,
-                              stream=bool(params.get("stream")), stream_cls=AsyncStream[object])
+        return self._sdk.post(
+            "/chat/completions",
+            body=params,
+            cast_to=ChatCompletion,
+            stream=bool(params.get("stream")),
+            stream_cls=AsyncStream[object],
+        )
 
     async def _open(self, params: dict[str, Any]) -> Any:
         try:
             return await self._create(params)
         except openai.APIStatusError as exc:
-            if exc.status_code == 400 and "stream_options" in str(exc.message) and params.get("stream_options"):
+            if (
+                exc.status_code == 400
+                and "stream_options" in str(exc.message)
+                and params.get("stream_options")
+            ):
                 self._stream_options = False
                 params.pop("stream_options", None)
                 return await self._open(params)
@@ -169,12 +215,16 @@ class OpenAIClient:
         size = request_size(messages, tools)
         try:
             if not self.streams(tools):
-                async for event in self._whole(self._params(messages, tools, model_name, temperature, False), size):
+                async for event in self._whole(
+                    self._params(messages, tools, model_name, temperature, False), size
+                ):
                     yield event
                 return
             sent = False
             try:
-                async for event in self._streamed(self._params(messages, tools, model_name, temperature, True), size):
+                async for event in self._streamed(
+                    self._params(messages, tools, model_name, temperature, True), size
+                ):
                     sent = True
                     yield event
                 if tools and self.cfg.stream == "auto":
@@ -186,7 +236,9 @@ class OpenAIClient:
                 first = err
             # auto: the server could not stream this request with tools; once more, whole.
             try:
-                async for event in self._whole(self._params(messages, tools, model_name, temperature, False), size):
+                async for event in self._whole(
+                    self._params(messages, tools, model_name, temperature, False), size
+                ):
                     yield event
             except ModelError as err:
                 err.message = f"{err.message} (a streamed try failed first: {first.message})"
@@ -211,8 +263,11 @@ class OpenAIClient:
         reply = await self._open(params)
         choices = getattr(reply, "choices", None)
         if not choices:
-            raise ModelBadResponse(f"model endpoint {self.url} answered without a choice: {str(reply)[:200]}; "
-                                   "see the model server's log", url=self.url)
+            raise ModelBadResponse(
+                f"model endpoint {self.url} answered without a choice: {str(reply)[:200]}; "
+                "see the model server's log",
+                url=self.url,
+            )
         choice = choices[0]
         message = choice.message
         if message.content:
@@ -226,7 +281,10 @@ class OpenAIClient:
             yield ToolCallReady(call=call)
         usage = None
         if reply.usage is not None:
-            usage = Usage(prompt_tokens=reply.usage.prompt_tokens or 0, completion_tokens=reply.usage.completion_tokens or 0)
+            usage = Usage(
+                prompt_tokens=reply.usage.prompt_tokens or 0,
+                completion_tokens=reply.usage.completion_tokens or 0,
+            )
             self._calibrate(size, usage)
             yield UsageEvent(usage=usage)
         finish = choice.finish_reason or "stop"
@@ -255,17 +313,22 @@ class OpenAIClient:
             except openai.APITimeoutError as exc:
                 raise ModelTimeout(
                     f"model endpoint {self.url} stopped sending for {self.cfg.timeout_s:g}s mid-answer; "
-                    "raise model.timeout_s or use a faster model", url=self.url
+                    "raise model.timeout_s or use a faster model",
+                    url=self.url,
                 ) from exc
             except openai.APIConnectionError as exc:
-                raise ModelBadResponse(f"model endpoint {self.url} cut the stream off mid-answer; "
-                                       "see the model server's log", url=self.url) from exc
+                raise ModelBadResponse(
+                    f"model endpoint {self.url} cut the stream off mid-answer; "
+                    "see the model server's log",
+                    url=self.url,
+                ) from exc
             except openai.APIError as exc:  # an error event inside the stream
                 raise self._stream_error(exc) from exc
             except (ValueError, TypeError) as exc:  # JSONDecodeError, pydantic validation
                 raise ModelBadResponse(
                     f"model endpoint {self.url} sent a malformed stream chunk ({type(exc).__name__}: {exc}); "
-                    "see the model server's log", url=self.url
+                    "see the model server's log",
+                    url=self.url,
                 ) from exc
             chunks += 1
             try:
@@ -279,12 +342,20 @@ class OpenAIClient:
                 pieces = []
                 for choice in choices:
                     delta = choice.get("delta") or {}
-                    frags = [(f.get("index"), f.get("id"), (f.get("function") or {}).get("name"),
-                              (f.get("function") or {}).get("arguments")) for f in delta.get("tool_calls") or []]
+                    frags = [
+                        (
+                            f.get("index"),
+                            f.get("id"),
+                            (f.get("function") or {}).get("name"),
+                            (f.get("function") or {}).get("arguments"),
+                        )
+                        for f in delta.get("tool_calls") or []
+                    ]
                     pieces.append((delta.get("content"), frags, choice.get("finish_reason")))
             except (AttributeError, TypeError, ValueError) as exc:  # not the shape of a chunk
                 raise ModelBadResponse(
-                    f"model endpoint {self.url} sent a malformed stream chunk ({type(exc).__name__})", url=self.url
+                    f"model endpoint {self.url} sent a malformed stream chunk ({type(exc).__name__})",
+                    url=self.url,
                 ) from exc
             for content, frags, finish_reason in pieces:
                 if content:
@@ -305,12 +376,19 @@ class OpenAIClient:
                     raise ModelEmptyStream(
                         f"model endpoint {self.url} opened an event stream and ended it without a single chunk "
                         "(the server's log says why; llama-cpp-python does this for tool calls it cannot stream); "
-                        "set model.stream: false or auto", url=self.url)
+                        "set model.stream: false or auto",
+                        url=self.url,
+                    )
                 raise ModelBadResponse(
                     f"model endpoint {self.url} answered with content-type {ctype} instead of an event stream; "
-                    "check that model.base_url is an OpenAI-compatible API (often ends in /v1)", url=self.url)
-            raise ModelBadResponse(f"model endpoint {self.url} ended the stream before the answer was finished; "
-                                   "see the model server's log", url=self.url)
+                    "check that model.base_url is an OpenAI-compatible API (often ends in /v1)",
+                    url=self.url,
+                )
+            raise ModelBadResponse(
+                f"model endpoint {self.url} ended the stream before the answer was finished; "
+                "see the model server's log",
+                url=self.url,
+            )
         if usage is not None:
             self._calibrate(size, usage)
             yield UsageEvent(usage=usage)
@@ -321,8 +399,11 @@ class OpenAIClient:
         if isinstance(mapped, (ModelContextExceeded, ModelToolsUnsupported)):
             return mapped
         text = " ".join(str(getattr(exc, "message", "") or exc).split())[:300]
-        return ModelBadResponse(f"model endpoint {self.url} sent an error event mid-stream: {text}; "
-                                "see the model server's log", url=self.url)
+        return ModelBadResponse(
+            f"model endpoint {self.url} sent an error event mid-stream: {text}; "
+            "see the model server's log",
+            url=self.url,
+        )
 
     # ---- what the server says about itself ---------------------------------------------
 
@@ -339,6 +420,7 @@ class OpenAIClient:
         name = self.cfg.name
         headers = {"authorization": f"Bearer {self._sdk.api_key}"}
         async with httpx.AsyncClient(timeout=self.probe_timeout_s, headers=headers) as http:
+
             async def get(method: str, url: str, **kw: Any) -> Any:
                 try:
                     resp = await http.request(method, url, **kw)
@@ -348,8 +430,14 @@ class OpenAIClient:
 
             models = await get("GET", f"{self.url}/models")
             for m in (models or {}).get("data", []) if isinstance(models, dict) else []:
-                if isinstance(m, dict) and m.get("id") == name and isinstance(m.get("max_model_len"), int):
-                    facts.update(context_window=m["max_model_len"], context_source="/v1/models max_model_len")
+                if (
+                    isinstance(m, dict)
+                    and m.get("id") == name
+                    and isinstance(m.get("max_model_len"), int)
+                ):
+                    facts.update(
+                        context_window=m["max_model_len"], context_source="/v1/models max_model_len"
+                    )
             if "context_window" not in facts:
                 props = await get("GET", f"{self.root}/props")
                 if isinstance(props, dict):
@@ -365,7 +453,11 @@ class OpenAIClient:
             if "context_window" not in facts:
                 lms = await get("GET", f"{self.root}/api/v0/models")
                 for m in (lms or {}).get("data", []) if isinstance(lms, dict) else []:
-                    size = m.get("loaded_context_length") or m.get("max_context_length") if isinstance(m, dict) else None
+                    size = (
+                        m.get("loaded_context_length") or m.get("max_context_length")
+                        if isinstance(m, dict)
+                        else None
+                    )
                     if isinstance(m, dict) and m.get("id") == name and isinstance(size, int):
                         facts.update(context_window=size, context_source="LM Studio context length")
         return facts
@@ -378,14 +470,22 @@ class OpenAIClient:
             parts = line.split()
             if len(parts) == 2 and parts[0] == "num_ctx" and parts[1].isdigit():
                 num_ctx = int(parts[1])
-        trained = next((v for k, v in (show.get("model_info") or {}).items()
-                        if k.endswith(".context_length") and isinstance(v, int)), None)
+        trained = next(
+            (
+                v
+                for k, v in (show.get("model_info") or {}).items()
+                if k.endswith(".context_length") and isinstance(v, int)
+            ),
+            None,
+        )
         facts["trained_context"] = trained
         if num_ctx:
             facts.update(context_window=num_ctx, context_source="Ollama num_ctx")
         else:
             window = min(OLLAMA_DEFAULT_CTX, trained) if trained else OLLAMA_DEFAULT_CTX
-            facts.update(context_window=window, context_source="Ollama default num_ctx (no num_ctx set)")
+            facts.update(
+                context_window=window, context_source="Ollama default num_ctx (no num_ctx set)"
+            )
         caps = show.get("capabilities")
         if isinstance(caps, list):
             facts["tools"] = "tools" in caps
@@ -403,10 +503,14 @@ class OpenAIClient:
 
     async def probe(self) -> Probe:
         try:
-            page = await self._sdk.with_options(timeout=self.probe_timeout_s, max_retries=0).models.list()
+            page = await self._sdk.with_options(
+                timeout=self.probe_timeout_s, max_retries=0
+            ).models.list()
             models = sorted(str(m.id) for m in (getattr(page, "data", None) or []))
         except Exception as exc:  # a probe reports, it never raises
-            return Probe(url=self.url, ok=False, detail=str(self._map(exc, self.cfg.name, route="models")))
+            return Probe(
+                url=self.url, ok=False, detail=str(self._map(exc, self.cfg.name, route="models"))
+            )
         if self.cfg.name in models:
             detail = f"{len(models)} models; '{self.cfg.name}' available"
         else:

@@ -28,7 +28,8 @@ def agent_diagnostics(agents: AgentSet) -> dict[str, list[types.Diagnostic]]:
         by_uri[from_fs_path(str(Path(p.path)))].append(
             types.Diagnostic(
                 range=types.Range(
-                    start=types.Position(line=p.line, character=0), end=types.Position(line=p.line + 1, character=0)
+                    start=types.Position(line=p.line, character=0),
+                    end=types.Position(line=p.line + 1, character=0),
                 ),
                 message=p.message,
                 severity=SEVERITY.get(p.severity, types.DiagnosticSeverity.Error),

@@ -12,10 +12,30 @@ from ndomo.lsp.server import Feature
 
 SELECTION_ACTIONS = [
     # title, agent, mode, prompt
-    ("ndomo: Ask about this", "foreman", "discussion", "Explain the selected code and answer questions about it."),
-    ("ndomo: Research this", "foreman", "brainstorming", "Research the selected code: how it works, what uses it, risks."),
-    ("ndomo: Fix with craftsman", "craftsman", "autopilot", "Fix the problems in the selected code."),
-    ("ndomo: Plan with foreman", "foreman", "discussion", "Plan the change to the selected code as an atomic plan."),
+    (
+        "ndomo: Ask about this",
+        "foreman",
+        "discussion",
+        "Explain the selected code and answer questions about it.",
+    ),
+    (
+        "ndomo: Research this",
+        "foreman",
+        "brainstorming",
+        "Research the selected code: how it works, what uses it, risks.",
+    ),
+    (
+        "ndomo: Fix with craftsman",
+        "craftsman",
+        "autopilot",
+        "Fix the problems in the selected code.",
+    ),
+    (
+        "ndomo: Plan with foreman",
+        "foreman",
+        "discussion",
+        "Plan the change to the selected code as an atomic plan.",
+    ),
 ]
 
 
@@ -27,7 +47,9 @@ class CodeActionsFeature(Feature):
 
         @ls.feature(
             types.TEXT_DOCUMENT_CODE_ACTION,
-            types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.Refactor, types.CodeActionKind.QuickFix]),
+            types.CodeActionOptions(
+                code_action_kinds=[types.CodeActionKind.Refactor, types.CodeActionKind.QuickFix]
+            ),
         )
         def code_actions(params: types.CodeActionParams) -> list[types.CodeAction]:
             return self.selection_actions(params) + self.diagnostic_fixes(params)

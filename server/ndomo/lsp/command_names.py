@@ -7,15 +7,58 @@ them after `initialized`. tests/unit/editor/test_lazy_start.py fails when this l
 """
 
 LSP_ACTION_NAMES: tuple[str, ...] = (
-    "agent.set", "agents.list", "approvals.list", "approvals.revoke", "cancel", "commands", "health",
-    "memory.delete", "memory.list", "mode.get", "mode.set", "plan.approve", "plan.delete", "plan.list", "plan.open", "plan.progress",
-    "plan.search", "plan.show", "plan.status", "reflex.list", "reflex.run", "session.export",
-    "session.list", "session.new", "session.open", "status", "task.list", "task.next", "task.status", "toolcall.cancel", "turn", "undo",
+    "agent.set",
+    "agents.list",
+    "approvals.list",
+    "approvals.revoke",
+    "cancel",
+    "commands",
+    "health",
+    "memory.delete",
+    "memory.list",
+    "mode.get",
+    "mode.set",
+    "plan.approve",
+    "plan.delete",
+    "plan.list",
+    "plan.open",
+    "plan.progress",
+    "plan.search",
+    "plan.show",
+    "plan.status",
+    "reflex.list",
+    "reflex.run",
+    "session.export",
+    "session.list",
+    "session.new",
+    "session.open",
+    "status",
+    "task.list",
+    "task.next",
+    "task.status",
+    "toolcall.cancel",
+    "turn",
+    "undo",
 )
 
 # Commands that only read: they do not wake the plan-diagnostics refresh.
-READ_ONLY_ACTIONS: frozenset[str] = frozenset({
-    "agents.list", "approvals.list", "commands", "health", "memory.list", "mode.get", "plan.list", "plan.progress",
-    "plan.search", "plan.show", "reflex.list", "session.export", "session.list", "session.open", "status",
-    "task.list",
-})
+READ_ONLY_ACTIONS: frozenset[str] = frozenset(
+    {
+        "agents.list",
+        "approvals.list",
+        "commands",
+        "health",
+        "memory.list",
+        "mode.get",
+        "plan.list",
+        "plan.progress",
+        "plan.search",
+        "plan.show",
+        "reflex.list",
+        "session.export",
+        "session.list",
+        "session.open",
+        "status",
+        "task.list",
+    }
+)

@@ -33,7 +33,9 @@ class CommandsFeature(Feature):
 
         async def handler(*args: Any) -> Any:
             if len(args) > 1:
-                raise JsonRpcInvalidParams(message=f"{command} takes one object argument, got {len(args)}")
+                raise JsonRpcInvalidParams(
+                    message=f"{command} takes one object argument, got {len(args)}"
+                )
             app = await ls.wait_app()
             from ndomo.actions import ActionError, load_actions
 
@@ -45,7 +47,9 @@ class CommandsFeature(Feature):
             except ActionError as exc:
                 if exc.kind == "invalid":
                     raise JsonRpcInvalidParams(message=f"{command}: {exc.message}") from None
-                raise JsonRpcException(message=f"{command}: {exc.message}", code=REQUEST_FAILED) from None
+                raise JsonRpcException(
+                    message=f"{command}: {exc.message}", code=REQUEST_FAILED
+                ) from None
             finally:  # whatever the command changed (plans, tasks …) shows up at once
                 if name not in READ_ONLY_ACTIONS:
                     ls.spawn(ls.notify_listeners(ls.command_listeners, name))

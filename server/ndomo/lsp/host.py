@@ -91,7 +91,9 @@ class LspHost(BaseHost):
             self._text_turn = event.turn_id
             if self._flush_handle is None:  # nothing sent lately: this one now, merge what follows
                 self._send_text()
-                self._flush_handle = asyncio.get_running_loop().call_later(TEXT_FLUSH_S, self._window_end)
+                self._flush_handle = asyncio.get_running_loop().call_later(
+                    TEXT_FLUSH_S, self._window_end
+                )
         else:
             self.flush_text()  # text before a tool call / the end is sent before it
             self.server.protocol.notify("ndomo/turn/event", event.model_dump(mode="json"))
@@ -114,13 +116,17 @@ class LspHost(BaseHost):
         self._flush_handle = None
         if self._text:
             self._send_text()
-            self._flush_handle = asyncio.get_running_loop().call_later(TEXT_FLUSH_S, self._window_end)
+            self._flush_handle = asyncio.get_running_loop().call_later(
+                TEXT_FLUSH_S, self._window_end
+            )
 
     def _send_text(self) -> None:
         if not self._text:
             return
         text, self._text = "".join(self._text), []
-        self.server.protocol.notify("ndomo/turn/event", {"kind": "text", "turn_id": self._text_turn, "text": text})
+        self.server.protocol.notify(
+            "ndomo/turn/event", {"kind": "text", "turn_id": self._text_turn, "text": text}
+        )
 
     def _open_doc(self, path: Path):
         uri = from_fs_path(str(path))
@@ -133,7 +139,9 @@ class LspHost(BaseHost):
             return doc.source
         return await super().read_text(path)
 
-    async def _apply_edit(self, path: Path, new_text: str | None, old_text: str | None) -> EditOutcome:
+    async def _apply_edit(
+        self, path: Path, new_text: str | None, old_text: str | None
+    ) -> EditOutcome:
         uri = from_fs_path(str(path))
         doc = self._open_doc(path)
         current = doc.source if doc is not None else await super().read_text(path)
@@ -146,7 +154,9 @@ class LspHost(BaseHost):
         if new_text is None:
             if not self.supports(types.ResourceOperationKind.Delete):
                 if doc is not None:
-                    return EditOutcome(applied=False, reason="the editor cannot delete an open file")
+                    return EditOutcome(
+                        applied=False, reason="the editor cannot delete an open file"
+                    )
                 await asyncio.to_thread(write_atomic, path, None)
                 return EditOutcome(applied=True)
             changes.append(types.DeleteFile(uri=uri, kind="delete"))
@@ -155,11 +165,27 @@ class LspHost(BaseHost):
                 await asyncio.to_thread(write_atomic, path, new_text)  # nothing open to go behind
                 return EditOutcome(applied=True)
             await asyncio.to_thread(path.parent.mkdir, parents=True, exist_ok=True)
-            changes.append(types.CreateFile(uri=uri, kind="create", options=types.CreateFileOptions(overwrite=False, ignore_if_exists=True)))
+            changes.append(
+                types.CreateFile(
+                    uri=uri,
+                    kind="create",
+                    options=types.CreateFileOptions(overwrite=False, ignore_if_exists=True),
+                )
+            )
             changes.append(
                 types.TextDocumentEdit(
-                    text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=None),
-                    edits=[types.TextEdit(range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)), new_text=new_text)],
+                    text_document=types.OptionalVersionedTextDocumentIdentifier(
+                        uri=uri, version=None
+                    ),
+                    edits=[
+                        types.TextEdit(
+                            range=types.Range(
+                                start=types.Position(line=0, character=0),
+                                end=types.Position(line=0, character=0),
+                            ),
+                            new_text=new_text,
+                        )
+                    ],
                 )
             )
         else:
@@ -170,7 +196,9 @@ class LspHost(BaseHost):
             if self.supports_document_changes():
                 changes.append(
                     types.TextDocumentEdit(
-                        text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+                        text_document=types.OptionalVersionedTextDocumentIdentifier(
+                            uri=uri, version=version
+                        ),
                         edits=edits,
                     )
                 )
@@ -182,19 +210,26 @@ class LspHost(BaseHost):
         ann_id = "ndomo-review"
         edit.change_annotations = {
             ann_id: types.ChangeAnnotation(
-                label=f"ndomo: {path.name}", needs_confirmation=True, description="review the agent's edit"
+                label=f"ndomo: {path.name}",
+                needs_confirmation=True,
+                description="review the agent's edit",
             )
         }
         for change in edit.document_changes or []:
             if isinstance(change, types.TextDocumentEdit):
                 change.edits = [
-                    types.AnnotatedTextEdit(range=e.range, new_text=e.new_text, annotation_id=ann_id) for e in change.edits
+                    types.AnnotatedTextEdit(
+                        range=e.range, new_text=e.new_text, annotation_id=ann_id
+                    )
+                    for e in change.edits
                 ]
             else:
                 change.annotation_id = ann_id
         return edit
 
-    async def apply_edit(self, path: Path, new_text: str | None, old_text: str | None) -> EditOutcome:
+    async def apply_edit(
+        self, path: Path, new_text: str | None, old_text: str | None
+    ) -> EditOutcome:
         outcome = await self._apply_edit(path, new_text, old_text)
         if outcome.applied:
             self._applied[path] = new_text
@@ -210,14 +245,18 @@ class LspHost(BaseHost):
         except Exception as exc:
             return EditOutcome(applied=False, reason=f"the editor did not apply the edit: {exc}")
         if not result.applied:
-            return EditOutcome(applied=False, reason=result.failure_reason or "the editor refused the edit")
+            return EditOutcome(
+                applied=False, reason=result.failure_reason or "the editor refused the edit"
+            )
         return EditOutcome(applied=True)
 
     async def ask(self, question: str, choices: list[str] | None = None) -> str | None:
         actions = [types.MessageActionItem(title=c) for c in (choices or ["OK"])]
         try:
             picked = await self.server.window_show_message_request_async(
-                types.ShowMessageRequestParams(type=types.MessageType.Info, message=question, actions=actions)
+                types.ShowMessageRequestParams(
+                    type=types.MessageType.Info, message=question, actions=actions
+                )
             )
         except Exception:
             return None
@@ -228,10 +267,16 @@ class LspHost(BaseHost):
         actions = [types.MessageActionItem(title=c) for c in APPROVAL_CHOICES]
         try:
             picked = await self.server.window_show_message_request_async(
-                types.ShowMessageRequestParams(type=types.MessageType.Info, message=msg, actions=actions)
+                types.ShowMessageRequestParams(
+                    type=types.MessageType.Info, message=msg, actions=actions
+                )
             )
-        except Exception as exc:  # an editor error is not the user's answer: the call fails, saying why
-            raise RuntimeError(f"the editor failed to show the approval request ({type(exc).__name__}: {exc})") from exc
+        except (
+            Exception
+        ) as exc:  # an editor error is not the user's answer: the call fails, saying why
+            raise RuntimeError(
+                f"the editor failed to show the approval request ({type(exc).__name__}: {exc})"
+            ) from exc
         return APPROVAL_CHOICES.get(picked.title if picked else "", "deny")  # dismissed → deny
 
     # -- saving what the turn edited ---------------------------------------------------------
@@ -250,7 +295,10 @@ class LspHost(BaseHost):
         if self.supports_save_documents():
             try:
                 result = await asyncio.wait_for(
-                    self.server.protocol.send_request_async(SAVE_DOCUMENTS, {"uris": list(pending)}), SAVE_TIMEOUT_S
+                    self.server.protocol.send_request_async(
+                        SAVE_DOCUMENTS, {"uris": list(pending)}
+                    ),
+                    SAVE_TIMEOUT_S,
                 )
                 saved = result.get("saved", []) if isinstance(result, dict) else []
                 for uri in saved:
@@ -260,7 +308,11 @@ class LspHost(BaseHost):
         for uri, path in pending.items():
             # What our last edit produced (the buffer's copy here may lag behind its didChange).
             doc = self.server.workspace.text_documents.get(uri)
-            text = self._applied.get(path) if path in self._applied else (doc.source if doc is not None else None)
+            text = (
+                self._applied.get(path)
+                if path in self._applied
+                else (doc.source if doc is not None else None)
+            )
             if text is None:
                 continue
             on_disk = await super().read_text(path)

@@ -68,13 +68,19 @@ class LifecycleFeature(Feature):
         from ndomo.runtime.runtime import Runtime
 
         try:  # the runtime's plugins import every tool module: in a thread, not on the loop
-            app.services.setdefault("runtime", Runtime(app, await asyncio.to_thread(warmup.plugins)))
+            app.services.setdefault(
+                "runtime", Runtime(app, await asyncio.to_thread(warmup.plugins))
+            )
         except Exception:  # a broken feature module: the first command reports it
             log.exception("building the runtime's plugins failed")
         ls.app = app
         fut.set_result(app)
         if app.no_store_reason:  # said once; commands that need the store repeat why
-            ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=f"ndomo: {app.no_store_reason}"))
+            ls.window_show_message(
+                types.ShowMessageParams(
+                    type=types.MessageType.Warning, message=f"ndomo: {app.no_store_reason}"
+                )
+            )
         for feat in ls.features:
             if ls.closing:
                 break

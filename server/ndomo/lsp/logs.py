@@ -82,7 +82,9 @@ class LogMessageHandler(logging.Handler):
             return
         self._sending.active = True
         try:
-            self.server.window_log_message(types.LogMessageParams(type=message_type(levelno), message=text))
+            self.server.window_log_message(
+                types.LogMessageParams(type=message_type(levelno), message=text)
+            )
         except Exception:  # the connection is gone: nowhere left to log to
             pass
         finally:

@@ -52,6 +52,7 @@ async def append_owned(server: NdomoServer, path: Path, text: str) -> None:
     """Append to an owned file (a transcript) without losing what the buffer or disk held."""
     doc = server.workspace.text_documents.get(from_fs_path(str(path)))
     if doc is None or not await write_owned(server, path, doc.source + text):
+
         def append() -> None:
             path.parent.mkdir(parents=True, exist_ok=True)
             with path.open("a", encoding="utf-8") as fh:

@@ -47,7 +47,9 @@ SEVERITY = {
 
 
 def _line_range(line: int) -> types.Range:
-    return types.Range(start=types.Position(line=line, character=0), end=types.Position(line=line + 1, character=0))
+    return types.Range(
+        start=types.Position(line=line, character=0), end=types.Position(line=line + 1, character=0)
+    )
 
 
 def task_diagnostic(plan: PlanDetail, task: Task, line: int = 0) -> types.Diagnostic:
@@ -212,7 +214,9 @@ class PlanDiagnosticsFeature(Feature):
             if detail is None:
                 self._set(stamp.id, None, dirty)
                 continue
-            path, where, shown = await self._write_view(app, detail)  # a finished plan's view shows the end
+            path, where, shown = await self._write_view(
+                app, detail
+            )  # a finished plan's view shows the end
             if stamp.live:
                 settled = shown and now - _parse(detail.updated_at) > SETTLE
                 self._set(detail.id, self._entry(app, detail, path, where, settled), dirty)
@@ -248,9 +252,13 @@ class PlanDiagnosticsFeature(Feature):
         asyncio.get_running_loop().call_later(VIEW_RETRY_S, self.poke)
         return path, where, False
 
-    def _entry(self, app: App, detail: PlanDetail, path: Path, where: dict[int, int], settled: bool) -> _PlanEntry:
+    def _entry(
+        self, app: App, detail: PlanDetail, path: Path, where: dict[int, int], settled: bool
+    ) -> _PlanEntry:
         view_uri = from_fs_path(str(path))
-        diags: dict[str, list[types.Diagnostic]] = {view_uri: []}  # a view with no tasks: empty list
+        diags: dict[str, list[types.Diagnostic]] = {
+            view_uri: []
+        }  # a view with no tasks: empty list
         tasks: dict[int, Task] = {}
         for t in detail.tasks:
             tasks[t.id] = t
@@ -278,11 +286,15 @@ class PlanDiagnosticsFeature(Feature):
 
     def _publish(self, dirty: set[str]) -> None:
         for uri in sorted(dirty):
-            new = [d for pid in sorted(self.by_uri.get(uri, ())) for d in self.plans[pid].diags[uri]]
+            new = [
+                d for pid in sorted(self.by_uri.get(uri, ())) for d in self.plans[pid].diags[uri]
+            ]
             old = self.published.get(uri)
             if old == new or (old is None and not new):
                 continue
-            self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=new))
+            self.server.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(uri=uri, diagnostics=new)
+            )
             if new:
                 self.published[uri] = new
             else:
@@ -298,7 +310,9 @@ class PlanDiagnosticsFeature(Feature):
         status = await rt.status(state)
         key = (status.session, status.mode, status.agent, status.plan)
         first, self._status_plan, previous = self._status_plan is None, key, self._status_plan
-        if key != previous and not (first and status.plan is None):  # the start-up status went out already
+        if key != previous and not (
+            first and status.plan is None
+        ):  # the start-up status went out already
             await rt.publish_status(state)
 
     # -- the markdown view written back ---------------------------------------------------------
@@ -321,7 +335,11 @@ class PlanDiagnosticsFeature(Feature):
         if base is not None:  # merge: only boxes the user changed; others may be stale, not wishes
             before = {tid: ticked for tid, (_, ticked) in task_lines(base).items()}
             after = {tid: ticked for tid, (_, ticked) in task_lines(text).items()}
-            changes = [(tid, st) for tid, st in changes if tid not in before or after.get(tid) != before[tid]]
+            changes = [
+                (tid, st)
+                for tid, st in changes
+                if tid not in before or after.get(tid) != before[tid]
+            ]
         for tid, status in changes:
             try:
                 await store.update_task_status(tid, status, agent="user")
@@ -329,7 +347,9 @@ class PlanDiagnosticsFeature(Feature):
                 problems.append(exc.message)
         if problems:
             self.server.window_show_message(
-                types.ShowMessageParams(type=types.MessageType.Warning, message="ndomo: " + "; ".join(problems))
+                types.ShowMessageParams(
+                    type=types.MessageType.Warning, message="ndomo: " + "; ".join(problems)
+                )
             )
         self.poke()
 
@@ -348,8 +368,16 @@ class PlanDiagnosticsFeature(Feature):
             # Several tasks can mark one line: each title names its task, so the menu tells them apart.
             which = f"task {ord_} ({_short(desc)})"
             for title, command, args in (
-                (f"Run {which} with craftsman", "ndomo.turn",
-                 {"prompt": prompt, "agent": "craftsman", "mode": "autopilot", "task_id": str(tid)}),
+                (
+                    f"Run {which} with craftsman",
+                    "ndomo.turn",
+                    {
+                        "prompt": prompt,
+                        "agent": "craftsman",
+                        "mode": "autopilot",
+                        "task_id": str(tid),
+                    },
+                ),
                 (f"Mark {which} done", "ndomo.task.status", {"id": tid, "status": "done"}),
                 (f"Open plan {slug}", "ndomo.plan.open", {"plan": slug}),
             ):

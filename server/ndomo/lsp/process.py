@@ -126,8 +126,13 @@ class Life:
         stop = threading.Event()
         self.server._stop_event = stop
         try:
-            await run_async(stop_event=stop, reader=reader, protocol=self.server.protocol,
-                            logger=log, error_handler=self.server.report_server_error)
+            await run_async(
+                stop_event=stop,
+                reader=reader,
+                protocol=self.server.protocol,
+                logger=log,
+                error_handler=self.server.report_server_error,
+            )
             log.debug("stdin closed")  # the editor went away without `exit`
             self.exit_code = self.exit_code or (0 if self.server.protocol._shutdown else 1)
         except asyncio.CancelledError:

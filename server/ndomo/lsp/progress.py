@@ -49,7 +49,11 @@ class TurnProgressFeature(Feature):
             entry = self.by_token.get(str(params.token))
             if entry is None or ls.app is None:
                 return
-            log.info("progress %s cancelled by the client: cancelling session %s", entry.token, entry.session)
+            log.info(
+                "progress %s cancelled by the client: cancelling session %s",
+                entry.token,
+                entry.session,
+            )
             from ndomo.runtime.runtime import Runtime
 
             Runtime.of(ls.app).cancel(entry.session)
@@ -89,7 +93,12 @@ class TurnProgressFeature(Feature):
         if event.kind == "turn_finished" and top and starting is not None:
             host.progress_starting = None  # type: ignore[attr-defined]
             await starting
-        if event.kind == "turn_finished" and top and ctx.app.settings.open_transcript and self.supports_show_document():
+        if (
+            event.kind == "turn_finished"
+            and top
+            and ctx.app.settings.open_transcript
+            and self.supports_show_document()
+        ):
             try:  # before the turn's result goes back, so the editor shows the export with it
                 await asyncio.wait_for(self._show_export(ctx, host), 10)
             except Exception:
@@ -101,15 +110,24 @@ class TurnProgressFeature(Feature):
         if event.kind == "tool_started":
             who = "" if top else f"{ctx.agent_name}: "
             message, percent = await self._message(ctx, f"{who}{event.name}")  # type: ignore[attr-defined]
-            wdp.report(entry.token, types.WorkDoneProgressReport(message=message, percentage=percent, cancellable=True))
+            wdp.report(
+                entry.token,
+                types.WorkDoneProgressReport(message=message, percentage=percent, cancellable=True),
+            )
         elif event.kind in ("tool_finished", "plan_changed") and top:
             message, percent = await self._message(ctx, "thinking")
-            wdp.report(entry.token, types.WorkDoneProgressReport(message=message, percentage=percent, cancellable=True))
+            wdp.report(
+                entry.token,
+                types.WorkDoneProgressReport(message=message, percentage=percent, cancellable=True),
+            )
         elif event.kind == "turn_finished" and top:
             host.progress = None
             self.by_token.pop(entry.token, None)
             err = getattr(event, "error", None)
-            wdp.end(entry.token, types.WorkDoneProgressEnd(message=f"{event.status}" + (f": {err}" if err else "")))  # type: ignore[attr-defined]
+            wdp.end(
+                entry.token,
+                types.WorkDoneProgressEnd(message=f"{event.status}" + (f": {err}" if err else "")),
+            )  # type: ignore[attr-defined]
 
     async def _show_export(self, ctx: TurnContext, host: LspHost) -> None:
         """`open_transcript`: the session's markdown export, refreshed and shown after each turn."""
@@ -132,7 +150,10 @@ class TurnProgressFeature(Feature):
         self.by_token[token] = entry
         message, percent = await self._message(ctx, ctx.request.prompt.splitlines()[0][:80])
         self.server.work_done_progress.begin(
-            token, types.WorkDoneProgressBegin(title=entry.title, message=message, percentage=percent, cancellable=True)
+            token,
+            types.WorkDoneProgressBegin(
+                title=entry.title, message=message, percentage=percent, cancellable=True
+            ),
         )
 
     async def _message(self, ctx: TurnContext, what: str) -> tuple[str, int | None]:

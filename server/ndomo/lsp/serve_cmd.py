@@ -12,17 +12,25 @@ from ndomo.cli import subcommand
 def _setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (default)")
     p.add_argument("--tcp", action="store_true", help="serve on TCP instead of stdio")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on with --tcp (default: %(default)s)")
-    p.add_argument("--port", type=int, default=2087, help="port to listen on with --tcp (default: %(default)s)")
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on with --tcp (default: %(default)s)"
+    )
+    p.add_argument(
+        "--port", type=int, default=2087, help="port to listen on with --tcp (default: %(default)s)"
+    )
     p.add_argument("--log-file", default=None, help="also write logs to this file")
-    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
-                   help="least severe log level sent to the editor's log (stderr gets warnings and errors)")
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="least severe log level sent to the editor's log (stderr gets warnings and errors)",
+    )
 
 
 TTY_NOTE = (
     "ndomo serve is the language server: it speaks LSP on stdin/stdout and waits for an editor to start it. "
     "Set up your editor as docs/editors.md says (VS Code: editors/vscode, Neovim: editors/nvim); "
-    "for one turn in a terminal use `ndomo run \"...\"`. Ctrl-C quits."
+    'for one turn in a terminal use `ndomo run "..."`. Ctrl-C quits.'
 )
 
 

@@ -28,7 +28,10 @@ class NdomoServer(LanguageServer):
         from ndomo.lsp.process import Life, NdomoProtocol
 
         super().__init__(
-            "ndomo", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full, protocol_cls=NdomoProtocol
+            "ndomo",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Full,
+            protocol_cls=NdomoProtocol,
         )
         self.life = Life(self)  # stdio loop, wind-down, the editor's process
         self.log_handler = None  # lsp.logs.LogMessageHandler, installed by `ndomo serve`
@@ -98,7 +101,9 @@ class NdomoServer(LanguageServer):
                 log.exception("listener %r failed", fn)
 
     def notify_error(self, message: str) -> None:
-        self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=message))
+        self.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Error, message=message)
+        )
 
 
 class Feature:
@@ -128,8 +133,15 @@ def _feature_classes() -> list[type[Feature]]:
     from ndomo.lsp.status import StatusFeature
 
     return [
-        LifecycleFeature, ConfigReportFeature, CommandsFeature, CodeActionsFeature, StatusFeature,
-        DocumentsFeature, TurnProgressFeature, PlanDiagnosticsFeature, AgentDiagnosticsFeature,
+        LifecycleFeature,
+        ConfigReportFeature,
+        CommandsFeature,
+        CodeActionsFeature,
+        StatusFeature,
+        DocumentsFeature,
+        TurnProgressFeature,
+        PlanDiagnosticsFeature,
+        AgentDiagnosticsFeature,
     ]
 
 

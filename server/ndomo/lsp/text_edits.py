@@ -38,15 +38,19 @@ def _position(lines: list[str], index: int, encoding: str) -> types.Position:
     return types.Position(line=len(lines) - 1, character=_units(last, encoding))
 
 
-def text_edits(old: str, new: str, encoding: str = types.PositionEncodingKind.Utf16) -> list[types.TextEdit]:
+def text_edits(
+    old: str, new: str, encoding: str = types.PositionEncodingKind.Utf16
+) -> list[types.TextEdit]:
     """Edits that turn `old` into `new`, one per changed run of lines, in document order."""
     a, b = split_lines(old), split_lines(new)
     edits = []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if op == "equal":
             continue
-        edits.append(types.TextEdit(
-            range=types.Range(start=_position(a, i1, encoding), end=_position(a, i2, encoding)),
-            new_text="".join(b[j1:j2]),
-        ))
+        edits.append(
+            types.TextEdit(
+                range=types.Range(start=_position(a, i1, encoding), end=_position(a, i2, encoding)),
+                new_text="".join(b[j1:j2]),
+            )
+        )
     return edits

@@ -17,7 +17,13 @@ import pkgutil
 
 log = logging.getLogger("ndomo.lsp")
 
-CORE = ("ndomo.app", "ndomo.runtime.runtime", "ndomo.runtime.actions", "ndomo.lsp.host", "ndomo.plans.store")
+CORE = (
+    "ndomo.app",
+    "ndomo.runtime.runtime",
+    "ndomo.runtime.actions",
+    "ndomo.lsp.host",
+    "ndomo.plans.store",
+)
 # Third-party modules some tool or the model client imports lazily on first use.
 THIRD_PARTY = ("openai", "httpx", "bashlex", "bs4", "tree_sitter")
 SKIP = ("ndomo.__main__",)

@@ -52,8 +52,12 @@ class PlanRef(_P):
 
 
 class PlanSearchParams(_P):
-    query: str | None = Field(default=None, description="words to find in titles, overviews and tasks (full-text)")
-    file_path: str | None = Field(default=None, description="only plans that touch this file (workspace-relative)")
+    query: str | None = Field(
+        default=None, description="words to find in titles, overviews and tasks (full-text)"
+    )
+    file_path: str | None = Field(
+        default=None, description="only plans that touch this file (workspace-relative)"
+    )
     include_archived: StrictBool = Field(default=False, description=ARCHIVED)
     limit: int = Field(default=50, ge=1, le=1000, description=LIMIT)
 
@@ -64,8 +68,12 @@ class PlanApproveParams(PlanRef):
 
 class PlanStatusParams(PlanRef):
     status: PlanStatus = Field(description="the status to move the plan to")
-    dry_run: StrictBool = Field(default=False, description="say whether the move is allowed, change nothing")
-    force: StrictBool = Field(default=False, description="skip the status machine's checks (needs --reason)")
+    dry_run: StrictBool = Field(
+        default=False, description="say whether the move is allowed, change nothing"
+    )
+    force: StrictBool = Field(
+        default=False, description="skip the status machine's checks (needs --reason)"
+    )
     reason: str | None = Field(default=None, description="why, kept in the plan's audit trail")
     session_id: str | None = Field(default=None, description=SESSION_ID)
     actor: str = Field(default="user", description="who made the change, for the audit trail")
@@ -81,7 +89,9 @@ class TaskListParams(_P):
 
 
 class TaskNextParams(_P):
-    agent: str = Field(min_length=1, description="the agent the task is for (e.g. craftsman, python-smith)")
+    agent: str = Field(
+        min_length=1, description="the agent the task is for (e.g. craftsman, python-smith)"
+    )
     plan: str | None = Field(default=None, description="only from this plan (uuid or slug)")
     session_id: str | None = Field(default=None, description="session claiming the task")
     peek: StrictBool = Field(default=False, description="show the next task without claiming it")
@@ -139,8 +149,13 @@ async def plan_approve(app: "App", p: PlanApproveParams) -> StatusChange:
 async def plan_status(app: "App", p: PlanStatusParams) -> StatusChange:
     async with _store(app) as s:
         return await s.update_plan_status(
-            p.id, p.status, actor=p.actor, session_id=p.session_id,
-            dry_run=p.dry_run, force=p.force, reason=p.reason,
+            p.id,
+            p.status,
+            actor=p.actor,
+            session_id=p.session_id,
+            dry_run=p.dry_run,
+            force=p.force,
+            reason=p.reason,
         )
 
 
@@ -185,8 +200,12 @@ async def session_list(app: "App", p: SessionListParams) -> list[Session]:
 
 
 class MemoryListParams(_P):
-    category: MemoryCategory | None = Field(default=None, description="fact, decision or preference")
-    query: str | None = Field(default=None, description="Only notes with these words (best match first).")
+    category: MemoryCategory | None = Field(
+        default=None, description="fact, decision or preference"
+    )
+    query: str | None = Field(
+        default=None, description="Only notes with these words (best match first)."
+    )
     limit: int = Field(default=100, ge=1, le=1000, description="At most this many notes.")
 
 
@@ -200,8 +219,12 @@ def _render_memories(rows: list) -> str:
     return "\n".join(f"#{m['id']} [{m['category']}] {' '.join(m['content'].split())}" for m in rows)
 
 
-@action("memory.list", MemoryListParams, summary="List the notes agents remembered (newest first)",
-        render=_render_memories)
+@action(
+    "memory.list",
+    MemoryListParams,
+    summary="List the notes agents remembered (newest first)",
+    render=_render_memories,
+)
 async def memory_list(app: "App", p: MemoryListParams) -> list[Memory]:
     async with _store(app) as s:
         if p.query:

@@ -37,14 +37,23 @@ class ApprovalOps(StoreBase):
                 (scope, session_id or "", permission, pattern),
             )
             if existing:
-                await self._exec("UPDATE approvals SET action = ?, created_at = ? WHERE id = ?",
-                                 (action, now(), existing[0]))
+                await self._exec(
+                    "UPDATE approvals SET action = ?, created_at = ? WHERE id = ?",
+                    (action, now(), existing[0]),
+                )
                 aid = existing[0]
             else:
                 aid = await self._insert(
                     "INSERT INTO approvals(scope, session_id, permission, pattern, action, created_at)"
                     " VALUES (?, ?, ?, ?, ?, ?)",
-                    (scope, session_id if scope == "session" else None, permission, pattern, action, now()),
+                    (
+                        scope,
+                        session_id if scope == "session" else None,
+                        permission,
+                        pattern,
+                        action,
+                        now(),
+                    ),
                 )
             row = await self._one("SELECT * FROM approvals WHERE id = ?", (aid,))
         return Approval.model_validate(dict(row))
@@ -62,7 +71,9 @@ class ApprovalOps(StoreBase):
             if await self._exec("DELETE FROM approvals WHERE id = ?", (approval_id,)) != 1:
                 raise NotFound(f"no approval with id {approval_id}", field="id")
 
-    async def find_approval(self, permission: str, subject: str, session_id: str | None = None) -> str | None:
+    async def find_approval(
+        self, permission: str, subject: str, session_id: str | None = None
+    ) -> str | None:
         """'deny', 'allow' or None; patterns are fnmatch globs over the subject."""
         rows = await self._all(
             "SELECT pattern, action FROM approvals WHERE permission = ?"

@@ -20,11 +20,15 @@ def render(plan: PlanDetail) -> str:
         f"- id: `{plan.id}`",
         f"- slug: `{plan.slug}`",
         f"- status: **{plan.status}**",
-        f"- priority: {plan.priority}" + (f", complexity {plan.complexity}/5" if plan.complexity else ""),
+        f"- priority: {plan.priority}"
+        + (f", complexity {plan.complexity}/5" if plan.complexity else ""),
     ]
     if plan.category:
         lines.append(f"- category: {plan.category}")
-    lines.append(f"- created: {plan.created_at}" + (f" by {plan.created_by_agent}" if plan.created_by_agent else ""))
+    lines.append(
+        f"- created: {plan.created_at}"
+        + (f" by {plan.created_by_agent}" if plan.created_by_agent else "")
+    )
     if plan.executed_by_agent or plan.executed_by_session:
         lines.append(
             f"- executed by: {plan.executed_by_agent or '?'}"
@@ -52,19 +56,25 @@ def render(plan: PlanDetail) -> str:
             lines.append("  - error:")
             lines += ["    " + ln for ln in t.error.strip().splitlines()]
     lines += ["", "## Files", ""]
-    lines += [f"- `{f.file_path}`" + (f" ({f.role})" if f.role else "") for f in plan.files] or ["_(none)_"]
+    lines += [f"- `{f.file_path}`" + (f" ({f.role})" if f.role else "") for f in plan.files] or [
+        "_(none)_"
+    ]
     lines += ["", "## Tags", "", ", ".join(plan.tags) if plan.tags else "_(none)_", ""]
     lines += ["## Audit trail", ""]
     for a in plan.audit:
         forced = " **forced**" if a.forced else ""
         reason = f" — {a.reason}" if a.reason else ""
-        lines.append(f"- {a.at} {a.actor or '?'}: {a.from_status or '∅'} → {a.to_status}{forced}{reason}")
+        lines.append(
+            f"- {a.at} {a.actor or '?'}: {a.from_status or '∅'} → {a.to_status}{forced}{reason}"
+        )
     if not plan.audit:
         lines.append("_(none)_")
     lines += ["", "## Original plan data", "", "```json"]
     if plan.original_plan_data:
         try:
-            lines.append(json.dumps(json.loads(plan.original_plan_data), indent=2, ensure_ascii=False))
+            lines.append(
+                json.dumps(json.loads(plan.original_plan_data), indent=2, ensure_ascii=False)
+            )
         except ValueError:
             lines.append(plan.original_plan_data)
     else:

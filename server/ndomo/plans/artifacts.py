@@ -24,7 +24,9 @@ def _write(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
-async def spill(workspace: Path, task_id: int, text: str, limit: int = RESULT_LIMIT) -> tuple[str, str]:
+async def spill(
+    workspace: Path, task_id: int, text: str, limit: int = RESULT_LIMIT
+) -> tuple[str, str]:
     """Write the full text; return (stored text, workspace-relative artifact path)."""
     rel = ARTIFACT_DIR / f"{task_id}.txt"
     await asyncio.to_thread(_write, workspace / rel, text)

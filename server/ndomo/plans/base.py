@@ -56,9 +56,14 @@ def validate(model: type[BaseModel], data: Any, where: str = "") -> Any:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        parts = [f"{where}{'.'.join(str(x) for x in e['loc']) or '(value)'}: {e['msg']}" for e in exc.errors()]
+        parts = [
+            f"{where}{'.'.join(str(x) for x in e['loc']) or '(value)'}: {e['msg']}"
+            for e in exc.errors()
+        ]
         first = exc.errors()[0]["loc"] if exc.errors() else ()
-        raise Invalid("invalid " + "; ".join(parts), field=".".join(str(x) for x in first) or None) from None
+        raise Invalid(
+            "invalid " + "; ".join(parts), field=".".join(str(x) for x in first) or None
+        ) from None
 
 
 @contextmanager
@@ -196,7 +201,9 @@ class StoreBase:
         async with self._locked():
             fast = self._hop()
             if fast is None:  # another aiosqlite: the public, slower path
-                return [list(await self._conn.execute_fetchall(sql, tuple(p))) for sql, p in queries]
+                return [
+                    list(await self._conn.execute_fetchall(sql, tuple(p))) for sql, p in queries
+                ]
             hop, raw = fast
             return await hop(run, raw)
 

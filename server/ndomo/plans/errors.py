@@ -31,7 +31,9 @@ class Refused(StoreError):
 
     kind = "failed"
 
-    def __init__(self, message: str, *, field: str | None = None, blockers: list[str] | None = None):
+    def __init__(
+        self, message: str, *, field: str | None = None, blockers: list[str] | None = None
+    ):
         super().__init__(message, field=field)
         self.blockers = list(blockers or [])
 

@@ -18,7 +18,10 @@ class MemoryOps(StoreBase):
     async def remember(self, session_id: str | None, category: str, content: str) -> Memory:
         """Store a memory; a near-duplicate of the same category is updated instead (merged=True)."""
         if category not in CATEGORIES:
-            raise Invalid(f"category must be one of {', '.join(CATEGORIES)}, got {category!r}", field="category")
+            raise Invalid(
+                f"category must be one of {', '.join(CATEGORIES)}, got {category!r}",
+                field="category",
+            )
         content = (content or "").strip()
         if not content:
             raise Invalid("memory content must not be empty", field="content")
@@ -26,7 +29,9 @@ class MemoryOps(StoreBase):
         async with self._tx():
             if session_id:
                 await self._ensure_session_row(session_id)  # type: ignore[attr-defined]
-            rows = await self._all("SELECT id, content FROM memories WHERE category = ?", (category,))
+            rows = await self._all(
+                "SELECT id, content FROM memories WHERE category = ?", (category,)
+            )
             match = None
             for r in rows:
                 other = normalise(r["content"])

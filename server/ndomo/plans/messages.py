@@ -69,19 +69,32 @@ class MessageOps(StoreBase):
     ) -> int:
         """Append one message to the session's conversation; returns its id."""
         if role not in ROLES:
-            raise Invalid(f"message role must be one of {', '.join(ROLES)}, got {role!r}", field="role")
+            raise Invalid(
+                f"message role must be one of {', '.join(ROLES)}, got {role!r}", field="role"
+            )
         async with self._tx():
             await self._ensure_session_row(session_id)  # type: ignore[attr-defined]
             ts = now()
             mid = await self._insert(
                 "INSERT INTO session_messages(session_id, turn_id, role, content, tool_calls, tool_call_id, name,"
                 " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (session_id, turn_id, role, content, dumps(tool_calls or []), tool_call_id, name, ts),
+                (
+                    session_id,
+                    turn_id,
+                    role,
+                    content,
+                    dumps(tool_calls or []),
+                    tool_call_id,
+                    name,
+                    ts,
+                ),
             )
             await self._exec("UPDATE sessions SET used_at = ? WHERE id = ?", (ts, session_id))
             return mid
 
-    async def session_messages(self, session_id: str, *, top_level: bool = True) -> list[StoredMessage]:
+    async def session_messages(
+        self, session_id: str, *, top_level: bool = True
+    ) -> list[StoredMessage]:
         """The conversation in order. `top_level`: without the messages of delegated
         sub-agent turns (they are stored, but are not the session's conversation)."""
         if top_level:
@@ -107,7 +120,9 @@ class MessageOps(StoreBase):
         owner = owner or process_owner()
         async with self._tx():
             await self._ensure_session_row(session_id)  # type: ignore[attr-defined]
-            row = await self._one("SELECT owner FROM session_claims WHERE session_id = ?", (session_id,))
+            row = await self._one(
+                "SELECT owner FROM session_claims WHERE session_id = ?", (session_id,)
+            )
             if row is not None:
                 holder = row["owner"]
                 if not owner_is_gone(holder, host=hostname(), alive=alive):
@@ -128,5 +143,7 @@ class MessageOps(StoreBase):
         return n > 0
 
     async def session_claim(self, session_id: str) -> str | None:
-        row = await self._one("SELECT owner FROM session_claims WHERE session_id = ?", (session_id,))
+        row = await self._one(
+            "SELECT owner FROM session_claims WHERE session_id = ?", (session_id,)
+        )
         return row["owner"] if row else None

@@ -264,7 +264,9 @@ async def _v11_turn_owner(conn: aiosqlite.Connection) -> None:
     # "<hostname>:<pid>" of the process running the turn: start-up recovery marks a
     # running turn interrupted only when that process is gone (several servers share a DB).
     await add_column_if_missing(conn, "turns", "owner", "TEXT")
-    await conn.execute("CREATE INDEX IF NOT EXISTS idx_turns_running ON turns(status) WHERE status = 'running'")
+    await conn.execute(
+        "CREATE INDEX IF NOT EXISTS idx_turns_running ON turns(status) WHERE status = 'running'"
+    )
 
 
 # One FTS document per plan (its text and all its task descriptions), keyed by a stable
@@ -280,8 +282,10 @@ INSERT INTO plan_search(rowid, title, overview, approach, tasks)
 
 
 def _redo_doc(plan: str) -> str:
-    return (f"DELETE FROM plan_search WHERE rowid = (SELECT search_key FROM plans WHERE id = {plan});"
-            + _PLAN_DOC.format(where=f"p.id = {plan}"))
+    return (
+        f"DELETE FROM plan_search WHERE rowid = (SELECT search_key FROM plans WHERE id = {plan});"
+        + _PLAN_DOC.format(where=f"p.id = {plan}")
+    )
 
 
 V12_SEARCH = f"""
@@ -424,7 +428,11 @@ MIGRATIONS: list[Migration] = [
     Migration(12, "plan_search fts (one doc per plan), claim and recency indexes", _v12_search),
     Migration(13, "session_messages, session_claims, sessions.used_at", _v13_messages),
     Migration(14, "model_caps: what an endpoint + model can do", V14_MODEL_CAPS),
-    Migration(15, "indexes for every listed order; writes move plans.updated_at; plan_deletions", V15_INDEXES),
+    Migration(
+        15,
+        "indexes for every listed order; writes move plans.updated_at; plan_deletions",
+        V15_INDEXES,
+    ),
 ]
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -23,7 +23,9 @@ CREATE TABLE IF NOT EXISTS model_caps (
 class ModelCapsOps(StoreBase):
     async def model_caps(self, endpoint: str, model: str) -> dict[str, Any] | None:
         """The remembered capabilities (stream_tools, tools, context_window …) or None."""
-        row = await self._one("SELECT caps FROM model_caps WHERE endpoint = ? AND model = ?", (endpoint, model))
+        row = await self._one(
+            "SELECT caps FROM model_caps WHERE endpoint = ? AND model = ?", (endpoint, model)
+        )
         if row is None:
             return None
         try:

@@ -106,13 +106,26 @@ class PlanOps(StoreBase):
                 " original_plan_data, created_by_agent)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'draft', ?, ?, ?, ?, ?)",
                 (
-                    pid, slug, data.title, data.overview, data.approach, data.priority,
-                    data.complexity, data.category, dumps(data.metadata), ts, ts,
-                    data.session_id, snapshot, data.created_by_agent,
+                    pid,
+                    slug,
+                    data.title,
+                    data.overview,
+                    data.approach,
+                    data.priority,
+                    data.complexity,
+                    data.category,
+                    dumps(data.metadata),
+                    ts,
+                    ts,
+                    data.session_id,
+                    snapshot,
+                    data.created_by_agent,
                 ),
             )
             for tag in dict.fromkeys(t for t in (s.strip() for s in data.tags) if t):
-                await self._exec("INSERT OR IGNORE INTO plan_tags(plan_id, tag) VALUES (?, ?)", (pid, tag))
+                await self._exec(
+                    "INSERT OR IGNORE INTO plan_tags(plan_id, tag) VALUES (?, ?)", (pid, tag)
+                )
             for path in dict.fromkeys(f for f in (s.strip() for s in data.files) if f):
                 await self._exec(
                     "INSERT OR IGNORE INTO plan_files(plan_id, file_path, role) VALUES (?, ?, 'input')",
@@ -122,18 +135,22 @@ class PlanOps(StoreBase):
 
     async def get_plan(self, id_or_slug: str) -> PlanDetail:
         key = _plan_id_arg(id_or_slug)
-        rows, task_rows, files, tags, audit = await self._reads(*((sql, (key,)) for sql in GET_PLAN_SQL))
+        rows, task_rows, files, tags, audit = await self._reads(
+            *((sql, (key,)) for sql in GET_PLAN_SQL)
+        )
         if not rows:
             raise NotFound(f"no plan with id or slug {key!r}", field="id")
         # Plain dicts validated in one call: no intermediate Plan/Task models to dump again.
-        return PlanDetail.model_validate({
-            **plan_dict(rows[0]),
-            "tasks": [task_dict(r) for r in task_rows],
-            "files": [row_dict(r) for r in files],
-            "tags": [r["tag"] for r in tags],
-            "progress": _counts(r["status"] for r in task_rows),
-            "audit": [row_dict(r) for r in audit],
-        })
+        return PlanDetail.model_validate(
+            {
+                **plan_dict(rows[0]),
+                "tasks": [task_dict(r) for r in task_rows],
+                "files": [row_dict(r) for r in files],
+                "tags": [r["tag"] for r in tags],
+                "progress": _counts(r["status"] for r in task_rows),
+                "audit": [row_dict(r) for r in audit],
+            }
+        )
 
     async def list_plans(
         self, status: str | None = None, *, include_archived: bool = False, limit: int = 50
@@ -196,7 +213,9 @@ class PlanOps(StoreBase):
         self, id_or_slug: str, *, actor: str = "user", session_id: str | None = None
     ) -> StatusChange:
         """Legacy entry point: draft → approved only."""
-        return await self.update_plan_status(id_or_slug, "approved", actor=actor, session_id=session_id)
+        return await self.update_plan_status(
+            id_or_slug, "approved", actor=actor, session_id=session_id
+        )
 
     async def update_plan_status(
         self,
@@ -212,10 +231,17 @@ class PlanOps(StoreBase):
         _check_status(status)
         if force and not (reason and reason.strip()):
             raise Invalid("force needs a reason", field="reason")
-        change = await self._write(lambda: change_status(
-            id_or_slug, status, actor=actor, session_id=session_id,
-            force=force, reason=reason, dry_run=dry_run,
-        ))
+        change = await self._write(
+            lambda: change_status(
+                id_or_slug,
+                status,
+                actor=actor,
+                session_id=session_id,
+                force=force,
+                reason=reason,
+                dry_run=dry_run,
+            )
+        )
         if change.applied and status in TERMINAL_PLAN_STATUSES:
             path, err = await self._archive_quietly(change.plan_id)
             change.archive_path = path
@@ -224,14 +250,22 @@ class PlanOps(StoreBase):
         return change
 
     async def _audit(
-        self, pid: str, actor: str | None, from_status: str | None, to_status: str,
-        forced: bool, reason: str | None, ts: str | None = None,
+        self,
+        pid: str,
+        actor: str | None,
+        from_status: str | None,
+        to_status: str,
+        forced: bool,
+        reason: str | None,
+        ts: str | None = None,
     ) -> None:
         await self._run(audit_row(pid, actor, from_status, to_status, forced, reason, ts))
 
     # ------------------------------------------------------------ delete
 
-    async def delete_plan(self, id_or_slug: str, confirm: object = False, *, actor: str = "user") -> PlanDeleted:
+    async def delete_plan(
+        self, id_or_slug: str, confirm: object = False, *, actor: str = "user"
+    ) -> PlanDeleted:
         """Refuses without confirm=True (a real bool), for drafts, and while tasks are active."""
         if confirm is not True:
             raise Refused("plan.delete requires confirm: true (the boolean)", field="confirm")
@@ -244,13 +278,15 @@ class PlanOps(StoreBase):
                 )
             active = await self._all(
                 "SELECT ord, status FROM plan_tasks WHERE plan_id = ? AND status IN ('pending','running')"
-                " ORDER BY ord", (pid,),
+                " ORDER BY ord",
+                (pid,),
             )
             if active:
                 listing = ", ".join(f"{r['ord']} ({r['status']})" for r in active)
                 raise Refused(
                     f"plan {slug} has active tasks — resolve them first: {listing}",
-                    field="id", blockers=[f"task {r['ord']} is {r['status']}" for r in active],
+                    field="id",
+                    blockers=[f"task {r['ord']} is {r['status']}" for r in active],
                 )
             n = await self._one("SELECT count(*) FROM plan_tasks WHERE plan_id = ?", (pid,))
             await self._exec("DELETE FROM plans WHERE id = ?", (pid,))
@@ -266,7 +302,9 @@ class PlanOps(StoreBase):
             raise Refused(f"plan {plan.slug} is {plan.status}; only finished plans are archived")
         keep = self.workspace / plan.archive_path if plan.archive_path else None
         date = datetime.now(timezone.utc).strftime("%Y-%m-%d")
-        path = await archive.write_archive(self.workspace, plan.slug, date, archive.render(plan), keep)
+        path = await archive.write_archive(
+            self.workspace, plan.slug, date, archive.render(plan), keep
+        )
         rel = _relative(path, self.workspace)
         try:
             await self._mark_archived(plan.id, rel)
@@ -278,7 +316,8 @@ class PlanOps(StoreBase):
     async def _mark_archived(self, plan_id: str, rel_path: str) -> None:
         async with self._tx():
             await self._exec(
-                "UPDATE plans SET archived_at = ?, archive_path = ? WHERE id = ?", (now(), rel_path, plan_id)
+                "UPDATE plans SET archived_at = ?, archive_path = ? WHERE id = ?",
+                (now(), rel_path, plan_id),
             )
 
     async def _archive_quietly(self, plan_id: str) -> tuple[str | None, str | None]:
@@ -318,8 +357,13 @@ def plan_row(id_or_slug: object) -> Program[sqlite3.Row]:
 
 
 def audit_row(
-    pid: str, actor: str | None, from_status: str | None, to_status: str,
-    forced: bool, reason: str | None, ts: str | None = None,
+    pid: str,
+    actor: str | None,
+    from_status: str | None,
+    to_status: str,
+    forced: bool,
+    reason: str | None,
+    ts: str | None = None,
 ) -> Program[None]:
     yield (
         "INSERT INTO plan_audit(plan_id, at, actor, from_status, to_status, forced, reason)"
@@ -352,8 +396,14 @@ def change_status(
         blockers = [f"task {r['ord']} is {r['status']}: {r['description']}" for r in active]
     allowed = status != current and (force or (legal and not blockers))
     change = StatusChange(
-        plan_id=pid, slug=row["slug"], from_status=current, to_status=status,
-        allowed=allowed, applied=False, dry_run=dry_run, forced=force and allowed,
+        plan_id=pid,
+        slug=row["slug"],
+        from_status=current,
+        to_status=status,
+        allowed=allowed,
+        applied=False,
+        dry_run=dry_run,
+        forced=force and allowed,
         blockers=blockers,
     )
     if not allowed:
@@ -385,8 +435,10 @@ def change_status(
     sets = "status = ?, updated_at = ?"
     params: list[object] = [status, ts]
     if status == "executing":
-        sets += (", executed_by_agent = coalesce(executed_by_agent, ?),"
-                 " executed_by_session = coalesce(executed_by_session, ?)")
+        sets += (
+            ", executed_by_agent = coalesce(executed_by_agent, ?),"
+            " executed_by_session = coalesce(executed_by_session, ?)"
+        )
         params += [actor, session_id]
     if current in TERMINAL_PLAN_STATUSES:
         sets += ", archived_at = NULL"  # a forced reopen shows up again; the file stays
@@ -399,7 +451,8 @@ def change_status(
 def _check_status(status: object) -> None:
     if status not in PLAN_STATUSES:
         raise Invalid(
-            f"unknown plan status {status!r}; expected one of {', '.join(PLAN_STATUSES)}", field="status"
+            f"unknown plan status {status!r}; expected one of {', '.join(PLAN_STATUSES)}",
+            field="status",
         )
 
 
@@ -427,9 +480,11 @@ def _relative(path: Path, root: Path) -> str:
 
 _LIVE = "archived_at IS NULL AND status IN ('draft', 'approved', 'executing')"
 LIVE_PLANS_SQL = f"SELECT id, updated_at, 1 FROM plans INDEXED BY idx_plans_live WHERE {_LIVE}"
-CHANGED_PLANS_SQL = (f"SELECT id, updated_at, {_LIVE} FROM plans INDEXED BY idx_plans_updated"
-                     " WHERE updated_at >= ?1"
-                     " UNION ALL SELECT plan_id, at, 0 FROM plan_deletions WHERE at >= ?2")
+CHANGED_PLANS_SQL = (
+    f"SELECT id, updated_at, {_LIVE} FROM plans INDEXED BY idx_plans_updated"
+    " WHERE updated_at >= ?1"
+    " UNION ALL SELECT plan_id, at, 0 FROM plan_deletions WHERE at >= ?2"
+)
 # A word matching at least this many plans is "common": its search collects only the
 # COMMON_HITS newest-created matches (FTS rowid order, read backwards) and returns the most
 # recently updated of those, so its cost stays flat however many plans match (a probe of
@@ -450,7 +505,9 @@ def list_sql(status: str | None, include_archived: bool) -> tuple[str, list[obje
         where.append("archived_at IS NULL")
         if status is None:
             index = "idx_plans_recent"
-    sql = f"SELECT * FROM plans INDEXED BY {index}" + (" WHERE " + " AND ".join(where) if where else "")
+    sql = f"SELECT * FROM plans INDEXED BY {index}" + (
+        " WHERE " + " AND ".join(where) if where else ""
+    )
     return sql + " ORDER BY updated_at DESC, search_key DESC LIMIT ?", params
 
 
@@ -474,8 +531,10 @@ def search_sql(
         if match is None:
             return None, []
         if common and not by_file:
-            where.append("search_key IN (SELECT rowid FROM plan_search WHERE plan_search MATCH ?"
-                         f" ORDER BY rowid DESC LIMIT {COMMON_HITS})")
+            where.append(
+                "search_key IN (SELECT rowid FROM plan_search WHERE plan_search MATCH ?"
+                f" ORDER BY rowid DESC LIMIT {COMMON_HITS})"
+            )
         else:
             where.append("search_key IN (SELECT rowid FROM plan_search WHERE plan_search MATCH ?)")
         params.append(match)
@@ -492,6 +551,8 @@ def search_sql(
     if not include_archived:
         where.append("archived_at IS NULL")
         if by_text and not by_file:  # common: fetch the ≤ COMMON_HITS keys and sort them (bounded)
-            source = "plans INDEXED BY " + ("idx_plans_search_key" if common else "idx_plans_recent")
+            source = "plans INDEXED BY " + (
+                "idx_plans_search_key" if common else "idx_plans_recent"
+            )
     sql = f"SELECT * FROM {source}" + (" WHERE " + " AND ".join(where) if where else "")
     return sql + " ORDER BY updated_at DESC, search_key DESC LIMIT ?", params

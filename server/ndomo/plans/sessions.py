@@ -17,7 +17,10 @@ _UNSET: Any = object()
 
 def ensure_session_row(session_id: str) -> Program[None]:
     """Make sure the session exists before something references it."""
-    yield "INSERT OR IGNORE INTO sessions(id, created_at, metadata) VALUES (?, ?, '{}')", (session_id, now())
+    yield (
+        "INSERT OR IGNORE INTO sessions(id, created_at, metadata) VALUES (?, ?, '{}')",
+        (session_id, now()),
+    )
 
 
 def session_from_row(row: sqlite3.Row) -> Session:
@@ -101,7 +104,9 @@ class SessionOps(StoreBase):
         async with self._tx():
             await self._ensure_session_row(session_id)
             if sets:
-                await self._exec(f"UPDATE sessions SET {', '.join(sets)} WHERE id = ?", (*params, session_id))
+                await self._exec(
+                    f"UPDATE sessions SET {', '.join(sets)} WHERE id = ?", (*params, session_id)
+                )
             return await self.get_session(session_id)
 
     async def end_session(self, session_id: str, *, actor: str = "system") -> Session:
@@ -111,7 +116,8 @@ class SessionOps(StoreBase):
         async with self._tx():
             await self._ensure_session_row(session_id)
             await self._exec(
-                "UPDATE sessions SET ended_at = coalesce(ended_at, ?) WHERE id = ?", (now(), session_id)
+                "UPDATE sessions SET ended_at = coalesce(ended_at, ?) WHERE id = ?",
+                (now(), session_id),
             )
             rows = await self._all(
                 "SELECT id FROM plans WHERE status IN ('approved', 'executing')"
@@ -120,10 +126,16 @@ class SessionOps(StoreBase):
             )
             abandoned = [r["id"] for r in rows]
             for pid in abandoned:
-                await self._run(change_status(
-                    pid, "abandoned", actor=actor, session_id=session_id,
-                    force=False, reason=f"session {session_id} ended",
-                ))
+                await self._run(
+                    change_status(
+                        pid,
+                        "abandoned",
+                        actor=actor,
+                        session_id=session_id,
+                        force=False,
+                        reason=f"session {session_id} ended",
+                    )
+                )
         for pid in abandoned:
             await self._archive_quietly(pid)  # type: ignore[attr-defined]
         return await self.get_session(session_id)

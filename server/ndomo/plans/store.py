@@ -21,7 +21,9 @@ from ndomo.plans.turns import TurnOps
 STAMP_SETTLE_NS = 50_000_000  # 50 ms: well above the kernel's coarse mtime tick
 
 
-class PlanStore(SessionOps, PlanOps, TaskOps, TurnOps, ApprovalOps, MemoryOps, MessageOps, ModelCapsOps):
+class PlanStore(
+    SessionOps, PlanOps, TaskOps, TurnOps, ApprovalOps, MemoryOps, MessageOps, ModelCapsOps
+):
     def __init__(self, conn: aiosqlite.Connection, db_path: Path, workspace: Path) -> None:
         self._init_base(conn, db_path, workspace)
         self._watch: aiosqlite.Connection | None = None

@@ -115,8 +115,12 @@ class TaskOps(StoreBase):
             plan = await self._plan_row(plan_id)  # type: ignore[attr-defined]
             pid = plan["id"]
             if plan["status"] in TERMINAL_PLAN_STATUSES:
-                raise Refused(f"plan {plan['slug']} is {plan['status']}; no new tasks", field="plan_id")
-            existing = await self._all("SELECT id, ord, description FROM plan_tasks WHERE plan_id = ?", (pid,))
+                raise Refused(
+                    f"plan {plan['slug']} is {plan['status']}; no new tasks", field="plan_id"
+                )
+            existing = await self._all(
+                "SELECT id, ord, description FROM plan_tasks WHERE plan_id = ?", (pid,)
+            )
             by_desc = {norm_description(r["description"]): r["id"] for r in existing}
             by_ord: dict[int, list[int]] = {r["ord"]: [r["id"]] for r in existing}
             base = max(by_ord, default=0)
@@ -129,10 +133,14 @@ class TaskOps(StoreBase):
                     if d >= vord or d < 1:
                         raise Invalid(
                             f"task {pos} ({item.description[:40]!r}) depends on {d}: dependencies"
-                            f" must be earlier tasks (ords 1..{vord - 1})", field=f"tasks.{pos - 1}.dependencies",
+                            f" must be earlier tasks (ords 1..{vord - 1})",
+                            field=f"tasks.{pos - 1}.dependencies",
                         )
                     if d not in by_ord:
-                        raise Invalid(f"task {pos} depends on unknown task {d}", field=f"tasks.{pos - 1}.dependencies")
+                        raise Invalid(
+                            f"task {pos} depends on unknown task {d}",
+                            field=f"tasks.{pos - 1}.dependencies",
+                        )
                     deps += by_ord[d]
                 for piece in pieces or [item]:
                     key = norm_description(piece.description)
@@ -141,14 +149,28 @@ class TaskOps(StoreBase):
                         ids.append(by_desc[key])
                         continue
                     next_ord += 1
-                    original = dumps({"description": piece.description, "files": piece.files,
-                                      "dependencies": piece.dependencies})
+                    original = dumps(
+                        {
+                            "description": piece.description,
+                            "files": piece.files,
+                            "dependencies": piece.dependencies,
+                        }
+                    )
                     tid = await self._insert(
                         "INSERT INTO plan_tasks(plan_id, ord, description, agent, files, complexity,"
                         " status, dependencies, metadata, original_plan_data)"
                         " VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
-                        (pid, next_ord, piece.description, piece.agent, dumps(piece.files),
-                         piece.complexity, dumps(list(dict.fromkeys(deps))), dumps(piece.metadata), original),
+                        (
+                            pid,
+                            next_ord,
+                            piece.description,
+                            piece.agent,
+                            dumps(piece.files),
+                            piece.complexity,
+                            dumps(list(dict.fromkeys(deps))),
+                            dumps(piece.metadata),
+                            original,
+                        ),
                     )
                     for f in dict.fromkeys(piece.files):
                         await self._exec(
@@ -169,8 +191,10 @@ class TaskOps(StoreBase):
 
     async def list_tasks(self, plan_id: str, status: str | None = None) -> list[Task]:
         if status is not None and status not in TASK_STATUSES:
-            raise Invalid(f"unknown task status {status!r}; expected one of {', '.join(TASK_STATUSES)}",
-                          field="status")
+            raise Invalid(
+                f"unknown task status {status!r}; expected one of {', '.join(TASK_STATUSES)}",
+                field="status",
+            )
         plan = await self._plan_row(plan_id)  # type: ignore[attr-defined]
         sql = "SELECT * FROM plan_tasks WHERE plan_id = ?"
         params: list[object] = [plan["id"]]
@@ -191,28 +215,47 @@ class TaskOps(StoreBase):
         tokens: int | None = None,
     ) -> Task:
         if status not in TASK_STATUSES:
-            raise Invalid(f"unknown task status {status!r}; expected one of {', '.join(TASK_STATUSES)}",
-                          field="status")
+            raise Invalid(
+                f"unknown task status {status!r}; expected one of {', '.join(TASK_STATUSES)}",
+                field="status",
+            )
         row = await self._task_row(task_id)
         tid = row["id"]
         artifact = None
         if artifacts.needs_spill(result):
             result, artifact = await artifacts.spill(self.workspace, tid, result)  # type: ignore[arg-type]
         async with self._tx():
-            await self._set_task_status(tid, status, result=result, error=error, agent=agent,
-                                        session_id=session_id, tokens=tokens, artifact=artifact)
+            await self._set_task_status(
+                tid,
+                status,
+                result=result,
+                error=error,
+                agent=agent,
+                session_id=session_id,
+                tokens=tokens,
+                artifact=artifact,
+            )
             return task_from_row(await self._task_row(tid))
 
     async def _set_task_status(
-        self, tid: int, status: str, *, result: str | None = None, error: str | None = None,
-        agent: str | None = None, session_id: str | None = None, tokens: int | None = None,
+        self,
+        tid: int,
+        status: str,
+        *,
+        result: str | None = None,
+        error: str | None = None,
+        agent: str | None = None,
+        session_id: str | None = None,
+        tokens: int | None = None,
         artifact: str | None = None,
     ) -> None:
         """Inside a transaction. Running a task puts its plan to work and records who runs it."""
         row = await self._task_row(tid)
         plan = await self._plan_row(row["plan_id"])  # type: ignore[attr-defined]
         if plan["status"] in TERMINAL_PLAN_STATUSES:
-            raise Refused(f"plan {plan['slug']} is {plan['status']}; its tasks are closed", field="id")
+            raise Refused(
+                f"plan {plan['slug']} is {plan['status']}; its tasks are closed", field="id"
+            )
         ts = now()
         sets = ["status = ?"]
         params: list[object] = [status]
@@ -223,11 +266,18 @@ class TaskOps(StoreBase):
                 sets.append("claimed_by = ?")
                 params.append(agent)
         elif status == "pending":
-            sets += ["started_at = NULL", "finished_at = NULL", "duration_ms = NULL", "claimed_by = NULL"]
+            sets += [
+                "started_at = NULL",
+                "finished_at = NULL",
+                "duration_ms = NULL",
+                "claimed_by = NULL",
+            ]
         else:
-            sets += ["finished_at = ?",
-                     "duration_ms = CASE WHEN started_at IS NULL THEN NULL ELSE"
-                     " CAST(round((julianday(?) - julianday(started_at)) * 86400000) AS INTEGER) END"]
+            sets += [
+                "finished_at = ?",
+                "duration_ms = CASE WHEN started_at IS NULL THEN NULL ELSE"
+                " CAST(round((julianday(?) - julianday(started_at)) * 86400000) AS INTEGER) END",
+            ]
             params += [ts, ts]
         if result is not None:
             sets += ["result = ?", "result_artifact = ?"]
@@ -286,12 +336,24 @@ def plan_started(plan_id: str, agent: str | None, session_id: str | None) -> Pro
     (row,) = yield PLAN_STARTED_SQL, (agent, session_id, now(), plan_id)
     status = row["status"]
     if status == "draft":
-        yield from change_status(plan_id, "approved", actor=agent, session_id=session_id,
-                                 force=False, reason="a task started")
+        yield from change_status(
+            plan_id,
+            "approved",
+            actor=agent,
+            session_id=session_id,
+            force=False,
+            reason="a task started",
+        )
         status = "approved"
     if status == "approved":
-        yield from change_status(plan_id, "executing", actor=agent, session_id=session_id,
-                                 force=False, reason="a task started")
+        yield from change_status(
+            plan_id,
+            "executing",
+            actor=agent,
+            session_id=session_id,
+            force=False,
+            reason="a task started",
+        )
 
 
 def claim(agent: str, plan_id: str | None, session_id: str | None) -> Program[sqlite3.Row | None]:

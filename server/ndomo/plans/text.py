@@ -46,7 +46,9 @@ _STOP = frozenset(
 def fts_any(text: str) -> str | None:
     """Free text (a prompt) as an FTS5 query matching ANY of its meaningful words, so
     bm25 ranks notes by how much they share with it; None when nothing is left."""
-    words = sorted({w.casefold() for w in _WORD.findall(text) if len(w) > 2 and w.casefold() not in _STOP})
+    words = sorted(
+        {w.casefold() for w in _WORD.findall(text) if len(w) > 2 and w.casefold() not in _STOP}
+    )
     if not words:
         return None
     return " OR ".join('"' + w.replace('"', '""') + '"*' for w in words)

@@ -26,7 +26,9 @@ class TurnOps(StoreBase):
         """`owner` defaults to this process ("<hostname>:<pid>"). One hop: it is on every
         turn's way to its first token."""
         owner = owner or process_owner()
-        row = await self._write(lambda: _start(session_id, agent, mode, prompt, parent_turn_id, owner))
+        row = await self._write(
+            lambda: _start(session_id, agent, mode, prompt, parent_turn_id, owner)
+        )
         return Turn.model_validate(dict(row))
 
     async def get_turn(self, turn_id: int) -> Turn:
@@ -45,13 +47,19 @@ class TurnOps(StoreBase):
         error: str | None = None,
     ) -> Turn:
         if status not in TURN_STATUSES:
-            raise Invalid(f"unknown turn status {status!r}; expected one of {', '.join(TURN_STATUSES)}",
-                          field="status")
+            raise Invalid(
+                f"unknown turn status {status!r}; expected one of {', '.join(TURN_STATUSES)}",
+                field="status",
+            )
         finished = None if status == "running" else now()
-        rows = await self._write(lambda: _finish(turn_id, status, finished, tokens_in, tokens_out, error))
+        rows = await self._write(
+            lambda: _finish(turn_id, status, finished, tokens_in, tokens_out, error)
+        )
         return Turn.model_validate(dict(rows[0]))
 
-    async def mark_interrupted_turns(self, *, alive: PidAlive = pid_alive, host: str | None = None) -> int:
+    async def mark_interrupted_turns(
+        self, *, alive: PidAlive = pid_alive, host: str | None = None
+    ) -> int:
         """At start-up: mark 'interrupted' the running turns whose owner process is gone.
 
         Only turns of this host whose pid is not alive (or without an owner, from before
@@ -74,10 +82,14 @@ class TurnOps(StoreBase):
                 )
             return marked
 
-    async def add_turn_edit(self, turn_id: int, path: str, before: str | None, after: str | None) -> TurnEdit:
+    async def add_turn_edit(
+        self, turn_id: int, path: str, before: str | None, after: str | None
+    ) -> TurnEdit:
         async with self._tx():
             await self.get_turn(turn_id)
-            row = await self._one("SELECT coalesce(max(seq), 0) + 1 FROM turn_edits WHERE turn_id = ?", (turn_id,))
+            row = await self._one(
+                "SELECT coalesce(max(seq), 0) + 1 FROM turn_edits WHERE turn_id = ?", (turn_id,)
+            )
             seq = int(row[0])
             await self._exec(
                 "INSERT INTO turn_edits(turn_id, seq, path, before, after) VALUES (?, ?, ?, ?, ?)",
@@ -86,7 +98,9 @@ class TurnOps(StoreBase):
         return TurnEdit(turn_id=turn_id, seq=seq, path=path, before=before, after=after)
 
     async def turn_edits(self, turn_id: int) -> list[TurnEdit]:
-        rows = await self._all("SELECT * FROM turn_edits WHERE turn_id = ? ORDER BY seq", (turn_id,))
+        rows = await self._all(
+            "SELECT * FROM turn_edits WHERE turn_id = ? ORDER BY seq", (turn_id,)
+        )
         return [TurnEdit.model_validate(dict(r)) for r in rows]
 
     async def last_turn_with_edits(self, session_id: str) -> Turn | None:
@@ -98,19 +112,29 @@ class TurnOps(StoreBase):
         return Turn.model_validate(dict(row)) if row else None
 
     async def list_turns(self, session_id: str, limit: int = 200) -> list[Turn]:
-        rows = await self._all("SELECT * FROM turns WHERE session_id = ? ORDER BY id LIMIT ?", (session_id, limit))
+        rows = await self._all(
+            "SELECT * FROM turns WHERE session_id = ? ORDER BY id LIMIT ?", (session_id, limit)
+        )
         return [Turn.model_validate(dict(r)) for r in rows]
 
 
 # ------------------------------------------------------------ statement programs (one hop each)
 
 
-def _start(session_id: str, agent: str | None, mode: str | None, prompt: str | None,
-           parent_turn_id: int | None, owner: str) -> Program[sqlite3.Row]:
+def _start(
+    session_id: str,
+    agent: str | None,
+    mode: str | None,
+    prompt: str | None,
+    parent_turn_id: int | None,
+    owner: str,
+) -> Program[sqlite3.Row]:
     from ndomo.plans.sessions import ensure_session_row
 
     yield from ensure_session_row(session_id)
-    if parent_turn_id is not None and not (yield "SELECT id FROM turns WHERE id = ?", (parent_turn_id,)):
+    if parent_turn_id is not None and not (
+        yield "SELECT id FROM turns WHERE id = ?", (parent_turn_id,)
+    ):
         raise NotFound(f"no turn with id {parent_turn_id}", field="turn_id")
     (row,) = yield (
         "INSERT INTO turns(session_id, parent_turn_id, agent, mode, prompt, status, started_at, owner)"
@@ -120,8 +144,14 @@ def _start(session_id: str, agent: str | None, mode: str | None, prompt: str | N
     return row
 
 
-def _finish(turn_id: int, status: str, finished: str | None, tokens_in: int | None, tokens_out: int | None,
-            error: str | None) -> Program[list[sqlite3.Row]]:
+def _finish(
+    turn_id: int,
+    status: str,
+    finished: str | None,
+    tokens_in: int | None,
+    tokens_out: int | None,
+    error: str | None,
+) -> Program[list[sqlite3.Row]]:
     rows = yield (
         "UPDATE turns SET status = ?, finished_at = ?, tokens_in = coalesce(?, tokens_in),"
         " tokens_out = coalesce(?, tokens_out), error = coalesce(?, error) WHERE id = ? RETURNING *",

@@ -26,7 +26,9 @@ Kind = Literal["inotify", "poll"]
 
 
 class DbWatch:
-    def __init__(self, db_path: Path, on_change: Callable[[], None], *, poll_s: float = FALLBACK_POLL_S) -> None:
+    def __init__(
+        self, db_path: Path, on_change: Callable[[], None], *, poll_s: float = FALLBACK_POLL_S
+    ) -> None:
         self.db_path = Path(db_path)
         self.on_change = on_change
         self.poll_s = max(poll_s, FALLBACK_POLL_S)
@@ -72,7 +74,12 @@ class DbWatch:
         try:
             ino.add_watch(str(self.db_path.parent), mask)
         except OSError as exc:  # e.g. the per-user watch limit
-            log.info("no inotify watch on %s (%s): polling every %.0f s", self.db_path.parent, exc, self.poll_s)
+            log.info(
+                "no inotify watch on %s (%s): polling every %.0f s",
+                self.db_path.parent,
+                exc,
+                self.poll_s,
+            )
             ino.close()
             return False
         self._inotify = ino

@@ -53,7 +53,11 @@ async def mode_get(app: App, p: SessionParam) -> ModeReport:
     state = await rt.session(p.session)
     caps = app.settings.modes.iteration_caps
     modes = [
-        ModeInfo(name=m.name, summary=m.contract.summary, iteration_cap=caps.get(m.name, m.contract.iteration_cap))
+        ModeInfo(
+            name=m.name,
+            summary=m.contract.summary,
+            iteration_cap=caps.get(m.name, m.contract.iteration_cap),
+        )
         for m in rt.plugins.modes.values()
     ]
     return ModeReport(session=state.id, mode=state.mode, agent=state.agent, modes=modes)
@@ -85,7 +89,12 @@ async def session_new(app: App, p: NoParams) -> Status:
     return await rt.status(await rt.new_session())
 
 
-@action("turn", TurnRequest, summary="Run one turn: prompt (+ selection) → agent → answer", surfaces=("lsp",))
+@action(
+    "turn",
+    TurnRequest,
+    summary="Run one turn: prompt (+ selection) → agent → answer",
+    surfaces=("lsp",),
+)
 async def turn(app: App, p: TurnRequest) -> TurnSummary:
     host_factory = app.services.get("host_factory")
     host = host_factory() if host_factory else None
@@ -106,6 +115,11 @@ class CallCancelParams(BaseModel):
     id: str = Field(description="Tool-call id from the turn's events")
 
 
-@action("toolcall.cancel", CallCancelParams, summary="Cancel one tool call; the turn goes on", surfaces=("lsp",))
+@action(
+    "toolcall.cancel",
+    CallCancelParams,
+    summary="Cancel one tool call; the turn goes on",
+    surfaces=("lsp",),
+)
 async def toolcall_cancel(app: App, p: CallCancelParams) -> dict:
     return {"cancelled": Runtime.of(app).cancel_call(p.id)}

@@ -12,7 +12,9 @@ from ndomo.plans.models import Approval
 
 class ApprovalsListParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    session: str | None = Field(default=None, description="Also list this session's approvals (the current one if unset).")
+    session: str | None = Field(
+        default=None, description="Also list this session's approvals (the current one if unset)."
+    )
 
 
 class ApprovalRevokeParams(BaseModel):
@@ -20,7 +22,11 @@ class ApprovalRevokeParams(BaseModel):
     id: int = Field(ge=1, description="Approval id from approvals.list")
 
 
-@action("approvals.list", ApprovalsListParams, summary="List saved approvals: the project's and the session's")
+@action(
+    "approvals.list",
+    ApprovalsListParams,
+    summary="List saved approvals: the project's and the session's",
+)
 async def approvals_list(app: App, p: ApprovalsListParams) -> list[Approval]:
     from ndomo.runtime.runtime import Runtime
 
@@ -28,7 +34,11 @@ async def approvals_list(app: App, p: ApprovalsListParams) -> list[Approval]:
     return await (await app.store()).list_approvals(session)
 
 
-@action("approvals.revoke", ApprovalRevokeParams, summary="Forget a saved approval: it will be asked again")
+@action(
+    "approvals.revoke",
+    ApprovalRevokeParams,
+    summary="Forget a saved approval: it will be asked again",
+)
 async def approvals_revoke(app: App, p: ApprovalRevokeParams) -> dict:
     try:
         await (await app.store()).revoke_approval(p.id)

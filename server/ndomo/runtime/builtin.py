@@ -27,12 +27,21 @@ class TurnRecordHook(LifecycleHook):
     async def run(self, ctx: TurnContext) -> HookResult | None:
         store = await ctx.app.store()
         turn = await store.start_turn(
-            session_id=ctx.session.id, agent=ctx.agent_name, mode=ctx.mode, prompt=ctx.request.prompt,
+            session_id=ctx.session.id,
+            agent=ctx.agent_name,
+            mode=ctx.mode,
+            prompt=ctx.request.prompt,
             parent_turn_id=ctx.parent_turn_id,
         )
         ctx.turn_id = turn.id
         await ctx.runtime.emit(
-            ctx, TurnStarted(session=ctx.session.id, agent=ctx.agent_name, mode=ctx.mode, prompt=ctx.request.prompt)
+            ctx,
+            TurnStarted(
+                session=ctx.session.id,
+                agent=ctx.agent_name,
+                mode=ctx.mode,
+                prompt=ctx.request.prompt,
+            ),
         )
         return None
 
@@ -47,9 +56,15 @@ class TurnFinishHook(LifecycleHook):
             return None
         store = await ctx.app.store()
         await store.finish_turn(
-            ctx.turn_id, ctx.status, tokens_in=ctx.tokens_in, tokens_out=ctx.tokens_out, error=ctx.error or ctx.handback
+            ctx.turn_id,
+            ctx.status,
+            tokens_in=ctx.tokens_in,
+            tokens_out=ctx.tokens_out,
+            error=ctx.error or ctx.handback,
         )
-        await ctx.runtime.emit(ctx, TurnFinished(status=ctx.status, answer=ctx.answer, error=ctx.error or ctx.handback))
+        await ctx.runtime.emit(
+            ctx, TurnFinished(status=ctx.status, answer=ctx.answer, error=ctx.error or ctx.handback)
+        )
         return None
 
 
@@ -92,7 +107,8 @@ class HandbackParams(BaseModel):
 
 @tool(
     "handback",
-    HandbackParams, core=True,
+    HandbackParams,
+    core=True,
     description="Stop: you are blocked and need the user.",
 )
 async def handback(ctx: TurnContext, p: HandbackParams) -> ToolResult:
@@ -134,7 +150,11 @@ async def _new(ctx: TurnContext, args: list[str]) -> Any:
 
 
 async def _help(ctx: TurnContext, args: list[str]) -> Any:
-    return {"commands": [{"command": "/" + s.name, "help": s.help} for s in ctx.runtime.plugins.slash.specs()]}
+    return {
+        "commands": [
+            {"command": "/" + s.name, "help": s.help} for s in ctx.runtime.plugins.slash.specs()
+        ]
+    }
 
 
 def setup(plugins: Plugins) -> None:

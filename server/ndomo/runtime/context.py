@@ -34,8 +34,12 @@ class TurnRequest(BaseModel):
     prompt: str = Field(min_length=1)
     uri: str | None = Field(default=None, description="Document the selection is in.")
     range: Range | None = None
-    agent: str | None = Field(default=None, description="Agent for this turn (session's agent if unset).")
-    mode: str | None = Field(default=None, description="Mode for this turn (session's mode if unset).")
+    agent: str | None = Field(
+        default=None, description="Agent for this turn (session's agent if unset)."
+    )
+    mode: str | None = Field(
+        default=None, description="Mode for this turn (session's mode if unset)."
+    )
     task_id: str | None = Field(default=None, description="Plan task this turn executes.")
     session: str | None = Field(default=None, description="Session id (the current one if unset).")
 

@@ -54,7 +54,9 @@ class ToolCallCoordinator:
             entry.task.cancel()
             entry.status = "cancelled"
             raise
-        entry.status = "done" if result.ok else ("cancelled" if result.status == "cancelled" else "failed")
+        entry.status = (
+            "done" if result.ok else ("cancelled" if result.status == "cancelled" else "failed")
+        )
         entry.result = result
         return result
 
@@ -69,7 +71,9 @@ class ToolCallCoordinator:
 
     def running(self, turn_id: int | None = None) -> list[CallEntry]:
         return [
-            e for e in self.calls.values() if e.status in {"pending", "running"} and (turn_id is None or e.turn_id == turn_id)
+            e
+            for e in self.calls.values()
+            if e.status in {"pending", "running"} and (turn_id is None or e.turn_id == turn_id)
         ]
 
     def cancel_turn(self, turn_id: int | None) -> None:

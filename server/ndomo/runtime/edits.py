@@ -22,7 +22,9 @@ def rel(ctx: TurnContext, path: Path) -> str:
 _READ = object()
 
 
-async def change_file(ctx: TurnContext, path: Path, new_text: str | None, *, before: object = _READ) -> EditOutcome:
+async def change_file(
+    ctx: TurnContext, path: Path, new_text: str | None, *, before: object = _READ
+) -> EditOutcome:
     """Apply one whole-file change through the Host and record it for undo.
 
     `before` is the text the tool based its change on (read if not given); the Host

@@ -7,7 +7,14 @@ import logging
 from typing import Any
 
 from ndomo.llm.errors import ModelContextExceeded, ModelError, ModelToolsUnsupported
-from ndomo.llm.messages import Message, TextDelta as ModelText, ToolCall, ToolCallReady, ToolSpec, UsageEvent
+from ndomo.llm.messages import (
+    Message,
+    TextDelta as ModelText,
+    ToolCall,
+    ToolCallReady,
+    ToolSpec,
+    UsageEvent,
+)
 from ndomo.llm.budget import trim_to_chars
 from ndomo.runtime import model_fit as mf
 from ndomo.runtime.context import TurnContext
@@ -62,8 +69,9 @@ def summarise(result: ToolResult, limit: int = 160) -> str:
     return first[:limit]
 
 
-async def _stream(ctx: TurnContext, client: Any, messages: list[Message], specs: list[ToolSpec]
-                  ) -> tuple[str, list[ToolCall]]:
+async def _stream(
+    ctx: TurnContext, client: Any, messages: list[Message], specs: list[ToolSpec]
+) -> tuple[str, list[ToolCall]]:
     text: list[str] = []
     calls: list[ToolCall] = []
     async for event in client.stream(messages, specs, temperature=temperature_for(ctx)):
@@ -81,7 +89,9 @@ async def _stream(ctx: TurnContext, client: Any, messages: list[Message], specs:
 async def run_call(ctx: TurnContext, call: ToolCall) -> ToolResult:
     rt = ctx.runtime
     entry = rt.coordinator.new(call.name, ctx.turn_id)
-    await rt.emit(ctx, ToolStarted(call_id=entry.id, name=call.name, arguments=call.arguments or {}))
+    await rt.emit(
+        ctx, ToolStarted(call_id=entry.id, name=call.name, arguments=call.arguments or {})
+    )
     if call.error:
         result = ToolResult.failed(
             f"the arguments for '{call.name}' were not valid JSON ({call.error}); send them again as a JSON object"
@@ -89,10 +99,17 @@ async def run_call(ctx: TurnContext, call: ToolCall) -> ToolResult:
     else:
         token = current_call.set((entry.id, call.name))  # the tool's task inherits it (live output)
         try:
-            result = await rt.coordinator.run(entry, lambda: rt.plugins.tools.execute(ctx, call.name, call.arguments))
+            result = await rt.coordinator.run(
+                entry, lambda: rt.plugins.tools.execute(ctx, call.name, call.arguments)
+            )
         finally:
             current_call.reset(token)
-    await rt.emit(ctx, ToolFinished(call_id=entry.id, name=call.name, status=result.status, summary=summarise(result)))
+    await rt.emit(
+        ctx,
+        ToolFinished(
+            call_id=entry.id, name=call.name, status=result.status, summary=summarise(result)
+        ),
+    )
     return result
 
 
@@ -108,8 +125,13 @@ async def _ask(ctx: TurnContext, client: Any, specs: list[ToolSpec]) -> tuple[st
         fitted = await mf.fit_request(ctx, client, specs)
         if fitted.steps and not ctx.state.get("fit_noticed"):
             ctx.state["fit_noticed"] = True
-            await ctx.runtime.emit(ctx, Notice(level="info", message="to fit the model's context window: "
-                                               + "; ".join(fitted.steps)))
+            await ctx.runtime.emit(
+                ctx,
+                Notice(
+                    level="info",
+                    message="to fit the model's context window: " + "; ".join(fitted.steps),
+                ),
+            )
         try:
             return await _stream(ctx, client, fitted.messages, fitted.tools)
         except ModelContextExceeded as err:
@@ -123,8 +145,14 @@ async def _ask(ctx: TurnContext, client: Any, specs: list[ToolSpec]) -> tuple[st
             if not specs or ctx.mode == "autopilot":
                 raise ModelError(mf.tools_refusal(ctx, client)) from None
             specs = []
-            await ctx.runtime.emit(ctx, Notice(level="warning", message=f"model '{client.cfg.name}' does not support "
-                                               "tool calling: answering without tools"))
+            await ctx.runtime.emit(
+                ctx,
+                Notice(
+                    level="warning",
+                    message=f"model '{client.cfg.name}' does not support "
+                    "tool calling: answering without tools",
+                ),
+            )
         finally:
             await mf.save_caps(ctx, client)
 
@@ -160,7 +188,13 @@ async def execute(ctx: TurnContext) -> None:
                     result = await run_call(ctx, call)
                     ended = result.ends_turn
                 await _add(
-                    ctx, Message(role="tool", tool_call_id=call.id, name=call.name, content=result.content or result.status)
+                    ctx,
+                    Message(
+                        role="tool",
+                        tool_call_id=call.id,
+                        name=call.name,
+                        content=result.content or result.status,
+                    ),
                 )
             if ended:
                 ctx.answer = ctx.answer or text
@@ -194,8 +228,13 @@ def close_dangling(messages: list[Message]) -> list[Message]:
         if m.role == "tool":
             pending = [c for c in pending if c.id != m.tool_call_id]
         else:
-            out.extend(Message(role="tool", tool_call_id=c.id, name=c.name, content=SKIPPED) for c in pending)
+            out.extend(
+                Message(role="tool", tool_call_id=c.id, name=c.name, content=SKIPPED)
+                for c in pending
+            )
             pending = list(m.tool_calls) if m.role == "assistant" else []
         out.append(m)
-    out.extend(Message(role="tool", tool_call_id=c.id, name=c.name, content=SKIPPED) for c in pending)
+    out.extend(
+        Message(role="tool", tool_call_id=c.id, name=c.name, content=SKIPPED) for c in pending
+    )
     return out

@@ -21,10 +21,17 @@ log = logging.getLogger("ndomo.runtime")
 
 def to_message(m: "StoredMessage") -> Message:
     calls = [
-        ToolCall(id=c["id"], name=c["name"], arguments=c.get("arguments") or {}, raw_arguments=c.get("raw", ""))
+        ToolCall(
+            id=c["id"],
+            name=c["name"],
+            arguments=c.get("arguments") or {},
+            raw_arguments=c.get("raw", ""),
+        )
         for c in m.tool_calls
     ]
-    return Message(role=m.role, content=m.content, tool_calls=calls, tool_call_id=m.tool_call_id, name=m.name)  # type: ignore[arg-type]
+    return Message(
+        role=m.role, content=m.content, tool_calls=calls, tool_call_id=m.tool_call_id, name=m.name
+    )  # type: ignore[arg-type]
 
 
 async def load_history(ctx: "TurnContext") -> list[Message]:

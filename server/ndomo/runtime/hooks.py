@@ -86,7 +86,9 @@ class HookRegistry:
     def add(self, hook: HookBase) -> None:
         bucket = self._hooks[hook.phase]
         if hook.name in bucket:
-            raise DuplicateHookError(f"hook {hook.name!r} registered twice in phase {hook.phase.value}")
+            raise DuplicateHookError(
+                f"hook {hook.name!r} registered twice in phase {hook.phase.value}"
+            )
         bucket[hook.name] = hook
         self._order.pop(hook.phase, None)
 

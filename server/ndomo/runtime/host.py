@@ -49,7 +49,9 @@ class Host(Protocol):
     async def emit(self, event: TurnEvent) -> None: ...
     async def status(self, status: Status) -> None: ...
     async def read_text(self, path: Path) -> str | None: ...
-    async def apply_edit(self, path: Path, new_text: str | None, old_text: str | None) -> EditOutcome: ...
+    async def apply_edit(
+        self, path: Path, new_text: str | None, old_text: str | None
+    ) -> EditOutcome: ...
     async def ask(self, question: str, choices: list[str] | None = None) -> str | None: ...
     async def approve(self, request: ApprovalRequest) -> ApprovalChoice: ...
     async def show_document(self, path: Path) -> None: ...
@@ -100,10 +102,14 @@ class BaseHost:
     async def read_text(self, path: Path) -> str | None:
         return await asyncio.to_thread(_read, path)
 
-    async def apply_edit(self, path: Path, new_text: str | None, old_text: str | None) -> EditOutcome:
+    async def apply_edit(
+        self, path: Path, new_text: str | None, old_text: str | None
+    ) -> EditOutcome:
         current = await asyncio.to_thread(_read, path)
         if old_text is not None and current != old_text:
-            return EditOutcome(applied=False, reason=f"{path.name} changed on disk since it was read")
+            return EditOutcome(
+                applied=False, reason=f"{path.name} changed on disk since it was read"
+            )
         await asyncio.to_thread(write_atomic, path, new_text)
         return EditOutcome(applied=True)
 
@@ -136,7 +142,9 @@ class BaseHost:
 class TerminalHost(BaseHost):
     """`ndomo run`: streams the answer and tool activity to a terminal."""
 
-    def __init__(self, *, assume_yes: bool = False, out=None, interactive: bool | None = None) -> None:
+    def __init__(
+        self, *, assume_yes: bool = False, out=None, interactive: bool | None = None
+    ) -> None:
         super().__init__()
         self.assume_yes = assume_yes
         self.out = out or sys.stdout
@@ -176,7 +184,9 @@ class TerminalHost(BaseHost):
             self._print(f"  ! {event.message}")  # type: ignore[attr-defined]
         elif kind == "turn_finished":
             error = event.error  # type: ignore[attr-defined]
-            err = f" ({error})" if error and error != self._last_notice else ""  # said once is enough
+            err = (
+                f" ({error})" if error and error != self._last_notice else ""
+            )  # said once is enough
             self._print(f"[{event.status}]{err}")  # type: ignore[attr-defined]
 
     async def _prompt(self, text: str) -> str:
@@ -200,5 +210,7 @@ class TerminalHost(BaseHost):
             return "once"
         if not self.interactive:
             return "deny"
-        answer = await self._prompt(f"? {request.text()}\n  allow? [o]nce / [s]ession / [p]roject / [d]eny ")
+        answer = await self._prompt(
+            f"? {request.text()}\n  allow? [o]nce / [s]ession / [p]roject / [d]eny "
+        )
         return {"o": "once", "s": "session", "p": "project"}.get(answer[:1].lower(), "deny")  # type: ignore[return-value]

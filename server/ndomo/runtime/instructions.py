@@ -48,23 +48,36 @@ def read_instructions(app: "App") -> Instructions:
             continue
         real = path.resolve()
         if not real.is_relative_to(app.root):
-            files.append(InstructionFile(path=rel, chars=0, used=0, note="outside the workspace: skipped"))
+            files.append(
+                InstructionFile(path=rel, chars=0, used=0, note="outside the workspace: skipped")
+            )
             continue
         try:
             text = real.read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
-            files.append(InstructionFile(path=rel, chars=0, used=0, note=f"unreadable: {exc.strerror or exc}"))
+            files.append(
+                InstructionFile(
+                    path=rel, chars=0, used=0, note=f"unreadable: {exc.strerror or exc}"
+                )
+            )
             continue
         used = text[: max(left, 0)]
         left -= len(used)
-        note = "" if len(used) == len(text) else ("over the cap: skipped" if not used else "truncated at the cap")
+        note = (
+            ""
+            if len(used) == len(text)
+            else ("over the cap: skipped" if not used else "truncated at the cap")
+        )
         files.append(InstructionFile(path=rel, chars=len(text), used=len(used), note=note))
         if used.strip():
             cut = f"\n[… cut at the {cfg.max_chars}-character cap for instructions]" if note else ""
             parts.append(f"### {rel}\n{used.rstrip()}{cut}")
     text = ""
     if parts:
-        text = "Project instructions (from the workspace; follow them unless they conflict with safety):\n\n" + "\n\n".join(parts)
+        text = (
+            "Project instructions (from the workspace; follow them unless they conflict with safety):\n\n"
+            + "\n\n".join(parts)
+        )
     return Instructions(enabled=True, max_chars=cfg.max_chars, files=files, text=text)
 
 
@@ -78,4 +91,3 @@ class ProjectInstructions(PromptContributor):
 
 def setup(plugins: "Plugins") -> None:
     plugins.prompts.add(ProjectInstructions())
-

@@ -38,7 +38,9 @@ async def load_caps(ctx: TurnContext, client: Any) -> None:
         except ValueError:
             saved = None
     if ctx.app.settings.model.context_window is None:
-        await client.learn()  # once per process: the server's own numbers may have changed (Ollama num_ctx)
+        await (
+            client.learn()
+        )  # once per process: the server's own numbers may have changed (Ollama num_ctx)
     client.caps_saved = client.caps.model_dump()
     if not saved:
         await save_caps(ctx, client, force=True)
@@ -61,8 +63,11 @@ def window_for(ctx: TurnContext, client: Any) -> Window | None:
     if setting:
         return Window(setting, "model.context_window", client.caps.bytes_per_token)
     if client.caps.context_window:
-        return Window(client.caps.context_window, f"reported by the server: {client.caps.context_source}",
-                      client.caps.bytes_per_token)
+        return Window(
+            client.caps.context_window,
+            f"reported by the server: {client.caps.context_source}",
+            client.caps.bytes_per_token,
+        )
     return None
 
 
@@ -74,21 +79,37 @@ def core_tools(ctx: TurnContext, specs: list[ToolSpec]) -> list[ToolSpec]:
 
 async def fit_request(ctx: TurnContext, client: Any, specs: list[ToolSpec]) -> Fitted:
     compact = await ctx.runtime.plugins.prompts.build(ctx, compact=True)
-    return fit(ctx.messages, specs, window_for(ctx, client), core_tools=core_tools(ctx, specs),
-               compact_system=compact)
+    return fit(
+        ctx.messages,
+        specs,
+        window_for(ctx, client),
+        core_tools=core_tools(ctx, specs),
+        compact_system=compact,
+    )
 
 
 def learn_window_from_error(client: Any, err: Any, sent_tokens: int) -> None:
     """A context error: take the server's number, else assume three quarters of what was sent."""
     window = err.window or max(512, int(sent_tokens * 0.75))
     client.caps.context_window = window
-    client.caps.context_source = "the server's context error" if err.window else "estimated from a context error"
+    client.caps.context_source = (
+        "the server's context error" if err.window else "estimated from a context error"
+    )
 
 
 def tools_refusal(ctx: TurnContext, client: Any) -> str:
-    return (f"model '{client.cfg.name}' at {client.url} does not support tool calling, and {ctx.mode} mode needs "
-            "tools to act; use a model with tool support (e.g. qwen2.5-coder) or switch to discussion mode")
+    return (
+        f"model '{client.cfg.name}' at {client.url} does not support tool calling, and {ctx.mode} mode needs "
+        "tools to act; use a model with tool support (e.g. qwen2.5-coder) or switch to discussion mode"
+    )
 
 
-__all__ = ["Message", "fit_request", "load_caps", "save_caps", "window_for", "tools_refusal",
-           "learn_window_from_error"]
+__all__ = [
+    "Message",
+    "fit_request",
+    "load_caps",
+    "save_caps",
+    "window_for",
+    "tools_refusal",
+    "learn_window_from_error",
+]

@@ -22,7 +22,9 @@ STREAM_CAP = 64_000  # characters streamed per call
 FLUSH_S = 0.05
 
 # The id and name of the tool call running in this task (set by the executor around each call).
-current_call: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar("ndomo_call", default=None)
+current_call: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
+    "ndomo_call", default=None
+)
 
 
 class OutputStream:
@@ -62,7 +64,9 @@ class OutputStream:
             return
         text, self._buf = "".join(self._buf), []
         self.sent += len(text)
-        await self.ctx.runtime.emit(self.ctx, ToolOutput(call_id=self.call_id, name=self.name, text=text))
+        await self.ctx.runtime.emit(
+            self.ctx, ToolOutput(call_id=self.call_id, name=self.name, text=text)
+        )
 
     async def close(self) -> None:
         """Send what is buffered (before the call's `tool_finished`)."""

@@ -47,7 +47,9 @@ def render(plan: PlanDetail) -> tuple[str, dict[int, int]]:
         mark = "x" if t.status == "done" else " "
         files = f" · files: {', '.join(t.files)}" if t.files else ""
         where[t.id] = len(lines)
-        lines.append(f"- [{mark}] {t.ord}. {_one_line(t.description)} [{t.status}]{files} · #{t.id}")
+        lines.append(
+            f"- [{mark}] {t.ord}. {_one_line(t.description)} [{t.status}]{files} · #{t.id}"
+        )
     if not plan.tasks:
         lines.append("_no tasks yet_")
     return "\n".join(lines) + "\n", where
@@ -112,7 +114,12 @@ class PlanOpened(BaseModel):
     shown: bool
 
 
-@action("plan.open", PlanOpenParams, summary="Open the plan's markdown view in the editor", surfaces=("lsp",))
+@action(
+    "plan.open",
+    PlanOpenParams,
+    summary="Open the plan's markdown view in the editor",
+    surfaces=("lsp",),
+)
 async def plan_open(app: App, p: PlanOpenParams) -> PlanOpened:
     try:
         plan = await (await app.store()).get_plan(p.plan)

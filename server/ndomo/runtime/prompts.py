@@ -54,7 +54,9 @@ class PromptManager:
     def contributors(self) -> list[PromptContributor]:
         return list(self._contributors)
 
-    async def build(self, ctx: "TurnContext", *, compact: bool = False, placement: str = "system") -> str:
+    async def build(
+        self, ctx: "TurnContext", *, compact: bool = False, placement: str = "system"
+    ) -> str:
         """The system prompt (or, with placement="turn", the per-turn context)."""
         parts = []
         for c in self._contributors:

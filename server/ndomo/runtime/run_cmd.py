@@ -17,15 +17,33 @@ TURN_EXIT = {"done": 0, "blocked": 3, "capped": 4, "cancelled": 130}
 
 def _setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("prompt", help="what to ask; a /slash command runs without the model")
-    p.add_argument("--agent", "-a", default=None,
-                   help="agent to run the turn (default: the session's agent; `ndomo agents list` names them)")
-    p.add_argument("--mode", "-m", default=None, choices=["discussion", "brainstorming", "autopilot"],
-                   help="mode of this turn, which fences the tools (default: the session's mode)")
+    p.add_argument(
+        "--agent",
+        "-a",
+        default=None,
+        help="agent to run the turn (default: the session's agent; `ndomo agents list` names them)",
+    )
+    p.add_argument(
+        "--mode",
+        "-m",
+        default=None,
+        choices=["discussion", "brainstorming", "autopilot"],
+        help="mode of this turn, which fences the tools (default: the session's mode)",
+    )
     p.add_argument("--workspace", "-w", default=None, help=WORKSPACE_HELP)
-    p.add_argument("--session", default=None, help="continue this session (default: the latest, with its history)")
+    p.add_argument(
+        "--session",
+        default=None,
+        help="continue this session (default: the latest, with its history)",
+    )
     p.add_argument("--new", action="store_true", help="start a fresh session (no history)")
     p.add_argument("--task", dest="task_id", default=None, help="execute this plan task")
-    p.add_argument("--yes", "-y", action="store_true", help="approve every ask (non-interactive runs deny them)")
+    p.add_argument(
+        "--yes",
+        "-y",
+        action="store_true",
+        help="approve every ask (non-interactive runs deny them)",
+    )
     p.add_argument("--json", action="store_true", help="print the turn summary as JSON at the end")
 
 
@@ -66,7 +84,9 @@ def run(ns: argparse.Namespace) -> int:
                 if session:
                     raise _UsageError("--new and --session exclude each other")
                 session = (await rt.new_session()).id
-            request = TurnRequest(prompt=ns.prompt, agent=ns.agent, mode=ns.mode, session=session, task_id=ns.task_id)
+            request = TurnRequest(
+                prompt=ns.prompt, agent=ns.agent, mode=ns.mode, session=session, task_id=ns.task_id
+            )
             return await rt.run(request, host), host
         finally:
             await app.aclose()
@@ -86,7 +106,9 @@ def run(ns: argparse.Namespace) -> int:
         import yaml
 
         print(yaml.safe_dump(summary.payload, sort_keys=False).rstrip())
-    if summary.turn_id is None and summary.error:  # refused before it started: nothing printed it yet
+    if (
+        summary.turn_id is None and summary.error
+    ):  # refused before it started: nothing printed it yet
         print(f"ndomo: {summary.error}", file=sys.stderr)
     if ns.json:
         print(summary.model_dump_json(indent=2))

@@ -94,18 +94,26 @@ class Runtime:
             known = session_id or (None if new else self.current_session_id)
             stamp = store.change_stamp() if hasattr(store, "change_stamp") else None
             cached = self.sessions.get(known) if known else None
-            if cached is not None and stamp is not None and stamp == self._session_stamps.get(known):
+            if (
+                cached is not None
+                and stamp is not None
+                and stamp == self._session_stamps.get(known)
+            ):
                 return cached  # nothing committed since it was read: no query (mode.get, status …)
             if new:
                 row = await store.ensure_session(None)
             elif known:
-                row = await self._existing_session(store, known) or await store.ensure_session(known)
+                row = await self._existing_session(store, known) or await store.ensure_session(
+                    known
+                )
             else:  # the workspace's latest session, with its history (a restart, a reload, `ndomo run`)
                 row = await store.latest_session() or await store.ensure_session(None)
             state = self.sessions.get(row.id)
             if state is None:
                 state = self.sessions[row.id] = SessionState(
-                    id=row.id, mode=row.mode or self.default_mode(), agent=row.agent or self.default_agent()
+                    id=row.id,
+                    mode=row.mode or self.default_mode(),
+                    agent=row.agent or self.default_agent(),
                 )
                 if not row.mode or not row.agent:
                     await store.update_session(row.id, mode=state.mode, agent=state.agent)
@@ -131,13 +139,17 @@ class Runtime:
 
     def check_mode(self, mode: str) -> None:
         if mode not in self.plugins.modes:
-            raise RuntimeError_(f"unknown mode {mode!r}; modes: {', '.join(sorted(self.plugins.modes))}")
+            raise RuntimeError_(
+                f"unknown mode {mode!r}; modes: {', '.join(sorted(self.plugins.modes))}"
+            )
 
     async def check_agent(self, agent: str) -> Any:
         agents = await self.agents()
         found = agents.get(agent)
         if found is None:
-            raise RuntimeError_(f"unknown agent {agent!r}; agents: {', '.join(sorted(agents.agents))}")
+            raise RuntimeError_(
+                f"unknown agent {agent!r}; agents: {', '.join(sorted(agents.agents))}"
+            )
         return found
 
     async def agents(self) -> Any:
@@ -145,7 +157,9 @@ class Runtime:
 
         cached = self.app.services.get("agents")
         if cached is None:
-            cached = self.app.services["agents"] = await asyncio.to_thread(load_agents, self.app.root)
+            cached = self.app.services["agents"] = await asyncio.to_thread(
+                load_agents, self.app.root
+            )
         return cached
 
     async def set_mode(self, mode: str, session_id: str | None = None) -> SessionState:
@@ -204,7 +218,12 @@ class Runtime:
             except Exception:  # a deleted plan must not break the status bar
                 log.debug("plan status unavailable", exc_info=True)
         return Status(
-            session=state.id, mode=state.mode, agent=state.agent, busy=state.busy, state=state.last_outcome, plan=plan
+            session=state.id,
+            mode=state.mode,
+            agent=state.agent,
+            busy=state.busy,
+            state=state.last_outcome,
+            plan=plan,
         )
 
     async def publish_status(self, state: SessionState) -> None:
@@ -248,10 +267,21 @@ class Runtime:
             if parent is None:  # a user's typo is an answer, not a failed turn with a traceback
                 await self.check_agent(agent)
         except RuntimeError_ as exc:
-            return TurnSummary(turn_id=None, session=state.id, agent=agent, mode=mode, status="failed", error=str(exc))
+            return TurnSummary(
+                turn_id=None,
+                session=state.id,
+                agent=agent,
+                mode=mode,
+                status="failed",
+                error=str(exc),
+            )
         if parent is None and state.id in self.active:
             return TurnSummary(
-                turn_id=None, session=state.id, agent=agent, mode=mode, status="failed",
+                turn_id=None,
+                session=state.id,
+                agent=agent,
+                mode=mode,
+                status="failed",
                 error="a turn is already running in this session; cancel it first (ndomo.cancel)",
             )
         if parent is None:  # one turn per session across processes too (another editor, the CLI)
@@ -261,10 +291,25 @@ class Runtime:
             try:
                 await store.claim_session(state.id)
             except SessionBusy as exc:
-                return TurnSummary(turn_id=None, session=state.id, agent=agent, mode=mode, status="failed", error=exc.message)
+                return TurnSummary(
+                    turn_id=None,
+                    session=state.id,
+                    agent=agent,
+                    mode=mode,
+                    status="failed",
+                    error=exc.message,
+                )
         ctx = TurnContext(
-            app=self.app, runtime=self, host=host, request=request, session=state, mode=mode, agent_name=agent,
-            parent_turn_id=parent.turn_id if parent else None, parent=parent, depth=(parent.depth + 1) if parent else 0,
+            app=self.app,
+            runtime=self,
+            host=host,
+            request=request,
+            session=state,
+            mode=mode,
+            agent_name=agent,
+            parent_turn_id=parent.turn_id if parent else None,
+            parent=parent,
+            depth=(parent.depth + 1) if parent else 0,
         )
         task = asyncio.create_task(self._run(ctx))
         if parent is None:
@@ -332,7 +377,10 @@ class Runtime:
                     break
                 result = await hooks.run_phase(phase, ctx)
                 if result.action is HookAction.SHORT_CIRCUIT:
-                    ctx.payload, ctx.status = result.payload, ctx.status if ctx.status != "running" else "done"
+                    ctx.payload, ctx.status = (
+                        result.payload,
+                        ctx.status if ctx.status != "running" else "done",
+                    )
                     return self._summary(ctx)
                 skip = result.action is HookAction.SKIP_AGENT
                 if step is not None and not skip:
@@ -412,8 +460,17 @@ class Runtime:
             except ValueError:
                 modified.append(str(p))
         return TurnSummary(
-            turn_id=ctx.turn_id, session=ctx.session.id, agent=ctx.agent_name, mode=ctx.mode,
-            status=ctx.status, answer=ctx.answer, error=ctx.error, handback=ctx.handback,
-            iterations=ctx.iterations, tokens_in=ctx.tokens_in, tokens_out=ctx.tokens_out,
-            modified=modified, payload=ctx.payload,
+            turn_id=ctx.turn_id,
+            session=ctx.session.id,
+            agent=ctx.agent_name,
+            mode=ctx.mode,
+            status=ctx.status,
+            answer=ctx.answer,
+            error=ctx.error,
+            handback=ctx.handback,
+            iterations=ctx.iterations,
+            tokens_in=ctx.tokens_in,
+            tokens_out=ctx.tokens_out,
+            modified=modified,
+            payload=ctx.payload,
         )

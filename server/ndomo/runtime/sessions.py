@@ -49,10 +49,17 @@ async def conversation(app: App, session_id: str, limit: int = 50) -> tuple[list
     """The session's top-level turns in order, each with what was said and done; the last
     `limit` of them and how many older ones were left out."""
     store = await app.store()
-    turns = [t for t in await store.list_turns(session_id, limit=1_000_000) if t.parent_turn_id is None]
+    turns = [
+        t for t in await store.list_turns(session_id, limit=1_000_000) if t.parent_turn_id is None
+    ]
     by_id: dict[int, ChatTurn] = {
         t.id: ChatTurn(
-            id=t.id, prompt=t.prompt or "", agent=t.agent, mode=t.mode, status=t.status, error=t.error,
+            id=t.id,
+            prompt=t.prompt or "",
+            agent=t.agent,
+            mode=t.mode,
+            status=t.status,
+            error=t.error,
             started_at=t.started_at,
         )
         for t in turns
@@ -66,13 +73,18 @@ async def conversation(app: App, session_id: str, limit: int = 50) -> tuple[list
             if m.content:
                 turn.items.append(ChatItem(kind="text", text=m.content))
             for c in m.tool_calls:
-                item = ChatItem(kind="tool", call_id=c["id"], name=c["name"], arguments=c.get("arguments") or {})
+                item = ChatItem(
+                    kind="tool", call_id=c["id"], name=c["name"], arguments=c.get("arguments") or {}
+                )
                 calls[c["id"]] = item
                 turn.items.append(item)
         elif m.role == "tool" and m.tool_call_id in calls:
             text = m.content or ""
             if len(text) > SHOWN_RESULT:
-                text = text[:SHOWN_RESULT] + f"\n[… {len(m.content or '') - SHOWN_RESULT} more characters]"
+                text = (
+                    text[:SHOWN_RESULT]
+                    + f"\n[… {len(m.content or '') - SHOWN_RESULT} more characters]"
+                )
             calls[m.tool_call_id].result = text
     ordered = list(by_id.values())
     more = max(0, len(ordered) - limit)
@@ -85,7 +97,9 @@ def render_markdown(view: SessionView) -> str:
     if view.title:
         out.append(f"{view.title}\n")
     for t in view.turns:
-        out.append(f"\n## {t.started_at} · {t.agent} · {t.mode} · {t.status}\n\n**prompt:** {t.prompt}\n")
+        out.append(
+            f"\n## {t.started_at} · {t.agent} · {t.mode} · {t.status}\n\n**prompt:** {t.prompt}\n"
+        )
         for item in t.items:
             if item.kind == "text":
                 out.append(f"\n{item.text.rstrip()}\n")
@@ -103,7 +117,9 @@ def render_markdown(view: SessionView) -> str:
 class OpenParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     session: str | None = Field(default=None, description="Session id (default: the current one).")
-    limit: int = Field(default=50, ge=1, le=10_000, description="How many of the latest turns to return.")
+    limit: int = Field(
+        default=50, ge=1, le=10_000, description="How many of the latest turns to return."
+    )
 
 
 async def _view(app: App, session: str | None, limit: int, *, switch: bool) -> SessionView:
@@ -115,13 +131,17 @@ async def _view(app: App, session: str | None, limit: int, *, switch: bool) -> S
         try:
             row = await store.get_session(session)
         except StoreError:
-            raise ActionError(f"no session {session!r}; `ndomo session list` shows them", field="session") from None
+            raise ActionError(
+                f"no session {session!r}; `ndomo session list` shows them", field="session"
+            ) from None
     state = await rt.session(session)
     if switch:
         await rt.open_session(state.id)
     turns, more = await conversation(app, state.id, limit)
     row = await (await app.store()).get_session(state.id)
-    return SessionView(session=state.id, title=row.title, status=await rt.status(state), turns=turns, more=more)
+    return SessionView(
+        session=state.id, title=row.title, status=await rt.status(state), turns=turns, more=more
+    )
 
 
 def _render_view(view: Any) -> str:
@@ -129,7 +149,9 @@ def _render_view(view: Any) -> str:
 
 
 @action(
-    "session.open", OpenParams, render=_render_view,
+    "session.open",
+    OpenParams,
+    render=_render_view,
     summary="Make a session the current one (the latest for `ndomo run`) and return its conversation",
 )
 async def session_open(app: App, p: OpenParams) -> SessionView:
@@ -139,7 +161,9 @@ async def session_open(app: App, p: OpenParams) -> SessionView:
 class ExportParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     session: str | None = Field(default=None, description="Session id (default: the current one).")
-    path: str | None = Field(default=None, description="Where to write (default .ndomo/sessions/<id>.md).")
+    path: str | None = Field(
+        default=None, description="Where to write (default .ndomo/sessions/<id>.md)."
+    )
 
 
 class Exported(BaseModel):
@@ -148,10 +172,16 @@ class Exported(BaseModel):
     turns: int
 
 
-@action("session.export", ExportParams, summary="Write a session's whole conversation to a markdown file")
+@action(
+    "session.export",
+    ExportParams,
+    summary="Write a session's whole conversation to a markdown file",
+)
 async def session_export(app: App, p: ExportParams) -> Exported:
     view = await _view(app, p.session, 1_000_000, switch=False)
-    target = Path(p.path).expanduser() if p.path else app.state_dir / "sessions" / f"{view.session}.md"
+    target = (
+        Path(p.path).expanduser() if p.path else app.state_dir / "sessions" / f"{view.session}.md"
+    )
     if not target.is_absolute():
         target = app.root / target
     text = render_markdown(view)
@@ -167,5 +197,7 @@ async def session_export(app: App, p: ExportParams) -> Exported:
         if owned is None or not await owned(target, text):
             await asyncio.to_thread(write)
     except OSError as exc:
-        raise ActionError(f"cannot write {target}: {exc.strerror or exc}", field="path", kind="failed") from None
+        raise ActionError(
+            f"cannot write {target}: {exc.strerror or exc}", field="path", kind="failed"
+        ) from None
     return Exported(session=view.session, path=str(target), turns=len(view.turns))

@@ -99,5 +99,9 @@ def action_specs() -> list[CommandSpec]:
             except ActionError as exc:
                 raise SlashError(exc.message) from None
 
-        specs.append(CommandSpec(name=" ".join(act.path), handler=handler, help=act.summary, category="action"))
+        specs.append(
+            CommandSpec(
+                name=" ".join(act.path), handler=handler, help=act.summary, category="action"
+            )
+        )
     return specs

@@ -64,15 +64,26 @@ class ToolDescriptor:
 # `Field(json_schema_extra={HIDDEN: True})`: accepted when sent, not offered (rarely needed fields).
 HIDDEN = "x-hidden"
 # Checked by the registry's validation anyway; to a model they are bytes, not guidance.
-_DROP = {"title", "minLength", "maxLength", "minItems", "maxItems", "exclusiveMinimum", "exclusiveMaximum"}
+_DROP = {
+    "title",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+}
 
 
 def _unoffered(prop: Any) -> bool:
     """An optional field not worth offering: marked HIDDEN, or a free-form object (metadata bags)."""
     if not isinstance(prop, dict):
         return False
-    return bool(prop.get(HIDDEN)) or (prop.get("type") == "object" and prop.get("additionalProperties") is True
-                                      and not prop.get("properties"))
+    return bool(prop.get(HIDDEN)) or (
+        prop.get("type") == "object"
+        and prop.get("additionalProperties") is True
+        and not prop.get("properties")
+    )
 
 
 def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -106,7 +117,11 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
                 continue  # a bare lower bound (≥0, ≥1) says nothing a name does not
             if key == "properties" and isinstance(value, dict):
                 required = set(node.get("required") or ())
-                out[key] = {name: walk(v, True) for name, v in value.items() if name in required or not _unoffered(v)}
+                out[key] = {
+                    name: walk(v, True)
+                    for name, v in value.items()
+                    if name in required or not _unoffered(v)
+                }
                 continue
             if key == HIDDEN:
                 continue
@@ -139,7 +154,9 @@ def tool_specs(tools: Iterable[ToolDescriptor]) -> list[Any]:
     if specs is None:
         if len(_SPECS) >= _SPECS_MAX:
             _SPECS.pop(next(iter(_SPECS)))
-        specs = _SPECS[key] = [ToolSpec(name=t.name, description=t.description, parameters=t.schema()) for t in tools]
+        specs = _SPECS[key] = [
+            ToolSpec(name=t.name, description=t.description, parameters=t.schema()) for t in tools
+        ]
     return list(specs)  # the caller's list; the specs themselves are shared, never mutated
 
 
@@ -148,13 +165,17 @@ class ToolGuard(Protocol):
 
     name: str
 
-    async def check(self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel) -> str | None: ...
+    async def check(
+        self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel
+    ) -> str | None: ...
 
 
 class PermissionDecision(BaseModel):
     allowed: bool
     message: str = ""
-    failed: bool = False  # the check itself broke (e.g. the editor could not ask): a failure, not a refusal
+    failed: bool = (
+        False  # the check itself broke (e.g. the editor could not ask): a failure, not a refusal
+    )
     # A shell call may use the network (the user approved it, or an agent's `network: allow`
     # rule matched). The OS sandbox reads it through `call_grant()`.
     network: bool = False
@@ -171,7 +192,9 @@ def call_grant() -> PermissionDecision:
 class PermissionPolicy(Protocol):
     def visible(self, ctx: "TurnContext", tool: ToolDescriptor) -> bool: ...
 
-    async def check(self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel) -> PermissionDecision: ...
+    async def check(
+        self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel
+    ) -> PermissionDecision: ...
 
 
 class AllowAll:
@@ -180,7 +203,9 @@ class AllowAll:
     def visible(self, ctx: "TurnContext", tool: ToolDescriptor) -> bool:
         return True
 
-    async def check(self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel) -> PermissionDecision:
+    async def check(
+        self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel
+    ) -> PermissionDecision:
         return PermissionDecision(allowed=True)
 
 
@@ -278,7 +303,9 @@ class ToolRegistry:
         decision = await self.policy.check(ctx, tool, params)
         if not decision.allowed:
             if decision.failed:
-                return ToolResult.failed(decision.message or f"the permission check for '{name}' failed")
+                return ToolResult.failed(
+                    decision.message or f"the permission check for '{name}' failed"
+                )
             return ToolResult.refused(decision.message or f"permission denied for '{name}'")
         token = _GRANT.set(decision)
         try:

@@ -41,7 +41,7 @@ class UndoRefused(Exception):
 def _undone_by(turn: Turn) -> int | None:
     if turn.agent == UNDO_AGENT and turn.prompt and turn.prompt.startswith(_PREFIX):
         try:
-            return int(turn.prompt[len(_PREFIX):].split()[0])
+            return int(turn.prompt[len(_PREFIX) :].split()[0])
         except (ValueError, IndexError):
             return None
     return None
@@ -69,7 +69,9 @@ def net_changes(edits: list[TurnEdit]) -> dict[str, tuple[str | None, str | None
     return out
 
 
-async def undo_last_turn(app: App, host: Host, session_id: str, *, force: bool = False) -> UndoResult:
+async def undo_last_turn(
+    app: App, host: Host, session_id: str, *, force: bool = False
+) -> UndoResult:
     store = await app.store()
     found = await last_undoable_turn(store, session_id)
     if found is None:
@@ -80,7 +82,8 @@ async def undo_last_turn(app: App, host: Host, session_id: str, *, force: bool =
     changed = sorted(p for p, (_, after) in changes.items() if current[p] != after)
     if changed and not force:
         raise UndoRefused(
-            f"not undoing turn {turn.id}: changed since: {', '.join(changed)} (use force to overwrite)", changed
+            f"not undoing turn {turn.id}: changed since: {', '.join(changed)} (use force to overwrite)",
+            changed,
         )
     record = await store.start_turn(session_id, UNDO_AGENT, None, f"{_PREFIX}{turn.id}")
     restored, failed = [], []
@@ -91,14 +94,20 @@ async def undo_last_turn(app: App, host: Host, session_id: str, *, force: bool =
             await store.add_turn_edit(record.id, path, current[path], before)
         else:
             failed.append(f"{path}: {outcome.reason}")
-    await store.finish_turn(record.id, "failed" if failed else "done", error="; ".join(failed) or None)
+    await store.finish_turn(
+        record.id, "failed" if failed else "done", error="; ".join(failed) or None
+    )
     msg = f"undid turn {turn.id}: restored {', '.join(restored) or 'nothing'}"
     if failed:
         msg += f"; not restored: {'; '.join(failed)}"
     return UndoResult(turn_id=turn.id, restored=restored, failed=failed, message=msg)
 
 
-@action("undo", UndoParams, summary="Undo the file changes of the session's last turn (force: overwrite later changes)")
+@action(
+    "undo",
+    UndoParams,
+    summary="Undo the file changes of the session's last turn (force: overwrite later changes)",
+)
 async def undo(app: App, p: UndoParams) -> UndoResult:
     from ndomo.runtime.runtime import Runtime
 

@@ -80,16 +80,22 @@ def warning(rel: str) -> str:
     """What approving a write to this control file would grant, for the approval prompt."""
     kind = control_kind(rel)
     if kind == "instructions":
-        return (f"WARNING: {rel} is a project instruction file: every later turn of every agent obeys what it says. "
-                "Approve only if you have read the change.")
+        return (
+            f"WARNING: {rel} is a project instruction file: every later turn of every agent obeys what it says. "
+            "Approve only if you have read the change."
+        )
     if rel == ".ndomo/config.yaml":
-        return ("WARNING: .ndomo/config.yaml decides which model server gets your code and which environment "
-                "variable is sent as its API key, which files count as secrets and as design artifacts. "
-                "A change here can leak secrets or widen what discussion mode may write.")
+        return (
+            "WARNING: .ndomo/config.yaml decides which model server gets your code and which environment "
+            "variable is sent as its API key, which files count as secrets and as design artifacts. "
+            "A change here can leak secrets or widen what discussion mode may write."
+        )
     if kind == "agent_config":
-        return (f"WARNING: {rel} defines an agent and its permissions (shell rules, edits, delegation). "
-                "A change here can let that agent run commands or edit files without asking, "
-                "in this and every later session.")
+        return (
+            f"WARNING: {rel} defines an agent and its permissions (shell rules, edits, delegation). "
+            "A change here can let that agent run commands or edit files without asking, "
+            "in this and every later session."
+        )
     return f"{rel} is a control file"
 
 

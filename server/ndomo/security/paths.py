@@ -62,7 +62,9 @@ def _check_text(raw: str) -> None:
     if raw.startswith("\\\\") or raw.startswith("//"):
         raise PathRefused(f"UNC/network paths are not allowed: {raw!r}", raw=raw)
     if _WINDOWS_DRIVE.match(raw):
-        raise PathRefused(f"Windows drive paths are not allowed: {raw!r}; use a workspace-relative path", raw=raw)
+        raise PathRefused(
+            f"Windows drive paths are not allowed: {raw!r}; use a workspace-relative path", raw=raw
+        )
     if os.path.isabs(raw) and _under(os.path.normpath(raw), _PROC):
         raise PathRefused(f"paths through /proc are not allowed: {raw!r}", raw=raw)
 
@@ -80,7 +82,9 @@ class _Walker:
 
     def _proc_check(self, path: str, via: str) -> None:
         if _under(path, _PROC):
-            raise PathRefused(f"path {self.raw!r} goes through /proc (via {via}); not allowed", raw=self.raw)
+            raise PathRefused(
+                f"path {self.raw!r} goes through /proc (via {via}); not allowed", raw=self.raw
+            )
 
     def walk(self, start: str, rest: str, *, confined: bool) -> str:
         """Resolve `rest` from `start`. When confined, every step must stay inside a root."""
@@ -93,7 +97,9 @@ class _Walker:
             if name == "..":
                 path = os.path.dirname(path) or "/"
                 if confined and not self.inside(path):
-                    raise PathRefused(f"'..' in {self.raw!r} escapes the workspace folder", raw=self.raw)
+                    raise PathRefused(
+                        f"'..' in {self.raw!r} escapes the workspace folder", raw=self.raw
+                    )
                 continue
             new = path.rstrip("/") + "/" + name
             self._proc_check(new, new)
@@ -106,11 +112,15 @@ class _Walker:
                 continue
             self.hops += 1
             if self.hops > _MAX_SYMLINKS:
-                raise PathRefused(f"too many levels of symbolic links in {self.raw!r}", raw=self.raw)
+                raise PathRefused(
+                    f"too many levels of symbolic links in {self.raw!r}", raw=self.raw
+                )
             try:
                 target = os.readlink(new)
             except OSError as exc:
-                raise PathRefused(f"cannot read symlink {new}: {exc.strerror}", raw=self.raw) from None
+                raise PathRefused(
+                    f"cannot read symlink {new}: {exc.strerror}", raw=self.raw
+                ) from None
             resolved = self.walk(path, target, confined=False)
             self._proc_check(resolved, f"symlink {new}")
             if not self.inside(resolved):
@@ -154,7 +164,7 @@ def _anchor(raw: str, roots: Sequence[Path], real_roots: list[str]) -> tuple[str
     for given, real in zip(roots, real_roots):
         for form in {os.path.normpath(os.fspath(given)), real}:
             if _under(clean, form):
-                rest = clean[len(form):].lstrip("/")
+                rest = clean[len(form) :].lstrip("/")
                 if best is None or len(form) > best[0]:
                     best = (len(form), real, rest)
     if best is None:

@@ -162,7 +162,10 @@ async def run_shell(
     full_env = None if env is None else {**os.environ, **env}
     started = time.monotonic()
     proc = await asyncio.create_subprocess_exec(
-        *prefix, SHELL, "-c", command,
+        *prefix,
+        SHELL,
+        "-c",
+        command,
         cwd=str(cwd),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
@@ -215,7 +218,9 @@ async def run_shell(
     if cancel_wait is not None:
         waiters.add(cancel_wait)
     try:
-        done, _ = await asyncio.wait(waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(
+            waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
+        )
         if work not in done:
             timed_out = cancel_wait is None or cancel_wait not in done
             cancelled = not timed_out

@@ -40,7 +40,16 @@ if TYPE_CHECKING:
 log = logging.getLogger("ndomo.sandbox")
 
 SandboxMode = Literal["auto", "required", "off"]
-DEFAULT_HOME_READ = ["~/.pyenv", "~/.rustup", "~/.cargo", "~/.nvm", "~/.local", "~/go", "~/.npm", "~/.cache"]
+DEFAULT_HOME_READ = [
+    "~/.pyenv",
+    "~/.rustup",
+    "~/.cargo",
+    "~/.nvm",
+    "~/.local",
+    "~/go",
+    "~/.npm",
+    "~/.cache",
+]
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"  # absolute: a workspace cannot shadow it on PATH
 PROBE_TIMEOUT_S = 30.0  # generous: a loaded machine must not be mistaken for one without a sandbox
 
@@ -49,13 +58,23 @@ PROBE_TIMEOUT_S = 30.0  # generous: a loaded machine must not be mistaken for on
 # controlling terminal to inject into), and a command that stays in that process group is
 # what a timeout or a cancel kills. --die-with-parent: the sandbox dies with the server.
 BWRAP_BASE = [
-    "--ro-bind", "/", "/",
-    "--dev", "/dev",
-    "--proc", "/proc",
-    "--ro-bind", "/proc/sys", "/proc/sys",
-    "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    "--ro-bind",
+    "/proc/sys",
+    "/proc/sys",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
     "--die-with-parent",
-    "--cap-drop", "ALL",
+    "--cap-drop",
+    "ALL",
 ]
 
 
@@ -110,8 +129,11 @@ def _program() -> str | None:
 async def _run_probe(argv: list[str]) -> tuple[int | None, str]:
     try:
         proc = await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT, start_new_session=True,
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
         )
     except OSError as exc:
         return None, str(exc)
@@ -139,7 +161,9 @@ async def probe() -> Probe:
         code, out = await _run_probe([path, "-p", "(version 1)(allow default)", "/usr/bin/true"])
         version = ""
     else:
-        code, out = await _run_probe([path, *BWRAP_BASE, "--unshare-net", "--tmpfs", "/tmp", "true"])
+        code, out = await _run_probe(
+            [path, *BWRAP_BASE, "--unshare-net", "--tmpfs", "/tmp", "true"]
+        )
         version = (await _run_probe([path, "--version"]))[1] if code == 0 else ""
     if code == 0:
         result = Probe(backend, path, True, version or f"{backend} runs")
@@ -154,19 +178,32 @@ async def current_state(settings: "Settings") -> SandboxState:
     mode: SandboxMode = settings.sandbox.mode
     if mode == "off":
         return SandboxState(
-            mode=mode, backend=_backend(), active=False, ok=True,
+            mode=mode,
+            backend=_backend(),
+            active=False,
+            ok=True,
             warning="sandbox: off — shell commands and served processes run without an OS sandbox",
         )
     found = await probe()
     if found.ok:
-        return SandboxState(mode=mode, backend=found.backend, active=True, ok=True, detail=found.detail)
+        return SandboxState(
+            mode=mode, backend=found.backend, active=True, ok=True, detail=found.detail
+        )
     if mode == "required":
         return SandboxState(
-            mode=mode, backend=found.backend, active=False, ok=False, detail=found.detail,
+            mode=mode,
+            backend=found.backend,
+            active=False,
+            ok=False,
+            detail=found.detail,
             warning=f"sandbox: required but {found.detail}: shell commands are refused",
         )
     return SandboxState(
-        mode=mode, backend=found.backend, active=False, ok=True, detail=found.detail,
+        mode=mode,
+        backend=found.backend,
+        active=False,
+        ok=True,
+        detail=found.detail,
         warning=f"{found.detail}: shell commands run without an OS sandbox (install {found.backend})",
     )
 
@@ -196,7 +233,7 @@ def git_layout(ws: Path) -> GitLayout:
             return GitLayout(pointer, None, None)
         if not first.startswith("gitdir:"):
             return GitLayout(pointer, None, None)
-        gitdir = Path(os.path.realpath(ws / first[len("gitdir:"):].strip()))
+        gitdir = Path(os.path.realpath(ws / first[len("gitdir:") :].strip()))
         if not gitdir.is_dir():
             return GitLayout(pointer, None, None)
     else:
@@ -265,13 +302,21 @@ def build_profile(
         read_only += [git.common / "config", git.common / "hooks", git.common / "config.worktree"]
     forbidden: list[Path] = []
     if git.gitdir is not None and git.gitdir != git.common:
-        read_only += [git.gitdir / "config.worktree", git.gitdir / "commondir", git.gitdir / "gitdir"]
+        read_only += [
+            git.gitdir / "config.worktree",
+            git.gitdir / "commondir",
+            git.gitdir / "gitdir",
+        ]
     elif git.gitdir is not None and not (git.gitdir / "commondir").exists():
         # git reads `<gitdir>/commondir` in any repository and takes config and hooks from where
         # it points; a missing file cannot be mounted read-only, so its creation is undone after
         forbidden.append(git.gitdir / "commondir")
     raw_home = env.get("HOME") or ""
-    home = _real(raw_home) if raw_home and _real(raw_home) != Path("/") and _real(raw_home).is_dir() else None
+    home = (
+        _real(raw_home)
+        if raw_home and _real(raw_home) != Path("/") and _real(raw_home).is_dir()
+        else None
+    )
     reads: list[Path] = []
     for item in home_read:
         text = item.replace("~", raw_home, 1) if item.startswith("~") and raw_home else item
@@ -366,7 +411,9 @@ def _sb(path: Path | str) -> str:
     return '"' + str(path).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def seatbelt_profile(profile: Profile, tmp_dirs: Sequence[str] = ("/private/tmp", "/private/var/folders")) -> str:
+def seatbelt_profile(
+    profile: Profile, tmp_dirs: Sequence[str] = ("/private/tmp", "/private/var/folders")
+) -> str:
     """The sandbox-exec (Seatbelt) profile text.
 
     Everything is allowed by default, then three denies whose filters do not overlap any
@@ -376,8 +423,13 @@ def seatbelt_profile(profile: Profile, tmp_dirs: Sequence[str] = ("/private/tmp"
     writable = [f"(subpath {_sb(profile.workspace)})"]
     writable += [f"(subpath {_sb(d)})" for d in profile.writable]
     writable += [f"(subpath {_sb(t)})" for t in tmp_dirs]
-    writable += ['(literal "/dev/null")', '(literal "/dev/zero")', '(literal "/dev/dtracehelper")',
-                 '(regex #"^/dev/tty")', '(regex #"^/dev/fd/")']
+    writable += [
+        '(literal "/dev/null")',
+        '(literal "/dev/zero")',
+        '(literal "/dev/dtracehelper")',
+        '(regex #"^/dev/tty")',
+        '(regex #"^/dev/fd/")',
+    ]
     lines = [
         "(version 1)",
         "(allow default)",
@@ -387,11 +439,17 @@ def seatbelt_profile(profile: Profile, tmp_dirs: Sequence[str] = ("/private/tmp"
         ")))",
         ";; the control files stay read-only",
         "(deny file-write*",
-        *[f"  ({'subpath' if p.name in _DIR_NAMES else 'literal'} {_sb(p)})" for p in profile.read_only],
+        *[
+            f"  ({'subpath' if p.name in _DIR_NAMES else 'literal'} {_sb(p)})"
+            for p in profile.read_only
+        ],
         ")",
     ]
     if profile.home is not None:
-        visible = [f"(subpath {_sb(profile.workspace)})", *[f"(subpath {_sb(p)})" for p in profile.home_read]]
+        visible = [
+            f"(subpath {_sb(profile.workspace)})",
+            *[f"(subpath {_sb(p)})" for p in profile.home_read],
+        ]
         lines += [
             ";; the home folder is hidden except the toolchains",
             f"(deny file-read* (require-all (subpath {_sb(profile.home)}) (require-not (require-any",
@@ -411,7 +469,14 @@ def seatbelt_profile(profile: Profile, tmp_dirs: Sequence[str] = ("/private/tmp"
 def seatbelt_argv(profile: Profile) -> list[str]:
     unset = [a for n in profile.drop_env for a in ("-u", n)]
     # no "--": sandbox-exec's usage names none, and the command that follows is /bin/bash
-    return ["/usr/bin/env", *unset, "NDOMO_SANDBOX=sandbox-exec", SANDBOX_EXEC, "-p", seatbelt_profile(profile)]
+    return [
+        "/usr/bin/env",
+        *unset,
+        "NDOMO_SANDBOX=sandbox-exec",
+        SANDBOX_EXEC,
+        "-p",
+        seatbelt_profile(profile),
+    ]
 
 
 def undo_forbidden(paths: Sequence[Path]) -> list[str]:
@@ -426,9 +491,13 @@ def undo_forbidden(paths: Sequence[Path]) -> list[str]:
                 shutil.rmtree(p)
             else:
                 p.unlink()
-            notes.append(f"ndomo removed {p.name} that the command created in {p.parent}: it would redirect git's configuration and hooks")
+            notes.append(
+                f"ndomo removed {p.name} that the command created in {p.parent}: it would redirect git's configuration and hooks"
+            )
         except OSError as exc:
-            notes.append(f"WARNING: the command created {p}, which redirects git's configuration; ndomo could not remove it ({exc}) — delete it before running git")
+            notes.append(
+                f"WARNING: the command created {p}, which redirects git's configuration; ndomo could not remove it ({exc}) — delete it before running git"
+            )
     return notes
 
 
@@ -468,11 +537,16 @@ async def prepare(settings: "Settings", workspace: Path, *, network: bool) -> Sa
             )
         return Sandboxed(prefix=[], state=state, network=True)
     profile = await asyncio.to_thread(
-        build_profile, workspace, network=network, home_read=settings.sandbox.home,
+        build_profile,
+        workspace,
+        network=network,
+        home_read=settings.sandbox.home,
         drop_env=secret_env_names(settings),
     )
     if state.backend == "sandbox-exec":
         prefix = seatbelt_argv(profile)
     else:
         prefix = bwrap_argv((await probe()).path or "bwrap", profile)
-    return Sandboxed(prefix=prefix, state=state, network=network, forbidden_new=profile.forbidden_new)
+    return Sandboxed(
+        prefix=prefix, state=state, network=network, forbidden_new=profile.forbidden_new
+    )

@@ -157,7 +157,9 @@ class _Analyzer:
         elif kind in ("list", "pipeline"):
             parts = node.parts
             for i, part in enumerate(parts):
-                if part.kind in ("operator", "pipe") or (part.kind == "reservedword" and part.word == "!"):
+                if part.kind in ("operator", "pipe") or (
+                    part.kind == "reservedword" and part.word == "!"
+                ):
                     continue
                 nxt = parts[i + 1] if i + 1 < len(parts) else None
                 if nxt is not None and nxt.kind == "operator" and nxt.op == "&":
@@ -241,7 +243,9 @@ class _Analyzer:
     def flag_function_calls(self) -> None:
         for unit in self.units:
             if unit.words and unit.words[0].value in self.functions:
-                unit.ask(f"calls the shell function `{unit.words[0].value}` defined in this command")
+                unit.ask(
+                    f"calls the shell function `{unit.words[0].value}` defined in this command"
+                )
 
     def nested(self, script: str, parent: _Unit) -> None:
         if self.depth >= MAX_DEPTH:
@@ -328,7 +332,9 @@ def _parse(source: str, problems: list[str]) -> tuple[list[Any], str] | None:
         except NotImplementedError as exc:
             if "time" in str(exc) and _TIME_WORD.search(text):
                 # bashlex has no `time` keyword; blank it out (it only times the pipeline)
-                text = _TIME_WORD.sub(lambda m: m.group(1) + " " * (len(m.group(0)) - len(m.group(1))), text)
+                text = _TIME_WORD.sub(
+                    lambda m: m.group(1) + " " * (len(m.group(0)) - len(m.group(1))), text
+                )
                 continue
             problems.append(f"could not parse the command ({exc})")
             return None
@@ -352,7 +358,20 @@ def _deny_scan(command: str, rules: Rules) -> tuple[str, str] | None:
     for tok in tokens:
         if tok and set(tok) <= set(";&|()<>"):
             segments.append([])
-        elif tok not in ("[[", "]]", "{", "}", "!", "then", "do", "else", "elif", "if", "while", "until"):
+        elif tok not in (
+            "[[",
+            "]]",
+            "{",
+            "}",
+            "!",
+            "then",
+            "do",
+            "else",
+            "elif",
+            "if",
+            "while",
+            "until",
+        ):
             segments[-1].append(tok)
     for seg in segments:
         if not seg:
@@ -411,11 +430,16 @@ def _expand(text: str, w: Word, cwd: Path) -> list[str] | None:
 def _resolved(w: Word, cwd: Path | Sequence[Path], roots: Sequence[Path]):
     """(text, path or PathRefused) for every path an argument stands for, globs expanded,
     from each folder the command may run in."""
-    for base in ([cwd] if isinstance(cwd, Path) else cwd):
+    for base in [cwd] if isinstance(cwd, Path) else cwd:
         for text in _texts(w):
             paths = _expand(text, w, base)
             if paths is None:
-                yield text, PathRefused(f"the glob matches more than {MAX_GLOB_MATCHES} files; too many to check")
+                yield (
+                    text,
+                    PathRefused(
+                        f"the glob matches more than {MAX_GLOB_MATCHES} files; too many to check"
+                    ),
+                )
                 continue
             for path in paths:
                 try:
@@ -453,7 +477,9 @@ def _path_notes(
     notes = []
     for w in unit.words[1:] + unit.paths + unit.inputs + unit.outputs + unit.writes:
         if not w.literal:
-            notes.append(f"argument `{w.value}` is computed at run time (a variable or a substitution)")
+            notes.append(
+                f"argument `{w.value}` is computed at run time (a variable or a substitution)"
+            )
             continue
         if not roots or not cwd:
             continue
@@ -467,17 +493,23 @@ def _path_notes(
         for w in unit.git_dirs:
             for text, p in _resolved(w, cwd, roots):
                 if isinstance(p, Path) and relative_to_workspace(p, roots) != ".git":
-                    notes.append(f"git --git-dir={text}: git would read its configuration (which can run "
-                                 "commands) from a folder that is not the repository's .git")
+                    notes.append(
+                        f"git --git-dir={text}: git would read its configuration (which can run "
+                        "commands) from a folder that is not the repository's .git"
+                    )
     return list(dict.fromkeys(notes))
 
 
-def _control_notes(unit: _Unit, cwd: Sequence[Path] | None, roots: Sequence[Path]) -> tuple[list[str], list[str]]:
+def _control_notes(
+    unit: _Unit, cwd: Sequence[Path] | None, roots: Sequence[Path]
+) -> tuple[list[str], list[str]]:
     """(deny, ask) notes for a command writing into the control files."""
     deny: list[str] = []
     ask: list[str] = []
     if unit.git_config:
-        deny.append("writes .git/config: git configuration is changed by the user by hand, never by an agent")
+        deny.append(
+            "writes .git/config: git configuration is changed by the user by hand, never by an agent"
+        )
     if not roots or not cwd:
         return deny, ask
     for w in write_targets(unit.words) + unit.outputs + unit.writes:
@@ -509,7 +541,11 @@ def _judge(unit: _Unit, rules: Rules, cwd, roots, secret_globs) -> _Verdict:
             return _Verdict(unit, "deny", "; ".join(deny_notes))
         return _Verdict(unit, action, why)
     rule_act, pattern = rule_action(unit.text, rules)
-    why = f"rule {pattern!r}" if pattern else ("permission " + repr(rules) if isinstance(rules, str) else "no rule matches")
+    why = (
+        f"rule {pattern!r}"
+        if pattern
+        else ("permission " + repr(rules) if isinstance(rules, str) else "no rule matches")
+    )
     for other in unit.deny_also:
         act2, pat2 = rule_action(other, rules)
         if act2 == "deny":
@@ -548,18 +584,23 @@ def decide(
     if not isinstance(command, str) or not command.strip() or _only_comments(command):
         return ShellDecision(action="deny", commands=[], reasons=["empty command: nothing to run"])
     if "\x00" in command:
-        return ShellDecision(action="deny", commands=[], reasons=["command contains a NUL byte; it cannot run"])
+        return ShellDecision(
+            action="deny", commands=[], reasons=["command contains a NUL byte; it cannot run"]
+        )
     rule_problems = validate_rules(rules)
     if len(command) > MAX_COMMAND_CHARS:
         return ShellDecision(
-            action="ask", commands=[],
+            action="ask",
+            commands=[],
             reasons=[f"command is longer than {MAX_COMMAND_CHARS} characters; too long to check"],
         )
     analyzer = _Analyzer()
     try:
         analyzer.analyse(command)
     except _Unparsable as exc:
-        analyzer.problems.append(str(exc) if str(exc).startswith("could not") else f"could not parse: {exc}")
+        analyzer.problems.append(
+            str(exc) if str(exc).startswith("could not") else f"could not parse: {exc}"
+        )
     except RecursionError:
         analyzer.problems.append("could not parse: command nested too deeply")
     if analyzer.problems and not analyzer.units:
@@ -567,9 +608,13 @@ def decide(
         if hit is not None:
             segment, pattern = hit
             return ShellDecision(
-                action="deny", commands=[segment],
-                reasons=[f"deny, decided by `{segment}`: rule {pattern!r} (the command could not be parsed; "
-                         f"this part was found by a plain split)"] + [f"{p}" for p in analyzer.problems],
+                action="deny",
+                commands=[segment],
+                reasons=[
+                    f"deny, decided by `{segment}`: rule {pattern!r} (the command could not be parsed; "
+                    f"this part was found by a plain split)"
+                ]
+                + [f"{p}" for p in analyzer.problems],
             )
     analyzer.flag_function_calls()
     roots = list(roots or [])

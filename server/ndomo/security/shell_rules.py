@@ -43,15 +43,23 @@ def literal_length(pattern: str) -> int:
 def validate_rules(rules: object) -> list[str]:
     """Problems with a `bash` permission value, for agent-definition loaders to report."""
     if isinstance(rules, str):
-        return [] if rules in ACTIONS else [f"bash permission {rules!r} is not one of allow, ask, deny"]
+        return (
+            []
+            if rules in ACTIONS
+            else [f"bash permission {rules!r} is not one of allow, ask, deny"]
+        )
     if not isinstance(rules, Mapping):
-        return [f"bash permission must be an action or a map of pattern to action, got {type(rules).__name__}"]
+        return [
+            f"bash permission must be an action or a map of pattern to action, got {type(rules).__name__}"
+        ]
     problems = []
     for pat, act in rules.items():
         if not isinstance(pat, str) or not pat.strip():
             problems.append(f"bash permission pattern {pat!r} must be a non-empty string")
         if act not in ACTIONS:
-            problems.append(f"bash permission {pat!r}: action {act!r} is not one of allow, ask, deny")
+            problems.append(
+                f"bash permission {pat!r}: action {act!r} is not one of allow, ask, deny"
+            )
     return problems
 
 

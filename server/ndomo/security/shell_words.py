@@ -17,7 +17,9 @@ ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\+?=")
 DEVICE_SINKS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
 XARGS_ARGS = "…"
 
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh", "busybox"})
+SHELLS = frozenset(
+    {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh", "busybox"}
+)
 # interpreter -> (short option letters that take inline code, long options that do)
 INTERPRETERS: dict[str, tuple[str, frozenset[str]]] = {
     "python": ("c", frozenset()),
@@ -69,7 +71,9 @@ class Normalised:
     writes: list[Word] = field(default_factory=list)  # paths the command writes to (git config -f)
     writes_git_config: bool = False  # `git config` changing the repository's own config
     chdirs: list[Word] = field(default_factory=list)  # folders the command runs in (env -C, git -C)
-    git_dirs: list[Word] = field(default_factory=list)  # `git --git-dir` values: where git reads config
+    git_dirs: list[Word] = field(
+        default_factory=list
+    )  # `git --git-dir` values: where git reads config
 
     def ask(self, note: str) -> None:
         self.floor = strictest(self.floor, "ask")
@@ -229,9 +233,13 @@ def _check_assignment(out: Normalised, w: Word) -> None:
         out.ask(f"assignment `{w.value}` contains a substitution")
 
 
-def _simple(flags: str = "", with_arg: str = "", long_flags=frozenset(), long_arg=frozenset(), optional=""):
+def _simple(
+    flags: str = "", with_arg: str = "", long_flags=frozenset(), long_arg=frozenset(), optional=""
+):
     def handler(out: Normalised) -> list[Word] | None:
-        i = _skip_options(out.words, 1, flags, with_arg, frozenset(long_flags), frozenset(long_arg), optional)
+        i = _skip_options(
+            out.words, 1, flags, with_arg, frozenset(long_flags), frozenset(long_arg), optional
+        )
         if i is None:
             out.ask(f"`{out.words[0].value}` has options that are not understood")
             return None
@@ -255,7 +263,11 @@ def _nice(out: Normalised) -> list[Word] | None:
 
 def _timeout(out: Normalised) -> list[Word] | None:
     i = _skip_options(
-        out.words, 1, "v", "sk", frozenset({"--preserve-status", "--foreground", "--verbose"}),
+        out.words,
+        1,
+        "v",
+        "sk",
+        frozenset({"--preserve-status", "--foreground", "--verbose"}),
         frozenset({"--signal", "--kill-after"}),
     )
     if i is None:
@@ -270,8 +282,12 @@ def _time(out: Normalised) -> list[Word] | None:
             break
         if w.value.startswith(("-o", "--output", "--append")):
             out.ask("time -o writes to a file")
-    return _simple("pavq", "fo", frozenset({"--portability", "--verbose", "--quiet", "--append"}),
-                   frozenset({"--format", "--output"}))(out)
+    return _simple(
+        "pavq",
+        "fo",
+        frozenset({"--portability", "--verbose", "--quiet", "--append"}),
+        frozenset({"--format", "--output"}),
+    )(out)
 
 
 def _exec(out: Normalised) -> list[Word] | None:
@@ -286,11 +302,40 @@ def _sudo(out: Normalised) -> list[Word] | None:
         i = _skip_options(out.words, 1, "nsL", "uC")
     else:
         i = _skip_options(
-            out.words, 1, "AbEHkKlnPSsieV", "ugCDhprtUTR",
-            frozenset({"--preserve-env", "--login", "--shell", "--non-interactive", "--stdin", "--background",
-                       "--edit", "--set-home", "--remove-timestamp", "--reset-timestamp", "--askpass"}),
-            frozenset({"--user", "--group", "--chdir", "--chroot", "--host", "--prompt", "--role",
-                       "--type", "--other-user", "--close-from", "--command-timeout"}),
+            out.words,
+            1,
+            "AbEHkKlnPSsieV",
+            "ugCDhprtUTR",
+            frozenset(
+                {
+                    "--preserve-env",
+                    "--login",
+                    "--shell",
+                    "--non-interactive",
+                    "--stdin",
+                    "--background",
+                    "--edit",
+                    "--set-home",
+                    "--remove-timestamp",
+                    "--reset-timestamp",
+                    "--askpass",
+                }
+            ),
+            frozenset(
+                {
+                    "--user",
+                    "--group",
+                    "--chdir",
+                    "--chroot",
+                    "--host",
+                    "--prompt",
+                    "--role",
+                    "--type",
+                    "--other-user",
+                    "--close-from",
+                    "--command-timeout",
+                }
+            ),
         )
     if i is None:
         return None
@@ -304,17 +349,42 @@ def _sudo(out: Normalised) -> list[Word] | None:
 def _xargs(out: Normalised) -> list[Word] | None:
     ws = out.words
     i = _skip_options(
-        ws, 1, "0rtpxo", "adEILnPs",
-        frozenset({"--null", "--no-run-if-empty", "--verbose", "--interactive", "--exit", "--open-tty",
-                   "--show-limits"}),
-        frozenset({"--arg-file", "--delimiter", "--eof", "--replace", "--max-lines", "--max-args",
-                   "--max-procs", "--max-chars", "--process-slot-var"}),
+        ws,
+        1,
+        "0rtpxo",
+        "adEILnPs",
+        frozenset(
+            {
+                "--null",
+                "--no-run-if-empty",
+                "--verbose",
+                "--interactive",
+                "--exit",
+                "--open-tty",
+                "--show-limits",
+            }
+        ),
+        frozenset(
+            {
+                "--arg-file",
+                "--delimiter",
+                "--eof",
+                "--replace",
+                "--max-lines",
+                "--max-args",
+                "--max-procs",
+                "--max-chars",
+                "--process-slot-var",
+            }
+        ),
         optional_arg="eil",
     )
     if i is None:
         out.ask("xargs has options that are not understood")
         return None
-    replace = any(w.value.startswith(("-I", "--replace")) or re.match(r"-[^-]*i", w.value) for w in ws[1:i])
+    replace = any(
+        w.value.startswith(("-I", "--replace")) or re.match(r"-[^-]*i", w.value) for w in ws[1:i]
+    )
     inner = ws[i:] or [Word("echo")]
     out.xargs = True
     out.notes.append(f"xargs runs `{render(inner)}` with arguments read from its input")
@@ -387,7 +457,9 @@ def _inspect(out: Normalised) -> None:
     if interp in INTERPRETERS:
         letters, longs = INTERPRETERS[interp]
         clusters = _short_clusters(args)
-        if any(set(c) & set(letters) for c in clusters) or any(v.split("=", 1)[0] in longs for v in values):
+        if any(set(c) & set(letters) for c in clusters) or any(
+            v.split("=", 1)[0] in longs for v in values
+        ):
             out.ask(f"`{base}` runs inline code")
         elif interp in ("python", "pypy") and any("m" in c for c in clusters):
             pass
@@ -410,11 +482,23 @@ def _inspect(out: Normalised) -> None:
 
 # Global options (before the subcommand) stripped before matching, so `git -C . push -f`
 # meets the rules written for `git push -f`.
-_GIT_FLAGS = frozenset({
-    "--no-pager", "-p", "--paginate", "-P", "--bare", "--no-replace-objects", "--literal-pathspecs",
-    "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs", "--no-optional-locks", "--no-lazy-fetch",
-    "--no-advice",
-})
+_GIT_FLAGS = frozenset(
+    {
+        "--no-pager",
+        "-p",
+        "--paginate",
+        "-P",
+        "--bare",
+        "--no-replace-objects",
+        "--literal-pathspecs",
+        "--glob-pathspecs",
+        "--noglob-pathspecs",
+        "--icase-pathspecs",
+        "--no-optional-locks",
+        "--no-lazy-fetch",
+        "--no-advice",
+    }
+)
 _GIT_PATH_OPTS = frozenset({"-C", "--git-dir", "--work-tree"})
 _GIT_VALUE_OPTS = frozenset({"--namespace", "--super-prefix", "--attr-source", "--list-cmds"})
 _GIT_CONFIG_OPTS = frozenset({"-c", "--config-env"})
@@ -435,13 +519,36 @@ _GIT_RISKY_LONG = {
     "--template": "copies hooks from a folder",
 }
 # subcommand -> short option letters that run a command or set configuration
-_GIT_RISKY_SHORT = {"grep": "O", "rebase": "x", "clone": "uc", "difftool": "x", "mergetool": "x",
-                    "fetch": "", "pull": "", "ls-remote": "", "archive": "", "submodule": ""}
-_GIT_RUNNERS = {"filter-branch": "runs shell code", "filter-repo": "runs code",
-                "instaweb": "starts a web server"}
+_GIT_RISKY_SHORT = {
+    "grep": "O",
+    "rebase": "x",
+    "clone": "uc",
+    "difftool": "x",
+    "mergetool": "x",
+    "fetch": "",
+    "pull": "",
+    "ls-remote": "",
+    "archive": "",
+    "submodule": "",
+}
+_GIT_RUNNERS = {
+    "filter-branch": "runs shell code",
+    "filter-repo": "runs code",
+    "instaweb": "starts a web server",
+}
 _GIT_CONFIG_KEYS = ("core.", "alias.", "include.", "includeif.")
-_GIT_CONFIG_WRITES = frozenset({"--add", "--unset", "--unset-all", "--replace-all", "--rename-section",
-                                "--remove-section", "--edit", "-e"})
+_GIT_CONFIG_WRITES = frozenset(
+    {
+        "--add",
+        "--unset",
+        "--unset-all",
+        "--replace-all",
+        "--rename-section",
+        "--remove-section",
+        "--edit",
+        "-e",
+    }
+)
 _GIT_CONFIG_SUBCOMMANDS = frozenset({"set", "unset", "rename-section", "remove-section", "edit"})
 _GIT_CONFIG_ELSEWHERE = frozenset({"--global", "--system", "--blob"})
 
@@ -461,7 +568,12 @@ def _git(out: Normalised) -> None:
         if key in _GIT_FLAGS and not eq:
             i += 1
             continue
-        takes = key in _GIT_PATH_OPTS or key in _GIT_VALUE_OPTS or key in _GIT_CONFIG_OPTS or key == "--exec-path"
+        takes = (
+            key in _GIT_PATH_OPTS
+            or key in _GIT_VALUE_OPTS
+            or key in _GIT_CONFIG_OPTS
+            or key == "--exec-path"
+        )
         if not takes:
             break  # --version, --help or an option we do not know: left for the rules to see
         if key == "--exec-path" and not eq:
@@ -483,7 +595,9 @@ def _git(out: Normalised) -> None:
             elif key == "--git-dir":
                 out.git_dirs.append(value)
         elif key in _GIT_CONFIG_OPTS:
-            out.ask(f"git {key} {value.value} sets configuration for this run, which can run commands")
+            out.ask(
+                f"git {key} {value.value} sets configuration for this run, which can run commands"
+            )
         elif key == "--exec-path":
             out.ask(f"git --exec-path={value.value} changes which programs git runs")
     out.words = [ws[0]] + ws[i:]
@@ -543,10 +657,42 @@ def _git_config(out: Normalised, args: list[Word]) -> None:
 # --- commands that write files: their targets, for the control-file rule ------------------
 
 _TARGET_LAST = frozenset({"cp", "install", "ln", "rsync", "scp", "link"})
-_WRITES_ALL = frozenset({"mv", "tee", "touch", "rm", "rmdir", "unlink", "shred", "truncate", "chmod", "chown",
-                         "chgrp", "mkdir", "dd", "patch", "tar", "unzip", "cpio", "mkfifo", "mknod", "setfacl",
-                         "chattr", "curl", "wget", "git-lfs", "sqlite3", "ed", "ex", "vi", "vim", "nvim", "nano",
-                         "emacs"})
+_WRITES_ALL = frozenset(
+    {
+        "mv",
+        "tee",
+        "touch",
+        "rm",
+        "rmdir",
+        "unlink",
+        "shred",
+        "truncate",
+        "chmod",
+        "chown",
+        "chgrp",
+        "mkdir",
+        "dd",
+        "patch",
+        "tar",
+        "unzip",
+        "cpio",
+        "mkfifo",
+        "mknod",
+        "setfacl",
+        "chattr",
+        "curl",
+        "wget",
+        "git-lfs",
+        "sqlite3",
+        "ed",
+        "ex",
+        "vi",
+        "vim",
+        "nvim",
+        "nano",
+        "emacs",
+    }
+)
 _IN_PLACE = frozenset({"sed", "perl", "ruby"})
 
 
@@ -560,8 +706,8 @@ def write_targets(words: list[Word]) -> list[Word]:
         return list(args)
     if base in _IN_PLACE:
         in_place = any(
-            w.value.startswith("--in-place") or (w.value.startswith("-") and not w.value.startswith("--")
-                                                 and "i" in w.value)
+            w.value.startswith("--in-place")
+            or (w.value.startswith("-") and not w.value.startswith("--") and "i" in w.value)
             for w in args
         )
         return list(args) if in_place else []

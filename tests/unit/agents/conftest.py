@@ -16,8 +16,14 @@ class PutParams(BaseModel):
     content: str | None = None  # None deletes
 
 
-@tool("put", PutParams, description="write a whole file (test tool)", risk="write", permission="edit",
-      paths=lambda p: [p.path])
+@tool(
+    "put",
+    PutParams,
+    description="write a whole file (test tool)",
+    risk="write",
+    permission="edit",
+    paths=lambda p: [p.path],
+)
 async def put(ctx, p: PutParams):
     outcome = await change_file(ctx, ctx.app.root / p.path, p.content)
     if not outcome.applied:
@@ -73,6 +79,6 @@ def offered(request):
 def write_agent(root, name, frontmatter: str, body: str = "Do the job.") -> None:
     folder = root / ".ndomo" / "agents"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{name}.md").write_text(f"---\n{frontmatter.strip()}\n---\n{body}\n", encoding="utf-8")
-
-
+    (folder / f"{name}.md").write_text(
+        f"---\n{frontmatter.strip()}\n---\n{body}\n", encoding="utf-8"
+    )

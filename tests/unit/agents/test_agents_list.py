@@ -10,14 +10,18 @@ from .conftest import call, runtime_with, write_agent
 
 
 async def test_agents_list_summarises_agents_and_problems(app):
-    write_agent(app.root, "helper", """
+    write_agent(
+        app.root,
+        "helper",
+        """
 description: project helper
 mode: subagent
 permission:
   bash:
     "*": ask
     "make test": allow
-""")
+""",
+    )
     bad = app.root / ".ndomo" / "agents" / "broken.md"
     bad.write_text("---\ndescription: x\npermision:\n  edit: allow\n---\nbody\n")
     result = await load_actions().get("agents.list").invoke(app, {})
@@ -30,9 +34,16 @@ permission:
     assert by_name["craftsman"]["threshold"] == {"direct": 2, "planned": 5, "direct_lines": 50}
     assert foreman["writes"] == "design" and by_name["craftsman"]["writes"] == "any"
     helper = by_name["helper"]
-    assert helper["source"] == "project" and helper["permissions"]["bash"] == "ask by default; 1 allowed, 0 denied patterns"
+    assert (
+        helper["source"] == "project"
+        and helper["permissions"]["bash"] == "ask by default; 1 allowed, 0 denied patterns"
+    )
     [problem] = result["problems"]
-    assert problem["path"].endswith("broken.md") and "permision" in problem["message"] and problem["line"] == 2
+    assert (
+        problem["path"].endswith("broken.md")
+        and "permision" in problem["message"]
+        and problem["line"] == 2
+    )
     text = load_actions().get("agents.list").render(result)
     assert "broken.md:3" in text and "helper" in text
 
@@ -50,7 +61,10 @@ async def test_malformed_agent_file_health_names_it_and_others_work(app, fake):
     fake.push({"text": "ok"})
     rt = runtime_with(app)
     summary = await rt.run(TurnRequest(prompt="go", agent="foreman", mode="discussion"), BaseHost())
-    assert summary.status == "done" and "Scout" in fake.chat_requests()[1]["body"]["messages"][0]["content"]
+    assert (
+        summary.status == "done"
+        and "Scout" in fake.chat_requests()[1]["body"]["messages"][0]["content"]
+    )
 
 
 async def _batch(app, fake, agent, mode, tasks):
@@ -65,8 +79,15 @@ async def _batch(app, fake, agent, mode, tasks):
 
 async def test_task_create_batch_routes_and_splits(app, fake):
     tasks = [
-        {"description": "api and ui", "files": ["api/h.go", "web/App.vue", "web/main.ts", "Makefile"]},
-        {"description": "design", "files": ["web/Nav.vue"], "metadata": {"stack": "vue", "type": "design"}},
+        {
+            "description": "api and ui",
+            "files": ["api/h.go", "web/App.vue", "web/main.ts", "Makefile"],
+        },
+        {
+            "description": "design",
+            "files": ["web/Nav.vue"],
+            "metadata": {"stack": "vue", "type": "design"},
+        },
         {"description": "py override", "files": ["x.rs"], "metadata": {"stack": "python"}},
         {"description": "mine", "files": ["a.py"], "agent": "craftsman"},
     ]

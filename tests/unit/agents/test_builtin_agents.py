@@ -11,8 +11,20 @@ from ndomo.agents.permissions import task_allowed
 from ndomo.agents.tone import TONE_SNIPPET
 
 SUBAGENTS = [
-    "scout", "scribe", "sage", "guild", "smith", "go-smith", "js-smith", "vue-smith",
-    "python-smith", "rust-smith", "zig-smith", "painter", "chronicler", "inspector",
+    "scout",
+    "scribe",
+    "sage",
+    "guild",
+    "smith",
+    "go-smith",
+    "js-smith",
+    "vue-smith",
+    "python-smith",
+    "rust-smith",
+    "zig-smith",
+    "painter",
+    "chronicler",
+    "inspector",
 ]
 ALL = ["foreman", "craftsman", *SUBAGENTS]
 SMITHS = ["smith", "go-smith", "js-smith", "vue-smith", "python-smith", "rust-smith", "zig-smith"]
@@ -105,8 +117,14 @@ def test_read_only_helpers_cannot_write(agents, name):
 
 @pytest.mark.parametrize(
     "name, command",
-    [("python-smith", "pytest*"), ("go-smith", "go test*"), ("rust-smith", "cargo test*"),
-     ("zig-smith", "zig build*"), ("js-smith", "npm test*"), ("vue-smith", "npx vue-tsc*")],
+    [
+        ("python-smith", "pytest*"),
+        ("go-smith", "go test*"),
+        ("rust-smith", "cargo test*"),
+        ("zig-smith", "zig build*"),
+        ("js-smith", "npm test*"),
+        ("vue-smith", "npx vue-tsc*"),
+    ],
 )
 def test_smiths_edit_and_run_their_stack_tests(agents, name, command):
     perm = agents.get(name).permission
@@ -117,25 +135,42 @@ def test_smiths_edit_and_run_their_stack_tests(agents, name, command):
 
 
 def test_only_craftsman_can_reach_painter(agents):
-    reach = [a.name for a in agents.agents.values() if task_allowed(a.permission, "painter") != "deny"]
+    reach = [
+        a.name for a in agents.agents.values() if task_allowed(a.permission, "painter") != "deny"
+    ]
     assert reach == ["craftsman"]
 
 
 @pytest.mark.parametrize(
     "command, action",
-    [("git status", "allow"), ("git diff HEAD~1", "allow"), ("ls", "allow"), ("pytest -q", "allow"),
-     ("go test ./...", "allow"), ("git push origin main", "ask"), ("git push --force", "deny"),
-     ("git push origin main --force", "deny"), ("rm -rf build", "ask"), ("curl https://x", "ask"),
-     ("sudo ls", "ask"), ("git status; rm -rf x", "ask"), ("npm publish", "deny")],
+    [
+        ("git status", "allow"),
+        ("git diff HEAD~1", "allow"),
+        ("ls", "allow"),
+        ("pytest -q", "allow"),
+        ("go test ./...", "allow"),
+        ("git push origin main", "ask"),
+        ("git push --force", "deny"),
+        ("git push origin main --force", "deny"),
+        ("rm -rf build", "ask"),
+        ("curl https://x", "ask"),
+        ("sudo ls", "ask"),
+        ("git status; rm -rf x", "ask"),
+        ("npm publish", "deny"),
+    ],
 )
 def test_craftsman_shell_rules_with_the_real_parser(agents, command, action):
-    shell = pytest.importorskip("ndomo.security.shell", reason="security helper's shell.py not available yet")
+    shell = pytest.importorskip(
+        "ndomo.security.shell", reason="security helper's shell.py not available yet"
+    )
     assert shell.decide(command, agents.get("craftsman").permission.bash).action == action
 
 
 @pytest.mark.parametrize("name", ["scout", "chronicler"])
 def test_read_only_shells_refuse_writes(agents, name):
-    shell = pytest.importorskip("ndomo.security.shell", reason="security helper's shell.py not available yet")
+    shell = pytest.importorskip(
+        "ndomo.security.shell", reason="security helper's shell.py not available yet"
+    )
     rules = agents.get(name).permission.bash
     assert shell.decide("git status", rules).action == "allow"
     assert shell.decide("rm -rf src", rules).action == "deny"

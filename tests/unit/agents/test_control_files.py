@@ -43,39 +43,45 @@ async def _run(app, fake, calls, *, agent="craftsman", mode="autopilot", host=No
 # -- the classification ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("rel", "kind"), [
-    ("AGENTS.md", "instructions"),
-    ("CLAUDE.md", "instructions"),
-    (".ndomo/instructions.md", "instructions"),
-    (".ndomo/agents/craftsman.md", "agent_config"),
-    (".ndomo/config.yaml", "agent_config"),
-    (".ndomo/plans/fix.md", "plan_view"),
-    (".ndomo/ndomo.db", "denied"),
-    (".ndomo/agents/sub/x.md", "denied"),
-    (".git/config", "denied"),
-    (".git/hooks/pre-commit", "denied"),
-    ("sub/.git/config", "denied"),
-    ("docs/AGENTS.md", None),
-    ("src/app.py", None),
-])
+@pytest.mark.parametrize(
+    ("rel", "kind"),
+    [
+        ("AGENTS.md", "instructions"),
+        ("CLAUDE.md", "instructions"),
+        (".ndomo/instructions.md", "instructions"),
+        (".ndomo/agents/craftsman.md", "agent_config"),
+        (".ndomo/config.yaml", "agent_config"),
+        (".ndomo/plans/fix.md", "plan_view"),
+        (".ndomo/ndomo.db", "denied"),
+        (".ndomo/agents/sub/x.md", "denied"),
+        (".git/config", "denied"),
+        (".git/hooks/pre-commit", "denied"),
+        ("sub/.git/config", "denied"),
+        ("docs/AGENTS.md", None),
+        ("src/app.py", None),
+    ],
+)
 def test_control_kind(rel, kind):
     assert control_kind(rel) == kind
 
 
-@pytest.mark.parametrize(("rel", "globs", "expected"), [
-    ("docs/api.md", ["**/*.md", "docs/**"], True),
-    ("README.md", ["**/*.md"], True),
-    ("docs/diagram.txt", ["**/*.md", "docs/**"], True),
-    ("docs/sub/x.py", ["docs/"], True),
-    ("tools.md/evil.py", ["**/*.md", "docs/**"], False),
-    ("notes.md/conftest.py", ["**/*.md"], False),
-    ("a/b.md/c/d.py", ["*.md"], False),
-    (".ndomo/agents/craftsman.md", ["**/*.md", ".ndomo/**"], False),
-    (".ndomo/config.yaml", ["**"], False),
-    (".git/config", ["**"], False),
-    ("src/app.py", ["**/*.md", "docs/**"], False),
-    ("docs/secret.md", ["docs/**", "!docs/secret.md"], False),
-])
+@pytest.mark.parametrize(
+    ("rel", "globs", "expected"),
+    [
+        ("docs/api.md", ["**/*.md", "docs/**"], True),
+        ("README.md", ["**/*.md"], True),
+        ("docs/diagram.txt", ["**/*.md", "docs/**"], True),
+        ("docs/sub/x.py", ["docs/"], True),
+        ("tools.md/evil.py", ["**/*.md", "docs/**"], False),
+        ("notes.md/conftest.py", ["**/*.md"], False),
+        ("a/b.md/c/d.py", ["*.md"], False),
+        (".ndomo/agents/craftsman.md", ["**/*.md", ".ndomo/**"], False),
+        (".ndomo/config.yaml", ["**"], False),
+        (".git/config", ["**"], False),
+        ("src/app.py", ["**/*.md", "docs/**"], False),
+        ("docs/secret.md", ["docs/**", "!docs/secret.md"], False),
+    ],
+)
 def test_design_artifact_is_a_file_match(rel, globs, expected):
     assert design_artifact(rel, globs) is expected
 
@@ -89,7 +95,9 @@ def test_default_design_globs_leave_out_ndomo():
 # -- the file tools ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", [".ndomo/ndomo.db", ".ndomo/x.txt", ".git/config", ".git/hooks/pre-commit"])
+@pytest.mark.parametrize(
+    "path", [".ndomo/ndomo.db", ".ndomo/x.txt", ".git/config", ".git/hooks/pre-commit"]
+)
 async def test_git_and_ndomo_are_denied_without_asking(app, fake, path):
     results, host = await _run(app, fake, [call("write", path=path, content="x")])
     assert "permission denied" in results[0] and "by hand" in results[0], results
@@ -98,23 +106,36 @@ async def test_git_and_ndomo_are_denied_without_asking(app, fake, path):
 
 
 async def test_plan_views_change_only_through_plan_tools(app, fake):
-    results, host = await _run(app, fake, [call("write", path=".ndomo/plans/fix.md", content="- [x] done\n")])
+    results, host = await _run(
+        app, fake, [call("write", path=".ndomo/plans/fix.md", content="- [x] done\n")]
+    )
     assert "permission denied" in results[0] and "plan tools" in results[0], results
     assert host.asked == [] and not (app.root / ".ndomo/plans/fix.md").exists()
 
 
-@pytest.mark.parametrize(("path", "grants"), [
-    (".ndomo/agents/craftsman.md", "permissions"),
-    (".ndomo/config.yaml", "API key"),
-    ("AGENTS.md", "instruction"),
-    ("CLAUDE.md", "instruction"),
-    (".ndomo/instructions.md", "instruction"),
-])
-async def test_agent_files_config_and_instructions_always_ask_with_a_warning(app, fake, path, grants):
+@pytest.mark.parametrize(
+    ("path", "grants"),
+    [
+        (".ndomo/agents/craftsman.md", "permissions"),
+        (".ndomo/config.yaml", "API key"),
+        ("AGENTS.md", "instruction"),
+        ("CLAUDE.md", "instruction"),
+        (".ndomo/instructions.md", "instruction"),
+    ],
+)
+async def test_agent_files_config_and_instructions_always_ask_with_a_warning(
+    app, fake, path, grants
+):
     # the craftsman's write permission is `allow`: the control file asks anyway
-    results, host = await _run(app, fake, [call("write", path=path, content="one\n"),
-                                           call("write", path=path, content="two\n")], host=Host("project"))
-    assert [r.permission for r in host.asked] == ["control", "control"], results  # "always" saved nothing
+    results, host = await _run(
+        app,
+        fake,
+        [call("write", path=path, content="one\n"), call("write", path=path, content="two\n")],
+        host=Host("project"),
+    )
+    assert [r.permission for r in host.asked] == ["control", "control"], (
+        results
+    )  # "always" saved nothing
     assert "WARNING" in host.asked[0].reason and grants in host.asked[0].reason
     assert "nothing is saved" in host.asked[0].reason
     assert (app.root / path).read_text() == "two\n"
@@ -123,33 +144,53 @@ async def test_agent_files_config_and_instructions_always_ask_with_a_warning(app
 
 
 async def test_control_file_ask_is_denied_without_a_user(app, fake):
-    results, _ = await _run(app, fake, [call("write", path=".ndomo/agents/craftsman.md", content="x")],
-                            host=BaseHost())
+    results, _ = await _run(
+        app, fake, [call("write", path=".ndomo/agents/craftsman.md", content="x")], host=BaseHost()
+    )
     assert "did not approve" in results[0]
     assert not (app.root / ".ndomo/agents/craftsman.md").exists()
 
 
 async def test_discussion_may_ask_for_instructions_but_never_writes_ndomo(app, fake):
     host = Host("once")
-    results, host = await _run(app, fake, [
-        call("write", path="AGENTS.md", content="be nice\n"),
-        call("write", path=".ndomo/notes.md", content="x\n"),
-    ], agent="foreman", mode="discussion", host=host)
-    assert (app.root / "AGENTS.md").read_text() == "be nice\n" and host.asked[0].permission == "control"
+    results, host = await _run(
+        app,
+        fake,
+        [
+            call("write", path="AGENTS.md", content="be nice\n"),
+            call("write", path=".ndomo/notes.md", content="x\n"),
+        ],
+        agent="foreman",
+        mode="discussion",
+        host=host,
+    )
+    assert (app.root / "AGENTS.md").read_text() == "be nice\n" and host.asked[
+        0
+    ].permission == "control"
     assert "design artifacts" in results[1] and not (app.root / ".ndomo/notes.md").exists(), results
 
 
 async def test_ndomo_is_never_a_design_artifact_whatever_the_config(app, fake):
     app.settings.modes.design_globs = ["**", ".ndomo/**"]
-    results, _ = await _run(app, fake, [call("write", path=".ndomo/ndomo.db", content="x")],
-                            agent="foreman", mode="discussion")
+    results, _ = await _run(
+        app,
+        fake,
+        [call("write", path=".ndomo/ndomo.db", content="x")],
+        agent="foreman",
+        mode="discussion",
+    )
     assert "design artifacts" in results[0] and "never .ndomo/" in results[0], results
 
 
 @pytest.mark.parametrize("path", ["tools.md/evil.py", "notes.md/conftest.py"])
 async def test_a_folder_named_like_markdown_is_not_a_design_artifact(app, fake, path):
-    results, _ = await _run(app, fake, [call("write", path=path, content="import os\n")],
-                            agent="foreman", mode="discussion")
+    results, _ = await _run(
+        app,
+        fake,
+        [call("write", path=path, content="import os\n")],
+        agent="foreman",
+        mode="discussion",
+    )
     assert "design artifacts" in results[0], results
     assert not (app.root / path).exists()
 
@@ -159,17 +200,28 @@ async def test_discussion_judges_the_symlink_target_the_write_would_change(app, 
     (app.root / "src/app.py").write_text("x = 1\n")
     (app.root / "docs").mkdir()
     os.symlink("../src/app.py", app.root / "docs/api.md")
-    results, _ = await _run(app, fake, [
-        call("edit", path="docs/api.md", old_text="x = 1", new_text="x = 2"),
-        call("write", path="docs/api.md", content="pwned\n"),
-    ], agent="foreman", mode="discussion")
+    results, _ = await _run(
+        app,
+        fake,
+        [
+            call("edit", path="docs/api.md", old_text="x = 1", new_text="x = 2"),
+            call("write", path="docs/api.md", content="pwned\n"),
+        ],
+        agent="foreman",
+        mode="discussion",
+    )
     assert all("design artifacts" in r and "src/app.py" in r for r in results[:2]), results
     assert (app.root / "src/app.py").read_text() == "x = 1\n"
 
 
 async def test_discussion_still_writes_real_design_artifacts(app, fake):
-    results, _ = await _run(app, fake, [call("write", path="docs/guide.md", content="# g\n")],
-                            agent="foreman", mode="discussion")
+    results, _ = await _run(
+        app,
+        fake,
+        [call("write", path="docs/guide.md", content="# g\n")],
+        agent="foreman",
+        mode="discussion",
+    )
     assert (app.root / "docs/guide.md").read_text() == "# g\n", results
 
 
@@ -185,14 +237,24 @@ def _broken(p):
     raise RuntimeError("bug in the tool")
 
 
-@tool("leaky", BrokenParams, description="reads a file (test tool)", permission="webfetch", read_paths=_broken)
+@tool(
+    "leaky",
+    BrokenParams,
+    description="reads a file (test tool)",
+    permission="webfetch",
+    read_paths=_broken,
+)
 async def leaky(ctx, p: BrokenParams):
     return (ctx.app.root / p.path).read_text()
 
 
 async def test_a_broken_path_declaration_fails_closed(app, fake):
     (app.root / ".env").write_text("TOKEN=1\n")
-    write_agent(app.root, "reader", "description: reads\nmode: primary\npermission:\n  webfetch: allow\n")
-    results, host = await _run(app, fake, [call("leaky", path=".env")], agent="reader", extra=(leaky,))
+    write_agent(
+        app.root, "reader", "description: reads\nmode: primary\npermission:\n  webfetch: allow\n"
+    )
+    results, host = await _run(
+        app, fake, [call("leaky", path=".env")], agent="reader", extra=(leaky,)
+    )
     assert "permission denied" in results[0] and "could not say which files" in results[0], results
     assert "TOKEN" not in results[0] and host.asked == []

@@ -23,7 +23,9 @@ async def test_foreman_delegates_to_scout(app, fake):
     fake.push({"text": "three python files"})  # scout's nested turn
     fake.push({"text": "noted"})
     rt = runtime_with(app)
-    summary = await rt.run(TurnRequest(prompt="plan", agent="foreman", mode="discussion"), BaseHost())
+    summary = await rt.run(
+        TurnRequest(prompt="plan", agent="foreman", mode="discussion"), BaseHost()
+    )
     assert summary.status == "done"
     reqs = fake.chat_requests()
     assert "Scout" in reqs[1]["body"]["messages"][0]["content"]
@@ -31,12 +33,18 @@ async def test_foreman_delegates_to_scout(app, fake):
     assert tool_messages(reqs[2])[0]["content"] == "three python files"
     store = await app.store()
     turns = await store._all("SELECT id, parent_turn_id, agent, mode FROM turns ORDER BY id")
-    assert [(r["agent"], r["mode"]) for r in turns] == [("foreman", "discussion"), ("scout", "discussion")]
+    assert [(r["agent"], r["mode"]) for r in turns] == [
+        ("foreman", "discussion"),
+        ("scout", "discussion"),
+    ]
     assert turns[1]["parent_turn_id"] == turns[0]["id"] == summary.turn_id
 
 
 async def test_subagent_cannot_exceed_its_caller(app, fake):
-    write_agent(app.root, "boss", """
+    write_agent(
+        app.root,
+        "boss",
+        """
 description: careful caller
 mode: primary
 permission:
@@ -45,15 +53,20 @@ permission:
     "rm *": deny
   task:
     yolo: allow
-""")
-    write_agent(app.root, "yolo", """
+""",
+    )
+    write_agent(
+        app.root,
+        "yolo",
+        """
 description: reckless helper
 mode: subagent
 permission:
   edit: allow
   bash:
     "*": allow
-""")
+""",
+    )
     (app.root / "precious").write_text("keep me")
     fake.push(call("task", agent="yolo", prompt="clean up"))
     fake.push(call("bash", command="rm precious"))  # yolo
@@ -72,26 +85,34 @@ permission:
 
 async def test_delegation_depth_is_capped(app, fake):
     for name, nxt in (("l1", "l2"), ("l2", "l3"), ("l3", "l4"), ("l4", "l5")):
-        write_agent(app.root, name, f"""
+        write_agent(
+            app.root,
+            name,
+            f"""
 description: level {name}
 mode: all
 permission:
   task:
     "l*": allow
-""")
+""",
+        )
     for nxt in ("l1", "l2", "l3", "l4"):
         fake.push(call("task", agent=nxt, prompt="deeper"))
     fake.push({"text": "l3 stops"})
     fake.push({"text": "l2 ok"})
     fake.push({"text": "l1 ok"})
     fake.push({"text": "top ok"})
-    write_agent(app.root, "top", """
+    write_agent(
+        app.root,
+        "top",
+        """
 description: top
 mode: primary
 permission:
   task:
     "l*": allow
-""")
+""",
+    )
     rt = runtime_with(app)
     summary = await rt.run(TurnRequest(prompt="go", agent="top", mode="discussion"), BaseHost())
     assert summary.status == "done"
@@ -103,13 +124,17 @@ permission:
 
 
 async def test_primary_agent_is_not_a_subagent(app, fake):
-    write_agent(app.root, "caller", """
+    write_agent(
+        app.root,
+        "caller",
+        """
 description: c
 mode: primary
 permission:
   task:
     "*": allow
-""")
+""",
+    )
     fake.push(call("task", agent="craftsman", prompt="build"))
     fake.push(call("task", agent="nobody", prompt="build"))
     fake.push({"text": "ok"})

@@ -40,9 +40,13 @@ def recommended(agent, names: set[str]) -> set[str]:
             sections[-1][1].append(line)
     found: set[str] = set()
     for heading, lines in sections:
-        if re.search(r"\bnever\b", heading, re.IGNORECASE) or not re.search(r"delegat", "\n".join(lines), re.I):
+        if re.search(r"\bnever\b", heading, re.IGNORECASE) or not re.search(
+            r"delegat", "\n".join(lines), re.I
+        ):
             continue
-        for line in (part for ln in lines for part in re.split(r"(?<=[.;])\s+", ln)):  # sentence by sentence
+        for line in (
+            part for ln in lines for part in re.split(r"(?<=[.;])\s+", ln)
+        ):  # sentence by sentence
             if NEGATIVE.search(line):
                 continue
             for n in names - {agent.name}:
@@ -55,15 +59,19 @@ def test_every_recommended_delegation_can_work_in_the_callers_modes():
     agents = load_agents(Path("/nonexistent-workspace")).agents
     names = {n for n, a in agents.items() if a.is_subagent}  # what `task` can reach
     delegating = {n for n, a in agents.items() if recommended(a, names) and a.is_primary}
-    assert delegating <= set(CALLER_MODES), f"classify the modes of {delegating - set(CALLER_MODES)}"
+    assert delegating <= set(CALLER_MODES), (
+        f"classify the modes of {delegating - set(CALLER_MODES)}"
+    )
     problems = []
     for caller in sorted(delegating):
         a = agents[caller]
         assert a.default_mode in CALLER_MODES[caller]
         for target in sorted(recommended(a, names)):
             if not CALLER_MODES[caller] & needed_modes(agents[target]):
-                problems.append(f"{caller} recommends {target}, which needs {sorted(needed_modes(agents[target]))}"
-                                f" but {caller} runs in {sorted(CALLER_MODES[caller])}")
+                problems.append(
+                    f"{caller} recommends {target}, which needs {sorted(needed_modes(agents[target]))}"
+                    f" but {caller} runs in {sorted(CALLER_MODES[caller])}"
+                )
             if task_allowed(a.permission, target) == "deny":
                 problems.append(f"{caller} recommends {target} but its task permission denies it")
     assert problems == [], problems

@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 
 from ndomo.agents import loader
-from ndomo.agents.loader import AgentSet, builtin_agents_dir, load_agents, load_agents_async, parse_agent_text
+from ndomo.agents.loader import (
+    AgentSet,
+    builtin_agents_dir,
+    load_agents,
+    load_agents_async,
+    parse_agent_text,
+)
 
 GOOD = """---
 description: A project helper
@@ -69,16 +75,40 @@ def test_workspace_without_overrides_gives_builtins(tmp_path):
     [
         # bad YAML: the unclosed flow sequence is reported where the parser gave up
         ("---\ndescription: ok\nmode: [primary\n---\nbody\n", None, "invalid YAML"),
-        ("---\ndescription: ok\nmodel: x\ntemperture: 0.3\n---\nbody\n", 3, "unknown key 'temperture'"),
-        ("---\ndescription: ok\npermission:\n  edit: allow\n  bash: perhaps\n---\nbody\n", 4, "permission.bash"),
-        ("---\ndescription: ok\npermission:\n  bash:\n    'ls*': allow\n    'rm *': nope\n---\nbody\n", 5, "'nope'"),
-        ("---\ndescription: ok\npermission:\n  task:\n    scout: sure\n---\nbody\n", 4, "permission.task.scout"),
+        (
+            "---\ndescription: ok\nmodel: x\ntemperture: 0.3\n---\nbody\n",
+            3,
+            "unknown key 'temperture'",
+        ),
+        (
+            "---\ndescription: ok\npermission:\n  edit: allow\n  bash: perhaps\n---\nbody\n",
+            4,
+            "permission.bash",
+        ),
+        (
+            "---\ndescription: ok\npermission:\n  bash:\n    'ls*': allow\n    'rm *': nope\n---\nbody\n",
+            5,
+            "'nope'",
+        ),
+        (
+            "---\ndescription: ok\npermission:\n  task:\n    scout: sure\n---\nbody\n",
+            4,
+            "permission.task.scout",
+        ),
         ("---\ndescription: ok\npermission:\n  edit: yes\n---\nbody\n", 3, "true/false"),
         ("---\ndescription: ok\nmode: boss\n---\nbody\n", 2, "mode"),
         ("---\ndescription: ok\ndefault_mode: yolo\n---\nbody\n", 2, "default_mode"),
         ("---\ndescription: ok\ntemperature: 7\n---\nbody\n", 2, "temperature"),
-        ("---\ndescription: ok\nthreshold:\n  direct: 6\n  planned: 5\n---\nbody\n", 2, "must not exceed"),
-        ("---\ndescription: ok\nthreshold:\n  direct: 2\n  plannned: 5\n---\nbody\n", 4, "unknown key 'plannned'"),
+        (
+            "---\ndescription: ok\nthreshold:\n  direct: 6\n  planned: 5\n---\nbody\n",
+            2,
+            "must not exceed",
+        ),
+        (
+            "---\ndescription: ok\nthreshold:\n  direct: 2\n  plannned: 5\n---\nbody\n",
+            4,
+            "unknown key 'plannned'",
+        ),
         ("# just markdown\n\nno frontmatter\n", 0, "missing YAML frontmatter"),
         ("---\ndescription: ok\nbody without a closing fence\n", 0, "not closed"),
         ("---\nmode: primary\n---\nbody\n", 0, "missing required key 'description'"),
@@ -104,7 +134,11 @@ def test_malformed_override_is_reported_and_others_load(tmp_path, text, line, fr
 
 
 def test_bad_yaml_line_points_into_the_frontmatter(tmp_path):
-    bad = write(tmp_path, "broken", "---\ndescription: ok\npermission:\n  edit: allow\n   bash: : deny\n---\nb\n")
+    bad = write(
+        tmp_path,
+        "broken",
+        "---\ndescription: ok\npermission:\n  edit: allow\n   bash: : deny\n---\nb\n",
+    )
     [problem] = problems_for(load_agents(tmp_path), bad)
     assert problem.message.startswith("invalid YAML")
     assert problem.line == 4
@@ -118,7 +152,9 @@ def test_broken_override_keeps_the_builtin(tmp_path):
 
 
 def test_duplicate_key_is_a_warning_and_the_file_loads(tmp_path):
-    path = write(tmp_path, "helper", "---\ndescription: ok\nmode: primary\nmode: subagent\n---\nbody\n")
+    path = write(
+        tmp_path, "helper", "---\ndescription: ok\nmode: primary\nmode: subagent\n---\nbody\n"
+    )
     agents = load_agents(tmp_path)
     assert agents.get("helper").mode == "subagent"
     [problem] = problems_for(agents, path)
@@ -158,7 +194,9 @@ def test_parse_agent_text_bom_and_crlf():
 
 
 def test_defaults_for_minimal_frontmatter():
-    agent, problems = parse_agent_text("---\ndescription: tiny\n---\nhi\n", name="tiny", source="mem")
+    agent, problems = parse_agent_text(
+        "---\ndescription: tiny\n---\nhi\n", name="tiny", source="mem"
+    )
     assert problems == []
     assert agent.mode == "all" and agent.default_mode is None and agent.threshold is None
     perm = agent.permission

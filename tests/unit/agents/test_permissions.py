@@ -14,30 +14,52 @@ from ndomo.agents.schema import AgentPermission, BashPolicy, TaskPolicy
 
 @pytest.mark.parametrize(
     "a, b, out",
-    [("allow", "allow", "allow"), ("allow", "ask", "ask"), ("ask", "allow", "ask"), ("ask", "deny", "deny"),
-     ("deny", "allow", "deny"), ("deny", "deny", "deny"), ("ask", "ask", "ask"), ("allow", "bogus", "deny")],
+    [
+        ("allow", "allow", "allow"),
+        ("allow", "ask", "ask"),
+        ("ask", "allow", "ask"),
+        ("ask", "deny", "deny"),
+        ("deny", "allow", "deny"),
+        ("deny", "deny", "deny"),
+        ("ask", "ask", "ask"),
+        ("allow", "bogus", "deny"),
+    ],
 )
 def test_merge_stricter(a, b, out):
     assert merge_stricter(a, b) == out
 
 
 def test_task_allowed_exact_glob_and_default():
-    perm = AgentPermission(task={"*": "ask", "*-smith": "allow", "go-smith": "deny", "scout": "allow"})
+    perm = AgentPermission(
+        task={"*": "ask", "*-smith": "allow", "go-smith": "deny", "scout": "allow"}
+    )
     assert task_allowed(perm, "go-smith") == "deny"  # exact beats glob
     assert task_allowed(perm, "rust-smith") == "allow"  # more literal chars beat "*"
     assert task_allowed(perm, "scout") == "allow"
     assert task_allowed(perm, "sage") == "ask"
-    assert task_allowed(AgentPermission(task={"scout": "allow"}), "sage") == "deny"  # no match denies
+    assert (
+        task_allowed(AgentPermission(task={"scout": "allow"}), "sage") == "deny"
+    )  # no match denies
     assert task_allowed(AgentPermission(), "scout") == "deny"
     assert task_allowed(AgentPermission(task="allow"), "anyone") == "allow"
     assert task_allowed({"s*": "allow"}, "scribe") == "allow"
 
 
 def test_intersect_scalars_take_the_stricter():
-    caller = AgentPermission(edit="allow", write="ask", webfetch="deny", question="allow", plan_db="allow")
-    sub = AgentPermission(edit="deny", write="allow", webfetch="allow", question="ask", plan_db="ask")
+    caller = AgentPermission(
+        edit="allow", write="ask", webfetch="deny", question="allow", plan_db="allow"
+    )
+    sub = AgentPermission(
+        edit="deny", write="allow", webfetch="allow", question="ask", plan_db="ask"
+    )
     out = intersect(caller, sub)
-    assert (out.edit, out.write, out.webfetch, out.question, out.plan_db) == ("deny", "ask", "deny", "ask", "ask")
+    assert (out.edit, out.write, out.webfetch, out.question, out.plan_db) == (
+        "deny",
+        "ask",
+        "deny",
+        "ask",
+        "ask",
+    )
 
 
 def test_intersect_is_never_wider_than_either_side():
@@ -67,16 +89,23 @@ def test_intersect_bash_shortcuts():
     assert intersect(AgentPermission(bash=rules), AgentPermission(bash="deny")).bash == "deny"
     assert intersect(AgentPermission(bash="allow"), AgentPermission(bash=rules)).bash == rules
     assert intersect(AgentPermission(bash=rules), AgentPermission(bash=rules)).bash == rules
-    assert intersect(AgentPermission(bash="ask"), AgentPermission(bash=rules)).bash.layers == ["ask", rules]
+    assert intersect(AgentPermission(bash="ask"), AgentPermission(bash=rules)).bash.layers == [
+        "ask",
+        rules,
+    ]
 
 
 def test_intersect_task_maps_exact_without_globs():
-    caller = AgentPermission(task={"*": "deny", "scout": "allow", "go-smith": "allow", "painter": "ask"})
+    caller = AgentPermission(
+        task={"*": "deny", "scout": "allow", "go-smith": "allow", "painter": "ask"}
+    )
     sub = AgentPermission(task={"*": "ask", "scout": "allow", "painter": "allow", "sage": "allow"})
     out = intersect(caller, sub)
     assert isinstance(out.task, dict)
     for name in ["scout", "go-smith", "painter", "sage", "someone"]:
-        assert task_allowed(out, name) == merge_stricter(task_allowed(caller, name), task_allowed(sub, name)), name
+        assert task_allowed(out, name) == merge_stricter(
+            task_allowed(caller, name), task_allowed(sub, name)
+        ), name
     assert task_allowed(out, "scout") == "allow"
     assert task_allowed(out, "go-smith") == "ask"  # caller allows, sub asks via "*"
     assert task_allowed(out, "sage") == "deny"  # caller denies via "*"
@@ -89,7 +118,9 @@ def test_intersect_task_maps_with_globs_stay_exact():
     out = intersect(caller, sub)
     assert isinstance(out.task, TaskPolicy)
     for name in ["go-smith", "rust-smith", "js-smith", "scout", "go-fast"]:
-        assert task_allowed(out, name) == merge_stricter(task_allowed(caller, name), task_allowed(sub, name)), name
+        assert task_allowed(out, name) == merge_stricter(
+            task_allowed(caller, name), task_allowed(sub, name)
+        ), name
     assert task_allowed(out, "go-smith") == "allow"
     assert task_allowed(out, "rust-smith") == "ask"
 
@@ -126,7 +157,12 @@ def fake_shell(monkeypatch):
 
 
 def test_bash_policy_strictest_layer_decides(fake_shell):
-    policy = BashPolicy(layers=[{"*": "ask", "git *": "allow", "pytest*": "allow"}, {"*": "ask", "pytest*": "allow", "rm *": "deny"}])
+    policy = BashPolicy(
+        layers=[
+            {"*": "ask", "git *": "allow", "pytest*": "allow"},
+            {"*": "ask", "pytest*": "allow", "rm *": "deny"},
+        ]
+    )
     assert policy.decide("pytest -q").action == "allow"
     assert policy.decide("git status").action == "ask"  # the second layer does not allow git
     assert policy.decide("rm -rf x").action == "deny"
@@ -137,7 +173,10 @@ def test_decide_bash_uses_plain_rules_or_policy(fake_shell):
     perm = AgentPermission(bash={"*": "deny", "ls*": "allow"})
     assert decide_bash(perm, "ls -la").action == "allow"
     assert decide_bash(perm, "curl x").action == "deny"
-    merged = intersect(AgentPermission(bash={"*": "ask", "ls*": "allow"}), AgentPermission(bash={"*": "allow", "ls*": "deny"}))
+    merged = intersect(
+        AgentPermission(bash={"*": "ask", "ls*": "allow"}),
+        AgentPermission(bash={"*": "allow", "ls*": "deny"}),
+    )
     assert decide_bash(merged, "ls").action == "deny"
 
 

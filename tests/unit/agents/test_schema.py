@@ -38,7 +38,9 @@ def test_bare_task_action_is_a_star_map():
 def test_agent_name_is_validated():
     with pytest.raises(ValidationError):
         AgentDef(name="../evil", description="d", prompt="p", source="s")
-    assert AgentDef(name="my_agent.v2", description="d", prompt="p", source="s").name == "my_agent.v2"
+    assert (
+        AgentDef(name="my_agent.v2", description="d", prompt="p", source="s").name == "my_agent.v2"
+    )
 
 
 def test_layered_permission_serialises():

@@ -30,8 +30,13 @@ async def test_state2_third_file_needs_a_plan_then_passes_and_plan_completes(app
     fake.push(call("put", path="b.py", content="b\n"))
     fake.push(call("put", path="c.py", content="c\n"))  # refused: no plan yet
     fake.push(call("plan_create", title="Fix abc", overview="three files", slug="fix-abc"))
-    fake.push(call("task_create_batch", plan_id="fix-abc",
-                   tasks=[{"description": "fix all three", "files": files, "agent": "craftsman"}]))
+    fake.push(
+        call(
+            "task_create_batch",
+            plan_id="fix-abc",
+            tasks=[{"description": "fix all three", "files": files, "agent": "craftsman"}],
+        )
+    )
     fake.push(call("task_update_status", id=1, status="running"))
     fake.push(call("put", path="c.py", content="c\n"))  # now allowed
     fake.push(call("task_update_status", id=1, status="done", result="fixed"))
@@ -39,7 +44,9 @@ async def test_state2_third_file_needs_a_plan_then_passes_and_plan_completes(app
     fake.push({"text": "done: 3 files"})
     rt = runtime_with(app, put)
     states = watch(rt)
-    summary = await rt.run(TurnRequest(prompt="fix abc", agent="craftsman", mode="autopilot"), BaseHost())
+    summary = await rt.run(
+        TurnRequest(prompt="fix abc", agent="craftsman", mode="autopilot"), BaseHost()
+    )
     assert summary.status == "done", summary
     requests = fake.chat_requests()
     refusal = tool_messages(requests[3])[-1]["content"]
@@ -59,14 +66,21 @@ async def _five_files_then_sixth(app, fake, rt):
     (app.root / "keep2.py").write_text("original 2\n")
     names = ["keep1.py", "keep2.py", "new3.py", "new4.py", "new5.py"]
     fake.push(call("plan_create", title="Big", overview="many files", slug="big"))
-    fake.push(call("task_create_batch", plan_id="big",
-                   tasks=[{"description": "everything", "files": names, "agent": "craftsman"}]))
+    fake.push(
+        call(
+            "task_create_batch",
+            plan_id="big",
+            tasks=[{"description": "everything", "files": names, "agent": "craftsman"}],
+        )
+    )
     for n in names:
         fake.push(call("put", path=n, content=f"changed {n}\n"))
     fake.push(call("put", path="keep1.py", content="changed again\n"))  # same file: still 5
     fake.push(call("put", path="six.py", content="six\n"))
     fake.push({"text": "should not be asked"})
-    return await rt.run(TurnRequest(prompt="do the big thing", agent="craftsman", mode="autopilot"), BaseHost())
+    return await rt.run(
+        TurnRequest(prompt="do the big thing", agent="craftsman", mode="autopilot"), BaseHost()
+    )
 
 
 async def test_state4_sixth_file_rolls_back_and_hands_back_to_foreman(app, fake):
@@ -91,7 +105,9 @@ async def test_state4_sixth_file_rolls_back_and_hands_back_to_foreman(app, fake)
 async def test_state4_up_front_when_the_prompt_names_too_many_files(app, fake):
     rt = runtime_with(app, put)
     prompt = "rename foo in a.py, b.py, src/c.ts, d.go, e.rs and f.zig"
-    summary = await rt.run(TurnRequest(prompt=prompt, agent="craftsman", mode="autopilot"), BaseHost())
+    summary = await rt.run(
+        TurnRequest(prompt=prompt, agent="craftsman", mode="autopilot"), BaseHost()
+    )
     assert summary.status == "blocked" and "foreman" in summary.handback
     assert fake.chat_requests() == []
 
@@ -113,12 +129,16 @@ async def test_threshold_comes_from_the_agent_file(app, fake):
 
 
 async def test_threshold_falls_back_to_settings(app, fake):
-    write_agent(app.root, "builder", """
+    write_agent(
+        app.root,
+        "builder",
+        """
 description: a craftsman without its own threshold
 mode: primary
 permission:
   edit: allow
-""")
+""",
+    )
     from ndomo.agents.loader import builtin_agents_dir
 
     text = (builtin_agents_dir() / "craftsman.md").read_text()
@@ -142,12 +162,25 @@ permission:
 
 async def _foreman_plans(app, fake, rt):
     fake.push(call("plan_create", title="Feature X", overview="two steps", slug="feature-x"))
-    fake.push(call("task_create_batch", plan_id="feature-x", tasks=[
-        {"description": "core", "files": ["x1.py", "x2.py", "x3.py"], "agent": "craftsman"},
-        {"description": "docs", "files": ["README.md"], "agent": "craftsman", "dependencies": [1]},
-    ]))
+    fake.push(
+        call(
+            "task_create_batch",
+            plan_id="feature-x",
+            tasks=[
+                {"description": "core", "files": ["x1.py", "x2.py", "x3.py"], "agent": "craftsman"},
+                {
+                    "description": "docs",
+                    "files": ["README.md"],
+                    "agent": "craftsman",
+                    "dependencies": [1],
+                },
+            ],
+        )
+    )
     fake.push({"text": "persisted; switch to craftsman"})
-    summary = await rt.run(TurnRequest(prompt="plan feature x", agent="foreman", mode="discussion"), BaseHost())
+    summary = await rt.run(
+        TurnRequest(prompt="plan feature x", agent="foreman", mode="discussion"), BaseHost()
+    )
     assert summary.status == "done", summary
     return summary
 
@@ -165,7 +198,9 @@ async def test_state3_craftsman_executes_the_foremans_plan(app, fake):
     fake.push(call("task_update_status", id=2, status="done", result="docs done"))
     fake.push(call("plan_update_status", id="feature-x", status="completed"))
     fake.push({"text": "plan completed"})
-    summary = await rt.run(TurnRequest(prompt="execute the plan", agent="craftsman", mode="autopilot"), BaseHost())
+    summary = await rt.run(
+        TurnRequest(prompt="execute the plan", agent="craftsman", mode="autopilot"), BaseHost()
+    )
     assert summary.status == "done", summary
     assert sorted(summary.modified) == ["README.md", "x1.py", "x2.py", "x3.py"]
     store = await app.store()
@@ -184,12 +219,20 @@ async def test_state3_turn_started_on_a_task_id(app, fake):
         fake.push(call("put", path=n, content=n))
     fake.push(call("task_update_status", id=1, status="done", result="ok"))
     fake.push({"text": "task 1 done"})
-    summary = await rt.run(TurnRequest(prompt="go", agent="craftsman", mode="autopilot", task_id="1"), BaseHost())
+    summary = await rt.run(
+        TurnRequest(prompt="go", agent="craftsman", mode="autopilot", task_id="1"), BaseHost()
+    )
     assert summary.status == "done", summary
-    first = next(r["body"]["messages"] for r in fake.chat_requests() if r["body"]["messages"][-1]["role"] == "user"
-                 and r["body"]["messages"][-1]["content"].startswith("go"))
+    first = next(
+        r["body"]["messages"]
+        for r in fake.chat_requests()
+        if r["body"]["messages"][-1]["role"] == "user"
+        and r["body"]["messages"][-1]["content"].startswith("go")
+    )
     # the task binding is per-turn context: in the user message, not the cached system prompt
-    assert "executing task 1" in first[-1]["content"] and "x1.py, x2.py, x3.py" in first[-1]["content"]
+    assert (
+        "executing task 1" in first[-1]["content"] and "x1.py, x2.py, x3.py" in first[-1]["content"]
+    )
     assert "executing task" not in first[0]["content"]
     store = await app.store()
     plan = await store.get_plan("feature-x")
@@ -203,10 +246,16 @@ async def test_task_id_with_too_many_files_is_state4_up_front(app, fake):
     store = await app.store()
     from ndomo.plans.models import PlanCreate
 
-    plan = await store.create_plan(PlanCreate(title="Huge", overview="x", created_by_agent="foreman"))
-    await store.create_tasks(plan.id, [{"description": "all", "agent": "craftsman",
-                                        "files": [f"m{i}.py" for i in range(6)]}])
-    summary = await rt.run(TurnRequest(prompt="go", agent="craftsman", mode="autopilot", task_id="1"), BaseHost())
+    plan = await store.create_plan(
+        PlanCreate(title="Huge", overview="x", created_by_agent="foreman")
+    )
+    await store.create_tasks(
+        plan.id,
+        [{"description": "all", "agent": "craftsman", "files": [f"m{i}.py" for i in range(6)]}],
+    )
+    summary = await rt.run(
+        TurnRequest(prompt="go", agent="craftsman", mode="autopilot", task_id="1"), BaseHost()
+    )
     assert summary.status == "blocked" and "foreman" in summary.handback
     assert fake.chat_requests() == []
     task = await store.get_task(1)
@@ -215,7 +264,9 @@ async def test_task_id_with_too_many_files_is_state4_up_front(app, fake):
 
 async def test_unknown_task_id_fails_readably(app, fake):
     rt = runtime_with(app, put)
-    summary = await rt.run(TurnRequest(prompt="go", agent="craftsman", mode="autopilot", task_id="99"), BaseHost())
+    summary = await rt.run(
+        TurnRequest(prompt="go", agent="craftsman", mode="autopilot", task_id="99"), BaseHost()
+    )
     assert summary.status == "failed" and "99" in summary.error
 
 
@@ -225,7 +276,9 @@ async def test_task_the_turn_ran_on_is_not_left_running(app, fake):
     await _foreman_plans(app, fake, rt)
     fake.push(call("put", path="x1.py", content="x1"))
     fake.push({"text": "core is in"})
-    summary = await rt.run(TurnRequest(prompt="go", agent="craftsman", mode="autopilot", task_id="1"), BaseHost())
+    summary = await rt.run(
+        TurnRequest(prompt="go", agent="craftsman", mode="autopilot", task_id="1"), BaseHost()
+    )
     assert summary.status == "done", summary
     store = await app.store()
     task = await store.get_task(1)

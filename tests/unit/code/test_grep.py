@@ -57,11 +57,16 @@ def test_engines_agree(tree, kwargs):
 def test_ignore_binary_and_skips(tree, engine):
     root = tree(FIXTURE)
     paths = {m.path for m in grep(root, "handler", engine=engine).matches}
-    assert paths == {"app.py", "a/b.py", "src/web/view.ts", "src/web/view.tsx",
-                     "docs/guide.md", "unicode.txt"}
+    assert paths == {
+        "app.py",
+        "a/b.py",
+        "src/web/view.ts",
+        "src/web/view.tsx",
+        "docs/guide.md",
+        "unicode.txt",
+    }
     res = grep(root, r"handler\(req\)", engine=engine)
-    assert [(m.path, m.line, m.text) for m in res.matches] == [
-        ("app.py", 3, "def handler(req):")]
+    assert [(m.path, m.line, m.text) for m in res.matches] == [("app.py", 3, "def handler(req):")]
 
 
 @pytest.mark.parametrize("engine", ["python", pytest.param("ripgrep", marks=needs_rg)])
@@ -70,7 +75,10 @@ def test_limit_truncates_in_walk_order(tree, engine):
     res = grep(root, "hit", limit=3, engine=engine)
     assert res.truncated
     assert [(m.path, m.line) for m in res.matches] == [
-        ("d0/f.py", 1), ("d0/f.py", 2), ("d1/f.py", 1)]
+        ("d0/f.py", 1),
+        ("d0/f.py", 2),
+        ("d1/f.py", 1),
+    ]
     assert "stopped at 3" in res.render()
     exact = grep(root, "hit", limit=10, engine=engine)
     assert not exact.truncated and len(exact.matches) == 10

@@ -8,7 +8,7 @@ def table(ol):
     return [(s.kind, s.name, s.parent) for s in ol.symbols]
 
 
-PY = '''import os
+PY = """import os
 MAX_SIZE = 10
 name = "x"
 
@@ -32,18 +32,23 @@ class Shape(Base):
 
 async def main():
     text = "def fake(): pass"
-'''
+"""
 
 
 def test_python_outline():
     ol = outline("pkg/shapes.py", PY)
     assert ol.engine == "tree-sitter" and ol.note is None
     assert table(ol) == [
-        ("const", "MAX_SIZE", None), ("variable", "name", None),
-        ("class", "Shape", None), ("variable", "sides", "Shape"),
-        ("method", "area", "Shape"), ("function", "helper", "Shape.area"),
-        ("method", "label", "Shape"), ("class", "Meta", "Shape"),
-        ("method", "deep", "Shape.Meta"), ("function", "main", None),
+        ("const", "MAX_SIZE", None),
+        ("variable", "name", None),
+        ("class", "Shape", None),
+        ("variable", "sides", "Shape"),
+        ("method", "area", "Shape"),
+        ("function", "helper", "Shape.area"),
+        ("method", "label", "Shape"),
+        ("class", "Meta", "Shape"),
+        ("method", "deep", "Shape.Meta"),
+        ("function", "main", None),
     ]
     shape = ol.symbols[2]
     assert (shape.line, shape.end_line) == (6, 20)
@@ -51,7 +56,7 @@ def test_python_outline():
     assert "    method area L9-12" in rendered and "      function helper L10-11" in rendered
 
 
-JS = '''export class Store {
+JS = """export class Store {
   items = [];
   onChange = () => {};
   add(item) { this.items.push(item); }
@@ -61,20 +66,25 @@ export const VERSION = "1";
 let count = 0;
 const double = (x) => x * 2;
 const App = () => <div>{double(1)}</div>;
-'''
+"""
 
 
 def test_javascript_outline():
     ol = outline("web/store.jsx", JS)
     assert table(ol) == [
-        ("class", "Store", None), ("method", "onChange", "Store"), ("method", "add", "Store"),
-        ("function", "createStore", None), ("function", "inner", "createStore"),
-        ("const", "VERSION", None), ("variable", "count", None),
-        ("function", "double", None), ("function", "App", None),
+        ("class", "Store", None),
+        ("method", "onChange", "Store"),
+        ("method", "add", "Store"),
+        ("function", "createStore", None),
+        ("function", "inner", "createStore"),
+        ("const", "VERSION", None),
+        ("variable", "count", None),
+        ("function", "double", None),
+        ("function", "App", None),
     ]
 
 
-TS = '''export interface Shape {
+TS = """export interface Shape {
   area(): number;
   name: string;
 }
@@ -85,16 +95,21 @@ export abstract class Base implements Shape {
   get name(): string { return "b"; }
 }
 namespace Geo { export function dist(): number { return 0; } }
-'''
+"""
 
 
 def test_typescript_outline():
     ol = outline("src/shapes.ts", TS)
     assert table(ol) == [
-        ("interface", "Shape", None), ("method", "area", "Shape"),
-        ("type", "Id", None), ("enum", "Color", None),
-        ("class", "Base", None), ("method", "area", "Base"), ("method", "name", "Base"),
-        ("module", "Geo", None), ("function", "dist", "Geo"),
+        ("interface", "Shape", None),
+        ("method", "area", "Shape"),
+        ("type", "Id", None),
+        ("enum", "Color", None),
+        ("class", "Base", None),
+        ("method", "area", "Base"),
+        ("method", "name", "Base"),
+        ("module", "Geo", None),
+        ("function", "dist", "Geo"),
     ]
 
 
@@ -106,7 +121,7 @@ def test_tsx_outline():
     assert (ol.symbols[1].line, ol.symbols[1].end_line) == (2, 4)
 
 
-GO = '''package geo
+GO = """package geo
 
 const Pi = 3.14
 
@@ -131,23 +146,29 @@ func (p *Point) Move(dx int) {
 func (p Point) Area() float64 { return 0 }
 
 func New() *Point { return &Point{} }
-'''
+"""
 
 
 def test_go_outline():
     ol = outline("geo/point.go", GO)
     assert table(ol) == [
-        ("const", "Pi", None), ("variable", "a", None), ("variable", "b", None),
-        ("interface", "Shape", None), ("method", "Area", "Shape"),
-        ("struct", "Point", None), ("type", "ID", None),
-        ("method", "Move", "Point"), ("method", "Area", "Point"), ("function", "New", None),
+        ("const", "Pi", None),
+        ("variable", "a", None),
+        ("variable", "b", None),
+        ("interface", "Shape", None),
+        ("method", "Area", "Shape"),
+        ("struct", "Point", None),
+        ("type", "ID", None),
+        ("method", "Move", "Point"),
+        ("method", "Area", "Point"),
+        ("function", "New", None),
     ]
     move = ol.symbols[7]
     assert (move.line, move.end_line) == (19, 21)
     assert "method Point.Move L19-21" in ol.render()
 
 
-RS = '''pub struct Point { x: i32 }
+RS = """pub struct Point { x: i32 }
 
 pub enum Shape { Circle, Square }
 
@@ -173,17 +194,25 @@ mod inner {
 }
 
 fn main() {}
-'''
+"""
 
 
 def test_rust_outline():
     ol = outline("src/lib.rs", RS)
     assert table(ol) == [
-        ("struct", "Point", None), ("enum", "Shape", None),
-        ("interface", "Area", None), ("method", "area", "Area"), ("method", "describe", "Area"),
-        ("method", "area", "Point"), ("method", "new", "Wrapper"),
-        ("const", "MAX", None), ("variable", "NAME", None), ("type", "Alias", None),
-        ("module", "inner", None), ("function", "helper", "inner"), ("function", "main", None),
+        ("struct", "Point", None),
+        ("enum", "Shape", None),
+        ("interface", "Area", None),
+        ("method", "area", "Area"),
+        ("method", "describe", "Area"),
+        ("method", "area", "Point"),
+        ("method", "new", "Wrapper"),
+        ("const", "MAX", None),
+        ("variable", "NAME", None),
+        ("type", "Alias", None),
+        ("module", "inner", None),
+        ("function", "helper", "inner"),
+        ("function", "main", None),
     ]
 
 
@@ -191,8 +220,11 @@ def test_plain_text_fallback_for_other_languages():
     src = "class Greeter\n  def hello(name)\n    puts name\n  end\nend\n\ndef top\nend\n"
     ol = outline("lib/greeter.rb", src)
     assert ol.engine == "text"
-    assert table(ol) == [("class", "Greeter", None), ("method", "hello", "Greeter"),
-                         ("function", "top", None)]
+    assert table(ol) == [
+        ("class", "Greeter", None),
+        ("method", "hello", "Greeter"),
+        ("function", "top", None),
+    ]
     assert (ol.symbols[0].line, ol.symbols[0].end_line) == (1, 5)
     assert (ol.symbols[1].line, ol.symbols[1].end_line) == (2, 4)
 
@@ -200,14 +232,19 @@ def test_plain_text_fallback_for_other_languages():
 def test_markdown_headings_skip_code_fences():
     src = "# Guide\nintro\n## Install\n```sh\n# not a heading\n```\n### Linux\n## Use\nend\n"
     ol = outline("docs/guide.md", src)
-    assert table(ol) == [("heading", "Guide", None), ("heading", "Install", "Guide"),
-                         ("heading", "Linux", "Guide.Install"), ("heading", "Use", "Guide")]
+    assert table(ol) == [
+        ("heading", "Guide", None),
+        ("heading", "Install", "Guide"),
+        ("heading", "Linux", "Guide.Install"),
+        ("heading", "Use", "Guide"),
+    ]
     assert [(s.line, s.end_line) for s in ol.symbols] == [(1, 9), (3, 7), (7, 7), (8, 9)]
 
 
 def test_missing_grammar_falls_back_and_says_so(monkeypatch):
-    monkeypatch.setattr(languages, "_load",
-                        lambda lang: (None, "tree-sitter-go unavailable (ImportError: gone)"))
+    monkeypatch.setattr(
+        languages, "_load", lambda lang: (None, "tree-sitter-go unavailable (ImportError: gone)")
+    )
     ol = outline("main.go", GO)
     assert ol.engine == "text"
     assert "tree-sitter-go unavailable" in (ol.note or "")

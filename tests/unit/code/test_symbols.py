@@ -33,7 +33,8 @@ def test_find_symbol_by_name_across_languages(tree):
     got = [(h.path, h.symbol.kind, h.symbol.qualname) for h in hits]
     assert got == [
         ("README.md", "heading", "Project.save"),
-        ("app/models.py", "method", "User.save"), ("app/models.py", "method", "Order.save"),
+        ("app/models.py", "method", "User.save"),
+        ("app/models.py", "method", "Order.save"),
         ("lib/geo.go", "method", "Point.save"),
         ("scripts/tool.rb", "method", "Tool.save"),
         ("web/api.ts", "method", "Client.save"),
@@ -44,11 +45,14 @@ def test_find_symbol_dotted_and_kind(tree):
     root = tree(WS)
     hits = find_symbol(root, "Order.save")
     assert [(h.path, h.symbol.line, h.symbol.parent) for h in hits] == [
-        ("app/models.py", 6, "Order")]
+        ("app/models.py", 6, "Order")
+    ]
     assert find_symbol(root, "User", kind="class")[0].symbol.line == 1
     assert find_symbol(root, "User", kind="function") == []
     assert [h.path for h in find_symbol(root, "save", kind="method", path="app")] == [
-        "app/models.py", "app/models.py"]
+        "app/models.py",
+        "app/models.py",
+    ]
     assert len(find_symbol(root, "save", limit=2)) == 2
     assert "app/models.py:6: method Order.save (L6-8)" in render_hits(hits)
     with pytest.raises(ValueError, match="unknown symbol kind"):
@@ -70,7 +74,10 @@ def test_find_references_identifiers_only(tree):
     got = {(r.path, r.line, r.is_definition) for r in refs}
     # comment and string on lines 7-8 of models.py are not references
     assert {(p, ln) for p, ln, _ in got if p == "app/models.py"} == {
-        ("app/models.py", 2), ("app/models.py", 6), ("app/models.py", 11)}
+        ("app/models.py", 2),
+        ("app/models.py", 6),
+        ("app/models.py", 11),
+    }
     assert ("app/models.py", 2, True) in got and ("app/models.py", 11, False) in got
     assert ("app/views.py", 4, False) in got
     assert ("web/api.ts", 2, True) in got and ("web/api.ts", 4, False) in got
@@ -96,12 +103,16 @@ def test_find_references_dotted_and_limit(tree):
 def test_find_references_word_boundary(tree):
     root = tree({"a.py": "saver = 1\nsave = 2\nx = save + saver\n"})
     assert [(r.line, r.is_definition) for r in find_references(root, "save")] == [
-        (2, True), (3, False)]
+        (2, True),
+        (3, False),
+    ]
 
 
 def test_file_map_counts_and_render(tree):
-    root = tree(WS | {"app/deep/er/est/x.py": "def a(): pass\ndef b(): pass\n",
-                      "logo.png": b"\x89PNG\x00\x00"})
+    root = tree(
+        WS
+        | {"app/deep/er/est/x.py": "def a(): pass\ndef b(): pass\n", "logo.png": b"\x89PNG\x00\x00"}
+    )
     fm = file_map(root, depth=3)
     by_folder = {f.path: {e.name: e.symbols for e in f.files} for f in fm.folders}
     assert by_folder["app"] == {"models.py": 5, "views.py": 1}

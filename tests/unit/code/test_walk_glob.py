@@ -7,16 +7,31 @@ from ndomo.tools.search.walk import walk
 
 FILES = {
     ".gitignore": "*.log\nbuild/\n!keep.log\n/rootonly.txt\n",
-    "a.py": "x", "keep.log": "k", "drop.log": "d", "rootonly.txt": "r",
-    "src/main.ts": "x", "src/view.tsx": "x", "src/util/helper.ts": "x",
+    "a.py": "x",
+    "keep.log": "k",
+    "drop.log": "d",
+    "rootonly.txt": "r",
+    "src/main.ts": "x",
+    "src/view.tsx": "x",
+    "src/util/helper.ts": "x",
     "src/rootonly.txt": "nested file of the same name is kept",
     "src/.gitignore": "generated/\n*.tmp\n",
-    "src/generated/out.ts": "x", "src/cache.tmp": "x", "other/cache.tmp": "x",
-    "build/artifact.py": "x", "pkg/build/inner.py": "x",
-    "lib/.ignore": "secret.py\n", "lib/secret.py": "x", "lib/public.py": "x",
-    "node_modules/dep/index.js": "x", "venv/lib/site.py": "x", ".venv/x.py": "x",
-    "__pycache__/a.pyc": "x", ".ndomo/ndomo.db": "x", ".git/config": "x",
-    ".github/workflows/ci.yml": "x", ".env": "x",
+    "src/generated/out.ts": "x",
+    "src/cache.tmp": "x",
+    "other/cache.tmp": "x",
+    "build/artifact.py": "x",
+    "pkg/build/inner.py": "x",
+    "lib/.ignore": "secret.py\n",
+    "lib/secret.py": "x",
+    "lib/public.py": "x",
+    "node_modules/dep/index.js": "x",
+    "venv/lib/site.py": "x",
+    ".venv/x.py": "x",
+    "__pycache__/a.pyc": "x",
+    ".ndomo/ndomo.db": "x",
+    ".git/config": "x",
+    ".github/workflows/ci.yml": "x",
+    ".env": "x",
 }
 
 
@@ -27,8 +42,14 @@ def rels(root, **kw):
 def test_walk_honours_ignore_files_and_skips(tree):
     root = tree(FILES)
     assert rels(root) == [
-        "a.py", "keep.log", "lib/public.py", "other/cache.tmp", "src/main.ts",
-        "src/rootonly.txt", "src/util/helper.ts", "src/view.tsx",
+        "a.py",
+        "keep.log",
+        "lib/public.py",
+        "other/cache.tmp",
+        "src/main.ts",
+        "src/rootonly.txt",
+        "src/util/helper.ts",
+        "src/view.tsx",
     ]
 
 
@@ -53,8 +74,12 @@ def test_iter_files_yields_absolute_paths(tree):
 
 def test_walk_under_applies_ancestor_rules(tree):
     root = tree(FILES)
-    assert rels(root, under="src") == ["src/main.ts", "src/rootonly.txt",
-                                      "src/util/helper.ts", "src/view.tsx"]
+    assert rels(root, under="src") == [
+        "src/main.ts",
+        "src/rootonly.txt",
+        "src/util/helper.ts",
+        "src/view.tsx",
+    ]
     with pytest.raises(ValueError):
         rels(root, under="../outside")
 
@@ -79,10 +104,17 @@ def test_glob_patterns(tree):
     assert glob_files(root, "**/*.ts").paths == ["src/main.ts", "src/util/helper.ts"]
     assert glob_files(root, "src/*.ts").paths == ["src/main.ts"]
     assert glob_files(root, "*.{ts,tsx}").paths == [
-        "src/main.ts", "src/util/helper.ts", "src/view.tsx"]
+        "src/main.ts",
+        "src/util/helper.ts",
+        "src/view.tsx",
+    ]
     assert glob_files(root, "*.py").paths == ["a.py", "lib/public.py"]
     assert glob_files(root, "src/**").paths == [
-        "src/main.ts", "src/rootonly.txt", "src/util/helper.ts", "src/view.tsx"]
+        "src/main.ts",
+        "src/rootonly.txt",
+        "src/util/helper.ts",
+        "src/view.tsx",
+    ]
     assert glob_files(root, "nothing/*.py").paths == []
 
 

@@ -21,8 +21,10 @@ async def app(tmp_path):
 async def _plan(app):
     store = await app.store()
     plan = await store.create_plan(PlanCreate(title="Fix it", overview="o"))
-    await store.create_tasks(plan.id, [TaskCreate(description="first\nstep", files=["a.py"]),
-                                       TaskCreate(description="second")])
+    await store.create_tasks(
+        plan.id,
+        [TaskCreate(description="first\nstep", files=["a.py"]), TaskCreate(description="second")],
+    )
     return store, await store.get_plan(plan.id)
 
 

@@ -35,7 +35,12 @@ def test_a_one_line_change_is_one_edit_of_that_line():
     old = "".join(f"line {i}\n" for i in range(100))
     new = old.replace("line 40\n", "line forty\n")
     (edit,) = text_edits(old, new)
-    assert (edit.range.start.line, edit.range.start.character, edit.range.end.line, edit.range.end.character) == (40, 0, 41, 0)
+    assert (
+        edit.range.start.line,
+        edit.range.start.character,
+        edit.range.end.line,
+        edit.range.end.character,
+    ) == (40, 0, 41, 0)
     assert edit.new_text == "line forty\n"
 
 

@@ -51,5 +51,7 @@ READ = ToolSpec(
 )
 
 
-async def collect(client: Any, prompt: str = "hi", tools: list[ToolSpec] | None = None, **kw: Any) -> list[StreamEvent]:
+async def collect(
+    client: Any, prompt: str = "hi", tools: list[ToolSpec] | None = None, **kw: Any
+) -> list[StreamEvent]:
     return [e async for e in client.stream([Message.user(prompt)], tools or [], **kw)]

@@ -49,19 +49,39 @@ async def test_first_request_size_stays_under_its_ceiling(tmp_path, agent, mode)
     from ndomo.health import FIRST_REQUEST_TOKENS
     from ndomo.llm.capabilities import estimate_tokens
 
-    assert estimate_tokens(_first_size(body)) <= FIRST_REQUEST_TOKENS  # what health's Ollama warning assumes
+    assert (
+        estimate_tokens(_first_size(body)) <= FIRST_REQUEST_TOKENS
+    )  # what health's Ollama warning assumes
 
 
 def test_the_shrunk_prompts_keep_their_contracts():
     from ndomo.agents.loader import builtin_agents_dir
 
     craftsman = (builtin_agents_dir() / "craftsman.md").read_text()
-    for phrase in ("≤2 files", "3–5 files", ">5 files", "[OUT OF MY DOMAIN]", "plan_create", "task_create_batch",
-                   "task_next_for_agent", "handback", "never weaken or delete a test", "Never foreman, guild or sage"):
+    for phrase in (
+        "≤2 files",
+        "3–5 files",
+        ">5 files",
+        "[OUT OF MY DOMAIN]",
+        "plan_create",
+        "task_create_batch",
+        "task_next_for_agent",
+        "handback",
+        "never weaken or delete a test",
+        "Never foreman, guild or sage",
+    ):
         assert phrase in craftsman, phrase
     foreman = (builtin_agents_dir() / "foreman.md").read_text()
-    for phrase in ("never implement", "ask_user", "≤5 steps", "commit_plan", "plan_create", "task_create_batch",
-                   "guild (debate, only when the user asks)", "Never to smiths, painter, chronicler or inspector"):
+    for phrase in (
+        "never implement",
+        "ask_user",
+        "≤5 steps",
+        "commit_plan",
+        "plan_create",
+        "task_create_batch",
+        "guild (debate, only when the user asks)",
+        "Never to smiths, painter, chronicler or inspector",
+    ):
         assert phrase in foreman, phrase
 
 
@@ -70,18 +90,30 @@ async def test_system_prompt_and_tools_are_byte_identical_across_turns(tmp_path)
         app, rt = await _app(tmp_path, fake)
         try:
             store = await app.store()
-            plan = await store.create_plan({"title": "Split config", "overview": "one module per source"})
-            await store.create_tasks(plan.id, [{"description": "move yaml loading", "files": ["cfg.py"]}])
+            plan = await store.create_plan(
+                {"title": "Split config", "overview": "one module per source"}
+            )
+            await store.create_tasks(
+                plan.id, [{"description": "move yaml loading", "files": ["cfg.py"]}]
+            )
             state = await rt.session()
-            await rt.run(TurnRequest(prompt="first", agent="craftsman", mode="autopilot"), BaseHost())
-            await store.update_session(state.id, committed_plan_id=plan.id)  # per-turn guidance appears
-            await rt.run(TurnRequest(prompt="second", agent="craftsman", mode="autopilot"), BaseHost())
+            await rt.run(
+                TurnRequest(prompt="first", agent="craftsman", mode="autopilot"), BaseHost()
+            )
+            await store.update_session(
+                state.id, committed_plan_id=plan.id
+            )  # per-turn guidance appears
+            await rt.run(
+                TurnRequest(prompt="second", agent="craftsman", mode="autopilot"), BaseHost()
+            )
         finally:
             await app.aclose()
         # each turn's first request (autopilot re-prompts the second turn's stop: its plan task is pending)
         one, two = (r["body"] for r in fake.chat_requests()[:2])
+
     def prefix(b: dict) -> str:
         return json.dumps([b["messages"][0], b["tools"]], ensure_ascii=False, separators=(",", ":"))
+
     assert prefix(one) == prefix(two)
     assert two["messages"][1] == one["messages"][1]  # the history is sent as it was
     assert "Committed plan" in two["messages"][-1]["content"]
@@ -94,20 +126,26 @@ async def test_a_4096_token_server_completes_a_tool_turn(tmp_path):
         fake.push({"text": "it says hello"})
         app, rt = await _app(tmp_path, fake)
         try:
-            summary = await rt.run(TurnRequest(prompt="read a.txt", agent="craftsman", mode="autopilot"), BaseHost())
+            summary = await rt.run(
+                TurnRequest(prompt="read a.txt", agent="craftsman", mode="autopilot"), BaseHost()
+            )
         finally:
             await app.aclose()
         chats = fake.chat_requests()
     assert summary.status == "done", summary
     assert len(chats) == 2 and all(c["body"].get("tools") for c in chats)
-    assert any(m["role"] == "tool" and "hello" in m["content"] for m in chats[1]["body"]["messages"])
+    assert any(
+        m["role"] == "tool" and "hello" in m["content"] for m in chats[1]["body"]["messages"]
+    )
 
 
 async def test_a_1024_token_server_fails_before_sending_with_a_clear_message(tmp_path):
     with FakeModel(n_ctx=1024, props=True) as fake:
         app, rt = await _app(tmp_path, fake)
         try:
-            summary = await rt.run(TurnRequest(prompt="hi", agent="craftsman", mode="autopilot"), BaseHost())
+            summary = await rt.run(
+                TurnRequest(prompt="hi", agent="craftsman", mode="autopilot"), BaseHost()
+            )
         finally:
             await app.aclose()
         assert fake.chat_requests() == []  # nothing was sent
@@ -123,7 +161,9 @@ async def test_a_context_error_teaches_the_window_and_the_turn_retries_smaller(t
         try:
             for i in range(3):  # grow the history past the window
                 fake.push({"text": "x" * 3000})
-                summary = await rt.run(TurnRequest(prompt=f"turn {i}", agent="foreman", mode="discussion"), BaseHost())
+                summary = await rt.run(
+                    TurnRequest(prompt=f"turn {i}", agent="foreman", mode="discussion"), BaseHost()
+                )
             store = await app.store()
             caps = await store.model_caps(fake.url, "qwen2.5-coder:7b")
         finally:
@@ -137,40 +177,78 @@ async def test_tool_less_model_discussion_answers_without_tools_autopilot_refuse
         fake.push({"text": "an answer without tools"})
         app, rt = await _app(tmp_path, fake)
         try:
-            talk = await rt.run(TurnRequest(prompt="hi", agent="foreman", mode="discussion"), BaseHost())
-            act = await rt.run(TurnRequest(prompt="fix it", agent="craftsman", mode="autopilot"), BaseHost())
+            talk = await rt.run(
+                TurnRequest(prompt="hi", agent="foreman", mode="discussion"), BaseHost()
+            )
+            act = await rt.run(
+                TurnRequest(prompt="fix it", agent="craftsman", mode="autopilot"), BaseHost()
+            )
         finally:
             await app.aclose()
         chats = fake.chat_requests()
     assert talk.status == "done" and "without tools" in talk.answer
-    assert [bool(c["body"].get("tools")) for c in chats] == [True, False]  # learned once, then not offered
-    assert act.status == "failed" and "does not support tool calling" in act.error and "autopilot" in act.error
+    assert [bool(c["body"].get("tools")) for c in chats] == [
+        True,
+        False,
+    ]  # learned once, then not offered
+    assert (
+        act.status == "failed"
+        and "does not support tool calling" in act.error
+        and "autopilot" in act.error
+    )
     assert len(chats) == 2  # autopilot refused before sending
 
 
 def test_second_ndomo_run_does_not_try_streaming_again(tmp_path):
     (tmp_path / "a.txt").write_text("hello\n")
-    step = [{"tool_calls": [{"name": "read", "arguments": {"path": "a.txt"}}]}, {"text": "it says hello"}]
+    step = [
+        {"tool_calls": [{"name": "read", "arguments": {"path": "a.txt"}}]},
+        {"text": "it says hello"},
+    ]
     with FakeModel(step + step, stream_tools=False) as fake:
         env = {**os.environ, "NDOMO_BASE_URL": fake.url}
         for _ in range(2):
-            out = subprocess.run([sys.executable, "-m", "ndomo", "run", "--workspace", str(tmp_path), "--yes",
-                                  "--agent", "craftsman", "--mode", "autopilot", "read a.txt"],
-                                 env=env, capture_output=True, text=True, timeout=120)
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "ndomo",
+                    "run",
+                    "--workspace",
+                    str(tmp_path),
+                    "--yes",
+                    "--agent",
+                    "craftsman",
+                    "--mode",
+                    "autopilot",
+                    "read a.txt",
+                ],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             assert out.returncode == 0, out.stderr
             assert "it says hello" in out.stdout
         with_tools = [c["body"]["stream"] for c in fake.chat_requests() if c["body"].get("tools")]
     # first run: streamed try (empty), then whole; second process remembers: never streams with tools
     assert with_tools == [True, False, False, False, False]
-    health = subprocess.run([sys.executable, "-m", "ndomo", "health", "--workspace", str(tmp_path)],
-                            env=env, capture_output=True, text=True, timeout=120)
+    health = subprocess.run(
+        [sys.executable, "-m", "ndomo", "health", "--workspace", str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert "streams tool calls: no" in health.stdout
 
 
 async def test_health_warns_when_ollama_num_ctx_is_below_the_request(tmp_path):
     from ndomo.health import HealthParams, health
 
-    with FakeModel(models=["qwen2.5-coder:7b"], ollama={"num_ctx": 2048, "context_length": 32768}) as fake:
+    with FakeModel(
+        models=["qwen2.5-coder:7b"], ollama={"num_ctx": 2048, "context_length": 32768}
+    ) as fake:
         app, _ = await _app(tmp_path, fake)
         try:
             report = await health(app, HealthParams())
@@ -190,7 +268,9 @@ async def test_health_warns_on_ollamas_default_4096(tmp_path):
             report = await health(app, HealthParams())
         finally:
             await app.aclose()
-    assert "Ollama default" in report.model.capabilities and "4096 tokens" in report.model.warnings[0]
+    assert (
+        "Ollama default" in report.model.capabilities and "4096 tokens" in report.model.warnings[0]
+    )
 
 
 async def test_health_has_no_ollama_warning_when_num_ctx_is_large(tmp_path):
@@ -208,7 +288,9 @@ async def test_health_has_no_ollama_warning_when_num_ctx_is_large(tmp_path):
 async def test_health_says_when_ollama_reports_no_tool_support(tmp_path):
     from ndomo.health import HealthParams, health
 
-    with FakeModel(models=["qwen2.5-coder:7b"], ollama={"num_ctx": 32768, "capabilities": ["completion"]}) as fake:
+    with FakeModel(
+        models=["qwen2.5-coder:7b"], ollama={"num_ctx": 32768, "capabilities": ["completion"]}
+    ) as fake:
         app, _ = await _app(tmp_path, fake)
         try:
             report = await health(app, HealthParams())
@@ -223,12 +305,16 @@ async def test_a_non_streamed_answer_reaches_the_host_as_the_same_turn_events(tm
 
     (tmp_path / "a.txt").write_text("hello\n")
     with FakeModel(stream_tools=False) as fake:
-        fake.push({"text": "looking", "tool_calls": [{"name": "read", "arguments": {"path": "a.txt"}}]})
+        fake.push(
+            {"text": "looking", "tool_calls": [{"name": "read", "arguments": {"path": "a.txt"}}]}
+        )
         fake.push({"text": "it says hello"})
         app, rt = await _app(tmp_path, fake)
         host = BaseHost()
         try:
-            summary = await rt.run(TurnRequest(prompt="read a.txt", agent="craftsman", mode="autopilot"), host)
+            summary = await rt.run(
+                TurnRequest(prompt="read a.txt", agent="craftsman", mode="autopilot"), host
+            )
         finally:
             await app.aclose()
         streamed = [c["body"]["stream"] for c in fake.chat_requests()]

@@ -49,23 +49,42 @@ def test_message_conversion_merges_tool_results_into_one_user_turn() -> None:
         },
     ]
     assert to_anthropic_tools([ToolSpec(name="ls", description="list")]) == [
-        {"name": "ls", "description": "list", "input_schema": {"type": "object", "properties": {}},
-         "cache_control": {"type": "ephemeral"}}  # the last tool closes the cached prefix
+        {
+            "name": "ls",
+            "description": "list",
+            "input_schema": {"type": "object", "properties": {}},
+            "cache_control": {"type": "ephemeral"},
+        }  # the last tool closes the cached prefix
     ]
 
 
 # ---- the streaming path against the scripted fake Anthropic server (real HTTP, real SDK) ----
 
-from ndomo.llm import Finished, ModelBadResponse, ModelRequestRejected, TextDelta, ToolCallReady, UsageEvent  # noqa: E402
+from ndomo.llm import (
+    Finished,
+    ModelBadResponse,
+    ModelRequestRejected,
+    TextDelta,
+    ToolCallReady,
+    UsageEvent,
+)  # noqa: E402
 from tests.fakes.fake_anthropic import FakeAnthropic  # noqa: E402
 
-READ = ToolSpec(name="read", description="Read a file",
-                parameters={"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})
+READ = ToolSpec(
+    name="read",
+    description="Read a file",
+    parameters={"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+)
 
 
-async def _run(fake: FakeAnthropic, messages: list[Message], tools: list[ToolSpec] | None = None) -> list:
-    client = make_client(ModelConfig(provider="anthropic", base_url=fake.url, name="claude-fake", api_key="k",
-                                     max_retries=0))
+async def _run(
+    fake: FakeAnthropic, messages: list[Message], tools: list[ToolSpec] | None = None
+) -> list:
+    client = make_client(
+        ModelConfig(
+            provider="anthropic", base_url=fake.url, name="claude-fake", api_key="k", max_retries=0
+        )
+    )
     try:
         return [e async for e in client.stream(messages, tools or [])]
     finally:
@@ -81,7 +100,10 @@ async def test_anthropic_streams_text_and_usage() -> None:
 
 
 async def test_anthropic_tool_calls_are_assembled_from_json_deltas() -> None:
-    step = {"text": "let me look", "tool_calls": [{"name": "read", "arguments": {"path": "src/a.py"}}]}
+    step = {
+        "text": "let me look",
+        "tool_calls": [{"name": "read", "arguments": {"path": "src/a.py"}}],
+    }
     with FakeAnthropic([step]) as fake:
         events = await _run(fake, [Message.user("read a")], [READ])
     calls = [e.call for e in events if isinstance(e, ToolCallReady)]
@@ -100,16 +122,23 @@ async def test_anthropic_error_event_inside_the_stream_is_reported_with_its_word
 
 async def test_anthropic_http_error_carries_the_servers_message() -> None:
     with FakeAnthropic([{"status": 400, "message": "max_tokens: must be positive"}]) as fake:
-        with pytest.raises(ModelRequestRejected, match=r"rejected the request \(400\): max_tokens: must be positive"):
+        with pytest.raises(
+            ModelRequestRejected,
+            match=r"rejected the request \(400\): max_tokens: must be positive",
+        ):
             await _run(fake, [Message.user("hi")])
 
 
 async def test_anthropic_marks_the_stable_prefix_for_the_prompt_cache() -> None:
     with FakeAnthropic([{"text": "a"}, {"text": "b"}]) as fake:
         for prompt in ("one", "two"):
-            await _run(fake, [Message.system("the stable system prompt"), Message.user(prompt)], [READ])
+            await _run(
+                fake, [Message.system("the stable system prompt"), Message.user(prompt)], [READ]
+            )
         one, two = (r["body"] for r in fake.requests if r["method"] == "POST")
-    assert one["system"] == [{"type": "text", "text": "the stable system prompt", "cache_control": {"type": "ephemeral"}}]
+    assert one["system"] == [
+        {"type": "text", "text": "the stable system prompt", "cache_control": {"type": "ephemeral"}}
+    ]
     assert one["tools"][-1]["cache_control"] == {"type": "ephemeral"}
     assert one["system"] == two["system"] and one["tools"] == two["tools"]  # byte-identical prefix
     assert one["stream"] is True

@@ -54,8 +54,13 @@ def test_then_the_core_tools_then_the_compact_system_prompt():
 
 def test_too_small_fails_before_sending_naming_window_size_and_setting():
     with pytest.raises(ModelContextTooSmall) as info:
-        fit(convo(1), TOOLS, Window(200, "reported by the server: /props n_ctx"), core_tools=CORE,
-            compact_system="compact")
+        fit(
+            convo(1),
+            TOOLS,
+            Window(200, "reported by the server: /props n_ctx"),
+            core_tools=CORE,
+            compact_system="compact",
+        )
     text = str(info.value)
     assert "window of 200 tokens (reported by the server: /props n_ctx)" in text
     assert "bytes" in text and "model.context_window" in text

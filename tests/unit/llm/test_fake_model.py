@@ -19,31 +19,49 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def post(url: str, body: Any) -> Any:
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(req, timeout=10) as resp:
         return json.loads(resp.read())
 
 
 def chat(url: str, prompt: str, **extra: Any) -> Any:
-    return post(url + "/chat/completions", {"model": "m", "messages": [{"role": "user", "content": prompt}], **extra})
+    return post(
+        url + "/chat/completions",
+        {"model": "m", "messages": [{"role": "user", "content": prompt}], **extra},
+    )
 
 
 def test_match_steps_wait_for_their_prompt() -> None:
-    with FakeModel([{"match": "tests", "text": "ran tests"}, {"text": "first"}, {"text": "second"}]) as fake:
+    with FakeModel(
+        [{"match": "tests", "text": "ran tests"}, {"text": "first"}, {"text": "second"}]
+    ) as fake:
         assert chat(fake.url, "hello")["choices"][0]["message"]["content"] == "first"
-        assert chat(fake.url, "please run the tests")["choices"][0]["message"]["content"] == "ran tests"
+        assert (
+            chat(fake.url, "please run the tests")["choices"][0]["message"]["content"]
+            == "ran tests"
+        )
         assert chat(fake.url, "again")["choices"][0]["message"]["content"] == "second"
         assert chat(fake.url, "more")["choices"][0]["message"]["content"] == "done"
         assert [r["body"]["messages"][0]["content"] for r in fake.chat_requests()] == [
-            "hello", "please run the tests", "again", "more"
+            "hello",
+            "please run the tests",
+            "again",
+            "more",
         ]
 
 
 def test_non_streaming_tool_calls_and_errors() -> None:
-    with FakeModel([{"tool_calls": [{"name": "ls", "arguments": {"dir": "."}}]}, {"status": 503}], default_text="bye") as fake:
+    with FakeModel(
+        [{"tool_calls": [{"name": "ls", "arguments": {"dir": "."}}]}, {"status": 503}],
+        default_text="bye",
+    ) as fake:
         choice = chat(fake.url, "x")["choices"][0]
         assert choice["finish_reason"] == "tool_calls"
-        assert json.loads(choice["message"]["tool_calls"][0]["function"]["arguments"]) == {"dir": "."}
+        assert json.loads(choice["message"]["tool_calls"][0]["function"]["arguments"]) == {
+            "dir": "."
+        }
         with pytest.raises(urllib.error.HTTPError) as info:
             chat(fake.url, "y")
         assert info.value.code == 503
@@ -65,15 +83,27 @@ def test_runs_as_a_process_with_record_and_push(tmp_path: Path) -> None:
     script.write_text(json.dumps([{"text": "from file"}]))
     record = tmp_path / "requests.jsonl"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.fake_model", "--script", str(script), "--record", str(record)],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "tests.fakes.fake_model",
+            "--script",
+            str(script),
+            "--record",
+            str(record),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         line = proc.stdout.readline().strip()  # type: ignore[union-attr]
         assert line.startswith("READY http://127.0.0.1:") and line.endswith("/v1")
         url = line.split()[1]
         assert chat(url, "one")["choices"][0]["message"]["content"] == "from file"
-        assert post(url.removesuffix("/v1") + "/_fake/steps", [{"text": "pushed"}]) == {"remaining": 1}
+        assert post(url.removesuffix("/v1") + "/_fake/steps", [{"text": "pushed"}]) == {
+            "remaining": 1
+        }
         assert chat(url, "two")["choices"][0]["message"]["content"] == "pushed"
     finally:
         proc.terminate()

@@ -27,7 +27,9 @@ def calls_of(events: list[Any]) -> list[str]:
     return [e.call.name for e in events if isinstance(e, ToolCallReady)]
 
 
-async def test_server_that_cannot_stream_tool_calls_gets_the_request_again_whole(clients: Any) -> None:
+async def test_server_that_cannot_stream_tool_calls_gets_the_request_again_whole(
+    clients: Any,
+) -> None:
     with FakeModel(stream_tools=False) as fake:
         fake.push({"text": "reading", "tool_calls": [{"name": "read", "arguments": {"path": "a"}}]})
         client = clients(fake.url)
@@ -61,9 +63,13 @@ async def test_empty_stream_says_so_not_that_it_is_not_a_stream(fake: Any, clien
     assert "not a chat completion stream" not in text and "set model.stream" in text
 
 
-async def test_error_event_inside_a_stream_shows_the_servers_message(fake: Any, clients: Any) -> None:
+async def test_error_event_inside_a_stream_shows_the_servers_message(
+    fake: Any, clients: Any
+) -> None:
     fake.push({"text": "partial answer", "stream_error": "slot 0 crashed: out of memory"})
-    with pytest.raises(ModelBadResponse, match=r"error event mid-stream: slot 0 crashed: out of memory; see the"):
+    with pytest.raises(
+        ModelBadResponse, match=r"error event mid-stream: slot 0 crashed: out of memory; see the"
+    ):
         await collect(clients(fake.url))
 
 
@@ -73,18 +79,26 @@ async def test_context_limit_error_is_typed_with_the_window(clients: Any, wordin
         big = "x" * 4000
         with pytest.raises(ModelContextExceeded) as info:
             await collect(clients(fake.url), prompt=big)
-        assert info.value.window == 300 and info.value.prompt_tokens and info.value.prompt_tokens > 300
+        assert (
+            info.value.window == 300 and info.value.prompt_tokens and info.value.prompt_tokens > 300
+        )
         assert "larger than its context window (400: " in str(info.value)
-        assert ("exceeds the available context size" if wording == "llamacpp" else "maximum context length is 300") \
-            in str(info.value)
+        assert (
+            "exceeds the available context size"
+            if wording == "llamacpp"
+            else "maximum context length is 300"
+        ) in str(info.value)
         assert len(fake.chat_requests()) == 1  # a 400 is not retried
 
 
 async def test_tool_less_model_is_reported_as_such(clients: Any) -> None:
     with FakeModel(tools=False) as fake:
         client = clients(fake.url)
-        with pytest.raises(ModelToolsUnsupported, match=r"model 'fake-model' at .* does not support tool calling \(400: "
-                           r"registry.ollama.ai/library/fake-model does not support tools\)"):
+        with pytest.raises(
+            ModelToolsUnsupported,
+            match=r"model 'fake-model' at .* does not support tool calling \(400: "
+            r"registry.ollama.ai/library/fake-model does not support tools\)",
+        ):
             await collect(client, tools=[READ])
         assert client.caps.tools is False
         assert len(fake.chat_requests()) == 1  # not "fixed" by dropping streaming
@@ -114,7 +128,9 @@ async def test_learns_the_window_from_vllm_max_model_len(clients: Any) -> None:
 
 
 async def test_learns_num_ctx_and_tool_support_from_ollama_api_show(clients: Any) -> None:
-    with FakeModel(ollama={"num_ctx": 8192, "context_length": 131072, "capabilities": ["completion"]}) as fake:
+    with FakeModel(
+        ollama={"num_ctx": 8192, "context_length": 131072, "capabilities": ["completion"]}
+    ) as fake:
         caps = await clients(fake.url).learn()
         show = [r for r in fake.requests if r["path"] == "/api/show"]
     assert caps.context_window == 8192 and caps.context_source == "Ollama num_ctx"
@@ -127,6 +143,8 @@ async def test_ollama_without_num_ctx_means_its_default(clients: Any) -> None:
     assert caps.context_window == 4096 and "default" in caps.context_source and caps.tools is None
 
 
-async def test_a_plain_server_says_nothing_and_learning_does_not_fail(fake: Any, clients: Any) -> None:
+async def test_a_plain_server_says_nothing_and_learning_does_not_fail(
+    fake: Any, clients: Any
+) -> None:
     caps = await clients(fake.url).learn()
     assert caps.context_window is None

@@ -4,7 +4,15 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from ndomo.llm.assembly import ToolCallAssembler
-from ndomo.llm.messages import Finished, Message, StreamEvent, TextDelta, ToolCall, ToolSpec, parse_arguments
+from ndomo.llm.messages import (
+    Finished,
+    Message,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolSpec,
+    parse_arguments,
+)
 from ndomo.llm.openai_client import to_openai_messages, to_openai_tools
 
 
@@ -13,7 +21,9 @@ def test_parse_arguments_accepts_object_and_empty() -> None:
     assert parse_arguments("  ") == ({}, None)
 
 
-@pytest.mark.parametrize("raw, fragment", [('{"a": ', "not valid JSON"), ("[1, 2]", "got list"), ('"x"', "got str")])
+@pytest.mark.parametrize(
+    "raw, fragment", [('{"a": ', "not valid JSON"), ("[1, 2]", "got list"), ('"x"', "got str")]
+)
 def test_parse_arguments_reports_bad_payloads(raw: str, fragment: str) -> None:
     args, error = parse_arguments(raw)
     assert args == {} and error is not None and fragment in error
@@ -24,7 +34,9 @@ def test_tool_call_wire_arguments_never_sends_invalid_json() -> None:
     assert bad.error and bad.raw_arguments == "{oops" and bad.wire_arguments() == "{}"
     good = ToolCall.from_raw("c2", "read", '{"path": "a"}')
     assert good.error is None and good.wire_arguments() == '{"path": "a"}'
-    assert ToolCall.from_raw("c3", "", "{}").error == "the model sent a tool call without a tool name"
+    assert (
+        ToolCall.from_raw("c3", "", "{}").error == "the model sent a tool call without a tool name"
+    )
 
 
 def test_tool_spec_rejects_names_servers_refuse() -> None:
@@ -53,7 +65,13 @@ def test_openai_wire_format_for_history() -> None:
     assert wire[2] == {
         "role": "assistant",
         "content": None,
-        "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "read", "arguments": '{"path": "x.py"}'}}],
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "read", "arguments": '{"path": "x.py"}'},
+            }
+        ],
     }
     assert wire[3] == {"role": "tool", "content": "print(1)", "tool_call_id": "call_1"}
     assert wire[4] == {"role": "assistant", "content": "done"}
@@ -68,7 +86,10 @@ def test_assembler_orders_by_index_and_joins_fragments() -> None:
     asm.add(0, None, None, ': "x"}')
     asm.add(1, None, None, 'r": "."}')
     calls = asm.finish()
-    assert [(c.id, c.name, c.arguments) for c in calls] == [("a", "read", {"path": "x"}), ("b", "ls", {"dir": "."})]
+    assert [(c.id, c.name, c.arguments) for c in calls] == [
+        ("a", "read", {"path": "x"}),
+        ("b", "ls", {"dir": "."}),
+    ]
     assert not asm
 
 
@@ -81,5 +102,3 @@ def test_assembler_handles_servers_reusing_index_zero_and_missing_ids() -> None:
     assert [c.arguments.get("path") for c in calls[:2]] == ["1", "2"]
     assert [c.name for c in calls] == ["read", "read", "ls"] and calls[2].error is None
     assert all(c.id for c in calls)
-
-

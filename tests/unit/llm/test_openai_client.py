@@ -59,16 +59,31 @@ async def test_streamed_answer_arrives_in_pieces(fake: Any, clients: Any) -> Non
 
 
 async def test_tool_call_assembled_from_fragments(fake: Any, clients: Any) -> None:
-    fake.push({"text": "let me look", "tool_calls": [{"name": "read", "arguments": {"path": "src/a.py", "lines": [1, 20]}},
-                                                      {"name": "read", "arguments": {"path": "b.py"}}]})
+    fake.push(
+        {
+            "text": "let me look",
+            "tool_calls": [
+                {"name": "read", "arguments": {"path": "src/a.py", "lines": [1, 20]}},
+                {"name": "read", "arguments": {"path": "b.py"}},
+            ],
+        }
+    )
     events = await collect(clients(fake.url), tools=[READ], model="other", temperature=0.3)
     calls = calls_of(events)
-    assert [(c.name, c.arguments) for c in calls] == [("read", {"path": "src/a.py", "lines": [1, 20]}), ("read", {"path": "b.py"})]
+    assert [(c.name, c.arguments) for c in calls] == [
+        ("read", {"path": "src/a.py", "lines": [1, 20]}),
+        ("read", {"path": "b.py"}),
+    ]
     assert all(c.error is None and c.id for c in calls) and calls[0].id != calls[1].id
     assert events[-1] == Finished(reason="tool_calls")
     # text comes before the calls, usage before the end
     kinds = [e.kind for e in events]
-    assert kinds.index("text") < kinds.index("tool_call") < kinds.index("usage") < kinds.index("finished")
+    assert (
+        kinds.index("text")
+        < kinds.index("tool_call")
+        < kinds.index("usage")
+        < kinds.index("finished")
+    )
     body = fake.chat_requests()[0]["body"]
     assert body["tools"][0]["function"]["name"] == "read" and body["tool_choice"] == "auto"
     assert body["model"] == "other" and body["temperature"] == 0.3
@@ -85,27 +100,46 @@ async def test_garbage_tool_arguments_are_reported_not_fatal(fake: Any, clients:
 
 async def test_history_with_tool_results_is_sent(fake: Any, clients: Any) -> None:
     call = ToolCall.from_raw("call_9", "read", '{"path": "a"}')
-    history = [Message.user("read a"), Message.assistant(None, [call]), Message.tool("call_9", "content of a")]
+    history = [
+        Message.user("read a"),
+        Message.assistant(None, [call]),
+        Message.tool("call_9", "content of a"),
+    ]
     events = [e async for e in clients(fake.url).stream(history, [READ])]
     assert text_of(events) == "done"  # script exhausted: default text
     sent = fake.chat_requests()[0]["body"]["messages"]
-    assert sent[1]["tool_calls"][0]["id"] == "call_9" and sent[2] == {"role": "tool", "content": "content of a", "tool_call_id": "call_9"}
+    assert sent[1]["tool_calls"][0]["id"] == "call_9" and sent[2] == {
+        "role": "tool",
+        "content": "content of a",
+        "tool_call_id": "call_9",
+    }
 
 
 async def test_server_ignoring_include_usage_is_fine(fake: Any, clients: Any) -> None:
     fake.push({"text": "ok", "usage": False})
     events = await collect(clients(fake.url))
-    assert not any(isinstance(e, UsageEvent) for e in events) and events[-1] == Finished(reason="stop")
+    assert not any(isinstance(e, UsageEvent) for e in events) and events[-1] == Finished(
+        reason="stop"
+    )
 
 
-async def test_server_rejecting_stream_options_gets_a_retry_without_it(fake: Any, clients: Any) -> None:
-    fake.push({"status": 400, "body": {"error": {"message": "Unrecognized request argument: stream_options"}}})
+async def test_server_rejecting_stream_options_gets_a_retry_without_it(
+    fake: Any, clients: Any
+) -> None:
+    fake.push(
+        {
+            "status": 400,
+            "body": {"error": {"message": "Unrecognized request argument: stream_options"}},
+        }
+    )
     fake.push({"text": "fine"})
     client = clients(fake.url)
     assert text_of(await collect(client)) == "fine"
     assert text_of(await collect(client)) == "done"
     reqs = fake.chat_requests()
-    assert "stream_options" in reqs[0]["body"] and all("stream_options" not in r["body"] for r in reqs[1:])
+    assert "stream_options" in reqs[0]["body"] and all(
+        "stream_options" not in r["body"] for r in reqs[1:]
+    )
 
 
 async def test_huge_answer_streams_whole(fake: Any, clients: Any) -> None:
@@ -125,12 +159,16 @@ async def test_connection_refused_names_the_url(clients: Any, closed_port_url: s
 
 
 async def test_unknown_host_is_unreachable(clients: Any) -> None:
-    with pytest.raises(ModelUnreachable, match=r"model endpoint http://no-such-host\.invalid/v1 is unreachable"):
+    with pytest.raises(
+        ModelUnreachable, match=r"model endpoint http://no-such-host\.invalid/v1 is unreachable"
+    ):
         await collect(clients("http://no-such-host.invalid/v1", max_retries=0))
 
 
 async def test_401_is_an_auth_error_naming_the_variable(clients: Any) -> None:
-    with __import__("tests.fakes.fake_model", fromlist=["FakeModel"]).FakeModel(api_key="right") as fake:
+    with __import__("tests.fakes.fake_model", fromlist=["FakeModel"]).FakeModel(
+        api_key="right"
+    ) as fake:
         with pytest.raises(ModelAuthError) as info:
             await collect(clients(fake.url, env={"NDOMO_API_KEY": "wrong"}))
         assert str(info.value) == (
@@ -152,8 +190,11 @@ async def test_429_twice_then_ok_succeeds_after_retries(fake: Any, clients: Any)
 async def test_429_always_is_rate_limited(fake: Any, clients: Any) -> None:
     for _ in range(3):
         fake.push({"status": 429, "headers": {"retry-after-ms": "1"}})
-    with pytest.raises(ModelRateLimited, match=r"rate limiting requests \(429: Rate limit reached, please retry later\) "
-                       r"after 2 retries; retry after 0.001s"):
+    with pytest.raises(
+        ModelRateLimited,
+        match=r"rate limiting requests \(429: Rate limit reached, please retry later\) "
+        r"after 2 retries; retry after 0.001s",
+    ):
         await collect(clients(fake.url, max_retries=2))
     assert len(fake.chat_requests()) == 3
 
@@ -186,7 +227,10 @@ async def test_retry_after_too_long_is_reported_not_waited(fake: Any, clients: A
 async def test_500_always_is_a_server_error(fake: Any, clients: Any) -> None:
     for _ in range(2):
         fake.push({"status": 500, "headers": {"retry-after-ms": "1"}})
-    with pytest.raises(ModelServerError, match=r"failed \(500\) after 1 retry: internal server error; see the model"):
+    with pytest.raises(
+        ModelServerError,
+        match=r"failed \(500\) after 1 retry: internal server error; see the model",
+    ):
         await collect(clients(fake.url, max_retries=1))
 
 
@@ -194,12 +238,18 @@ async def test_unknown_model_404_names_the_model(clients: Any) -> None:
     from tests.fakes.fake_model import FakeModel
 
     with FakeModel(models=["a"], strict_models=True) as fake:
-        with pytest.raises(ModelBadResponse, match=r"does not know model 'nope' \(404: The model 'nope' does not exist\); check model.name"):
+        with pytest.raises(
+            ModelBadResponse,
+            match=r"does not know model 'nope' \(404: The model 'nope' does not exist\); check model.name",
+        ):
             await collect(clients(fake.url, name="nope"))
 
 
 async def test_wrong_base_path_404_points_at_base_url(fake: Any, clients: Any) -> None:
-    with pytest.raises(ModelBadResponse, match=r"no chat completions route \(404: no route /api/chat/completions\); check model.base_url"):
+    with pytest.raises(
+        ModelBadResponse,
+        match=r"no chat completions route \(404: no route /api/chat/completions\); check model.base_url",
+    ):
         await collect(clients(fake.url.removesuffix("/v1") + "/api"))
 
 
@@ -214,7 +264,9 @@ async def test_stream_cut_midway_is_bad_response(fake: Any, clients: Any) -> Non
 
 async def test_garbage_body_is_bad_response(fake: Any, clients: Any) -> None:
     fake.push({"garbage": True})
-    with pytest.raises(ModelBadResponse, match=r"answered with content-type text/html instead of an event stream"):
+    with pytest.raises(
+        ModelBadResponse, match=r"answered with content-type text/html instead of an event stream"
+    ):
         await collect(clients(fake.url))
 
 

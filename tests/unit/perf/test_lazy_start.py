@@ -22,7 +22,9 @@ def test_server_creation_does_not_import_the_app_or_actions():
         " if m in sys.modules]; print(','.join(heavy));"
         "print(len([c for c in s.protocol.fm.commands if c.startswith('ndomo.')]))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
     assert out[0] == ""
     assert int(out[1]) == len(LSP_ACTION_NAMES)
 
@@ -31,7 +33,9 @@ def test_warmup_imports_what_commands_need():
     from ndomo.lsp import warmup
 
     code = "import sys; from ndomo.lsp import warmup; warmup.core(); print('ndomo.runtime.runtime' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "True"
     assert "ndomo.__main__" not in warmup._ndomo_modules()
 
@@ -87,7 +91,11 @@ async def test_start_builds_the_runtime_plugins_off_the_event_loop(tmp_path, mon
 
 def test_building_the_tool_registry_does_not_import_bashlex():
     """bashlex builds parser tables at import (0.3–0.8 s): only the first shell check pays."""
-    code = ("import sys; from ndomo.runtime.plugins import build_plugins; build_plugins();"
-            "print('bashlex' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    code = (
+        "import sys; from ndomo.runtime.plugins import build_plugins; build_plugins();"
+        "print('bashlex' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "False"

@@ -36,7 +36,13 @@ async def test_deltas_merge_and_precede_the_next_event():
     await h.emit(TextDelta(text="d", turn_id=1))
     await h.emit(TurnFinished(status="done", turn_id=1))
     kinds = [(p["kind"], p.get("text")) for _, p in sent]
-    assert kinds == [("text", "a"), ("text", "bc"), ("tool_started", None), ("text", "d"), ("turn_finished", None)]
+    assert kinds == [
+        ("text", "a"),
+        ("text", "bc"),
+        ("tool_started", None),
+        ("text", "d"),
+        ("turn_finished", None),
+    ]
     assert all(m == "ndomo/turn/event" for m, _ in sent)
     assert sent[0][1]["turn_id"] == 1
     assert h.events == []  # nothing kept on a long-lived server

@@ -32,7 +32,9 @@ async def _updated(store, pid):
 
 
 async def _age(store, pid):
-    await store._conn.execute("UPDATE plans SET updated_at = '2000-01-01T00:00:00.000Z' WHERE id = ?", (pid,))
+    await store._conn.execute(
+        "UPDATE plans SET updated_at = '2000-01-01T00:00:00.000Z' WHERE id = ?", (pid,)
+    )
 
 
 async def test_every_write_to_a_plan_or_its_tasks_moves_updated_at(store):
@@ -41,10 +43,16 @@ async def test_every_write_to_a_plan_or_its_tasks_moves_updated_at(store):
     tid = batch.tasks[0].id
     writes = [
         lambda: store.update_task_status(tid, "done"),
-        lambda: store._conn.execute("UPDATE plan_tasks SET description = 'raw' WHERE id = ?", (tid,)),
-        lambda: store._conn.execute("INSERT INTO plan_tags(plan_id, tag) VALUES (?, 'x')", (plan.id,)),
+        lambda: store._conn.execute(
+            "UPDATE plan_tasks SET description = 'raw' WHERE id = ?", (tid,)
+        ),
+        lambda: store._conn.execute(
+            "INSERT INTO plan_tags(plan_id, tag) VALUES (?, 'x')", (plan.id,)
+        ),
         lambda: store._conn.execute("DELETE FROM plan_files WHERE plan_id = ?", (plan.id,)),
-        lambda: store._conn.execute("UPDATE plans SET archived_at = 'now' WHERE id = ?", (plan.id,)),
+        lambda: store._conn.execute(
+            "UPDATE plans SET archived_at = 'now' WHERE id = ?", (plan.id,)
+        ),
     ]
     for write in writes:
         await _age(store, plan.id)
@@ -62,7 +70,9 @@ async def test_change_feed_sees_changes_and_deletions(store):
     since = "2001-01-01T00:00:00.000Z"
     assert {s.id: s.live for s in await store.plan_changes(since)} == {b.id: False}
     await store.delete_plan(b.id, confirm=True)
-    assert [(s.id, s.live) for s in await store.plan_changes(since)] == [(b.id, False)]  # logged as gone
+    assert [(s.id, s.live) for s in await store.plan_changes(since)] == [
+        (b.id, False)
+    ]  # logged as gone
 
 
 async def test_own_commits_call_the_commit_listeners(store):
@@ -128,14 +138,21 @@ class _Server:
 
 
 async def _bulk(store, n: int, start: int = 0) -> None:
-    rows = [(f"bulk{i:05d}", f"bulk-{i}", f"Bulk {i}", "o", "2001-01-01T00:00:00.000Z") for i in range(start, start + n)]
+    rows = [
+        (f"bulk{i:05d}", f"bulk-{i}", f"Bulk {i}", "o", "2001-01-01T00:00:00.000Z")
+        for i in range(start, start + n)
+    ]
     await store._conn.executemany(
         "INSERT INTO plans(id, slug, title, overview, status, created_at, updated_at) VALUES (?,?,?,?,'approved',?,?)",
-        [r + (r[-1],) for r in rows])
+        [r + (r[-1],) for r in rows],
+    )
     await store._conn.executemany(
         "INSERT INTO plan_tasks(plan_id, ord, description, files) VALUES (?, 1, 'do it', ?)",
-        [(r[0], f'["src/f{i}.py"]') for i, r in enumerate(rows, start)])
-    await store._conn.execute("UPDATE plans SET updated_at = '2001-01-01T00:00:00.000Z' WHERE id LIKE 'bulk%'")
+        [(r[0], f'["src/f{i}.py"]') for i, r in enumerate(rows, start)],
+    )
+    await store._conn.execute(
+        "UPDATE plans SET updated_at = '2001-01-01T00:00:00.000Z' WHERE id LIKE 'bulk%'"
+    )
 
 
 async def test_diagnostics_reread_only_moved_plans_and_cover_every_open_plan(tmp_path, monkeypatch):
@@ -177,12 +194,21 @@ async def test_search_for_a_common_word_is_bounded_and_newest_first(store, monke
     from ndomo.plans import plan_ops
 
     monkeypatch.setattr(plan_ops, "COMMON_HITS", 3)
-    made = [await store.create_plan(PlanCreate(title=f"Parser step {i}", overview="o")) for i in range(5)]
+    made = [
+        await store.create_plan(PlanCreate(title=f"Parser step {i}", overview="o"))
+        for i in range(5)
+    ]
     rare = await store.create_plan(PlanCreate(title="Lexer", overview="o"))
     await _age(store, made[4].id)  # the newest-created match, updated long ago: ranked last
     found = [p.id for p in await store.search_plans("parser")]
-    assert found == [made[3].id, made[2].id, made[4].id]  # the 3 newest-created matches, by updated_at
-    assert [p.id for p in await store.search_plans("lexer")] == [rare.id]  # a rare word: all its hits
+    assert found == [
+        made[3].id,
+        made[2].id,
+        made[4].id,
+    ]  # the 3 newest-created matches, by updated_at
+    assert [p.id for p in await store.search_plans("lexer")] == [
+        rare.id
+    ]  # a rare word: all its hits
     assert len(await store.search_plans("parser", file_path="")) == 3
 
 
@@ -206,8 +232,12 @@ async def test_turn_start_and_finish_are_one_hop_each(store, monkeypatch):
     with pytest.raises(NotFound):
         await store.finish_turn(999_999, "done")
     with pytest.raises(NotFound):
-        await store.start_turn("s-one-hop", "craftsman", "autopilot", "child", parent_turn_id=999_999)
-    assert [t.id for t in await store.list_turns("s-one-hop")] == [turn.id]  # the failed child left nothing
+        await store.start_turn(
+            "s-one-hop", "craftsman", "autopilot", "child", parent_turn_id=999_999
+        )
+    assert [t.id for t in await store.list_turns("s-one-hop")] == [
+        turn.id
+    ]  # the failed child left nothing
 
 
 def test_a_process_that_leaves_the_store_open_still_exits(tmp_path):

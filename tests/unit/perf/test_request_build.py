@@ -21,7 +21,11 @@ async def test_request_is_sent_without_the_sdk_transform(monkeypatch):
     with FakeModel([{"text": "hello there"}]) as fake:
         client = OpenAIClient(ModelConfig(base_url=fake.url, name="fake-model"))
         try:
-            history = [Message.user("hi"), Message(role="assistant", content="yes"), Message.user("again")]
+            history = [
+                Message.user("hi"),
+                Message(role="assistant", content="yes"),
+                Message.user("again"),
+            ]
             events = [e async for e in client.stream(history, [READ], temperature=0.2)]
         finally:
             await client.aclose()
@@ -42,8 +46,10 @@ async def test_stream_chunks_are_not_built_into_sdk_models(monkeypatch):
 
     monkeypatch.setattr(ChatCompletionChunk, "construct", classmethod(refuse))
     monkeypatch.setattr(ChatCompletionChunk, "model_construct", classmethod(refuse))
-    script = [{"text": "one two three four", "chunks": 4},
-              {"tool_calls": [{"name": "read", "arguments": {"path": "a.py"}}]}]
+    script = [
+        {"text": "one two three four", "chunks": 4},
+        {"tool_calls": [{"name": "read", "arguments": {"path": "a.py"}}]},
+    ]
     with FakeModel(script) as fake:
         client = OpenAIClient(ModelConfig(base_url=fake.url, name="fake-model"))
         try:

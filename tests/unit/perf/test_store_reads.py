@@ -18,7 +18,9 @@ async def store(tmp_path):
 
 
 async def test_get_plan_and_progress_by_id_or_slug(store):
-    plan = await store.create_plan(PlanCreate(title="Fast reads", overview="o", files=["b.py", "a.py"], tags=["perf"]))
+    plan = await store.create_plan(
+        PlanCreate(title="Fast reads", overview="o", files=["b.py", "a.py"], tags=["perf"])
+    )
     await store.create_tasks(plan.id, [{"description": "one"}, {"description": "two"}])
     for key in (plan.id, plan.slug):
         d = await store.get_plan(key)
@@ -97,8 +99,13 @@ async def test_get_plan_without_aiosqlite_private_hop(tmp_path, monkeypatch):
 
 
 async def _claim_and_finish(store):
-    plan = await store.create_plan({"title": "Paths", "overview": "both paths", "created_by_agent": "foreman"})
-    await store.create_tasks(plan.id, [{"description": "a", "agent": "craftsman"}, {"description": "b", "agent": "craftsman"}])
+    plan = await store.create_plan(
+        {"title": "Paths", "overview": "both paths", "created_by_agent": "foreman"}
+    )
+    await store.create_tasks(
+        plan.id,
+        [{"description": "a", "agent": "craftsman"}, {"description": "b", "agent": "craftsman"}],
+    )
     first = await store.next_task_for_agent("craftsman", session_id="s1")
     second = await store.next_task_for_agent("craftsman", session_id="s1")
     assert {first.description, second.description} == {"a", "b"}

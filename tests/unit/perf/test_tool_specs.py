@@ -18,8 +18,6 @@ async def _run(ctx, p):
     return "ok"
 
 
-
-
 def test_specs_are_cached_per_agent_mode_and_tool_set(monkeypatch):
     tools_mod._SPECS.clear()
     calls = []

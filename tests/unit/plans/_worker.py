@@ -44,7 +44,9 @@ async def batch(db: Path, workspace: Path, plan_id: str, n: int, stall_at: int) 
     await store._conn.execute(
         "CREATE TEMP TRIGGER probe AFTER INSERT ON main.plan_tasks BEGIN SELECT ndomo_probe(NEW.ord); END"
     )
-    await store.create_tasks(plan_id, [TaskCreate(description=f"task {i}", agent="smith") for i in range(n)])
+    await store.create_tasks(
+        plan_id, [TaskCreate(description=f"task {i}", agent="smith") for i in range(n)]
+    )
     print("finished", flush=True)
 
 

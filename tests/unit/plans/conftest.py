@@ -18,10 +18,13 @@ async def store(tmp_path: Path):
 
 
 async def make_plan(store: PlanStore, title: str = "Add login page", *, tasks: int = 0, **kw):
-    plan = await store.create_plan(PlanCreate(title=title, overview=kw.pop("overview", "Why and what."), **kw))
+    plan = await store.create_plan(
+        PlanCreate(title=title, overview=kw.pop("overview", "Why and what."), **kw)
+    )
     if tasks:
         await store.create_tasks(
-            plan.id, [TaskCreate(description=f"step {i}", agent="smith") for i in range(1, tasks + 1)]
+            plan.id,
+            [TaskCreate(description=f"step {i}", agent="smith") for i in range(1, tasks + 1)],
         )
     return plan
 

@@ -20,7 +20,9 @@ async def app(tmp_path):
 async def _plan(app, title="Do things", tasks=2):
     store = await app.store()
     plan = await store.create_plan(PlanCreate(title=title, overview="o"))
-    await store.create_tasks(plan.id, [{"description": f"t{i}", "agent": "smith"} for i in range(tasks)])
+    await store.create_tasks(
+        plan.id, [{"description": f"t{i}", "agent": "smith"} for i in range(tasks)]
+    )
     return plan
 
 
@@ -31,8 +33,19 @@ def act(name):
 
 
 def test_all_actions_declared():
-    names = {"plan.list", "plan.show", "plan.search", "plan.approve", "plan.status", "plan.delete",
-             "plan.progress", "task.list", "task.next", "task.status", "session.list"}
+    names = {
+        "plan.list",
+        "plan.show",
+        "plan.search",
+        "plan.approve",
+        "plan.status",
+        "plan.delete",
+        "plan.progress",
+        "task.list",
+        "task.next",
+        "task.status",
+        "session.list",
+    }
     assert names <= {a.name for a in REGISTRY.all()}
 
 
@@ -89,7 +102,9 @@ async def test_plan_status_errors_and_dry_run(app):
     with pytest.raises(ActionError) as err:
         await act("plan.status").invoke(app, {"id": plan.id, "status": "completed"})
     assert err.value.kind == "failed" and "cannot go from draft" in err.value.message
-    dry = await act("plan.status").invoke(app, {"id": plan.id, "status": "approved", "dry_run": True})
+    dry = await act("plan.status").invoke(
+        app, {"id": plan.id, "status": "approved", "dry_run": True}
+    )
     assert dry["allowed"] and not dry["applied"]
     ok = await act("plan.approve").invoke(app, {"id": plan.id})
     assert ok["applied"] and ok["to_status"] == "approved"

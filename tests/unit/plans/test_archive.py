@@ -9,11 +9,21 @@ from .conftest import make_plan, to_status
 
 async def _finished(store):
     plan = await make_plan(
-        store, "Ship search", overview="Full text search.", approach="Use FTS5.",
-        files=["src/search.py"], tags=["search"], created_by_agent="foreman",
+        store,
+        "Ship search",
+        overview="Full text search.",
+        approach="Use FTS5.",
+        files=["src/search.py"],
+        tags=["search"],
+        created_by_agent="foreman",
     )
-    await store.create_tasks(plan.id, [{"description": "Build index", "agent": "smith", "files": ["src/idx.py"]},
-                                       {"description": "Wire UI", "agent": "smith"}])
+    await store.create_tasks(
+        plan.id,
+        [
+            {"description": "Build index", "agent": "smith", "files": ["src/idx.py"]},
+            {"description": "Wire UI", "agent": "smith"},
+        ],
+    )
     await to_status(store, plan.id, "approved", "executing")
     t1, t2 = await store.list_tasks(plan.id)
     await store.update_task_status(t1.id, "done", result="index built: 42 docs")
@@ -30,10 +40,20 @@ async def test_terminal_plan_is_archived_with_everything(store, tmp_path):
     assert detail.archived_at and detail.archive_path == change.archive_path
     text = (tmp_path / change.archive_path).read_text()
     for needle in (
-        "# Ship search", "Full text search.", "Use FTS5.",
-        "- [x] 1. Build index", "index built: 42 docs", "- [!] 2. Wire UI", "UI crashed",
-        "`src/search.py` (input)", "`src/idx.py` (modified)", "search",
-        "executing → failed", "UI broke", "## Original plan data", '"title": "Ship search"',
+        "# Ship search",
+        "Full text search.",
+        "Use FTS5.",
+        "- [x] 1. Build index",
+        "index built: 42 docs",
+        "- [!] 2. Wire UI",
+        "UI crashed",
+        "`src/search.py` (input)",
+        "`src/idx.py` (modified)",
+        "search",
+        "executing → failed",
+        "UI broke",
+        "## Original plan data",
+        '"title": "Ship search"',
     ):
         assert needle in text, needle
 
@@ -46,13 +66,17 @@ async def test_failed_db_write_removes_archive_file(store, tmp_path, monkeypatch
 
     monkeypatch.setattr(store, "_mark_archived", broken)
     change = await store.update_plan_status(plan.id, "failed", actor="x")
-    assert change.applied and change.archive_path is None and "archive not written" in change.message
+    assert (
+        change.applied and change.archive_path is None and "archive not written" in change.message
+    )
     archive_dir = tmp_path / ".ndomo" / "archives" / "plans"
     assert list(archive_dir.glob("*.md")) == []
     assert list(archive_dir.iterdir()) == []  # no temp file left either
     assert (await store.get_plan(plan.id)).archived_at is None
     monkeypatch.undo()
-    assert await store.archive_pending() == [f".ndomo/archives/plans/ship-search-{dt.datetime.now(dt.timezone.utc):%Y-%m-%d}.md"]
+    assert await store.archive_pending() == [
+        f".ndomo/archives/plans/ship-search-{dt.datetime.now(dt.timezone.utc):%Y-%m-%d}.md"
+    ]
     assert (await store.get_plan(plan.id)).archived_at is not None
 
 

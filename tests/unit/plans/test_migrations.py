@@ -5,7 +5,13 @@ import sqlite3
 import pytest
 
 from ndomo.plans.db import connect
-from ndomo.plans.migrations import LATEST_VERSION, MIGRATIONS, add_column_if_missing, current_version, migrate
+from ndomo.plans.migrations import (
+    LATEST_VERSION,
+    MIGRATIONS,
+    add_column_if_missing,
+    current_version,
+    migrate,
+)
 from ndomo.plans.store import PlanStore
 
 # Rows each step's tables can hold, written with the columns that existed at that version.
@@ -20,7 +26,9 @@ SEEDS: dict[int, list[str]] = {
         " VALUES ('p1', 2, 'legacy task beta', 'smith', 'pending', '[1]')",
         "INSERT INTO plan_tags(plan_id, tag) VALUES ('p1', 'legacy')",
     ],
-    3: ["INSERT INTO plan_audit(plan_id, at, actor, from_status, to_status) VALUES ('p1', '2024-01-01', 'u', 'draft', 'approved')"],
+    3: [
+        "INSERT INTO plan_audit(plan_id, at, actor, from_status, to_status) VALUES ('p1', '2024-01-01', 'u', 'draft', 'approved')"
+    ],
     4: ["UPDATE plans SET original_plan_data = '{\"title\": \"Old plan\"}' WHERE id = 'p1'"],
     5: ["INSERT INTO plan_files(plan_id, file_path, role) VALUES ('p1', 'old.py', 'input')"],
     6: ["UPDATE plans SET created_by_agent = 'foreman' WHERE id = 'p1'"],
@@ -28,11 +36,25 @@ SEEDS: dict[int, list[str]] = {
         "INSERT INTO turns(session_id, agent, mode, prompt, status, started_at) VALUES ('s1', 'foreman', 'discussion', 'p', 'running', 'x')",
         "INSERT INTO turn_edits(turn_id, seq, path, before, after) VALUES (1, 1, 'a.py', NULL, 'x')",
     ],
-    8: ["INSERT INTO approvals(scope, permission, pattern, action, created_at) VALUES ('project', 'bash', 'ls*', 'allow', 'x')"],
-    9: ["INSERT INTO memories(session_id, category, content, created_at, updated_at) VALUES ('s1', 'fact', 'legacy memory', 'x', 'x')"],
+    8: [
+        "INSERT INTO approvals(scope, permission, pattern, action, created_at) VALUES ('project', 'bash', 'ls*', 'allow', 'x')"
+    ],
+    9: [
+        "INSERT INTO memories(session_id, category, content, created_at, updated_at) VALUES ('s1', 'fact', 'legacy memory', 'x', 'x')"
+    ],
 }
-TABLES = ["sessions", "plans", "plan_tasks", "plan_tags", "plan_audit", "plan_files", "turns",
-          "turn_edits", "approvals", "memories"]
+TABLES = [
+    "sessions",
+    "plans",
+    "plan_tasks",
+    "plan_tags",
+    "plan_audit",
+    "plan_files",
+    "turns",
+    "turn_edits",
+    "approvals",
+    "memories",
+]
 
 
 async def _counts(conn) -> dict[str, int]:
@@ -74,16 +96,23 @@ async def test_upgrade_from_every_earlier_version_keeps_rows(tmp_path, start):
         after = await _counts(store._conn)
         assert {k: after[k] for k in before} == before
         plan = await store.get_plan("old-plan")
-        assert plan.tags == ["legacy"] and [t.description for t in plan.tasks][:2] == ["legacy task alpha", "legacy task beta"]
+        assert plan.tags == ["legacy"] and [t.description for t in plan.tasks][:2] == [
+            "legacy task alpha",
+            "legacy task beta",
+        ]
         # FTS built for pre-existing rows, write-once protects old data, new features work
         assert [p.id for p in await store.search_plans("legacy")] == ["p1"]
         if start >= 4:
             with pytest.raises(sqlite3.IntegrityError):
-                await store._conn.execute("UPDATE plans SET original_plan_data = 'x' WHERE id = 'p1'")
+                await store._conn.execute(
+                    "UPDATE plans SET original_plan_data = 'x' WHERE id = 'p1'"
+                )
         t = await store.next_task_for_agent("smith")
         assert t.description == "legacy task alpha"
         await store.update_task_status(t.id, "done")
-        versions = [r[0] for r in await store._all("SELECT version FROM schema_version ORDER BY version")]
+        versions = [
+            r[0] for r in await store._all("SELECT version FROM schema_version ORDER BY version")
+        ]
         assert versions == VERSIONS
     finally:
         await store.close()
@@ -152,6 +181,8 @@ async def test_a_lower_numbered_migration_merged_late_is_still_applied(tmp_path,
         await conn.execute("SELECT x FROM late_t")
     finally:
         await conn.close()
+
+
 async def test_a_step_missing_below_the_highest_is_still_applied(tmp_path):
     """A database from a build that had v14 but not v13 (numbers reserved across branches)."""
     db = tmp_path / "gap.db"
@@ -164,7 +195,9 @@ async def test_a_step_missing_below_the_highest_is_still_applied(tmp_path):
     await conn.close()
     store = await PlanStore.open(db, workspace=tmp_path)
     try:
-        versions = [r[0] for r in await store._all("SELECT version FROM schema_version ORDER BY version")]
+        versions = [
+            r[0] for r in await store._all("SELECT version FROM schema_version ORDER BY version")
+        ]
         assert versions == VERSIONS
         await store.add_message("s", "user", "hello")  # the v13 table is back
         assert [m.content for m in await store.session_messages("s")] == ["hello"]

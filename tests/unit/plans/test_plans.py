@@ -27,7 +27,9 @@ ILLEGAL = [
 
 
 async def test_create_derives_unique_slug_and_snapshots_input(store):
-    a = await make_plan(store, "Add Login Page!", files=["src/a.py"], tags=["auth"], created_by_agent="foreman")
+    a = await make_plan(
+        store, "Add Login Page!", files=["src/a.py"], tags=["auth"], created_by_agent="foreman"
+    )
     b = await make_plan(store, "Add login page")
     assert (a.slug, b.slug) == ("add-login-page", "add-login-page-2")
     assert a.status == "draft" and a.created_by_agent == "foreman"
@@ -113,7 +115,9 @@ async def test_force_needs_reason_and_is_marked_in_audit(store):
     plan = await make_plan(store, tasks=1)
     with pytest.raises(Invalid, match="reason"):
         await store.update_plan_status(plan.id, "completed", force=True)
-    change = await store.update_plan_status(plan.id, "completed", actor="bob", force=True, reason="done by hand")
+    change = await store.update_plan_status(
+        plan.id, "completed", actor="bob", force=True, reason="done by hand"
+    )
     assert change.applied and change.forced
     last = (await store.get_plan(plan.id)).audit[-1]
     assert last.forced and last.reason == "done by hand" and last.to_status == "completed"
@@ -130,7 +134,11 @@ async def test_executing_sets_executed_by_once(store):
     await store.update_plan_status(plan.id, "approved", actor="x")
     await store.update_plan_status(plan.id, "executing", actor="other", session_id="s2")
     p = await store.get_plan(plan.id)
-    assert (p.executed_by_agent, p.executed_by_session, p.created_by_agent) == ("craftsman", "s1", "foreman")
+    assert (p.executed_by_agent, p.executed_by_session, p.created_by_agent) == (
+        "craftsman",
+        "s1",
+        "foreman",
+    )
 
 
 async def test_progress(store):
@@ -140,7 +148,9 @@ async def test_progress(store):
     await store.update_task_status(ts[1].id, "failed", error="boom")
     await store.update_task_status(ts[2].id, "blocked")
     p = await store.plan_progress(plan.slug)
-    assert p.model_dump() == dict(total=4, done=1, failed=1, blocked=1, running=0, pending=1, percent=25)
+    assert p.model_dump() == dict(
+        total=4, done=1, failed=1, blocked=1, running=0, pending=1, percent=25
+    )
 
 
 # ------------------------------------------------------------------ delete
@@ -187,7 +197,9 @@ async def test_delete_cascades_tasks_tags_files(store):
         key = "id" if table == "plans" else "plan_id"
         row = await store._one(f"SELECT count(*) FROM {table} WHERE {key} = ?", (plan.id,))
         assert row[0] == 0, table
-    docs, plans = await store._one("SELECT (SELECT count(*) FROM plan_search), (SELECT count(*) FROM plans)")
+    docs, plans = await store._one(
+        "SELECT (SELECT count(*) FROM plan_search), (SELECT count(*) FROM plans)"
+    )
     assert docs == plans  # the plan's search document went with it
     with pytest.raises(NotFound):
         await store.get_plan(plan.id)
@@ -197,9 +209,13 @@ async def test_delete_cascades_tasks_tags_files(store):
 
 
 async def test_fts_search_plans_and_tasks_and_file_filter(store):
-    a = await make_plan(store, "Login page", overview="OAuth flow for users", files=["web/login.vue"])
+    a = await make_plan(
+        store, "Login page", overview="OAuth flow for users", files=["web/login.vue"]
+    )
     b = await make_plan(store, "Billing", overview="Invoices", approach="Use Stripe webhooks")
-    await store.create_tasks(b.id, [{"description": "Write the reconciliation job", "files": ["jobs/recon.py"]}])
+    await store.create_tasks(
+        b.id, [{"description": "Write the reconciliation job", "files": ["jobs/recon.py"]}]
+    )
     ids = lambda plans: {p.id for p in plans}  # noqa: E731
     assert ids(await store.search_plans("oauth")) == {a.id}
     assert ids(await store.search_plans("stripe")) == {b.id}

@@ -20,15 +20,23 @@ N_TASKS = 240
 
 def _spawn(*args: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, str(WORKER), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, str(WORKER), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
 async def test_two_processes_claim_every_task_exactly_once(store, tmp_path):
     plan = await make_plan(store)
-    await store.create_tasks(plan.id, [TaskCreate(description=f"job {i}", agent="smith") for i in range(N_TASKS)])
+    await store.create_tasks(
+        plan.id, [TaskCreate(description=f"job {i}", agent="smith") for i in range(N_TASKS)]
+    )
     go = tmp_path / "go"
-    procs = [_spawn("claim", str(store.db_path), str(tmp_path), plan.id, str(go), f"w{i}") for i in range(2)]
+    procs = [
+        _spawn("claim", str(store.db_path), str(tmp_path), plan.id, str(go), f"w{i}")
+        for i in range(2)
+    ]
     try:
         for p in procs:
             assert p.stdout.readline().strip() == "ready"
@@ -67,10 +75,14 @@ async def test_writer_killed_mid_batch_leaves_consistent_db(store, tmp_path):
     conn = sqlite3.connect(store.db_path)
     try:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        n = conn.execute("SELECT count(*) FROM plan_tasks WHERE plan_id = ?", (plan.id,)).fetchone()[0]
+        n = conn.execute(
+            "SELECT count(*) FROM plan_tasks WHERE plan_id = ?", (plan.id,)
+        ).fetchone()[0]
         assert n == 1  # the killed batch of 500 is entirely absent
-        doc = conn.execute("SELECT tasks FROM plan_search WHERE rowid = (SELECT search_key FROM plans WHERE id = ?)",
-                           (plan.id,)).fetchone()[0]
+        doc = conn.execute(
+            "SELECT tasks FROM plan_search WHERE rowid = (SELECT search_key FROM plans WHERE id = ?)",
+            (plan.id,),
+        ).fetchone()[0]
         assert doc == "already there"  # the killed batch left nothing in the search document
         conn.execute("INSERT INTO plan_search(plan_search) VALUES ('integrity-check')")
     finally:

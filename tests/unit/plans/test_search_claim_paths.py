@@ -47,9 +47,14 @@ def test_text_only_search_walks_the_recency_index(tmp_path):
 async def test_claim_takes_oldest_open_plan_first_and_waits_for_dependencies(store):
     old = await make_plan(store, "Old")
     new = await make_plan(store, "New", tasks=1)
-    await store.create_tasks(old.id, [TaskCreate(description="first", agent="smith"),
-                                      TaskCreate(description="second", agent="smith", dependencies=[1]),
-                                      TaskCreate(description="other agent", agent="mason")])
+    await store.create_tasks(
+        old.id,
+        [
+            TaskCreate(description="first", agent="smith"),
+            TaskCreate(description="second", agent="smith", dependencies=[1]),
+            TaskCreate(description="other agent", agent="mason"),
+        ],
+    )
     first = await store.next_task_for_agent("smith")
     assert (first.plan_id, first.description) == (old.id, "first")
     nxt = await store.next_task_for_agent("smith")  # "second" waits for "first"
@@ -73,13 +78,19 @@ async def test_upgrade_builds_search_docs_from_existing_rows(tmp_path):
     async with aiosqlite.connect(path) as conn:
         conn.row_factory = sqlite3.Row
         await migrate(conn, target=11)
-        await conn.execute("INSERT INTO plans(id, slug, title, overview, created_at, updated_at)"
-                           " VALUES ('p1', 'p1', 'Legacy', 'Old overview', 't', 't')")
-        await conn.execute("INSERT INTO plan_tasks(plan_id, ord, description) VALUES ('p1', 1, 'tune the zeppelin')")
+        await conn.execute(
+            "INSERT INTO plans(id, slug, title, overview, created_at, updated_at)"
+            " VALUES ('p1', 'p1', 'Legacy', 'Old overview', 't', 't')"
+        )
+        await conn.execute(
+            "INSERT INTO plan_tasks(plan_id, ord, description) VALUES ('p1', 1, 'tune the zeppelin')"
+        )
         await conn.commit()
         await migrate(conn)
         sql, params = search_sql("zeppelin", None, False)
         async with conn.execute(sql, (*params, 10)) as cur:
             assert [r["id"] for r in await cur.fetchall()] == ["p1"]
-        async with conn.execute("SELECT name FROM sqlite_master WHERE name IN ('plans_fts', 'tasks_fts')") as cur:
+        async with conn.execute(
+            "SELECT name FROM sqlite_master WHERE name IN ('plans_fts', 'tasks_fts')"
+        ) as cur:
             assert await cur.fetchall() == []

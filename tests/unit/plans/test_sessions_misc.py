@@ -20,7 +20,13 @@ async def test_sessions_created_on_demand_everywhere(store):
     await store.update_session("fourth", mode="autopilot", committed_plan_id=plan.id)
     got = await store.get_session("fourth")
     assert (got.mode, got.committed_plan_id) == ("autopilot", plan.id)
-    assert {x.id for x in await store.list_sessions()} >= {"editor-1", "never-started", "other-unknown", "third", "fourth"}
+    assert {x.id for x in await store.list_sessions()} >= {
+        "editor-1",
+        "never-started",
+        "other-unknown",
+        "third",
+        "fourth",
+    }
     with pytest.raises(NotFound):
         await store.get_session("ghost")
     with pytest.raises(Invalid):
@@ -46,7 +52,9 @@ async def test_end_session_abandons_its_open_plans_only(store, tmp_path):
     await store.approve_plan(other.id)
     ended = await store.end_session("s")
     assert ended.ended_at
-    status = {p.slug: (await store.get_plan(p.id)).status for p in (approved, executing, draft, other)}
+    status = {
+        p.slug: (await store.get_plan(p.id)).status for p in (approved, executing, draft, other)
+    }
     assert status == {"a": "abandoned", "b": "abandoned", "c": "draft", "d": "approved"}
     gone = await store.get_plan(approved.id)
     assert gone.archived_at and (tmp_path / gone.archive_path).exists()
@@ -60,7 +68,10 @@ async def test_turns_and_edits(store):
     await store.add_turn_edit(t1.id, "a.py", None, "new")
     await store.add_turn_edit(t1.id, "b.py", "old", None)
     edits = await store.turn_edits(t1.id)
-    assert [(e.seq, e.path, e.before, e.after) for e in edits] == [(1, "a.py", None, "new"), (2, "b.py", "old", None)]
+    assert [(e.seq, e.path, e.before, e.after) for e in edits] == [
+        (1, "a.py", None, "new"),
+        (2, "b.py", "old", None),
+    ]
     assert (await store.last_turn_with_edits("s")).id == t1.id
     done = await store.finish_turn(t1.id, "done", tokens_in=10, tokens_out=5)
     assert done.finished_at and (done.tokens_in, done.tokens_out) == (10, 5)
@@ -79,7 +90,9 @@ async def test_approvals_deny_beats_allow(store):
     await store.save_approval("bash", "npm publish*", "deny", session_id="s")
     assert await store.find_approval("bash", "npm test", "s") == "allow"
     assert await store.find_approval("bash", "npm publish --tag x", "s") == "deny"
-    assert await store.find_approval("bash", "npm publish", "other") == "allow"  # deny was session-only
+    assert (
+        await store.find_approval("bash", "npm publish", "other") == "allow"
+    )  # deny was session-only
     assert await store.find_approval("bash", "rm -rf /", "s") is None
     assert await store.find_approval("edit", "npm test", "s") is None
     listed = await store.list_approvals("s")

@@ -20,11 +20,14 @@ async def test_batch_over_five_warns_but_creates(store):
 
 async def test_dedupe_keeps_order_and_files(store):
     plan = await make_plan(store)
-    batch = await store.create_tasks(plan.id, [
-        {"description": "write parser", "files": ["p.py"]},
-        {"description": "write  parser "},
-        {"description": "write tests", "files": ["t.py"]},
-    ])
+    batch = await store.create_tasks(
+        plan.id,
+        [
+            {"description": "write parser", "files": ["p.py"]},
+            {"description": "write  parser "},
+            {"description": "write tests", "files": ["t.py"]},
+        ],
+    )
     assert [t.description for t in batch.tasks] == ["write parser", "write tests"]
     assert [t.ord for t in batch.tasks] == [1, 2]
     assert any("duplicate" in w for w in batch.warnings)
@@ -41,14 +44,22 @@ async def test_router_splits_and_dependencies_follow(store):
 
     def router(t: TaskCreate) -> list[TaskCreate]:
         if len(t.files) > 1:
-            return [t.model_copy(update={"description": f"{t.description} ({f})", "files": [f], "agent": "smith"})
-                    for f in t.files]
+            return [
+                t.model_copy(
+                    update={"description": f"{t.description} ({f})", "files": [f], "agent": "smith"}
+                )
+                for f in t.files
+            ]
         return [t.model_copy(update={"agent": t.agent or "smith"})]
 
-    batch = await store.create_tasks(plan.id, [
-        {"description": "api + ui", "files": ["a.go", "b.vue"]},
-        {"description": "docs", "dependencies": [1]},
-    ], router=router)
+    batch = await store.create_tasks(
+        plan.id,
+        [
+            {"description": "api + ui", "files": ["a.go", "b.vue"]},
+            {"description": "docs", "dependencies": [1]},
+        ],
+        router=router,
+    )
     a, b, docs = batch.tasks
     assert (a.files, b.files, docs.agent) == (["a.go"], ["b.vue"], "smith")
     assert docs.dependencies == [a.id, b.id]
@@ -58,7 +69,9 @@ async def test_bad_dependencies_refused_and_nothing_written(store):
     plan = await make_plan(store)
     for deps in ([2], [0], [7]):
         with pytest.raises(Invalid, match="depend"):
-            await store.create_tasks(plan.id, [{"description": "x"}, {"description": "y", "dependencies": deps}])
+            await store.create_tasks(
+                plan.id, [{"description": "x"}, {"description": "y", "dependencies": deps}]
+            )
     assert await store.list_tasks(plan.id) == []
 
 
@@ -73,11 +86,14 @@ async def test_create_tasks_refused_on_finished_plan_and_unknown_plan(store):
 
 async def test_claim_respects_dependencies_and_agent(store):
     plan = await make_plan(store)
-    await store.create_tasks(plan.id, [
-        {"description": "first", "agent": "smith"},
-        {"description": "second", "agent": "smith", "dependencies": [1]},
-        {"description": "other", "agent": "painter"},
-    ])
+    await store.create_tasks(
+        plan.id,
+        [
+            {"description": "first", "agent": "smith"},
+            {"description": "second", "agent": "smith", "dependencies": [1]},
+            {"description": "other", "agent": "painter"},
+        ],
+    )
     t1 = await store.next_task_for_agent("smith", session_id="s9")
     assert t1.description == "first" and t1.status == "running" and t1.claimed_by == "smith"
     assert await store.peek_task_for_agent("smith") is None  # second waits for first
@@ -94,7 +110,13 @@ async def test_claim_respects_dependencies_and_agent(store):
 
 async def test_claim_skips_unfinished_dependency_states(store):
     plan = await make_plan(store)
-    await store.create_tasks(plan.id, [{"description": "a", "agent": "x"}, {"description": "b", "agent": "x", "dependencies": [1]}])
+    await store.create_tasks(
+        plan.id,
+        [
+            {"description": "a", "agent": "x"},
+            {"description": "b", "agent": "x", "dependencies": [1]},
+        ],
+    )
     a = await store.next_task_for_agent("x")
     await store.update_task_status(a.id, "failed", error="e")
     assert await store.next_task_for_agent("x") is None
@@ -106,7 +128,11 @@ async def test_status_timestamps_and_first_running_moves_plan(store):
     running = await store.update_task_status(t.id, "running", agent="craftsman", session_id="sx")
     assert running.started_at and running.finished_at is None
     p = await store.get_plan(plan.id)
-    assert (p.status, p.executed_by_agent, p.executed_by_session) == ("executing", "craftsman", "sx")
+    assert (p.status, p.executed_by_agent, p.executed_by_session) == (
+        "executing",
+        "craftsman",
+        "sx",
+    )
     assert [a.to_status for a in p.audit] == ["approved", "executing"]
     done = await store.update_task_status(t.id, "done", result="fine", tokens=12)
     assert done.finished_at and done.duration_ms is not None and done.tokens == 12

@@ -42,8 +42,14 @@ async def store(tmp_path):
 
 async def hold_turn(db: Path, root: Path) -> tuple[asyncio.subprocess.Process, int]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", HOLD_TURN, str(db), str(root), cwd=REPO,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-c",
+        HOLD_TURN,
+        str(db),
+        str(root),
+        cwd=REPO,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     line = await asyncio.wait_for(proc.stdout.readline(), 60)
     assert line.strip(), (await proc.stderr.read()).decode()
@@ -54,7 +60,9 @@ def test_owner_parsing_and_liveness():
     me = process_owner()
     assert parse_owner(me) == (hostname(), os.getpid())
     assert parse_owner("host:with:colons:12") == ("host:with:colons", 12)
-    assert parse_owner("nopid") is None and parse_owner("h:x") is None and parse_owner("h:0") is None
+    assert (
+        parse_owner("nopid") is None and parse_owner("h:x") is None and parse_owner("h:0") is None
+    )
     assert pid_alive(os.getpid())
     assert not owner_is_gone(me, host=hostname())
     assert owner_is_gone(me, host=hostname(), alive=lambda pid: False)
@@ -70,7 +78,9 @@ async def test_start_turn_records_this_process(store):
 
 async def test_only_turns_of_dead_processes_on_this_host_are_marked(store):
     live = await store.start_turn("s", "a", "autopilot", "mine, running")
-    other_host = await store.start_turn("s", "a", "autopilot", "elsewhere", owner="far-away-host:4242")
+    other_host = await store.start_turn(
+        "s", "a", "autopilot", "elsewhere", owner="far-away-host:4242"
+    )
     dead = await store.start_turn("s", "a", "autopilot", "crashed", owner=f"{hostname()}:4242")
     finished = await store.start_turn("s", "a", "autopilot", "done", owner=f"{hostname()}:4242")
     await store.finish_turn(finished.id, "done")
@@ -80,8 +90,13 @@ async def test_only_turns_of_dead_processes_on_this_host_are_marked(store):
     marked = await store.mark_interrupted_turns(alive=lambda pid: pid == os.getpid())
     assert marked == 2
     status = {t.id: t.status for t in await store.list_turns("s")}
-    assert status == {live.id: "running", other_host.id: "running", dead.id: "interrupted",
-                      finished.id: "done", legacy.id: "interrupted"}
+    assert status == {
+        live.id: "running",
+        other_host.id: "running",
+        dead.id: "interrupted",
+        finished.id: "done",
+        legacy.id: "interrupted",
+    }
     row = await store.get_turn(dead.id)
     assert row.finished_at and "interrupted" in row.error
     assert await store.mark_interrupted_turns(alive=lambda pid: pid == os.getpid()) == 0
@@ -105,7 +120,9 @@ async def test_sigkilled_process_turn_is_marked_while_a_live_one_is_kept(tmp_pat
 
 async def test_runtime_creation_schedules_recovery_once(tmp_path):
     pre = await PlanStore.open(tmp_path / ".ndomo" / "ndomo.db", workspace=tmp_path)
-    crashed = await pre.start_turn("s", "a", "autopilot", "crashed", owner=f"{hostname()}:{2**22 + 7}")
+    crashed = await pre.start_turn(
+        "s", "a", "autopilot", "crashed", owner=f"{hostname()}:{2**22 + 7}"
+    )
     await pre.close()
     app = App(tmp_path)
     try:

@@ -37,7 +37,9 @@ async def run_then_next(rt: Runtime, prompt: str = "go"):
 
 
 def tool_replies(fake) -> list[str]:
-    return [m["content"] for m in fake.chat_requests()[1]["body"]["messages"] if m["role"] == "tool"]
+    return [
+        m["content"] for m in fake.chat_requests()[1]["body"]["messages"] if m["role"] == "tool"
+    ]
 
 
 async def test_reply_that_is_not_json(rt, fake):

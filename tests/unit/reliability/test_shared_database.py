@@ -18,13 +18,23 @@ TURNS = 12
 async def test_two_processes_share_turns_and_task_claims(tmp_path):
     store = await PlanStore.open(tmp_path / ".ndomo" / "ndomo.db", workspace=tmp_path)
     plan = await store.create_plan({"title": "shared", "overview": "two servers claim these"})
-    await store.create_tasks(plan.id, [{"description": f"task {i}", "agent": "smith"} for i in range(TASKS)])
+    await store.create_tasks(
+        plan.id, [{"description": f"task {i}", "agent": "smith"} for i in range(TASKS)]
+    )
     await store.approve_plan(plan.id)
     with FakeModel(default_text="done") as fake:
         procs = [
             await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "tests.unit.reliability._worker", str(tmp_path), fake.url, name, str(TURNS),
-                cwd=REPO, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                sys.executable,
+                "-m",
+                "tests.unit.reliability._worker",
+                str(tmp_path),
+                fake.url,
+                name,
+                str(TURNS),
+                cwd=REPO,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
             )
             for name in ("a", "b")
         ]

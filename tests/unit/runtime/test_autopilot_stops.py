@@ -35,10 +35,14 @@ async def test_a_stop_with_plan_tasks_pending_is_re_prompted_until_they_are_done
     plan = await committed_plan(rt)
     first, second = plan.tasks
     fake.push({"text": "I think that's it."})  # stops early: both tasks still pending
-    fake.push({"tool_calls": [
-        {"name": "task_update_status", "arguments": {"id": first.id, "status": "done"}},
-        {"name": "task_update_status", "arguments": {"id": second.id, "status": "done"}},
-    ]})
+    fake.push(
+        {
+            "tool_calls": [
+                {"name": "task_update_status", "arguments": {"id": first.id, "status": "done"}},
+                {"name": "task_update_status", "arguments": {"id": second.id, "status": "done"}},
+            ]
+        }
+    )
     fake.push({"text": "Both tasks done; tests pass."})
     summary = await rt.run(TurnRequest(prompt="build it", mode="autopilot", agent="craftsman"))
     assert summary.status == "done" and summary.answer == "Both tasks done; tests pass."
@@ -63,9 +67,14 @@ async def test_stopping_silently_is_re_prompted_then_ends_blocked_not_done(app, 
     for _ in range(3):
         fake.push({"text": ""})
     summary = await rt.run(TurnRequest(prompt="do the thing", mode="autopilot", agent="craftsman"))
-    assert summary.status == "blocked" and "without a final answer or a hand-back, 2 times" in summary.handback
+    assert (
+        summary.status == "blocked"
+        and "without a final answer or a hand-back, 2 times" in summary.handback
+    )
     assert len(fake.chat_requests()) == 3
-    assert users(fake.chat_requests()[1])[-1].startswith("Autopilot: you stopped without a final answer.")
+    assert users(fake.chat_requests()[1])[-1].startswith(
+        "Autopilot: you stopped without a final answer."
+    )
 
 
 async def test_the_re_prompts_never_pass_the_iteration_cap(app, fake):
@@ -81,7 +90,9 @@ async def test_the_re_prompts_never_pass_the_iteration_cap(app, fake):
 async def test_a_hand_back_or_another_mode_is_not_re_prompted(app, fake):
     rt = runtime(app)
     await committed_plan(rt)
-    fake.push({"tool_calls": [{"name": "handback", "arguments": {"reason": "which parser library?"}}]})
+    fake.push(
+        {"tool_calls": [{"name": "handback", "arguments": {"reason": "which parser library?"}}]}
+    )
     blocked = await rt.run(TurnRequest(prompt="build it", mode="autopilot", agent="craftsman"))
     assert blocked.status == "blocked" and blocked.handback == "which parser library?"
     fake.push({"text": ""})
@@ -96,8 +107,16 @@ async def test_a_turn_on_one_task_is_not_held_to_the_rest_of_its_plan(app, fake)
     await store.update_session((await rt.session()).id, committed_plan_id=None)
     (await rt.session()).committed_plan_id = None
     first = plan.tasks[0]
-    fake.push({"tool_calls": [{"name": "task_update_status", "arguments": {"id": first.id, "status": "done"}}]})
+    fake.push(
+        {
+            "tool_calls": [
+                {"name": "task_update_status", "arguments": {"id": first.id, "status": "done"}}
+            ]
+        }
+    )
     fake.push({"text": "task 1 done"})
-    summary = await rt.run(TurnRequest(prompt="do task 1", mode="autopilot", agent="craftsman", task_id=str(first.id)))
+    summary = await rt.run(
+        TurnRequest(prompt="do task 1", mode="autopilot", agent="craftsman", task_id=str(first.id))
+    )
     assert summary.status == "done" and summary.answer == "task 1 done"
     assert len(fake.chat_requests()) == 2  # no re-prompt for the plan's other pending task

@@ -34,8 +34,13 @@ def rt(app):
 
 def context(rt, mode):
     return TurnContext(
-        app=rt.app, runtime=rt, host=BaseHost(), request=TurnRequest(prompt="t"),
-        session=SessionState(id="s", mode=mode, agent="craftsman"), mode=mode, agent_name="craftsman",
+        app=rt.app,
+        runtime=rt,
+        host=BaseHost(),
+        request=TurnRequest(prompt="t"),
+        session=SessionState(id="s", mode=mode, agent="craftsman"),
+        mode=mode,
+        agent_name="craftsman",
     )
 
 
@@ -58,8 +63,12 @@ async def test_fenced_tools_are_refused_when_named_anyway(rt, mode, name):
 
 async def test_discussion_writes_design_artifacts_only(rt, tmp_path):
     ctx = context(rt, "discussion")
-    ok = await rt.plugins.tools.execute(ctx, "write", {"path": "docs/design.md", "content": "# d\n"})
+    ok = await rt.plugins.tools.execute(
+        ctx, "write", {"path": "docs/design.md", "content": "# d\n"}
+    )
     assert ok.ok, ok.content
-    refused = await rt.plugins.tools.execute(ctx, "write", {"path": "src/app.py", "content": "x = 1\n"})
+    refused = await rt.plugins.tools.execute(
+        ctx, "write", {"path": "src/app.py", "content": "x = 1\n"}
+    )
     assert refused.status == "refused" and "design artifacts" in refused.content
     assert not (tmp_path / "src" / "app.py").exists()

@@ -16,9 +16,20 @@ from ndomo.runtime.hooks import (
 )
 
 
-def make(name, phase=Phase.PRE_EXECUTE, priority=100, before=(), after=(), log=None, result=None, mode=None):
+def make(
+    name,
+    phase=Phase.PRE_EXECUTE,
+    priority=100,
+    before=(),
+    after=(),
+    log=None,
+    result=None,
+    mode=None,
+):
     base = ModeGatedHook if mode else LifecycleHook
-    attrs = dict(phase=phase, name=name, priority=priority, before=tuple(before), after=tuple(after))
+    attrs = dict(
+        phase=phase, name=name, priority=priority, before=tuple(before), after=tuple(after)
+    )
     if mode:
         attrs["mode"] = mode
 
@@ -37,12 +48,14 @@ class Ctx:
 async def test_order_follows_before_after_then_priority():
     reg = HookRegistry()
     log: list[str] = []
-    reg.extend([
-        make("c", priority=1, log=log),
-        make("a", priority=50, log=log),
-        make("b", priority=10, after=("a",), log=log),
-        make("z", priority=200, before=("c",), log=log),
-    ])
+    reg.extend(
+        [
+            make("c", priority=1, log=log),
+            make("a", priority=50, log=log),
+            make("b", priority=10, after=("a",), log=log),
+            make("z", priority=200, before=("c",), log=log),
+        ]
+    )
     await reg.run_phase(Phase.PRE_EXECUTE, Ctx())
     # z must precede c despite its priority; b must follow a
     assert log.index("z") < log.index("c")
@@ -86,9 +99,11 @@ async def test_mode_gated_hook_runs_only_in_its_mode():
 async def test_non_continue_result_stops_the_phase():
     reg = HookRegistry()
     log: list[str] = []
-    reg.extend([
-        make("first", priority=1, log=log, result=HookResult(HookAction.SKIP_AGENT)),
-        make("second", priority=2, log=log),
-    ])
+    reg.extend(
+        [
+            make("first", priority=1, log=log, result=HookResult(HookAction.SKIP_AGENT)),
+            make("second", priority=2, log=log),
+        ]
+    )
     result = await reg.run_phase(Phase.PRE_EXECUTE, Ctx())
     assert result.action is HookAction.SKIP_AGENT and log == ["first"]

@@ -21,7 +21,11 @@ async def test_instruction_files_go_into_the_system_prompt_in_order(app, fake):
     await Runtime(app, build_plugins()).run(TurnRequest(prompt="hi"))
     prompt = system_prompt(fake)
     assert "### AGENTS.md\nUse tabs, never spaces." in prompt
-    assert prompt.index("Use tabs") < prompt.index("Tests live in t/.") < prompt.index("Answer in French.")
+    assert (
+        prompt.index("Use tabs")
+        < prompt.index("Tests live in t/.")
+        < prompt.index("Answer in French.")
+    )
 
 
 async def test_the_cap_cuts_and_says_so_and_health_shows_sizes(app, fake):

@@ -49,7 +49,9 @@ async def test_discussion_answer_is_trimmed_to_the_prose_cap(app, fake):
 
     exported = await session_export(app, ExportParams(session=summary.session))
     transcript = open(exported.path, encoding="utf-8").read()
-    assert transcript.count("word") >= 100  # the stored conversation (and its export) keeps everything
+    assert (
+        transcript.count("word") >= 100
+    )  # the stored conversation (and its export) keeps everything
     fake.push({"text": "word " * 100})
     summary = await rt.run(TurnRequest(prompt="explain", mode="brainstorming"))
     assert summary.answer.count("word") == 100

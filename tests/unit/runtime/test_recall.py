@@ -19,13 +19,21 @@ def last_user(request) -> str:
 
 async def test_a_note_from_brainstorming_is_recalled_in_a_later_sessions_discussion_turn(app, fake):
     rt = Runtime(app, build_plugins())
-    fake.push({"tool_calls": [{"name": "remember", "arguments": {"content": DECISION, "category": "decision"}}]})
+    fake.push(
+        {
+            "tool_calls": [
+                {"name": "remember", "arguments": {"content": DECISION, "category": "decision"}}
+            ]
+        }
+    )
     fake.push({"text": "noted"})
     first = await rt.run(TurnRequest(prompt="research databases for orders", mode="brainstorming"))
     assert first.status == "done", first.error
     await rt.new_session()
     fake.push({"text": "PostgreSQL"})
-    later = await rt.run(TurnRequest(prompt="Which database does the orders service use?", mode="discussion"))
+    later = await rt.run(
+        TurnRequest(prompt="Which database does the orders service use?", mode="discussion")
+    )
     assert later.session != first.session
     sent = last_user(fake.chat_requests()[-1])
     assert sent.startswith("Which database does the orders service use?\n\n" + NOTES_HEADER)
@@ -34,7 +42,9 @@ async def test_a_note_from_brainstorming_is_recalled_in_a_later_sessions_discuss
     system = fake.chat_requests()[-1]["body"]["messages"][0]["content"]
     assert DECISION not in system  # the system prompt stays stable
     stored = await (await app.store()).session_messages(later.session)
-    assert stored[0].content == "Which database does the orders service use?"  # notes are not history
+    assert (
+        stored[0].content == "Which database does the orders service use?"
+    )  # notes are not history
 
 
 async def test_recall_tool_searches_by_words_and_category_in_every_mode(app, fake):
@@ -44,20 +54,32 @@ async def test_recall_tool_searches_by_words_and_category_in_every_mode(app, fak
     await store.remember(None, "fact", "Deploys run on Fridays")
     rt = Runtime(app, build_plugins())
     for mode in ("discussion", "brainstorming", "autopilot"):
-        fake.push({"tool_calls": [{"name": "recall", "arguments": {"query": "decision: postgresql"}}]})
+        fake.push(
+            {"tool_calls": [{"name": "recall", "arguments": {"query": "decision: postgresql"}}]}
+        )
         fake.push({"text": "ok"})
         await rt.run(TurnRequest(prompt="zzz", mode=mode))
-        result = [m["content"] for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "tool"][-1]
+        result = [
+            m["content"]
+            for m in fake.chat_requests()[-1]["body"]["messages"]
+            if m["role"] == "tool"
+        ][-1]
         assert DECISION in result and "psql" not in result and "Fridays" not in result, mode
     fake.push({"tool_calls": [{"name": "recall", "arguments": {"query": "kubernetes"}}]})
     fake.push({"text": "ok"})
     await rt.run(TurnRequest(prompt="zzz"))
-    result = [m["content"] for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "tool"][-1]
+    result = [
+        m["content"] for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "tool"
+    ][-1]
     assert result == "no notes match 'kubernetes'"
-    fake.push({"tool_calls": [{"name": "recall", "arguments": {"query": "Preferences:"}}]})  # a whole category
+    fake.push(
+        {"tool_calls": [{"name": "recall", "arguments": {"query": "Preferences:"}}]}
+    )  # a whole category
     fake.push({"text": "ok"})
     await rt.run(TurnRequest(prompt="zzz"))
-    result = [m["content"] for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "tool"][-1]
+    result = [
+        m["content"] for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "tool"
+    ][-1]
     assert "psql syntax" in result and DECISION not in result and "Fridays" not in result
 
 
@@ -93,7 +115,10 @@ def test_notes_are_listed_and_deleted_from_the_cli(tmp_path, capsys):
     assert main(["memory", "list", "--workspace", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert f"#{a} [fact] Builds use uv" in out and f"#{b} [decision] Logs go to stderr" in out
-    assert main(["memory", "list", "--category", "decision", "--json", "--workspace", str(tmp_path)]) == 0
+    assert (
+        main(["memory", "list", "--category", "decision", "--json", "--workspace", str(tmp_path)])
+        == 0
+    )
     assert [m["id"] for m in json.loads(capsys.readouterr().out)] == [b]
     assert main(["memory", "delete", "--id", str(a), "--workspace", str(tmp_path)]) == 0
     capsys.readouterr()

@@ -72,7 +72,8 @@ async def test_plain_answer_is_recorded(app, fake):
     assert row.status == "done" and row.prompt == "hi" and row.mode == "discussion"
     stored = await (await app.store()).session_messages(summary.session)
     assert [(m.role, m.content, m.turn_id) for m in stored] == [
-        ("user", "hi", summary.turn_id), ("assistant", "hello there", summary.turn_id)
+        ("user", "hi", summary.turn_id),
+        ("assistant", "hello there", summary.turn_id),
     ]
 
 
@@ -274,7 +275,10 @@ async def test_session_keeps_mode_and_new_session_starts_in_default(app, fake):
 async def test_autopilot_follows_the_committed_plan_as_guidance(app, fake):
     store = await app.store()
     plan = await store.create_plan({"title": "Split config", "overview": "one module per source"})
-    await store.create_tasks(plan.id, [{"description": "move yaml loading", "files": ["cfg.py"]}, {"description": "tests"}])
+    await store.create_tasks(
+        plan.id,
+        [{"description": "move yaml loading", "files": ["cfg.py"]}, {"description": "tests"}],
+    )
     rt = runtime_with(app)
     state = await rt.session()
     await store.update_session(state.id, committed_plan_id=plan.id)
@@ -282,16 +286,26 @@ async def test_autopilot_follows_the_committed_plan_as_guidance(app, fake):
     await rt.run(TurnRequest(prompt="go", mode="autopilot"))
     messages = fake.chat_requests()[0]["body"]["messages"]
     # per-turn guidance rides in the latest user message; the system prompt stays stable for caches
-    assert [m["role"] for m in messages] == ["system", "user"] and "Committed plan" not in messages[0]["content"]
+    assert [m["role"] for m in messages] == ["system", "user"] and "Committed plan" not in messages[
+        0
+    ]["content"]
     guidance = messages[-1]["content"].split("\n\n", 1)[1]
     assert guidance.startswith("Committed plan")
     assert "Split config" in guidance and "move yaml loading (cfg.py)" in guidance
     status = await rt.status(await rt.session())
-    assert status.plan == {"id": plan.id, "slug": plan.slug, "status": "draft", "done": 0, "total": 2}
+    assert status.plan == {
+        "id": plan.id,
+        "slug": plan.slug,
+        "status": "draft",
+        "done": 0,
+        "total": 2,
+    }
     # discussion does not inject it
     fake.push({"text": "ok"})
     await rt.run(TurnRequest(prompt="talk", mode="discussion"))
-    assert not any("Committed plan" in m["content"] for m in fake.chat_requests()[-1]["body"]["messages"][-1:])
+    assert not any(
+        "Committed plan" in m["content"] for m in fake.chat_requests()[-1]["body"]["messages"][-1:]
+    )
 
 
 async def test_a_call_cancelled_before_it_starts_never_runs(app):
@@ -307,7 +321,9 @@ async def test_a_call_cancelled_before_it_starts_never_runs(app):
         return ToolResult(content="ran")
 
     result = await co.run(entry, work)
-    assert result.status == "cancelled" and result.content == "cancelled by the user" and not started
+    assert (
+        result.status == "cancelled" and result.content == "cancelled by the user" and not started
+    )
 
 
 async def test_base_host_keeps_crlf(tmp_path):
@@ -325,7 +341,9 @@ def test_history_is_trimmed_by_whole_exchanges():
     from ndomo.runtime.executor import trim_history
 
     def exchange(n, size):
-        call = ToolCall(id=f"c{n}", name="read", arguments={"path": "x"}, raw_arguments='{"path": "x"}')
+        call = ToolCall(
+            id=f"c{n}", name="read", arguments={"path": "x"}, raw_arguments='{"path": "x"}'
+        )
         return [
             Message(role="user", content=f"q{n}" + "x" * size),
             Message(role="assistant", content=None, tool_calls=[call]),
@@ -348,5 +366,7 @@ async def test_session_history_is_carried_and_trimmed(app, fake):
     for i in range(3):
         fake.push({"text": f"answer {i} " + "z" * 600})
         await rt.run(TurnRequest(prompt=f"question {i}"))
-    sent = [m["content"] for m in fake.chat_requests()[2]["body"]["messages"] if m["role"] == "user"]
+    sent = [
+        m["content"] for m in fake.chat_requests()[2]["body"]["messages"] if m["role"] == "user"
+    ]
     assert sent == ["question 1", "question 2"]  # question 0 fell out of the budget

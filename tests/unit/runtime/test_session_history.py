@@ -28,7 +28,9 @@ async def fresh_app(root, fake) -> App:
 async def test_every_message_is_stored_with_its_turn(app, fake):
     (app.root / "notes.txt").write_text("milk\n")
     fake.push({"tool_calls": [{"name": "read", "arguments": {"path": "notes.txt"}}]})
-    fake.push({"tool_calls": [{"name": "handback", "arguments": {"reason": "need the shop's name"}}]})
+    fake.push(
+        {"tool_calls": [{"name": "handback", "arguments": {"reason": "need the shop's name"}}]}
+    )
     rt = Runtime(app, build_plugins())
     summary = await rt.run(TurnRequest(prompt="what do I buy?"))
     assert summary.status == "blocked"
@@ -36,7 +38,9 @@ async def test_every_message_is_stored_with_its_turn(app, fake):
     assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant", "tool"]
     assert {m.turn_id for m in stored} == {summary.turn_id}
     assert stored[1].tool_calls[0]["name"] == "read" and "milk" in stored[2].content
-    assert stored[3].tool_calls[0]["arguments"] == {"reason": "need the shop's name"}  # the hand-back
+    assert stored[3].tool_calls[0]["arguments"] == {
+        "reason": "need the shop's name"
+    }  # the hand-back
 
 
 async def test_a_restarted_runtime_resumes_the_latest_session_with_its_history(tmp_path, fake):
@@ -53,7 +57,9 @@ async def test_a_restarted_runtime_resumes_the_latest_session_with_its_history(t
         assert s2.session == s1.session
         sent = fake.chat_requests()[-1]["body"]["messages"]
         assert [(m["role"], m["content"]) for m in sent[1:]] == [
-            ("user", "capital of France?"), ("assistant", "the capital is Paris"), ("user", "and its population?")
+            ("user", "capital of France?"),
+            ("assistant", "the capital is Paris"),
+            ("user", "and its population?"),
         ]
         fresh = await rt.new_session()
         fake.push({"text": "which city?"})
@@ -72,14 +78,22 @@ async def test_stored_history_is_never_trimmed_only_what_the_model_gets(app, fak
         summary = await rt.run(TurnRequest(prompt=f"question {i}"))
     assert user_texts(fake.chat_requests()[2]) == ["question 1", "question 2"]
     stored = await (await app.store()).session_messages(summary.session)
-    assert [m.content for m in stored if m.role == "user"] == ["question 0", "question 1", "question 2"]
+    assert [m.content for m in stored if m.role == "user"] == [
+        "question 0",
+        "question 1",
+        "question 2",
+    ]
 
 
-async def test_a_session_held_by_a_live_process_is_refused_and_a_dead_ones_claim_is_taken(app, fake):
+async def test_a_session_held_by_a_live_process_is_refused_and_a_dead_ones_claim_is_taken(
+    app, fake
+):
     rt = Runtime(app, build_plugins())
     state = await rt.session()
     store = await app.store()
-    live = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    live = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
     try:
         await store.claim_session(state.id, owner=f"{hostname()}:{live.pid}")
         refused = await rt.run(TurnRequest(prompt="hello"))
@@ -107,7 +121,9 @@ async def test_open_switches_the_current_session_and_returns_its_conversation(ap
     assert turn.prompt == "any text files?" and turn.status == "done"
     assert [i.kind for i in turn.items] == ["tool", "text"]
     assert turn.items[0].name == "glob" and turn.items[0].result is not None
-    assert (await (await app.store()).latest_session()).id == old.session  # `ndomo run` continues it
+    assert (
+        await (await app.store()).latest_session()
+    ).id == old.session  # `ndomo run` continues it
     import pytest
 
     from ndomo.actions import ActionError
@@ -121,7 +137,10 @@ async def test_export_writes_the_whole_conversation(app, fake):
     fake.push({"tool_calls": [{"name": "handback", "arguments": {"reason": "which database?"}}]})
     summary = await rt.run(TurnRequest(prompt="migrate the data"))
     out = await session_export(app, ExportParams())
-    assert out.path == str(app.root / ".ndomo" / "sessions" / f"{summary.session}.md") and out.turns == 1
+    assert (
+        out.path == str(app.root / ".ndomo" / "sessions" / f"{summary.session}.md")
+        and out.turns == 1
+    )
     text = open(out.path, encoding="utf-8").read()
     assert "**prompt:** migrate the data" in text and "`handback`" in text
     assert "_handed back: which database?_" in text

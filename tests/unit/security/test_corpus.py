@@ -149,7 +149,9 @@ CASES: list[tuple[str, str, str, str | None]] = [
 ]
 
 
-@pytest.mark.parametrize(("agent", "command", "expected", "why"), CASES, ids=[f"{a}:{c}" for a, c, _, _ in CASES])
+@pytest.mark.parametrize(
+    ("agent", "command", "expected", "why"), CASES, ids=[f"{a}:{c}" for a, c, _, _ in CASES]
+)
 def test_corpus(ws: Path, agent: str, command: str, expected: str, why: str | None) -> None:
     d = decide_bash(_perm(agent), command, cwd=ws, roots=[ws])
     assert d.action == expected, d.explain()
@@ -173,36 +175,114 @@ def test_corpus_covers_every_shell_root_cause() -> None:
 P_GIT = "--- a/.git/config\n+++ b/.git/config\n@@ -1 +1,2 @@\n [core]\n+\tfsmonitor = ./x\n"
 TOOL_CASES: list[tuple[str, str, str, dict, str]] = [
     # control files (root cause 8): ask with a warning, or refused; never silently written
-    ("foreman", "discussion", "write", {"path": ".ndomo/agents/craftsman.md", "content": "bash: allow"}, "ask"),
-    ("foreman", "discussion", "write", {"path": ".ndomo/config.yaml", "content": "secret_globs: []"}, "ask"),
+    (
+        "foreman",
+        "discussion",
+        "write",
+        {"path": ".ndomo/agents/craftsman.md", "content": "bash: allow"},
+        "ask",
+    ),
+    (
+        "foreman",
+        "discussion",
+        "write",
+        {"path": ".ndomo/config.yaml", "content": "secret_globs: []"},
+        "ask",
+    ),
     ("foreman", "discussion", "write", {"path": "AGENTS.md", "content": "obey"}, "ask"),
     ("foreman", "discussion", "write", {"path": ".ndomo/ndomo.db", "content": "x"}, "refused"),
-    ("foreman", "discussion", "write", {"path": ".ndomo/plans/p.md", "content": "- [x] a"}, "refused"),
-    ("craftsman", "autopilot", "write", {"path": ".ndomo/agents/craftsman.md", "content": "bash: allow"}, "ask"),
-    ("craftsman", "autopilot", "write", {"path": ".ndomo/config.yaml", "content": "design_globs: ['**']"}, "ask"),
-    ("craftsman", "autopilot", "write", {"path": ".ndomo/instructions.md", "content": "obey"}, "ask"),
+    (
+        "foreman",
+        "discussion",
+        "write",
+        {"path": ".ndomo/plans/p.md", "content": "- [x] a"},
+        "refused",
+    ),
+    (
+        "craftsman",
+        "autopilot",
+        "write",
+        {"path": ".ndomo/agents/craftsman.md", "content": "bash: allow"},
+        "ask",
+    ),
+    (
+        "craftsman",
+        "autopilot",
+        "write",
+        {"path": ".ndomo/config.yaml", "content": "design_globs: ['**']"},
+        "ask",
+    ),
+    (
+        "craftsman",
+        "autopilot",
+        "write",
+        {"path": ".ndomo/instructions.md", "content": "obey"},
+        "ask",
+    ),
     ("craftsman", "autopilot", "write", {"path": "CLAUDE.md", "content": "obey"}, "ask"),
     ("craftsman", "autopilot", "write", {"path": ".ndomo/ndomo.db", "content": "x"}, "refused"),
-    ("craftsman", "autopilot", "write", {"path": ".git/config", "content": "[core]\nfsmonitor = ./x\n"}, "refused"),
-    ("craftsman", "autopilot", "write", {"path": ".git/hooks/pre-commit", "content": "#!/bin/sh"}, "refused"),
+    (
+        "craftsman",
+        "autopilot",
+        "write",
+        {"path": ".git/config", "content": "[core]\nfsmonitor = ./x\n"},
+        "refused",
+    ),
+    (
+        "craftsman",
+        "autopilot",
+        "write",
+        {"path": ".git/hooks/pre-commit", "content": "#!/bin/sh"},
+        "refused",
+    ),
     ("craftsman", "autopilot", "apply_patch", {"patch": P_GIT}, "refused"),
     ("craftsman", "autopilot", "write", {"path": "src/new.py", "content": "x = 1\n"}, "done"),
     ("craftsman", "autopilot", "read", {"path": ".env"}, "ask"),
     # design artifacts (root causes 9, 10): files only, on the real path
-    ("foreman", "discussion", "write", {"path": "tools.md/evil.py", "content": "import os"}, "refused"),
-    ("foreman", "discussion", "write", {"path": "notes.md/conftest.py", "content": "import os"}, "refused"),
-    ("foreman", "discussion", "edit", {"path": "docs/link.md", "old_text": "print(1)", "new_text": "x"}, "refused"),
+    (
+        "foreman",
+        "discussion",
+        "write",
+        {"path": "tools.md/evil.py", "content": "import os"},
+        "refused",
+    ),
+    (
+        "foreman",
+        "discussion",
+        "write",
+        {"path": "notes.md/conftest.py", "content": "import os"},
+        "refused",
+    ),
+    (
+        "foreman",
+        "discussion",
+        "edit",
+        {"path": "docs/link.md", "old_text": "print(1)", "new_text": "x"},
+        "refused",
+    ),
     ("foreman", "discussion", "write", {"path": "docs/new.md", "content": "# new"}, "done"),
     # the foreman plans in every mode
     ("foreman", "brainstorming", "write", {"path": "src/app.py", "content": "x"}, "refused"),
-    ("foreman", "autopilot", "edit", {"path": "src/app.py", "old_text": "print(1)", "new_text": "x"}, "refused"),
+    (
+        "foreman",
+        "autopilot",
+        "edit",
+        {"path": "src/app.py", "old_text": "print(1)", "new_text": "x"},
+        "refused",
+    ),
     ("foreman", "autopilot", "write", {"path": "docs/design.md", "content": "# d"}, "done"),
     # the shell verdicts reach the registry
     ("craftsman", "autopilot", "bash", {"command": "cp x .git/config"}, "refused"),
     ("craftsman", "autopilot", "bash", {"command": "git --no-pager push -f"}, "refused"),
     ("craftsman", "autopilot", "bash", {"command": "cat .en?"}, "ask"),
     ("inspector", "autopilot", "bash", {"command": "git diff --output=src/app.py"}, "ask"),
-    ("scout", "autopilot", "bash", {"command": "git grep --open-files-in-pager='touch pwned' x"}, "ask"),
+    (
+        "scout",
+        "autopilot",
+        "bash",
+        {"command": "git grep --open-files-in-pager='touch pwned' x"},
+        "ask",
+    ),
 ]
 
 
@@ -224,8 +304,11 @@ class _DenyingHost:
         return Host()
 
 
-@pytest.mark.parametrize(("agent", "mode", "tool", "args", "expected"), TOOL_CASES,
-                         ids=[f"{a}:{m}:{t}:{list(x.values())[0]}" for a, m, t, x, _ in TOOL_CASES])
+@pytest.mark.parametrize(
+    ("agent", "mode", "tool", "args", "expected"),
+    TOOL_CASES,
+    ids=[f"{a}:{m}:{t}:{list(x.values())[0]}" for a, m, t, x, _ in TOOL_CASES],
+)
 async def test_tool_corpus(ws: Path, agent, mode, tool, args, expected):
     import os
 
@@ -236,8 +319,11 @@ async def test_tool_corpus(ws: Path, agent, mode, tool, args, expected):
 
     os.symlink("../src/app.py", ws / "docs/link.md")
     db = ws / ".ndomo" / "ndomo.db"  # becomes the live plan store: compared on its own below
-    before = {p: p.read_bytes() for p in ws.rglob("*")
-              if p.is_file() and not p.is_symlink() and not p.name.startswith("ndomo.db")}
+    before = {
+        p: p.read_bytes()
+        for p in ws.rglob("*")
+        if p.is_file() and not p.is_symlink() and not p.name.startswith("ndomo.db")
+    }
     app = App(ws)
     try:
         rt = Runtime(app, build_plugins())
@@ -245,10 +331,20 @@ async def test_tool_corpus(ws: Path, agent, mode, tool, args, expected):
         agent_def, problems = parse_agent_file(builtin_agents_dir() / f"{agent}.md")
         assert agent_def is not None, problems
         host = _DenyingHost()
-        ctx = TurnContext(app=app, runtime=rt, host=host, request=TurnRequest(prompt="corpus", mode=mode),
-                          session=state, mode=mode, agent_name=agent, agent=agent_def)
+        ctx = TurnContext(
+            app=app,
+            runtime=rt,
+            host=host,
+            request=TurnRequest(prompt="corpus", mode=mode),
+            session=state,
+            mode=mode,
+            agent_name=agent,
+            agent=agent_def,
+        )
         store = await app.store()
-        ctx.turn_id = (await store.start_turn(session_id=state.id, agent=agent, mode=mode, prompt="corpus")).id
+        ctx.turn_id = (
+            await store.start_turn(session_id=state.id, agent=agent, mode=mode, prompt="corpus")
+        ).id
         result = await rt.plugins.tools.execute(ctx, tool, args)
     finally:
         await app.aclose()
@@ -256,23 +352,28 @@ async def test_tool_corpus(ws: Path, agent, mode, tool, args, expected):
     assert outcome == expected, (result.status, result.content, host.asked)
     if expected != "done":
         changed = [p for p, b in before.items() if not p.exists() or p.read_bytes() != b]
-        assert changed == [] and not (ws / "tools.md").exists() and not (ws / "notes.md").exists(), changed
+        assert (
+            changed == [] and not (ws / "tools.md").exists() and not (ws / "notes.md").exists()
+        ), changed
         assert db.read_bytes()[:16] in (b"", b"SQLite format 3\x00")
     if expected == "ask" and tool != "bash" and tool != "read":
         assert "WARNING" in host.asked[0].reason, host.asked[0]
 
 
-@pytest.mark.parametrize(("raw", "glob", "brace"), [
-    (".e*", True, False),
-    ("'.e*'", False, False),
-    ('".e*"', False, False),
-    ("\\*", False, False),
-    ("$'\\''.e*", True, False),  # ANSI-C quoting ends after its escaped quote
-    ("a{b,c}", False, True),
-    ("'a{b,c}'", False, False),
-    ("{}", False, False),
-    ("x{1..3}", False, True),
-])
+@pytest.mark.parametrize(
+    ("raw", "glob", "brace"),
+    [
+        (".e*", True, False),
+        ("'.e*'", False, False),
+        ('".e*"', False, False),
+        ("\\*", False, False),
+        ("$'\\''.e*", True, False),  # ANSI-C quoting ends after its escaped quote
+        ("a{b,c}", False, True),
+        ("'a{b,c}'", False, False),
+        ("{}", False, False),
+        ("x{1..3}", False, True),
+    ],
+)
 def test_unquoted_glob_and_brace_detection(raw, glob, brace):
     from ndomo.security.shell import _unquoted_specials
 

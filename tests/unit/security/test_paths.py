@@ -136,7 +136,10 @@ def test_root_behind_symlink(ws) -> None:
     """A workspace opened through a symlinked folder still confines correctly."""
     alias = ws["tmp"] / "alias"
     alias.symlink_to(ws["root"])
-    assert resolve_in_workspace(str(alias / "src" / "main.py"), [alias]) == ws["root"].resolve() / "src/main.py"
+    assert (
+        resolve_in_workspace(str(alias / "src" / "main.py"), [alias])
+        == ws["root"].resolve() / "src/main.py"
+    )
     with pytest.raises(PathRefused):
         resolve_in_workspace(str(alias / ".." / "outside"), [alias])
 

@@ -40,7 +40,9 @@ async def _pid_from(pidfile: Path) -> int:
 
 
 async def test_exit_code_and_merged_output(tmp_path: Path) -> None:
-    r = await run_shell("echo out; echo err >&2; exit 3", cwd=tmp_path, timeout_s=30, output_cap=1000)
+    r = await run_shell(
+        "echo out; echo err >&2; exit 3", cwd=tmp_path, timeout_s=30, output_cap=1000
+    )
     assert r.exit_code == 3
     assert r.output == "out\nerr\n"
     assert (r.timed_out, r.cancelled, r.truncated_bytes) == (False, False, 0)
@@ -68,7 +70,9 @@ async def test_small_output_not_truncated(tmp_path: Path) -> None:
 
 async def test_timeout_kills_grandchildren(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
-    r = await run_shell(GRANDCHILD.format(pidfile=pidfile), cwd=tmp_path, timeout_s=1.0, output_cap=1000)
+    r = await run_shell(
+        GRANDCHILD.format(pidfile=pidfile), cwd=tmp_path, timeout_s=1.0, output_cap=1000
+    )
     assert r.timed_out and not r.cancelled
     assert r.exit_code is None
     assert "unreachable" not in r.output
@@ -94,8 +98,13 @@ async def test_cancel_event_returns_result(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
     stop = asyncio.Event()
     task = asyncio.create_task(
-        run_shell("echo begun; " + GRANDCHILD.format(pidfile=pidfile), cwd=tmp_path, timeout_s=300,
-                  output_cap=1000, cancel=stop)
+        run_shell(
+            "echo begun; " + GRANDCHILD.format(pidfile=pidfile),
+            cwd=tmp_path,
+            timeout_s=300,
+            output_cap=1000,
+            cancel=stop,
+        )
     )
     pid = await _pid_from(pidfile)
     stop.set()
@@ -107,7 +116,9 @@ async def test_cancel_event_returns_result(tmp_path: Path) -> None:
 
 
 async def test_background_child_holding_output_does_not_hang(tmp_path: Path) -> None:
-    r = await run_shell("sleep 300 & echo $! > pid; echo started", cwd=tmp_path, timeout_s=60, output_cap=1000)
+    r = await run_shell(
+        "sleep 300 & echo $! > pid; echo started", cwd=tmp_path, timeout_s=60, output_cap=1000
+    )
     assert not r.timed_out
     assert r.exit_code == 0 and r.output == "started\n"
     assert r.background_killed
@@ -116,8 +127,13 @@ async def test_background_child_holding_output_does_not_hang(tmp_path: Path) -> 
 
 
 async def test_stdin_is_devnull_and_env_merges(tmp_path: Path) -> None:
-    r = await run_shell("cat; echo \"[$NDOMO_T]\"; test -n \"$PATH\" && echo path-kept", cwd=tmp_path,
-                        timeout_s=30, output_cap=1000, env={"NDOMO_T": "v"})
+    r = await run_shell(
+        'cat; echo "[$NDOMO_T]"; test -n "$PATH" && echo path-kept',
+        cwd=tmp_path,
+        timeout_s=30,
+        output_cap=1000,
+        env={"NDOMO_T": "v"},
+    )
     assert not r.timed_out
     assert r.output == "[v]\npath-kept\n"
 
@@ -140,7 +156,9 @@ async def test_bad_arguments(tmp_path: Path) -> None:
 
 
 def test_render_without_output() -> None:
-    r = ShellResult(exit_code=0, output="", truncated_bytes=0, timed_out=False, cancelled=False, duration_s=0.1)
+    r = ShellResult(
+        exit_code=0, output="", truncated_bytes=0, timed_out=False, cancelled=False, duration_s=0.1
+    )
     assert r.render() == "exit code: 0\n(no output)"
 
 

@@ -53,7 +53,9 @@ def test_workspace_under_tmp_is_mounted_after_the_private_tmp(repo: Path, tmp_pa
     assert m[0] == ("--ro-bind", "/")
     assert _index(m, "--tmpfs", "/tmp") < _index(m, "--bind", ws)
     # the home (also under /tmp here) is hidden first, its toolchain re-shown read-only after
-    assert _index(m, "--tmpfs", os.path.realpath(home)) < _index(m, "--ro-bind-try", os.path.realpath(home / ".pyenv"))
+    assert _index(m, "--tmpfs", os.path.realpath(home)) < _index(
+        m, "--ro-bind-try", os.path.realpath(home / ".pyenv")
+    )
     # control files land on top of the writable workspace; .git is a mount of its own
     for ro in (f"{ws}/.git/config", f"{ws}/.git/hooks", f"{ws}/.ndomo"):
         assert _index(m, "--bind", ws) < _index(m, "--ro-bind-try", ro)
@@ -102,9 +104,16 @@ def test_worktree_git_dirs_are_writable_and_their_config_read_only(tmp_path: Pat
 
 
 def test_secret_env_is_dropped_and_foreign_tmpdir_replaced(repo: Path) -> None:
-    p = build_profile(repo, network=False, drop_env=("NDOMO_API_KEY",), env={"HOME": "/nonexistent", "TMPDIR": "/var/x"})
+    p = build_profile(
+        repo,
+        network=False,
+        drop_env=("NDOMO_API_KEY",),
+        env={"HOME": "/nonexistent", "TMPDIR": "/var/x"},
+    )
     argv = bwrap_argv("bwrap", p)
-    assert ["--unsetenv", "NDOMO_API_KEY"] == argv[argv.index("--unsetenv"):argv.index("--unsetenv") + 2]
+    assert ["--unsetenv", "NDOMO_API_KEY"] == argv[
+        argv.index("--unsetenv") : argv.index("--unsetenv") + 2
+    ]
     assert argv[argv.index("TMPDIR") + 1] == "/tmp"
 
 
@@ -131,7 +140,9 @@ def test_seatbelt_profile_text(repo: Path, tmp_path: Path) -> None:
 
 
 def test_seatbelt_argv_drops_env_and_uses_the_absolute_program(repo: Path) -> None:
-    p = build_profile(repo, network=False, drop_env=("NDOMO_API_KEY",), env={"HOME": "/nonexistent"})
+    p = build_profile(
+        repo, network=False, drop_env=("NDOMO_API_KEY",), env={"HOME": "/nonexistent"}
+    )
     argv = sandbox.seatbelt_argv(p)
     assert argv[:4] == ["/usr/bin/env", "-u", "NDOMO_API_KEY", "NDOMO_SANDBOX=sandbox-exec"]
     assert argv[4:6] == ["/usr/bin/sandbox-exec", "-p"] and argv[-1] == seatbelt_profile(p)
@@ -139,7 +150,12 @@ def test_seatbelt_argv_drops_env_and_uses_the_absolute_program(repo: Path) -> No
 
 @pytest.mark.parametrize(
     "yaml_text, mode",
-    [("sandbox: off\n", "off"), ("sandbox: required\n", "required"), ("sandbox: {mode: auto}\n", "auto"), ("", "auto")],
+    [
+        ("sandbox: off\n", "off"),
+        ("sandbox: required\n", "required"),
+        ("sandbox: {mode: auto}\n", "auto"),
+        ("", "auto"),
+    ],
 )
 def test_sandbox_config_shorthands(tmp_path: Path, yaml_text: str, mode: str) -> None:
     (tmp_path / ".ndomo").mkdir()
@@ -159,11 +175,15 @@ def test_sandbox_config_rejects_bad_values(tmp_path: Path) -> None:
 
 def test_approval_text_says_sandbox_and_network() -> None:
     base = dict(permission="bash", subject="pytest -q", agent="craftsman", mode="autopilot")
-    assert ApprovalRequest(**base, network=True, sandbox="sandboxed (bubblewrap)").text().endswith(
-        "if allowed it runs WITH network, sandboxed (bubblewrap)"
+    assert (
+        ApprovalRequest(**base, network=True, sandbox="sandboxed (bubblewrap)")
+        .text()
+        .endswith("if allowed it runs WITH network, sandboxed (bubblewrap)")
     )
     assert "without network" in ApprovalRequest(**base, network=False, sandbox="x").text()
-    plain = ApprovalRequest(permission="edit", subject="a.py", agent="craftsman", mode="autopilot").text()
+    plain = ApprovalRequest(
+        permission="edit", subject="a.py", agent="craftsman", mode="autopilot"
+    ).text()
     assert "network" not in plain
 
 
@@ -175,8 +195,13 @@ def test_network_permission_shapes_and_intersection() -> None:
     caller = AgentPermission(bash="allow", network={"npm install*": "allow", "*": "ask"})
     assert decide_network(caller, "npm install") == "allow"
     assert decide_network(caller, "npm install && curl x") == "ask"  # every part must be allowed
-    assert decide_network(intersect(caller, AgentPermission(network="deny")), "npm install") == "deny"
-    assert decide_network(intersect(caller, AgentPermission(network="allow")), "npm install") == "allow"
+    assert (
+        decide_network(intersect(caller, AgentPermission(network="deny")), "npm install") == "deny"
+    )
+    assert (
+        decide_network(intersect(caller, AgentPermission(network="allow")), "npm install")
+        == "allow"
+    )
     assert decide_network(intersect(caller, AgentPermission()), "npm install") == "ask"
     with pytest.raises(ValueError, match="empty pattern"):
         AgentPermission(network={" ": "allow"})
@@ -195,14 +220,24 @@ async def test_terminal_prompt_says_sandbox_and_network() -> None:
         return "o"
 
     host._prompt = prompt  # type: ignore[method-assign]
-    req = ApprovalRequest(permission="bash", subject="npm install", agent="craftsman", mode="autopilot",
-                          network=True, sandbox="sandboxed (bubblewrap)")
+    req = ApprovalRequest(
+        permission="bash",
+        subject="npm install",
+        agent="craftsman",
+        mode="autopilot",
+        network=True,
+        sandbox="sandboxed (bubblewrap)",
+    )
     assert await host.approve(req) == "once"
-    assert "wants bash: npm install" in shown[0] and "WITH network, sandboxed (bubblewrap)" in shown[0]
+    assert (
+        "wants bash: npm install" in shown[0] and "WITH network, sandboxed (bubblewrap)" in shown[0]
+    )
     assert "[o]nce / [s]ession / [p]roject / [d]eny" in shown[0]
 
 
-def test_interpreter_in_the_private_tmp_stays_readable(repo: Path, tmp_path: Path, monkeypatch) -> None:
+def test_interpreter_in_the_private_tmp_stays_readable(
+    repo: Path, tmp_path: Path, monkeypatch
+) -> None:
     """CI and many users run ndomo from a venv under /tmp: the private /tmp must not hide it."""
     import sys
 

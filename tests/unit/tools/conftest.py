@@ -48,16 +48,25 @@ def runtime(app, plugins):
 def make_ctx(app, plugins, runtime):
     """A turn context as the runtime builds one, with a recorded turn so edits are stored."""
 
-    async def make(mode: str = "autopilot", agent: str = "craftsman", host=None, *, turn: bool = True) -> TurnContext:
+    async def make(
+        mode: str = "autopilot", agent: str = "craftsman", host=None, *, turn: bool = True
+    ) -> TurnContext:
         state = await runtime.session()
         state.mode = mode
         ctx = TurnContext(
-            app=app, runtime=runtime, host=host or BaseHost(), request=TurnRequest(prompt="test", mode=mode),
-            session=state, mode=mode, agent_name=agent,
+            app=app,
+            runtime=runtime,
+            host=host or BaseHost(),
+            request=TurnRequest(prompt="test", mode=mode),
+            session=state,
+            mode=mode,
+            agent_name=agent,
         )
         if turn:
             store = await app.store()
-            ctx.turn_id = (await store.start_turn(session_id=state.id, agent=agent, mode=mode, prompt="test")).id
+            ctx.turn_id = (
+                await store.start_turn(session_id=state.id, agent=agent, mode=mode, prompt="test")
+            ).id
         ctx.tools = plugins.tools.filter(ctx)
         return ctx
 

@@ -46,8 +46,14 @@ async def test_multi_file_patch_applies_and_records(ws, app, make_ctx, call):
     ctx = await make_ctx()
     res = await call(ctx, "apply_patch", {"patch": MULTI})
     assert res.ok, res.content
-    assert res.content.splitlines() == ["patched src/a.py (2 hunks)", "created new/b.py (1 hunks)", "deleted old.txt"]
-    assert (ws / "src/a.py").read_text() == "def a():\n    return 10\n\n\ndef b():\n    return 2\n# end\n"
+    assert res.content.splitlines() == [
+        "patched src/a.py (2 hunks)",
+        "created new/b.py (1 hunks)",
+        "deleted old.txt",
+    ]
+    assert (
+        ws / "src/a.py"
+    ).read_text() == "def a():\n    return 10\n\n\ndef b():\n    return 2\n# end\n"
     assert (ws / "new/b.py").read_text() == 'print("new")\nprint("file")\n'
     assert not (ws / "old.txt").exists()
     store = await app.store()
@@ -142,7 +148,9 @@ def test_header_paths():
         parse_patch("@@ -1 +1 @@\n-a\n+b\n")
 
 
-lines = st.lists(st.sampled_from(["a", "b", "c", "", "def f():", "    return 1", "-- x", "+ y"]), max_size=25)
+lines = st.lists(
+    st.sampled_from(["a", "b", "c", "", "def f():", "    return 1", "-- x", "+ y"]), max_size=25
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -150,7 +158,9 @@ lines = st.lists(st.sampled_from(["a", "b", "c", "", "def f():", "    return 1",
 def test_round_trip_with_difflib(old, new, context):
     a = "".join(l + "\n" for l in old)
     b = "".join(l + "\n" for l in new)
-    diff = "".join(difflib.unified_diff(a.splitlines(True), b.splitlines(True), "a/f", "b/f", n=context))
+    diff = "".join(
+        difflib.unified_diff(a.splitlines(True), b.splitlines(True), "a/f", "b/f", n=context)
+    )
     if not diff:
         return
     assert apply_file_patch(a, parse_patch(diff)[0]) == b

@@ -6,10 +6,26 @@ import pytest
 
 MODES = ("discussion", "brainstorming", "autopilot")
 EVERYWHERE = [
-    "read", "glob", "grep", "write", "edit", "apply_patch",
-    "file_map", "outline_file", "find_symbol", "find_references",
-    "plan_create", "plan_get", "plan_list", "plan_search", "plan_update_status", "plan_delete",
-    "task_create_batch", "task_list", "task_update_status", "task_next_for_agent",
+    "read",
+    "glob",
+    "grep",
+    "write",
+    "edit",
+    "apply_patch",
+    "file_map",
+    "outline_file",
+    "find_symbol",
+    "find_references",
+    "plan_create",
+    "plan_get",
+    "plan_list",
+    "plan_search",
+    "plan_update_status",
+    "plan_delete",
+    "task_create_batch",
+    "task_list",
+    "task_update_status",
+    "task_next_for_agent",
 ]
 TABLE = {name: set(MODES) for name in EVERYWHERE} | {"commit_plan": {"discussion"}}
 
@@ -34,7 +50,11 @@ def test_registered_with_the_public_contract(plugins):
         t = plugins.tools.get(name)
         assert t.risk == "write" and callable(t.meta["paths"])
     assert plugins.tools.get("write").permission == "write"
-    assert plugins.tools.get("edit").permission == plugins.tools.get("apply_patch").permission == "edit"
+    assert (
+        plugins.tools.get("edit").permission
+        == plugins.tools.get("apply_patch").permission
+        == "edit"
+    )
     for name in TABLE:
         if name.startswith(("plan_", "task_")) or name == "commit_plan":
             t = plugins.tools.get(name)
@@ -69,12 +89,21 @@ async def test_discussion_writes_only_design_artifacts(ws, make_ctx, call):
         ("write", {"path": "docs/../src/x.py", "content": "x = 2\n"}),
         ("edit", {"path": "src/x.py", "old_text": "x = 1", "new_text": "x = 2"}),
         ("apply_patch", {"patch": "--- a/src/x.py\n+++ b/src/x.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"}),
-        ("apply_patch", {"patch": "--- /dev/null\n+++ b/docs/a.md\n@@ -0,0 +1 @@\n+a\n"
-                                  "--- a/src/x.py\n+++ b/src/x.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"}),
+        (
+            "apply_patch",
+            {
+                "patch": "--- /dev/null\n+++ b/docs/a.md\n@@ -0,0 +1 @@\n+a\n"
+                "--- a/src/x.py\n+++ b/src/x.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+            },
+        ),
     ]
     for name, args in refused:
         res = await call(ctx, name, args)
-        assert res.status == "refused" and "design artifacts" in res.content and "src/x.py" in res.content, (name, res)
+        assert (
+            res.status == "refused"
+            and "design artifacts" in res.content
+            and "src/x.py" in res.content
+        ), (name, res)
     assert (ws / "src/x.py").read_text() == "x = 1\n" and not (ws / "docs/a.md").exists()
     allowed = [
         ("write", {"path": "docs/x.md", "content": "# x\n"}),
@@ -85,7 +114,9 @@ async def test_discussion_writes_only_design_artifacts(ws, make_ctx, call):
     for name, args in allowed:
         res = await call(ctx, name, args)
         assert res.ok, (name, res.content)
-    assert (ws / "docs/x.md").read_text() == "# y\n" and (ws / "notes/idea.md").read_text() == "idea\n"
+    assert (ws / "docs/x.md").read_text() == "# y\n" and (
+        ws / "notes/idea.md"
+    ).read_text() == "idea\n"
 
 
 async def test_other_modes_write_code(ws, make_ctx, call):

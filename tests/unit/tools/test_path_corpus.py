@@ -57,7 +57,9 @@ def _snapshot(out):
     return {p.name: p.read_bytes() for p in out.iterdir()}
 
 
-async def test_hostile_paths_are_refused_and_nothing_outside_is_touched(ws, outside, make_ctx, call):
+async def test_hostile_paths_are_refused_and_nothing_outside_is_touched(
+    ws, outside, make_ctx, call
+):
     ctx = await make_ctx()
     before = _snapshot(outside)
     cases = corpus(ws, outside)
@@ -90,14 +92,19 @@ async def test_refusal_messages_name_the_problem(ws, outside, make_ctx, call):
     }
     for path, message in expect.items():
         res = await call(ctx, "read", {"path": path})
-        assert res.content.startswith("path refused:") and message in res.content, (path, res.content)
+        assert res.content.startswith("path refused:") and message in res.content, (
+            path,
+            res.content,
+        )
 
 
 async def test_glob_patterns_cannot_leave_the_workspace(ws, outside, make_ctx, call):
     ctx = await make_ctx()
     for pattern in ("../outside/*", "../**/*.txt", "~/x/*", "/etc/*", str(outside) + "/*"):
         res = await call(ctx, "glob", {"pattern": pattern})
-        assert not res.ok and "workspace" in res.content and "secret.txt" not in res.content, pattern
+        assert not res.ok and "workspace" in res.content and "secret.txt" not in res.content, (
+            pattern
+        )
     res = await call(ctx, "glob", {"pattern": "**/*.txt"})
     assert "secret" not in res.content  # symlinks out are not followed
     res = await call(ctx, "grep", {"pattern": "SECRET"})
@@ -109,6 +116,12 @@ async def test_inside_paths_in_many_spellings_work(ws, make_ctx, call):
     (ws / "sub/ok.txt").write_text("fine\n")
     os.symlink(ws / "sub", ws / "inner")  # a symlink that stays inside is fine
     ctx = await make_ctx()
-    for path in ("sub/ok.txt", "./sub/ok.txt", "sub/../sub/ok.txt", str(ws / "sub/ok.txt"), "inner/ok.txt"):
+    for path in (
+        "sub/ok.txt",
+        "./sub/ok.txt",
+        "sub/../sub/ok.txt",
+        str(ws / "sub/ok.txt"),
+        "inner/ok.txt",
+    ):
         res = await call(ctx, "read", {"path": path})
         assert res.ok and "fine" in res.content, (path, res.content)

@@ -20,10 +20,22 @@ def _plan_events(ctx):
 
 async def test_commit_plan_with_steps(app, make_ctx, call):
     ctx = await make_ctx("discussion", agent="foreman")
-    res = await call(ctx, "commit_plan", {"title": "Add login", "steps": [
-        {"description": "Token parser", "files": ["server/auth.py"], "complexity": 2, "risk": "low"},
-        {"description": "Login form", "files": ["web/login.ts"]},
-    ]})
+    res = await call(
+        ctx,
+        "commit_plan",
+        {
+            "title": "Add login",
+            "steps": [
+                {
+                    "description": "Token parser",
+                    "files": ["server/auth.py"],
+                    "complexity": 2,
+                    "risk": "low",
+                },
+                {"description": "Login form", "files": ["web/login.ts"]},
+            ],
+        },
+    )
     assert res.ok, res.content
     assert res.content.startswith("committed plan add-login with 2 tasks (status draft)")
     assert "1. Token parser → python-smith [server/auth.py]" in res.content
@@ -53,7 +65,10 @@ async def test_commit_plan_is_fenced_to_discussion(app, make_ctx, call):
         ctx = await make_ctx(mode)
         res = await call(ctx, "commit_plan", {"title": "x", "steps": [{"description": "y"}]})
         assert res.status == "refused"
-        assert res.content == f"tool 'commit_plan' is not available in {mode} mode; switch to discussion"
+        assert (
+            res.content
+            == f"tool 'commit_plan' is not available in {mode} mode; switch to discussion"
+        )
     store = await app.store()
     assert await store.list_plans() == []
 
@@ -73,8 +88,15 @@ async def test_plan_in_a_file_is_committed_and_disclosed(ws, app, make_ctx, call
     assert "unchanged" in res.content
     assert len(await store.list_plans()) == 1
     # different steps while still a draft: the old draft is replaced, not piled up
-    res = await call(ctx, "edit", {"path": "docs/plan.md", "old_text": "3. Document it in `docs/auth.md`",
-                                   "new_text": "3. Document it in `docs/auth.md`\n4. Announce it"})
+    res = await call(
+        ctx,
+        "edit",
+        {
+            "path": "docs/plan.md",
+            "old_text": "3. Document it in `docs/auth.md`",
+            "new_text": "3. Document it in `docs/auth.md`\n4. Announce it",
+        },
+    )
     assert "also committed as plan auth-rewrite-2 with 4 tasks" in res.content
     assert "replacing draft auth-rewrite" in res.content
     active = await store.list_plans()
@@ -88,7 +110,9 @@ async def test_plan_file_of_running_plan_gets_new_steps_appended(app, make_ctx, 
     store = await app.store()
     plan = (await store.list_plans())[0]
     await store.update_plan_status(plan.id, "approved")
-    res = await call(ctx, "write", {"path": "sprint.md", "content": "- [x] one\n- [ ] two\n- [ ] three\n"})
+    res = await call(
+        ctx, "write", {"path": "sprint.md", "content": "- [x] one\n- [ ] two\n- [ ] three\n"}
+    )
     assert "also updated plan" in res.content and "3. three" in res.content
     assert [t.description for t in await store.list_tasks(plan.id)] == ["one", "two", "three"]
     assert len(await store.list_plans()) == 1
@@ -102,7 +126,11 @@ async def test_non_plan_markdown_and_one_step_plans_are_just_files(ws, app, make
         ("roadmap.md", "# Roadmap\n\n1. only one step\n"),
         ("plan.txt", PLAN_MD),  # not markdown
     ):
-        res = await call(ctx, "write", {"path": path, "content": content}) if path.endswith(".md") else None
+        res = (
+            await call(ctx, "write", {"path": path, "content": content})
+            if path.endswith(".md")
+            else None
+        )
         if res is None:
             ctx2 = await make_ctx("autopilot")
             res = await call(ctx2, "write", {"path": path, "content": content})
@@ -112,14 +140,18 @@ async def test_non_plan_markdown_and_one_step_plans_are_just_files(ws, app, make
 
 async def test_plan_in_a_file_through_apply_patch(app, make_ctx, call):
     ctx = await make_ctx("discussion")
-    patch = "--- /dev/null\n+++ b/ROADMAP.md\n@@ -0,0 +1,3 @@\n+# Q3\n+## Ship search\n+## Ship sync\n"
+    patch = (
+        "--- /dev/null\n+++ b/ROADMAP.md\n@@ -0,0 +1,3 @@\n+# Q3\n+## Ship search\n+## Ship sync\n"
+    )
     res = await call(ctx, "apply_patch", {"patch": patch})
     assert res.ok and "also committed as plan q3 with 2 tasks" in res.content
 
 
 async def test_plan_and_task_tools(app, make_ctx, call):
     ctx = await make_ctx("autopilot", agent="craftsman")
-    res = await call(ctx, "plan_create", {"title": "Search", "overview": "Add search", "tags": ["search"]})
+    res = await call(
+        ctx, "plan_create", {"title": "Search", "overview": "Add search", "tags": ["search"]}
+    )
     assert res.ok and res.content.startswith("created search [draft] Search")
     tasks = [{"description": f"step {i}", "files": [f"pkg/m{i}.py"]} for i in range(1, 7)]
     tasks[1]["dependencies"] = [1]

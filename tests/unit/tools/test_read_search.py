@@ -15,7 +15,12 @@ async def test_read_numbers_lines_and_ranges(ws, make_ctx, call):
     assert res.ok and res.content.splitlines()[0] == "a.py (lines 1-20 of 20)"
     assert " 1  line 1" in res.content and "20  line 20" in res.content
     res = await call(ctx, "read", {"path": "a.py", "start_line": 5, "end_line": 7})
-    assert res.content.splitlines() == ["a.py (lines 5-7 of 20)", "5  line 5", "6  line 6", "7  line 7"]
+    assert res.content.splitlines() == [
+        "a.py (lines 5-7 of 20)",
+        "5  line 5",
+        "6  line 6",
+        "7  line 7",
+    ]
     res = await call(ctx, "read", {"path": "a.py", "start_line": 18, "end_line": 99})
     assert res.content.splitlines()[0] == "a.py (lines 18-20 of 20)"
 
@@ -72,7 +77,11 @@ async def test_read_missing_folder_binary(ws, make_ctx, call):
     (ws / "blob.bin").write_bytes(b"\x00\x01\x02abc")
     ctx = await make_ctx()
     res = await call(ctx, "read", {"path": "src/parsr.py"})
-    assert not res.ok and "src/parsr.py does not exist" in res.content and "src/parser.py" in res.content
+    assert (
+        not res.ok
+        and "src/parsr.py does not exist" in res.content
+        and "src/parser.py" in res.content
+    )
     res = await call(ctx, "read", {"path": "src"})
     assert res.ok and "src/ is a folder" in res.content and "parser.py" in res.content
     res = await call(ctx, "read", {"path": "blob.bin"})
@@ -104,7 +113,12 @@ async def test_glob_and_grep_honour_gitignore(ws, make_ctx, call):
     res = await call(ctx, "glob", {"pattern": "**/*.py"})
     assert res.content.splitlines() == ["src/a.py"]
     res = await call(ctx, "grep", {"pattern": r"alpha"})
-    assert res.content.splitlines() == ["src/a.py", "  1: def alpha():", "src/b.ts", "  1: const alpha = 2;"]
+    assert res.content.splitlines() == [
+        "src/a.py",
+        "  1: def alpha():",
+        "src/b.ts",
+        "  1: const alpha = 2;",
+    ]
     res = await call(ctx, "grep", {"pattern": "alpha", "glob": "*.ts"})
     assert "src/b.ts" in res.content and "a.py" not in res.content
     res = await call(ctx, "grep", {"pattern": "alpha", "path": "src/a.py"})

@@ -28,8 +28,12 @@ def tool_results(request):
 
 async def test_discussion_turn_writes_a_plan_file(ws, app, model, runtime):
     md = "# Cache\n\n- [ ] add cache in `src/cache.py`\n- [ ] wire it in `src/app.py`\n"
-    model.push({"tool_calls": [{"name": "write", "arguments": {"path": "docs/plan.md", "content": md}}]})
-    model.push({"tool_calls": [{"name": "write", "arguments": {"path": "src/cache.py", "content": "x"}}]})
+    model.push(
+        {"tool_calls": [{"name": "write", "arguments": {"path": "docs/plan.md", "content": md}}]}
+    )
+    model.push(
+        {"tool_calls": [{"name": "write", "arguments": {"path": "src/cache.py", "content": "x"}}]}
+    )
     model.push({"text": "planned"})
     summary = await runtime.run(TurnRequest(prompt="plan a cache", mode="discussion"), BaseHost())
     assert summary.status == "done", summary
@@ -49,7 +53,16 @@ async def test_autopilot_turn_patches_and_reads(ws, app, model, runtime):
     patch = "--- a/a.py\n+++ b/a.py\n@@ -1 +1,2 @@\n A = 1\n+B = 2\n"
     model.push({"tool_calls": [{"name": "apply_patch", "arguments": {"patch": patch}}]})
     model.push({"tool_calls": [{"name": "read", "arguments": {"path": "a.py"}}]})
-    model.push({"tool_calls": [{"name": "commit_plan", "arguments": {"title": "x", "steps": [{"description": "y"}]}}]})
+    model.push(
+        {
+            "tool_calls": [
+                {
+                    "name": "commit_plan",
+                    "arguments": {"title": "x", "steps": [{"description": "y"}]},
+                }
+            ]
+        }
+    )
     model.push({"text": "ok"})
     summary = await runtime.run(TurnRequest(prompt="add B", mode="autopilot"), BaseHost())
     assert summary.status == "done"

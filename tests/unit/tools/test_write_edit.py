@@ -14,14 +14,18 @@ async def test_write_creates_file_in_new_folder_and_records_it(ws, app, make_ctx
     assert res.ok and res.content == "created pkg/sub/new.py (2 lines)"
     assert (ws / "pkg/sub/new.py").read_text() == "x = 1\ny = 2\n"
     edits = await _edits(app, ctx)
-    assert [(e.path, e.before, e.after) for e in edits] == [("pkg/sub/new.py", None, "x = 1\ny = 2\n")]
+    assert [(e.path, e.before, e.after) for e in edits] == [
+        ("pkg/sub/new.py", None, "x = 1\ny = 2\n")
+    ]
     assert ctx.modified == [ws / "pkg/sub/new.py"]
 
 
 async def test_write_overwrites_and_counts_each_file_once(ws, app, make_ctx, call):
     (ws / "a.txt").write_text("old\n")
     ctx = await make_ctx()
-    assert (await call(ctx, "write", {"path": "a.txt", "content": "new\n"})).content.startswith("overwrote a.txt")
+    assert (await call(ctx, "write", {"path": "a.txt", "content": "new\n"})).content.startswith(
+        "overwrote a.txt"
+    )
     assert (await call(ctx, "write", {"path": "a.txt", "content": "newer\n"})).ok
     res = await call(ctx, "write", {"path": "a.txt", "content": "newer\n"})
     assert "nothing written" in res.content
@@ -43,7 +47,9 @@ async def test_write_refuses_folders_and_git_internals(ws, make_ctx, call):
 async def test_edit_replaces_exactly_once(ws, app, make_ctx, call):
     (ws / "m.py").write_text("def f():\n    return 1\n\ndef g():\n    return 2\n")
     ctx = await make_ctx()
-    res = await call(ctx, "edit", {"path": "m.py", "old_text": "    return 2\n", "new_text": "    return 3\n"})
+    res = await call(
+        ctx, "edit", {"path": "m.py", "old_text": "    return 2\n", "new_text": "    return 3\n"}
+    )
     assert res.ok and "edited m.py at line 5" in res.content
     assert (ws / "m.py").read_text().endswith("return 3\n")
     assert len(await _edits(app, ctx)) == 1 and ctx.modified == [ws / "m.py"]
@@ -63,10 +69,14 @@ async def test_edit_no_match_hints_at_closest_line(ws, make_ctx, call):
     original = "def compute_total(items):\n    return sum(items)\n"
     (ws / "m.py").write_text(original)
     ctx = await make_ctx()
-    res = await call(ctx, "edit", {"path": "m.py", "old_text": "def compute_totals(items):", "new_text": "x"})
+    res = await call(
+        ctx, "edit", {"path": "m.py", "old_text": "def compute_totals(items):", "new_text": "x"}
+    )
     assert not res.ok and "old_text not found in m.py" in res.content
     assert "Closest line 1" in res.content and "compute_total(items)" in res.content
-    res = await call(ctx, "edit", {"path": "m.py", "old_text": "  return   sum(items)", "new_text": "x"})
+    res = await call(
+        ctx, "edit", {"path": "m.py", "old_text": "  return   sum(items)", "new_text": "x"}
+    )
     assert not res.ok and "matches at line 2 if whitespace is ignored" in res.content
     assert (ws / "m.py").read_text() == original
 

@@ -26,8 +26,13 @@ def make_ctx(rt):
     async def make(mode: str, host=None) -> TurnContext:
         state = await rt.session()
         ctx = TurnContext(
-            app=rt.app, runtime=rt, host=host or BaseHost(), request=TurnRequest(prompt="test"),
-            session=state, mode=mode, agent_name=state.agent,
+            app=rt.app,
+            runtime=rt,
+            host=host or BaseHost(),
+            request=TurnRequest(prompt="test"),
+            session=state,
+            mode=mode,
+            agent_name=state.agent,
         )
         ctx.tools = rt.plugins.tools.filter(ctx)
         return ctx

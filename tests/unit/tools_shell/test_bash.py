@@ -21,7 +21,9 @@ async def test_bash_fenced_outside_autopilot(make_ctx):
 async def test_bash_runs_in_autopilot_in_workspace_root(make_ctx):
     ctx = await make_ctx("autopilot")
     assert "bash" in {t.name for t in ctx.tools}
-    res = await ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": "pwd; echo oops >&2; exit 3"})
+    res = await ctx.runtime.plugins.tools.execute(
+        ctx, "bash", {"command": "pwd; echo oops >&2; exit 3"}
+    )
     assert res.status == "failed" and not res.ok
     assert res.content.startswith("exit code: 3")
     assert str(ctx.app.root) in res.content and "oops" in res.content
@@ -68,7 +70,9 @@ async def test_bash_task_cancel_kills_grandchild(make_ctx, tmp_path):
 
 async def test_bash_turn_cancel_event_reports_cancelled(make_ctx, tmp_path):
     ctx = await make_ctx("autopilot")
-    task = asyncio.ensure_future(ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": "sleep 300"}))
+    task = asyncio.ensure_future(
+        ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": "sleep 300"})
+    )
     await asyncio.sleep(0.3)
     ctx.cancelled.set()
     res = await task
@@ -78,7 +82,9 @@ async def test_bash_turn_cancel_event_reports_cancelled(make_ctx, tmp_path):
 async def test_bash_output_cap_states_truncation(make_ctx):
     ctx = await make_ctx("autopilot")
     ctx.app.settings.shell.output_cap = 1000
-    res = await ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": "head -c 5000 /dev/zero | tr '\\0' a"})
+    res = await ctx.runtime.plugins.tools.execute(
+        ctx, "bash", {"command": "head -c 5000 /dev/zero | tr '\\0' a"}
+    )
     assert "truncated 4000 bytes" in res.content
     assert "output truncated: 4000 bytes" in res.content
     assert res.data["truncated_bytes"] == 4000
@@ -86,7 +92,9 @@ async def test_bash_output_cap_states_truncation(make_ctx):
 
 async def test_bash_rejects_bad_timeout(make_ctx):
     ctx = await make_ctx("autopilot")
-    res = await ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": "true", "timeout_s": 10_000})
+    res = await ctx.runtime.plugins.tools.execute(
+        ctx, "bash", {"command": "true", "timeout_s": 10_000}
+    )
     assert res.status == "failed" and "timeout_s" in res.content
 
 
@@ -125,8 +133,18 @@ class _Waker(BaseHost):
 
 async def test_bash_output_streams_to_the_host_while_the_command_runs(rt, fake):
     go = rt.app.root / "go"
-    fake.push({"tool_calls": [{"name": "bash", "arguments": {
-        "command": "echo started; while [ ! -f go ]; do sleep 0.05; done; echo finished"}}]})
+    fake.push(
+        {
+            "tool_calls": [
+                {
+                    "name": "bash",
+                    "arguments": {
+                        "command": "echo started; while [ ! -f go ]; do sleep 0.05; done; echo finished"
+                    },
+                }
+            ]
+        }
+    )
     fake.push({"text": "ran it"})
     host = _Waker(go)
     summary = await rt.run(TurnRequest(prompt="run it", mode="autopilot"), host)
@@ -139,19 +157,27 @@ async def test_bash_output_streams_to_the_host_while_the_command_runs(rt, fake):
     assert kinds.index("tool_output") < kinds.index("tool_finished")
     started = next(e for e in host.events if e.kind == "tool_started")
     assert {e.call_id for e in outputs} == {started.call_id}
-    result = [m["content"] for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "tool"][-1]
-    assert result.startswith("exit code: 0") and "started\nfinished" in result  # the model's result as before
+    result = [
+        m["content"] for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "tool"
+    ][-1]
+    assert (
+        result.startswith("exit code: 0") and "started\nfinished" in result
+    )  # the model's result as before
 
 
 async def test_streamed_output_is_bounded_per_call(rt, fake, monkeypatch):
     from ndomo.runtime import output
 
     monkeypatch.setattr(output, "STREAM_CAP", 1000)
-    fake.push({"tool_calls": [{"name": "bash", "arguments": {"command": "printf 'q%.0s' $(seq 5000)"}}]})
+    fake.push(
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "printf 'q%.0s' $(seq 5000)"}}]}
+    )
     fake.push({"text": "ok"})
     host = BaseHost()
     await rt.run(TurnRequest(prompt="run it", mode="autopilot"), host)
     streamed = "".join(e.text for e in host.events if e.kind == "tool_output")
     assert streamed.count("q") == 1000 and "the tool's result has the rest" in streamed
-    result = [m["content"] for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "tool"][-1]
+    result = [
+        m["content"] for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "tool"
+    ][-1]
     assert result.count("q") == 5000

@@ -37,9 +37,13 @@ def ask_user_permission():
 async def test_remember_saves_then_merges(make_ctx):
     ctx = await make_ctx("brainstorming")
     run = ctx.runtime.plugins.tools.execute
-    first = await run(ctx, "remember", {"content": "The API uses OAuth2 device flow.", "category": "fact"})
+    first = await run(
+        ctx, "remember", {"content": "The API uses OAuth2 device flow.", "category": "fact"}
+    )
     assert first.ok and first.content.startswith("saved #") and not first.data["merged"]
-    again = await run(ctx, "remember", {"content": "The API uses OAuth2 device flow!", "category": "fact"})
+    again = await run(
+        ctx, "remember", {"content": "The API uses OAuth2 device flow!", "category": "fact"}
+    )
     assert again.content.startswith(f"merged with note #{first.data['id']}")
     other = await run(ctx, "remember", {"content": "Prefer tabs", "category": "preference"})
     assert other.data["id"] != first.data["id"]

@@ -45,7 +45,9 @@ async def test_reflex_bash_step_refused_in_discussion_stops(make_ctx, reflexes_d
 async def test_reflex_runs_in_autopilot_with_substitution(make_ctx, reflexes_dir):
     ctx = await make_ctx("autopilot")
     await catalog_for(ctx.app).refresh()
-    res = await ctx.runtime.plugins.tools.execute(ctx, "reflex_greet", {"word": "hello", "times": 2})
+    res = await ctx.runtime.plugins.tools.execute(
+        ctx, "reflex_greet", {"word": "hello", "times": 2}
+    )
     assert res.ok, res.content
     assert [s["status"] for s in res.data["steps"]] == ["done", "done"]
     store = await ctx.app.store()
@@ -87,11 +89,19 @@ async def test_reflex_action_uses_session_mode(rt, app, reflexes_dir):
 
 def test_malformed_reflexes_reported(tmp_path, reflexes_dir):
     (reflexes_dir / "broken.yaml").write_text("name: [unclosed\n")
-    (reflexes_dir / "badref.yaml").write_text("steps:\n  - bash: {command: 'echo {{ params.ghost }}'}\n")
-    (reflexes_dir / "evil.yml").write_text("steps:\n  - bash: {command: \"{{ __import__('os') }}\"}\n")
+    (reflexes_dir / "badref.yaml").write_text(
+        "steps:\n  - bash: {command: 'echo {{ params.ghost }}'}\n"
+    )
+    (reflexes_dir / "evil.yml").write_text(
+        "steps:\n  - bash: {command: \"{{ __import__('os') }}\"}\n"
+    )
     (reflexes_dir / "nosteps.yaml").write_text("name: nosteps\nsteps: []\n")
-    (reflexes_dir / "later.yaml").write_text("steps:\n  - bash: {command: '{{ steps.b.output }}'}\n  - id: b\n    bash: {command: x}\n")
-    (reflexes_dir / "two.yaml").write_text("steps:\n  - bash: {command: x}\n    grep: {pattern: y}\n")
+    (reflexes_dir / "later.yaml").write_text(
+        "steps:\n  - bash: {command: '{{ steps.b.output }}'}\n  - id: b\n    bash: {command: x}\n"
+    )
+    (reflexes_dir / "two.yaml").write_text(
+        "steps:\n  - bash: {command: x}\n    grep: {pattern: y}\n"
+    )
     (reflexes_dir / "dup.yaml").write_text("name: greet\nsteps:\n  - bash: {command: x}\n")
     (reflexes_dir / "notes.txt").write_text("ignored")
     reflexes, problems = load_reflexes(tmp_path)
@@ -111,8 +121,13 @@ def test_template_substitution():
     params = {"n": 3, "flag": True, "s": "a b"}
     steps = {"one": "out1"}
     assert substitute({"x": "{{ params.n }}"}, params, steps) == {"x": 3}
-    assert substitute(["v{{params.n}} {{ steps.one.output }} {{ params.flag }}"], params, steps) == ["v3 out1 true"]
-    assert substitute({"k": {"deep": "{{ params.s }}!"}, "i": 5}, params, steps) == {"k": {"deep": "a b!"}, "i": 5}
+    assert substitute(
+        ["v{{params.n}} {{ steps.one.output }} {{ params.flag }}"], params, steps
+    ) == ["v3 out1 true"]
+    assert substitute({"k": {"deep": "{{ params.s }}!"}, "i": 5}, params, steps) == {
+        "k": {"deep": "a b!"},
+        "i": 5,
+    }
     for bad in ("{{ params.n + 1 }}", "{{ steps.one }}", "{{ os.system('x') }}"):
         with pytest.raises(TemplateError):
             substitute(bad, params, steps)
@@ -132,8 +147,10 @@ async def test_registry_providers(make_ctx):
     reg = ToolRegistry()
     static = ToolDescriptor(name="same", description="static", params=P, run=run)
     reg.add(static)
-    dyn = [ToolDescriptor(name="same", description="dynamic", params=P, run=run),
-           ToolDescriptor(name="dyn", description="d", params=P, run=run, modes=("autopilot",))]
+    dyn = [
+        ToolDescriptor(name="same", description="dynamic", params=P, run=run),
+        ToolDescriptor(name="dyn", description="d", params=P, run=run, modes=("autopilot",)),
+    ]
     reg.providers.append(lambda ctx: dyn)
     ctx = await make_ctx("discussion")
     assert reg.lookup(ctx, "same") is static

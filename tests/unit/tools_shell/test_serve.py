@@ -31,13 +31,17 @@ async def test_serve_static_start_list_stop(make_ctx, tmp_path):
     stopped = await tools.execute(ctx, "serve", {"action": "stop", "name": "static"})
     assert stopped.ok and "stopped 'static'" in stopped.content
     assert not await port_open(port)
-    assert "nothing is being served" in (await tools.execute(ctx, "serve", {"action": "list"})).content
+    assert (
+        "nothing is being served" in (await tools.execute(ctx, "serve", {"action": "list"})).content
+    )
 
 
 async def test_serve_command_gets_port_and_stops_on_app_close(make_ctx, app):
     ctx = await make_ctx("autopilot")
     cmd = "echo starting on $PORT; exec python3 -m http.server --bind $HOST $PORT"
-    res = await ctx.runtime.plugins.tools.execute(ctx, "serve", {"action": "start", "command": cmd, "name": "dev"})
+    res = await ctx.runtime.plugins.tools.execute(
+        ctx, "serve", {"action": "start", "command": cmd, "name": "dev"}
+    )
     assert res.ok, res.content
     pid, port = res.data["pid"], res.data["port"]
     listed = await ctx.runtime.plugins.tools.execute(ctx, "serve", {"action": "list"})
@@ -53,7 +57,11 @@ async def test_serve_failures_are_readable(make_ctx):
     out = await tools.execute(ctx, "serve", {"action": "start", "static_dir": "../"})
     assert out.status == "failed" and "escapes the workspace" in out.content
     died = await tools.execute(ctx, "serve", {"action": "start", "command": "echo bye; exit 4"})
-    assert died.status == "failed" and "exited at once with code 4" in died.content and "bye" in died.content
+    assert (
+        died.status == "failed"
+        and "exited at once with code 4" in died.content
+        and "bye" in died.content
+    )
     both = await tools.execute(ctx, "serve", {"action": "start", "command": "x", "static_dir": "."})
     assert both.status == "failed" and "exactly one of command or static_dir" in both.content
     missing = await tools.execute(ctx, "serve", {"action": "stop", "name": "ghost"})
@@ -78,7 +86,9 @@ def test_serve_exposes_command_for_policy():
 async def test_served_process_stops_when_its_session_ends(make_ctx, tmp_path):
     (tmp_path / "site").mkdir()
     ctx = await make_ctx("autopilot")
-    res = await ctx.runtime.plugins.tools.execute(ctx, "serve", {"action": "start", "static_dir": "site"})
+    res = await ctx.runtime.plugins.tools.execute(
+        ctx, "serve", {"action": "start", "static_dir": "site"}
+    )
     assert res.ok, res.content
     pid, port = res.data["pid"], res.data["port"]
     new = await ctx.runtime.new_session()
@@ -92,7 +102,13 @@ async def test_serve_output_streams_while_the_call_waits_for_the_server(rt, fake
     from tests.unit.tools_shell.test_bash import _Waker
 
     cmd = "echo started; while [ ! -f go ]; do sleep 0.05; done; exec python3 -m http.server --bind $HOST $PORT"
-    fake.push({"tool_calls": [{"name": "serve", "arguments": {"action": "start", "command": cmd, "name": "dev"}}]})
+    fake.push(
+        {
+            "tool_calls": [
+                {"name": "serve", "arguments": {"action": "start", "command": cmd, "name": "dev"}}
+            ]
+        }
+    )
     fake.push({"text": "serving"})
     host = _Waker(rt.app.root / "go")
     summary = await rt.run(TurnRequest(prompt="serve it", mode="autopilot"), host)

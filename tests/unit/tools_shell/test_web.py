@@ -46,7 +46,16 @@ async def test_web_fetch_html_to_text(make_ctx, site):
     assert "do-not-show" not in text and "color:red" not in text
 
 
-@pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://example.org/x", "data:text/plain,hi", "javascript:alert(1)", "/relative"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "file:///etc/passwd",
+        "ftp://example.org/x",
+        "data:text/plain,hi",
+        "javascript:alert(1)",
+        "/relative",
+    ],
+)
 async def test_web_fetch_refuses_other_schemes(make_ctx, url):
     ctx = await make_ctx("brainstorming")
     res = await ctx.runtime.plugins.tools.execute(ctx, "web_fetch", {"url": url})
@@ -59,7 +68,10 @@ async def test_web_fetch_caps_and_errors(make_ctx, site):
     big = await run(ctx, "web_fetch", {"url": site.url + "/big"})
     assert big.data["cut"] and "download stopped at 2 MB" in big.content
     assert "text cut at 20000 characters" in big.content and len(big.content) < 21_000
-    assert "more than 5 redirects" in (await run(ctx, "web_fetch", {"url": site.url + "/loop"})).content
+    assert (
+        "more than 5 redirects"
+        in (await run(ctx, "web_fetch", {"url": site.url + "/loop"})).content
+    )
     refused = await run(ctx, "web_fetch", {"url": site.url + "/to-file"})
     assert "redirect from" in refused.content and "only http and https" in refused.content
     img = await run(ctx, "web_fetch", {"url": site.url + "/img"})
@@ -78,15 +90,34 @@ def test_check_url_refuses_credentials():
 async def test_check_page_local_url(make_ctx, site, monkeypatch):
     monkeypatch.setattr("ndomo.tools.web.browser.find_chromium", lambda: None)
     ctx = await make_ctx("discussion")  # every mode
-    res = await ctx.runtime.plugins.tools.execute(ctx, "check_page", {
-        "url_or_path": site.url + "/page", "expect": ["#app .primary", "h1", "li"], "missing": [".error", "#login"],
-    })
+    res = await ctx.runtime.plugins.tools.execute(
+        ctx,
+        "check_page",
+        {
+            "url_or_path": site.url + "/page",
+            "expect": ["#app .primary", "h1", "li"],
+            "missing": [".error", "#login"],
+        },
+    )
     assert res.ok, res.content
-    assert res.data["engine"] == "http" and res.data["status"] == 200 and res.data["title"] == "Test Page"
-    assert res.content.startswith("PASS") and "✓ #app .primary: expected present, found 1" in res.content
-    bad = await ctx.runtime.plugins.tools.execute(ctx, "check_page", {
-        "url_or_path": site.url + "/page", "expect": [".missing-thing", "div[["], "missing": ["li"],
-    })
+    assert (
+        res.data["engine"] == "http"
+        and res.data["status"] == 200
+        and res.data["title"] == "Test Page"
+    )
+    assert (
+        res.content.startswith("PASS")
+        and "✓ #app .primary: expected present, found 1" in res.content
+    )
+    bad = await ctx.runtime.plugins.tools.execute(
+        ctx,
+        "check_page",
+        {
+            "url_or_path": site.url + "/page",
+            "expect": [".missing-thing", "div[["],
+            "missing": ["li"],
+        },
+    )
     assert not bad.ok and bad.content.startswith("FAIL")
     assert "✗ .missing-thing: expected present, found 0" in bad.content
     assert "✗ li: expected absent, found 2" in bad.content
@@ -99,7 +130,11 @@ async def test_check_page_workspace_file_and_refusals(make_ctx, tmp_path, monkey
     (tmp_path / "web" / "index.html").write_text("<title>Local</title><main class='hero'>Hi</main>")
     ctx = await make_ctx("brainstorming")
     run = ctx.runtime.plugins.tools.execute
-    res = await run(ctx, "check_page", {"url_or_path": "web/index.html", "expect": ["main.hero"], "missing": ["nav"]})
+    res = await run(
+        ctx,
+        "check_page",
+        {"url_or_path": "web/index.html", "expect": ["main.hero"], "missing": ["nav"]},
+    )
     assert res.ok and res.data["engine"] == "file" and res.data["target"] == "web/index.html"
     assert res.data["status"] is None and "Hi" in res.content
     remote = await run(ctx, "check_page", {"url_or_path": "https://example.org/"})
@@ -110,18 +145,37 @@ async def test_check_page_workspace_file_and_refusals(make_ctx, tmp_path, monkey
     assert absent.status == "failed" and "does not exist" in absent.content
 
 
-@pytest.mark.parametrize("location", ["http://0x7f000001:{port}/page", "http://2130706433:{port}/page",
-                                      "https://example.org/", "http://127.0.0.1.nip.io:{port}/page"])
-async def test_check_page_applies_the_local_rule_to_every_redirect_hop(make_ctx, site, monkeypatch, location):
+@pytest.mark.parametrize(
+    "location",
+    [
+        "http://0x7f000001:{port}/page",
+        "http://2130706433:{port}/page",
+        "https://example.org/",
+        "http://127.0.0.1.nip.io:{port}/page",
+    ],
+)
+async def test_check_page_applies_the_local_rule_to_every_redirect_hop(
+    make_ctx, site, monkeypatch, location
+):
     monkeypatch.setattr("ndomo.tools.web.browser.find_chromium", lambda: None)
     port = site.server_address[1]
     site.routes["/away"] = (302, {"Location": location.format(port=port)}, b"")
     site.routes["/two-hops"] = (302, {"Location": "/away"}, b"")
     ctx = await make_ctx("autopilot")
-    direct = await ctx.runtime.plugins.tools.execute(ctx, "check_page", {"url_or_path": location.format(port=port)})
+    direct = await ctx.runtime.plugins.tools.execute(
+        ctx, "check_page", {"url_or_path": location.format(port=port)}
+    )
     assert not direct.ok and "only checks local pages" in direct.content
     for start in ("/away", "/two-hops"):
-        res = await ctx.runtime.plugins.tools.execute(ctx, "check_page", {"url_or_path": site.url + start})
-        assert not res.ok and "redirect from" in res.content and "only checks local pages" in res.content, res.content
-    local = await ctx.runtime.plugins.tools.execute(ctx, "check_page", {"url_or_path": site.url + "/moved"})
+        res = await ctx.runtime.plugins.tools.execute(
+            ctx, "check_page", {"url_or_path": site.url + start}
+        )
+        assert (
+            not res.ok
+            and "redirect from" in res.content
+            and "only checks local pages" in res.content
+        ), res.content
+    local = await ctx.runtime.plugins.tools.execute(
+        ctx, "check_page", {"url_or_path": site.url + "/moved"}
+    )
     assert local.ok and local.data["title"] == "Test Page"

@@ -51,7 +51,9 @@ class PlanGuidance(ModeGatedHook):
 
 def render_guidance(plan) -> str:
     """The plan as a short system message (PlanDetail: the plan with its tasks)."""
-    lines = [f"Committed plan (guidance — follow its intent, adapt freely): {plan.title} [{plan.slug}]"]
+    lines = [
+        f"Committed plan (guidance — follow its intent, adapt freely): {plan.title} [{plan.slug}]"
+    ]
     if plan.overview:
         lines.append(f"Overview: {plan.overview}")
     if getattr(plan, "approach", None):

@@ -82,7 +82,8 @@ async def on_stop(ctx: "TurnContext", answer: str) -> str | None:
     if nudges >= MAX_NUDGES:
         ctx.status = "blocked"
         ctx.handback = (
-            "the model stopped " + ("with plan tasks still pending " if open_tasks else "")
+            "the model stopped "
+            + ("with plan tasks still pending " if open_tasks else "")
             + f"without a final answer or a hand-back, {nudges} times"
         )
         return None
@@ -91,7 +92,9 @@ async def on_stop(ctx: "TurnContext", answer: str) -> str | None:
         lines = ["Autopilot: you stopped, but your plan is not finished:"]
         for plan, left in open_tasks:
             lines.append(f"Plan {plan.slug} ({plan.title}):")
-            lines += [f"- task #{t.id} [{t.status}] {' '.join(t.description.split())}" for t in left]
+            lines += [
+                f"- task #{t.id} [{t.status}] {' '.join(t.description.split())}" for t in left
+            ]
         lines.append(
             "Continue with these tasks (mark each with task_update_status), re-plan if a step failed, "
             "or call `handback` with the reason you are blocked. If they should not be done, say why."

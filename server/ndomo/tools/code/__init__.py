@@ -16,7 +16,16 @@ from ndomo.tools.code.symbols import (
 )
 
 __all__ = [
-    "FileMap", "Outline", "Reference", "Symbol", "SymbolHit", "SymbolKind",
-    "file_map", "find_references", "find_symbol", "outline", "render_hits",
+    "FileMap",
+    "Outline",
+    "Reference",
+    "Symbol",
+    "SymbolHit",
+    "SymbolKind",
+    "file_map",
+    "find_references",
+    "find_symbol",
+    "outline",
+    "render_hits",
     "render_references",
 ]

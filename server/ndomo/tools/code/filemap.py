@@ -102,7 +102,8 @@ def file_map(root: Path | str, path: str | None = None, depth: int = 3) -> FileM
         parts = parent.split("/") if parent else []
         if len(parts) - base < depth:
             folders.setdefault(parent, FolderEntry(path=parent)).files.append(
-                FileEntry(name=PurePosixPath(rel).name, symbols=count))
+                FileEntry(name=PurePosixPath(rel).name, symbols=count)
+            )
         else:
             key = "/".join(parts[: base + depth])
             c = collapsed.setdefault(key, CollapsedFolder(path=key, files=0, symbols=0))
@@ -114,5 +115,9 @@ def file_map(root: Path | str, path: str | None = None, depth: int = 3) -> FileM
         for i in range(base, len(parts)):
             anc = "/".join(parts[:i])
             folders.setdefault(anc, FolderEntry(path=anc))
-    return FileMap(root=start, depth=depth, folders=sorted(folders.values(), key=lambda f: f.path),
-                   collapsed=sorted(collapsed.values(), key=lambda c: c.path))
+    return FileMap(
+        root=start,
+        depth=depth,
+        folders=sorted(folders.values(), key=lambda f: f.path),
+        collapsed=sorted(collapsed.values(), key=lambda c: c.path),
+    )

@@ -7,8 +7,17 @@ from typing import Literal
 from pydantic import BaseModel
 
 SymbolKind = Literal[
-    "function", "class", "method", "struct", "interface", "enum",
-    "const", "variable", "module", "heading", "type",
+    "function",
+    "class",
+    "method",
+    "struct",
+    "interface",
+    "enum",
+    "const",
+    "variable",
+    "module",
+    "heading",
+    "type",
 ]
 OutlineEngine = Literal["tree-sitter", "text"]
 

@@ -11,11 +11,30 @@ from ndomo.tools.code.models import Outline, Symbol, SymbolKind
 from ndomo.tools.code.textoutline import text_outline
 
 _CONST_NAME = re.compile(r"^_*[A-Z][A-Z0-9_]*$")
-_SKIP = frozenset({"string", "comment", "template_string", "regex", "string_literal",
-                   "raw_string_literal", "interpreted_string_literal", "line_comment",
-                   "block_comment"})
-_FUNC_EXPR = frozenset({"arrow_function", "function_expression", "function",
-                        "generator_function", "func_literal", "closure_expression", "lambda"})
+_SKIP = frozenset(
+    {
+        "string",
+        "comment",
+        "template_string",
+        "regex",
+        "string_literal",
+        "raw_string_literal",
+        "interpreted_string_literal",
+        "line_comment",
+        "block_comment",
+    }
+)
+_FUNC_EXPR = frozenset(
+    {
+        "arrow_function",
+        "function_expression",
+        "function",
+        "generator_function",
+        "func_literal",
+        "closure_expression",
+        "lambda",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -37,8 +56,15 @@ class _Collector:
         if name_node is None:
             return None
         name = name_node.text.decode("utf-8", errors="replace")
-        self.symbols.append(Symbol(name=name, kind=kind, line=node.start_point.row + 1,
-                                   end_line=node.end_point.row + 1, parent=ctx.qual))
+        self.symbols.append(
+            Symbol(
+                name=name,
+                kind=kind,
+                line=node.start_point.row + 1,
+                end_line=node.end_point.row + 1,
+                parent=ctx.qual,
+            )
+        )
         self.def_points.add((name_node.start_point.row, name_node.start_point.column))
         return f"{ctx.qual}.{name}" if ctx.qual else name
 
@@ -133,8 +159,10 @@ def _js(node, ctx, out):
             if value is not None and value.type in _FUNC_EXPR:
                 out.push(value, _Ctx(out.add("function", name, decl, ctx), "function"))
             elif value is not None and value.type == "class":
-                out.push(value.child_by_field_name("body"),
-                         _Ctx(out.add("class", name, decl, ctx), "class"))
+                out.push(
+                    value.child_by_field_name("body"),
+                    _Ctx(out.add("class", name, decl, ctx), "class"),
+                )
             else:
                 if ctx.scope == "module":
                     out.add("const" if is_const else "variable", name, decl, ctx)
@@ -157,7 +185,8 @@ def _go(node, ctx, out):
     if t in ("type_spec", "type_alias"):
         typ = node.child_by_field_name("type")
         kind = {"struct_type": "struct", "interface_type": "interface"}.get(
-            typ.type if typ is not None else "", "type")
+            typ.type if typ is not None else "", "type"
+        )
         qual = out.add(kind, _name(node), node, ctx)
         if kind == "interface":
             out.push(typ, _Ctx(qual, "interface"))
@@ -194,8 +223,9 @@ def _rust(node, ctx, out):
         typ = node.child_by_field_name("type")
         tid = None
         if typ is not None:
-            tid = typ if typ.type == "type_identifier" else _first_of_type(
-                typ, ("type_identifier",))
+            tid = (
+                typ if typ.type == "type_identifier" else _first_of_type(typ, ("type_identifier",))
+            )
         owner = tid.text.decode("utf-8", errors="replace") if tid is not None else None
         if owner and ctx.qual and ctx.scope == "module":
             owner = f"{ctx.qual}.{owner}"
@@ -214,8 +244,12 @@ def _rust(node, ctx, out):
 
 
 _VISITORS: dict[str, Visitor] = {
-    "python": _python, "javascript": _js, "typescript": _js, "tsx": _js,
-    "go": _go, "rust": _rust,
+    "python": _python,
+    "javascript": _js,
+    "typescript": _js,
+    "tsx": _js,
+    "go": _go,
+    "rust": _rust,
 }
 
 

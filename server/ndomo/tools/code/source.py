@@ -7,11 +7,36 @@ from pathlib import Path, PurePosixPath
 MAX_SOURCE_BYTES = 1024 * 1024
 
 # Data and markup files whose text would only feed the regex outline noise.
-NON_CODE_EXT = frozenset({
-    ".txt", ".json", ".jsonl", ".yaml", ".yml", ".toml", ".lock", ".csv", ".tsv",
-    ".xml", ".html", ".htm", ".css", ".scss", ".svg", ".ini", ".cfg", ".conf",
-    ".log", ".env", ".map", ".min.js", ".snap", ".sql", ".pem", ".rst",
-})
+NON_CODE_EXT = frozenset(
+    {
+        ".txt",
+        ".json",
+        ".jsonl",
+        ".yaml",
+        ".yml",
+        ".toml",
+        ".lock",
+        ".csv",
+        ".tsv",
+        ".xml",
+        ".html",
+        ".htm",
+        ".css",
+        ".scss",
+        ".svg",
+        ".ini",
+        ".cfg",
+        ".conf",
+        ".log",
+        ".env",
+        ".map",
+        ".min.js",
+        ".snap",
+        ".sql",
+        ".pem",
+        ".rst",
+    }
+)
 
 
 def read_source(path: Path, max_bytes: int = MAX_SOURCE_BYTES) -> str | None:

@@ -18,8 +18,14 @@ from ndomo.tools.search.grep import Match, clip_line
 from ndomo.tools.search.walk import walk
 
 __all__ = [
-    "FileMap", "Reference", "SymbolHit", "file_map", "find_references", "find_symbol",
-    "render_hits", "render_references",
+    "FileMap",
+    "Reference",
+    "SymbolHit",
+    "file_map",
+    "find_references",
+    "find_symbol",
+    "render_hits",
+    "render_references",
 ]
 
 _KINDS = frozenset(get_args(SymbolKind))
@@ -100,8 +106,7 @@ def _tree_refs(lang: str, source: bytes, leaf: str):
     found: list[tuple[int, int, bool]] = []
     for m in re.finditer(re.escape(leaf_b), source):
         node = tree.root_node.descendant_for_byte_range(m.start(), m.end())
-        if (node is None or not node.type.endswith(_IDENT_TYPES_SUFFIX)
-                or node.text != leaf_b):
+        if node is None or not node.type.endswith(_IDENT_TYPES_SUFFIX) or node.text != leaf_b:
             continue
         row, col = node.start_point.row, node.start_point.column
         found.append((row, col, (row, col) in defs))
@@ -152,8 +157,9 @@ def find_references(
             if ref is None:
                 line = lines[row] if row < len(lines) else ""
                 col = len(line.encode()[:col_bytes].decode("utf-8", errors="replace")) + 1
-                by_row[row] = Reference(path=rel, line=row + 1, text=clip_line(line),
-                                        column=col, is_definition=is_def)
+                by_row[row] = Reference(
+                    path=rel, line=row + 1, text=clip_line(line), column=col, is_definition=is_def
+                )
             elif is_def:
                 ref.is_definition = True
         for row in sorted(by_row):

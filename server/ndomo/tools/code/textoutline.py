@@ -17,11 +17,17 @@ _VIS = r"(?:pub(?:\([^)]*\))?\s+)?"
 _RULES: list[tuple[re.Pattern[str], SymbolKind]] = [
     (re.compile(r"^(\s*)func\s+\(\s*\w*\s*\*?\s*([A-Za-z_]\w*)[^)]*\)\s*" + _ID), "method"),
     (re.compile(r"^(\s*)(?:async\s+)?def\s+" + _ID), "function"),
-    (re.compile(r"^(\s*)(?:export\s+)?(?:default\s+)?(?:async\s+)?function\s*\*?\s*" + _ID),
-     "function"),
+    (
+        re.compile(r"^(\s*)(?:export\s+)?(?:default\s+)?(?:async\s+)?function\s*\*?\s*" + _ID),
+        "function",
+    ),
     (re.compile(r"^(\s*)func\s+" + _ID), "function"),
-    (re.compile(r"^(\s*)" + _VIS + r"(?:(?:async|const|unsafe|extern(?:\s+\"[^\"]*\")?)\s+)*fn\s+"
-                + _ID), "function"),
+    (
+        re.compile(
+            r"^(\s*)" + _VIS + r"(?:(?:async|const|unsafe|extern(?:\s+\"[^\"]*\")?)\s+)*fn\s+" + _ID
+        ),
+        "function",
+    ),
     (re.compile(r"^(\s*)(?:export\s+)?(?:default\s+)?(?:abstract\s+)?class\s+" + _ID), "class"),
     (re.compile(r"^(\s*)type\s+" + _ID + r"\s+struct\b"), "struct"),
     (re.compile(r"^(\s*)type\s+" + _ID + r"\s+interface\b"), "interface"),
@@ -74,8 +80,13 @@ def text_outline(path: str, text: str) -> list[Symbol]:
                 parent = stack[-1][1] if stack else None
                 if kind == "function" and stack and stack[-1][2] in _CONTAINERS:
                     kind = "method"
-            sym = Symbol(name=name, kind=kind, line=idx + 1,
-                         end_line=_block_end(lines, idx, indent), parent=parent)
+            sym = Symbol(
+                name=name,
+                kind=kind,
+                line=idx + 1,
+                end_line=_block_end(lines, idx, indent),
+                parent=parent,
+            )
             symbols.append(sym)
             stack.append((indent, sym.qualname, kind))
             break
@@ -108,8 +119,9 @@ def _markdown(lines: list[str]) -> list[Symbol]:
         while open_ and open_[-1][0] >= level:
             open_.pop()
         parent = open_[-1][1] if open_ else None
-        sym = Symbol(name=title, kind="heading", line=idx + 1,
-                     end_line=max(end, idx + 1), parent=parent)
+        sym = Symbol(
+            name=title, kind="heading", line=idx + 1, end_line=max(end, idx + 1), parent=parent
+        )
         symbols.append(sym)
         open_.append((level, sym.qualname))
     return symbols

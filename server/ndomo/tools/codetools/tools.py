@@ -45,8 +45,12 @@ class OutlineParams(_P):
     path: str = Field(min_length=1)
 
 
-@tool("outline_file", OutlineParams, description="Symbols of one file with line spans.",
-      read_paths=lambda p: [arg_path(p.path)])
+@tool(
+    "outline_file",
+    OutlineParams,
+    description="Symbols of one file with line spans.",
+    read_paths=lambda p: [arg_path(p.path)],
+)
 async def outline_file(ctx: TurnContext, p: OutlineParams) -> str:
     path = resolve(ctx, p.path)
     if await asyncio.to_thread(path.is_dir):
@@ -69,7 +73,9 @@ class FindSymbolParams(_P):
 @tool("find_symbol", FindSymbolParams, description="Where a symbol is defined.")
 async def find_symbol(ctx: TurnContext, p: FindSymbolParams) -> str:
     try:
-        hits = await asyncio.to_thread(find_defs, ctx.app.root, p.name, kind=p.kind, limit=SYMBOL_LIMIT)
+        hits = await asyncio.to_thread(
+            find_defs, ctx.app.root, p.name, kind=p.kind, limit=SYMBOL_LIMIT
+        )
     except ValueError as exc:
         raise ToolError(str(exc)) from None
     return render_hits(hits, SYMBOL_LIMIT)

@@ -32,7 +32,10 @@ def _patch_paths(p: ApplyPatchParams) -> list[str]:
 
 
 @tool(
-    "apply_patch", ApplyPatchParams, risk="write", permission="edit",
+    "apply_patch",
+    ApplyPatchParams,
+    risk="write",
+    permission="edit",
     description="Apply a unified diff to files; all hunks or none.",
     paths=_patch_paths,
 )
@@ -62,7 +65,9 @@ async def apply_patch(ctx: TurnContext, p: ApplyPatchParams) -> str:
             raise ToolError(f"patch not applied, no file changed: {exc}") from None
         if src is not None and dst is not None and src != dst:
             if work[dst] is not None:
-                raise ToolError(f"patch not applied, no file changed: {rel(ctx, dst)} (rename target) already exists")
+                raise ToolError(
+                    f"patch not applied, no file changed: {rel(ctx, dst)} (rename target) already exists"
+                )
             work[src], work[dst] = None, result
             summary.append(f"renamed {rel(ctx, src)} → {rel(ctx, dst)}")
         elif dst is None:
@@ -82,7 +87,11 @@ async def apply_patch(ctx: TurnContext, p: ApplyPatchParams) -> str:
             undone = await _undo(ctx, done, original, work)
             raise ToolError(f"patch not applied: {exc}; {undone}") from None
         done.append(path)
-    notes = [await after_write(ctx, rel(ctx, path), work[path]) for path in done if work[path] is not None]
+    notes = [
+        await after_write(ctx, rel(ctx, path), work[path])
+        for path in done
+        if work[path] is not None
+    ]
     return "\n".join(summary) + "".join(notes)
 
 

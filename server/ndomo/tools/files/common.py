@@ -67,7 +67,11 @@ async def not_found(ctx: TurnContext, path: Path) -> ToolError:
     hint = ""
     if close:
         base = posixpath.dirname(name)
-        hint = "; did you mean " + ", ".join(posixpath.join(base, c) if base else c for c in close) + "?"
+        hint = (
+            "; did you mean "
+            + ", ".join(posixpath.join(base, c) if base else c for c in close)
+            + "?"
+        )
     return ToolError(f"{name} does not exist{hint} (glob finds files by pattern)")
 
 
@@ -75,4 +79,6 @@ async def apply(ctx: TurnContext, path: Path, new_text: str | None, before: str 
     """One recorded, undoable change; the Host refusing it is the tool's failure."""
     outcome = await change_file(ctx, path, new_text, before=before)
     if not outcome.applied:
-        raise ToolError(f"{rel(ctx, path)} was not changed: {outcome.reason or 'the editor refused the edit'}")
+        raise ToolError(
+            f"{rel(ctx, path)} was not changed: {outcome.reason or 'the editor refused the edit'}"
+        )

@@ -61,17 +61,24 @@ def _header_path(raw: str) -> str | None:
 
 def _strip_prefixes(old: str | None, new: str | None) -> tuple[str | None, str | None]:
     """git's a/ and b/ prefixes go; a path that merely starts with 'a/' on one side stays."""
+
     def strip(p: str | None, prefix: str) -> str | None:
         return p[2:] if p and p.startswith(prefix) else p
 
-    if (old is None or old.startswith("a/")) and (new is None or new.startswith("b/")) and (old or new):
+    if (
+        (old is None or old.startswith("a/"))
+        and (new is None or new.startswith("b/"))
+        and (old or new)
+    ):
         return strip(old, "a/"), strip(new, "b/")
     return old, new
 
 
 def parse_patch(text: str) -> list[FilePatch]:
     if text.lstrip().startswith("*** Begin Patch"):
-        raise PatchError("this is not a unified diff; send ---/+++ file headers and @@ hunks (as `git diff` prints)")
+        raise PatchError(
+            "this is not a unified diff; send ---/+++ file headers and @@ hunks (as `git diff` prints)"
+        )
     lines = text.replace("\r\n", "\n").split("\n")
     files: list[FilePatch] = []
     i = 0
@@ -92,10 +99,14 @@ def parse_patch(text: str) -> list[FilePatch]:
                 raise PatchError(f"{fp.path}: no @@ hunks after the file header")
             continue
         if _HUNK.match(line) or _BARE_HUNK.match(line):
-            raise PatchError(f"line {i + 1}: hunk {line.strip()!r} comes before any ---/+++ file header")
+            raise PatchError(
+                f"line {i + 1}: hunk {line.strip()!r} comes before any ---/+++ file header"
+            )
         i += 1  # diff --git, index, mode lines and prose between files
     if not files:
-        raise PatchError("no file changes found: a unified diff needs '--- a/path', '+++ b/path' and '@@ -l,n +l,n @@' hunks")
+        raise PatchError(
+            "no file changes found: a unified diff needs '--- a/path', '+++ b/path' and '@@ -l,n +l,n @@' hunks"
+        )
     return files
 
 
@@ -133,7 +144,9 @@ def _parse_hunk(lines: list[str], i: int, fp: FilePatch) -> int:
         elif line[0] in " -+":
             kind, body = line[0], line[1:]
         else:
-            raise PatchError(f"{fp.path} hunk {len(fp.hunks)} ({hunk.header}): unexpected line {line[:80]!r}")
+            raise PatchError(
+                f"{fp.path} hunk {len(fp.hunks)} ({hunk.header}): unexpected line {line[:80]!r}"
+            )
         hunk.lines.append((kind, body))
         bare.append(line == "")
         if counted:
@@ -155,7 +168,9 @@ def _next_file(lines: list[str], i: int, *, strict: bool) -> bool:
     ('--- x' may be a removed '-- x' line) only when a hunk header follows too."""
     if not (lines[i].startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")):
         return False
-    return not strict or (i + 2 < len(lines) and bool(_HUNK.match(lines[i + 2]) or _BARE_HUNK.match(lines[i + 2])))
+    return not strict or (
+        i + 2 < len(lines) and bool(_HUNK.match(lines[i + 2]) or _BARE_HUNK.match(lines[i + 2]))
+    )
 
 
 # -- applying -------------------------------------------------------------------------------
@@ -190,8 +205,11 @@ def _find(lines: list[str], block: list[str], lo: int, expect: int | None) -> in
     """Start of `block` at or after `lo`, the one nearest the expected line; exact, then ignoring trailing blanks."""
     n = len(block)
     for same in (lambda a, b: a == b, lambda a, b: a.rstrip() == b.rstrip()):
-        found = [s for s in range(lo, len(lines) - n + 1)
-                 if all(same(lines[s + k], block[k]) for k in range(n))]
+        found = [
+            s
+            for s in range(lo, len(lines) - n + 1)
+            if all(same(lines[s + k], block[k]) for k in range(n))
+        ]
         if found:
             return min(found, key=lambda s: abs(s - expect)) if expect is not None else found[0]
     return None
@@ -215,7 +233,9 @@ def apply_file_patch(current: str | None, fp: FilePatch) -> str | None:
         if not old:
             at = 0 if fp.old_path is None else (h.old_start or 0) + delta
             if at > len(t.lines) or at < pos:
-                raise PatchError(f"{where}: inserts after line {at} but the file has {len(t.lines)} lines")
+                raise PatchError(
+                    f"{where}: inserts after line {at} but the file has {len(t.lines)} lines"
+                )
         else:
             expect = h.old_start - 1 + delta if h.old_start else None
             at = _find(t.lines, old, pos, expect)
@@ -225,16 +245,20 @@ def apply_file_patch(current: str | None, fp: FilePatch) -> str | None:
                     f"{where}: its context/removed lines do not match the file (looked for {first.strip()[:120]!r} "
                     f"from line {pos + 1}); read the file and regenerate the hunk"
                 )
-        t.lines[at:at + len(old)] = h.new
+        t.lines[at : at + len(old)] = h.new
         pos = at + len(h.new)
         delta += len(h.new) - len(old)
-        if at + len(h.new) == len(t.lines):  # the hunk reaches the end: its markers decide the last newline
+        if at + len(h.new) == len(
+            t.lines
+        ):  # the hunk reaches the end: its markers decide the last newline
             if h.new_no_eol:
                 t.eol_at_end = False
             elif h.old_no_eol or fp.old_path is None or not current:
                 t.eol_at_end = True
     if fp.new_path is None:
         if t.lines:
-            raise PatchError(f"{name}: the patch deletes it but its hunks leave {len(t.lines)} lines")
+            raise PatchError(
+                f"{name}: the patch deletes it but its hunks leave {len(t.lines)} lines"
+            )
         return None
     return _join(t)

@@ -67,7 +67,7 @@ def render(name: str, text: str, start: int | None, end: int | None) -> str:
         raise ToolError(f"start_line {first} is past the end of {name} ({total} lines)")
     last = min(end or total, total)
     body, used, cut_at = [], 0, None
-    for n, line in zip(range(first, last + 1), number(lines[first - 1:last], first)):
+    for n, line in zip(range(first, last + 1), number(lines[first - 1 : last], first)):
         if len(body) >= MAX_LINES or used + len(line) + 1 > MAX_CHARS:
             cut_at = n - 1
             break
@@ -76,13 +76,17 @@ def render(name: str, text: str, start: int | None, end: int | None) -> str:
     head = f"{name} (lines {first}-{cut_at or last} of {total})"
     out = [head, *body]
     if cut_at is not None:
-        out.append(f"[cut at line {cut_at} of {total} by the {MAX_LINES}-line/{MAX_CHARS}-char read cap; "
-                   f"read on with start_line={cut_at + 1}]")
+        out.append(
+            f"[cut at line {cut_at} of {total} by the {MAX_LINES}-line/{MAX_CHARS}-char read cap; "
+            f"read on with start_line={cut_at + 1}]"
+        )
     return "\n".join(out)
 
 
 @tool(
-    "read", ReadParams, core=True,
+    "read",
+    ReadParams,
+    core=True,
     description="Read a file (numbered lines).",
     read_paths=lambda p: [arg_path(p.path)],
 )
@@ -91,17 +95,23 @@ async def read(ctx: TurnContext, p: ReadParams) -> str:
     name = rel(ctx, path)
     secrets = ctx.app.settings.secret_globs
     if is_secret(path, ctx.roots, secrets) and not is_secret(arg_path(p.path), ctx.roots, secrets):
-        raise ToolError(f"{p.path} leads to the secret-looking file {name}; read it by that name so the user is asked")
+        raise ToolError(
+            f"{p.path} leads to the secret-looking file {name}; read it by that name so the user is asked"
+        )
     kind, info = await asyncio.to_thread(_probe, path)
     if kind == "dir":
         entries = list(info)  # type: ignore[arg-type]
         shown = entries[:MAX_DIR_ENTRIES]
-        more = f"\n… {len(entries) - len(shown)} more (use glob)" if len(entries) > len(shown) else ""
+        more = (
+            f"\n… {len(entries) - len(shown)} more (use glob)" if len(entries) > len(shown) else ""
+        )
         return f"{name}/ is a folder with {len(entries)} entries:\n" + "\n".join(shown) + more
     if kind == "binary":
         raise ToolError(f"{name} is a binary file ({info} bytes); not shown")
     if kind == "file" and int(info) > MAX_FILE_BYTES:  # type: ignore[arg-type]
-        raise ToolError(f"{name} is {info} bytes, over the {MAX_FILE_BYTES}-byte read limit; use grep on it")
+        raise ToolError(
+            f"{name} is {info} bytes, over the {MAX_FILE_BYTES}-byte read limit; use grep on it"
+        )
     try:
         text = await ctx.host.read_text(path)
     except UnicodeDecodeError:

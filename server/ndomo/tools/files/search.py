@@ -21,13 +21,17 @@ def _workspace_pattern(ctx: TurnContext, pattern: str) -> str:
     """Patterns are workspace-relative: an absolute one inside the workspace is rebased, others refused."""
     pat = pattern.strip().replace("\\", "/")
     if pat.startswith("~") or any(seg == ".." for seg in pat.split("/")):
-        raise ToolError(f"glob pattern {pattern!r} leaves the workspace; patterns are workspace-relative (e.g. src/**/*.py)")
+        raise ToolError(
+            f"glob pattern {pattern!r} leaves the workspace; patterns are workspace-relative (e.g. src/**/*.py)"
+        )
     if os.path.isabs(pat):
         for root in ctx.roots:
             for form in {str(root).rstrip("/"), os.path.realpath(root)}:
                 if pat == form or pat.startswith(form + "/"):
-                    return pat[len(form):].lstrip("/") or "**"
-        raise ToolError(f"glob pattern {pattern!r} is outside the workspace; patterns are workspace-relative")
+                    return pat[len(form) :].lstrip("/") or "**"
+        raise ToolError(
+            f"glob pattern {pattern!r} is outside the workspace; patterns are workspace-relative"
+        )
     return pat
 
 
@@ -61,7 +65,8 @@ async def grep(ctx: TurnContext, p: GrepParams) -> str:
         under = None if under == "." else under
     try:
         found = await asyncio.to_thread(
-            grep_files, ctx.app.root, p.pattern, path=under, glob=p.glob, limit=GREP_LIMIT)
+            grep_files, ctx.app.root, p.pattern, path=under, glob=p.glob, limit=GREP_LIMIT
+        )
     except (GrepError, PatternError) as exc:
         raise ToolError(str(exc)) from None
     secrets = ctx.app.settings.secret_globs
@@ -70,6 +75,8 @@ async def grep(ctx: TurnContext, p: GrepParams) -> str:
         found.matches = [m for m in found.matches if m.path not in hidden]
     text = found.render()
     if hidden:
-        text += (f"\n({len(hidden)} secret-looking file(s) matched but are not shown: "
-                 f"{', '.join(sorted(hidden))}; read one to be asked)")
+        text += (
+            f"\n({len(hidden)} secret-looking file(s) matched but are not shown: "
+            f"{', '.join(sorted(hidden))}; read one to be asked)"
+        )
     return text

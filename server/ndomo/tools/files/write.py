@@ -39,7 +39,11 @@ class WriteParams(BaseModel):
 
 
 @tool(
-    "write", WriteParams, core=True, risk="write", permission="write",
+    "write",
+    WriteParams,
+    core=True,
+    risk="write",
+    permission="write",
     description="Create or overwrite a file.",
     paths=lambda p: [arg_path(p.path)],
 )
@@ -85,7 +89,9 @@ def _closest(text: str, old: str) -> str:
     flat = [squash(l) for l in lines]
     first = squash(wanted[0])
     for i, l in enumerate(flat):
-        if l == first and all(i + k < len(flat) and flat[i + k] == squash(w) for k, w in enumerate(wanted)):
+        if l == first and all(
+            i + k < len(flat) and flat[i + k] == squash(w) for k, w in enumerate(wanted)
+        ):
             return f" It matches at line {i + 1} if whitespace is ignored: copy the indentation exactly."
     best, best_i = 0.0, -1
     for i, l in enumerate(flat[:20000]):
@@ -103,7 +109,11 @@ def _closest(text: str, old: str) -> str:
 
 
 @tool(
-    "edit", EditParams, core=True, risk="write", permission="edit",
+    "edit",
+    EditParams,
+    core=True,
+    risk="write",
+    permission="edit",
     description="Replace old_text with new_text in a file.",
     paths=lambda p: [arg_path(p.path)],
 )
@@ -115,7 +125,9 @@ async def edit(ctx: TurnContext, p: EditParams) -> str:
         raise await not_found(ctx, path)
     old, new = p.old_text, p.new_text
     hits = _occurrences(current, old)
-    if not hits and "\r\n" in current and "\r\n" not in old:  # the model writes \n, the file has CRLF
+    if (
+        not hits and "\r\n" in current and "\r\n" not in old
+    ):  # the model writes \n, the file has CRLF
         old, new = old.replace("\n", "\r\n"), new.replace("\r\n", "\n").replace("\n", "\r\n")
         hits = _occurrences(current, old)
     if not hits:
@@ -130,8 +142,10 @@ async def edit(ctx: TurnContext, p: EditParams) -> str:
     if old == new:
         raise ToolError("old_text and new_text are the same; nothing to change")
     at = hits[0]
-    updated = current[:at] + new + current[at + len(old):]
+    updated = current[:at] + new + current[at + len(old) :]
     await apply(ctx, path, updated, current)
     line = _line_of(current, at)
-    return (f"edited {name} at line {line} (-{_lines(old) or 1} +{_lines(new)} lines)"
-            + await after_write(ctx, name, updated))
+    return (
+        f"edited {name} at line {line} (-{_lines(old) or 1} +{_lines(new)} lines)"
+        + await after_write(ctx, name, updated)
+    )

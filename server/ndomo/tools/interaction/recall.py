@@ -56,7 +56,9 @@ async def recall(ctx: TurnContext, p: RecallParams) -> ToolResult:
         found = await store.list_memories(category, RECALL_LIMIT)
     if not found:
         return ToolResult(content=f"no notes match {p.query!r}")
-    return ToolResult(content="\n".join(note_line(m) for m in found), data={"ids": [m.id for m in found]})
+    return ToolResult(
+        content="\n".join(note_line(m) for m in found), data={"ids": [m.id for m in found]}
+    )
 
 
 def notes_block(notes: list[Memory], budget: int) -> tuple[str, list[int]]:

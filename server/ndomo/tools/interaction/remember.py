@@ -30,4 +30,6 @@ async def remember(ctx: TurnContext, p: RememberParams) -> ToolResult:
     except Invalid as exc:
         raise ToolError(str(exc)) from None
     text = f"merged with note #{memory.id}" if memory.merged else f"saved #{memory.id}"
-    return ToolResult(content=f"{text} ({memory.category})", data={"id": memory.id, "merged": memory.merged})
+    return ToolResult(
+        content=f"{text} ({memory.category})", data={"id": memory.id, "merged": memory.merged}
+    )

@@ -55,8 +55,11 @@ class Committed(BaseModel):
     note: str = ""
 
     def render(self, head: str = "committed plan") -> str:
-        lines = [f"{head} {self.plan.slug} with {len(self.tasks)} tasks (status {self.plan.status})"
-                 + (f", replacing draft {self.replaced}" if self.replaced else "") + ":"]
+        lines = [
+            f"{head} {self.plan.slug} with {len(self.tasks)} tasks (status {self.plan.status})"
+            + (f", replacing draft {self.replaced}" if self.replaced else "")
+            + ":"
+        ]
         for t in self.tasks:
             files = f" [{', '.join(t.files)}]" if t.files else ""
             lines.append(f"  {t.ord}. {t.description} → {t.agent or '?'}{files}")
@@ -67,7 +70,9 @@ class Committed(BaseModel):
 
 
 def steps_from_parsed(parsed: list[ParsedStep]) -> list[StepIn]:
-    return [StepIn(description=s.description, files=s.files, details=s.details or None) for s in parsed]
+    return [
+        StepIn(description=s.description, files=s.files, details=s.details or None) for s in parsed
+    ]
 
 
 def _task(step: StepIn) -> TaskCreate:
@@ -76,7 +81,9 @@ def _task(step: StepIn) -> TaskCreate:
         meta["risk"] = step.risk
     if step.details:
         meta["details"] = step.details
-    return TaskCreate(description=step.description, files=step.files, complexity=step.complexity, metadata=meta)
+    return TaskCreate(
+        description=step.description, files=step.files, complexity=step.complexity, metadata=meta
+    )
 
 
 async def _announce(ctx: TurnContext, plan_id: str) -> None:
@@ -105,17 +112,29 @@ async def commit_steps(
     """Create the plan and its tasks (routed by files), then commit it for the session."""
     store = await ctx.app.store()
     metadata = {"source_file": source_file} if source_file else {}
-    plan = await store.create_plan(PlanCreate(
-        title=title[:200], overview=overview.strip()[:_MAX_OVERVIEW] or title, metadata=metadata,
-        files=[source_file] if source_file else [], session_id=ctx.session.id,
-        created_by_agent=ctx.agent_name,
-    ))
+    plan = await store.create_plan(
+        PlanCreate(
+            title=title[:200],
+            overview=overview.strip()[:_MAX_OVERVIEW] or title,
+            metadata=metadata,
+            files=[source_file] if source_file else [],
+            session_id=ctx.session.id,
+            created_by_agent=ctx.agent_name,
+        )
+    )
     try:
-        batch = await store.create_tasks(plan.id, [_task(s) for s in steps], router=make_router(ctx.agent_name))
+        batch = await store.create_tasks(
+            plan.id, [_task(s) for s in steps], router=make_router(ctx.agent_name)
+        )
     except Exception:
         # no half plan: a plan without its tasks would mislead the planner
-        await store.update_plan_status(plan.id, "abandoned", actor=ctx.agent_name, session_id=ctx.session.id,
-                                       reason="its tasks could not be created")
+        await store.update_plan_status(
+            plan.id,
+            "abandoned",
+            actor=ctx.agent_name,
+            session_id=ctx.session.id,
+            reason="its tasks could not be created",
+        )
         raise
     await _make_committed(ctx, plan.id)
     await _announce(ctx, plan.id)
@@ -157,26 +176,42 @@ async def commit_plan_file(ctx: TurnContext, rel: str, text: str) -> str | None:
     if len(parsed.steps) < 2:
         return None
     steps = steps_from_parsed(parsed.steps)
-    title = parsed.title or rel.rsplit("/", 1)[-1].rsplit(".", 1)[0].replace("-", " ").replace("_", " ")
+    title = parsed.title or rel.rsplit("/", 1)[-1].rsplit(".", 1)[0].replace("-", " ").replace(
+        "_", " "
+    )
     store = await ctx.app.store()
     earlier = [
-        p for p in await store.search_plans(file_path=rel)
+        p
+        for p in await store.search_plans(file_path=rel)
         if p.metadata.get("source_file") == rel and p.status not in TERMINAL_PLAN_STATUSES
     ]
     replaced = None
     if earlier:
         old = earlier[0]
         old_tasks = await store.list_tasks(old.id)
-        if [norm_description(t.description) for t in old_tasks] == [norm_description(s.description) for s in steps]:
+        if [norm_description(t.description) for t in old_tasks] == [
+            norm_description(s.description) for s in steps
+        ]:
             return f"(plan {old.slug} from {rel} already has these {len(steps)} steps; unchanged)"
         if old.status != "draft":
-            batch = await store.create_tasks(old.id, [_task(s) for s in steps], router=make_router(ctx.agent_name))
+            batch = await store.create_tasks(
+                old.id, [_task(s) for s in steps], router=make_router(ctx.agent_name)
+            )
             await _announce(ctx, old.id)
             added = ", ".join(f"{t.ord}. {t.description}" for t in batch.tasks) or "none"
-            return (f"also updated plan {old.slug} ({old.status}) from {rel}: new tasks {added}; "
-                    "steps removed from the file stay in the plan")
-        await store.update_plan_status(old.id, "abandoned", actor=ctx.agent_name, session_id=ctx.session.id,
-                                       reason=f"{rel} was rewritten")
+            return (
+                f"also updated plan {old.slug} ({old.status}) from {rel}: new tasks {added}; "
+                "steps removed from the file stay in the plan"
+            )
+        await store.update_plan_status(
+            old.id,
+            "abandoned",
+            actor=ctx.agent_name,
+            session_id=ctx.session.id,
+            reason=f"{rel} was rewritten",
+        )
         replaced = old.slug
-    done = await commit_steps(ctx, title=title, steps=steps, overview=text, source_file=rel, replaced=replaced)
+    done = await commit_steps(
+        ctx, title=title, steps=steps, overview=text, source_file=rel, replaced=replaced
+    )
     return "also " + done.render(head="committed as plan")

@@ -19,8 +19,12 @@ _CHECKBOX = re.compile(r"^(\s*)[-*+]\s+\[[ xX]\]\s+(.*\S)\s*$")
 _NUMBERED = re.compile(r"^(\s*)\d{1,3}[.)]\s+(.*\S)\s*$")
 _BULLET = re.compile(r"^(\s*)[-*+]\s+(?!\[[ xX]\])(.*\S)\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
-_STEP_PREFIX = re.compile(r"^(?:(?:step|phase|milestone|task)\s*\d+\s*[:.)-]?\s*|\d{1,3}[.)]\s+)", re.I)
-_SECTION = re.compile(r"\b(steps?|tasks?|milestones?|phases?|todo|to-do|work items?|implementation|plan)\b", re.I)
+_STEP_PREFIX = re.compile(
+    r"^(?:(?:step|phase|milestone|task)\s*\d+\s*[:.)-]?\s*|\d{1,3}[.)]\s+)", re.I
+)
+_SECTION = re.compile(
+    r"\b(steps?|tasks?|milestones?|phases?|todo|to-do|work items?|implementation|plan)\b", re.I
+)
 _NOT_STEPS = re.compile(
     r"^(overview|summary|goals?|non-goals?|context|background|motivation|risks?|notes?|open questions?"
     r"|questions|references?|appendix|out of scope|scope|status|success criteria|acceptance criteria"
@@ -30,10 +34,34 @@ _NOT_STEPS = re.compile(
 _PATHISH = re.compile(r"`([\w@~+-][\w./@+-]*)`")
 _PLAN_NAME = re.compile(r"(?:^|[^a-z])(plan|roadmap|sprint)", re.I)
 _MAX_DETAILS = 2000
-_KNOWN_EXT = frozenset(EXTENSION_STACKS) | frozenset({
-    ".md", ".json", ".yaml", ".yml", ".toml", ".txt", ".html", ".css", ".scss", ".sql", ".sh",
-    ".cfg", ".ini", ".c", ".h", ".cpp", ".hpp", ".java", ".kt", ".rb", ".php", ".swift", ".cs", ".lua",
-})
+_KNOWN_EXT = frozenset(EXTENSION_STACKS) | frozenset(
+    {
+        ".md",
+        ".json",
+        ".yaml",
+        ".yml",
+        ".toml",
+        ".txt",
+        ".html",
+        ".css",
+        ".scss",
+        ".sql",
+        ".sh",
+        ".cfg",
+        ".ini",
+        ".c",
+        ".h",
+        ".cpp",
+        ".hpp",
+        ".java",
+        ".kt",
+        ".rb",
+        ".php",
+        ".swift",
+        ".cs",
+        ".lua",
+    }
+)
 
 
 class ParsedStep(BaseModel):
@@ -112,15 +140,19 @@ def _list_steps(lines: list[tuple[int, str]], pattern: re.Pattern[str]) -> list[
 
 def _sections(lines: list[tuple[int, str]]) -> list[tuple[int, str, list[tuple[int, str]]]]:
     """(level, heading text, body lines up to the next heading of the same or higher level)."""
-    heads = [(k, len(m.group(1)), m.group(2)) for k, (_, line) in enumerate(lines) if (m := _HEADING.match(line))]
+    heads = [
+        (k, len(m.group(1)), m.group(2))
+        for k, (_, line) in enumerate(lines)
+        if (m := _HEADING.match(line))
+    ]
     out = []
     for n, (k, level, text) in enumerate(heads):
         end = len(lines)
-        for k2, level2, _ in heads[n + 1:]:
+        for k2, level2, _ in heads[n + 1 :]:
             if level2 <= level:
                 end = k2
                 break
-        out.append((level, text, lines[k + 1:end]))
+        out.append((level, text, lines[k + 1 : end]))
     return out
 
 

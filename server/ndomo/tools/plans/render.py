@@ -34,8 +34,11 @@ def task_detail(t: Task) -> str:
 
 def plan_detail(p: PlanDetail) -> str:
     pr = p.progress
-    out = [plan_line(p), f"progress: {pr.done}/{pr.total} done, {pr.running} running, {pr.failed} failed, "
-           f"{pr.blocked} blocked, {pr.pending} pending"]
+    out = [
+        plan_line(p),
+        f"progress: {pr.done}/{pr.total} done, {pr.running} running, {pr.failed} failed, "
+        f"{pr.blocked} blocked, {pr.pending} pending",
+    ]
     if p.tags:
         out.append("tags: " + ", ".join(p.tags))
     out.append("overview: " + p.overview.strip()[:1500])

@@ -54,11 +54,17 @@ class PlanCreateParams(_P):
     metadata: dict[str, Any] = Field(default_factory=dict, json_schema_extra=OFF)
 
 
-@tool("plan_create", PlanCreateParams, description="Create a draft plan; then task_create_batch.", **PLAN)
+@tool(
+    "plan_create",
+    PlanCreateParams,
+    description="Create a draft plan; then task_create_batch.",
+    **PLAN,
+)
 async def plan_create(ctx: TurnContext, p: PlanCreateParams) -> str:
     async with _store(ctx) as store:
-        plan = await store.create_plan(PlanCreate(
-            **p.model_dump(), session_id=ctx.session.id, created_by_agent=ctx.agent_name))
+        plan = await store.create_plan(
+            PlanCreate(**p.model_dump(), session_id=ctx.session.id, created_by_agent=ctx.agent_name)
+        )
     await _changed(ctx, plan.id)
     return "created " + render.plan_line(plan)
 
@@ -98,8 +104,9 @@ async def plan_search(ctx: TurnContext, p: PlanSearchParams) -> str:
     if not (p.query or p.file_path):
         raise ToolError("give query, file_path or both")
     async with _store(ctx) as store:
-        plans = await store.search_plans(p.query, file_path=p.file_path,
-                                         include_archived=p.include_archived, limit=p.limit)
+        plans = await store.search_plans(
+            p.query, file_path=p.file_path, include_archived=p.include_archived, limit=p.limit
+        )
     return render.plans_list(plans, "no plans match")
 
 
@@ -110,13 +117,18 @@ class PlanStatusParams(PlanRef):
     force: StrictBool = Field(default=False, json_schema_extra=OFF)
 
 
-@tool("plan_update_status", PlanStatusParams,
-      description="Change a plan's status.", **PLAN)
+@tool("plan_update_status", PlanStatusParams, description="Change a plan's status.", **PLAN)
 async def plan_update_status(ctx: TurnContext, p: PlanStatusParams) -> str:
     async with _store(ctx) as store:
         change = await store.update_plan_status(
-            p.id, p.status, actor=ctx.agent_name, session_id=ctx.session.id,
-            dry_run=p.dry_run, force=p.force, reason=p.reason)
+            p.id,
+            p.status,
+            actor=ctx.agent_name,
+            session_id=ctx.session.id,
+            dry_run=p.dry_run,
+            force=p.force,
+            reason=p.reason,
+        )
     if change.applied:
         await _changed(ctx, change.plan_id)
     return render.status_change(change)
@@ -126,8 +138,12 @@ class PlanDeleteParams(PlanRef):
     confirm: StrictBool = Field(default=False, description="must be true")
 
 
-@tool("plan_delete", PlanDeleteParams,
-      description="Delete a non-draft plan with no active tasks.", **PLAN)
+@tool(
+    "plan_delete",
+    PlanDeleteParams,
+    description="Delete a non-draft plan with no active tasks.",
+    **PLAN,
+)
 async def plan_delete(ctx: TurnContext, p: PlanDeleteParams) -> str:
     async with _store(ctx) as store:
         gone = await store.delete_plan(p.id, p.confirm, actor=ctx.agent_name)
@@ -149,7 +165,9 @@ async def task_create_batch(ctx: TurnContext, p: TaskBatchParams) -> str:
         batch = await store.create_tasks(p.plan_id, p.tasks, router=make_router(ctx.agent_name))
         plan = await store.get_plan(p.plan_id)
     await _changed(ctx, plan.id)
-    out = [f"added {len(batch.tasks)} tasks to {plan.slug}:"] + ["  " + render.task_line(t) for t in batch.tasks]
+    out = [f"added {len(batch.tasks)} tasks to {plan.slug}:"] + [
+        "  " + render.task_line(t) for t in batch.tasks
+    ]
     out += [f"warning: {w}" for w in batch.warnings]
     return "\n".join(out)
 
@@ -178,11 +196,20 @@ class TaskStatusParams(_P):
 async def task_update_status(ctx: TurnContext, p: TaskStatusParams) -> str:
     async with _store(ctx) as store:
         task = await store.update_task_status(
-            p.id, p.status, result=p.result, error=p.error, agent=ctx.agent_name,
-            session_id=ctx.session.id, tokens=p.tokens)
+            p.id,
+            p.status,
+            result=p.result,
+            error=p.error,
+            agent=ctx.agent_name,
+            session_id=ctx.session.id,
+            tokens=p.tokens,
+        )
     await _changed(ctx, task.plan_id)
-    note = (f"\nthe result was long: the full text is kept in {task.result_artifact}"
-            if task.result_artifact else "")
+    note = (
+        f"\nthe result was long: the full text is kept in {task.result_artifact}"
+        if task.result_artifact
+        else ""
+    )
     return "updated " + render.task_line(task) + note
 
 
@@ -192,8 +219,12 @@ class TaskNextParams(_P):
     peek: StrictBool = Field(default=False, description="look, don't claim")
 
 
-@tool("task_next_for_agent", TaskNextParams,
-      description="Claim the next ready task (marks it running).", **PLAN)
+@tool(
+    "task_next_for_agent",
+    TaskNextParams,
+    description="Claim the next ready task (marks it running).",
+    **PLAN,
+)
 async def task_next_for_agent(ctx: TurnContext, p: TaskNextParams) -> ToolResult | str:
     agent = p.agent or ctx.agent_name
     async with _store(ctx) as store:
@@ -212,7 +243,11 @@ async def task_next_for_agent(ctx: TurnContext, p: TaskNextParams) -> ToolResult
 
 
 @tool(
-    "commit_plan", CommitPlanParams, core=True, modes=("discussion",), **PLAN,
+    "commit_plan",
+    CommitPlanParams,
+    core=True,
+    modes=("discussion",),
+    **PLAN,
     description="Commit the discussion as this session's plan: title + steps (or markdown).",
 )
 async def commit_plan(ctx: TurnContext, p: CommitPlanParams) -> str:
@@ -225,6 +260,15 @@ async def commit_plan(ctx: TurnContext, p: CommitPlanParams) -> str:
 
 
 TOOLS = [
-    plan_create, plan_get, plan_list, plan_search, plan_update_status, plan_delete,
-    task_create_batch, task_list, task_update_status, task_next_for_agent, commit_plan,
+    plan_create,
+    plan_get,
+    plan_list,
+    plan_search,
+    plan_update_status,
+    plan_delete,
+    task_create_batch,
+    task_list,
+    task_update_status,
+    task_next_for_agent,
+    commit_plan,
 ]

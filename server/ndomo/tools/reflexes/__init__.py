@@ -13,7 +13,15 @@ from ndomo.tools.reflexes.runner import run_reflex
 if TYPE_CHECKING:
     from ndomo.runtime.plugins import Plugins
 
-__all__ = ["load_reflexes", "run_reflex", "catalog_for", "Reflex", "ReflexProblem", "ReflexRun", "setup"]
+__all__ = [
+    "load_reflexes",
+    "run_reflex",
+    "catalog_for",
+    "Reflex",
+    "ReflexProblem",
+    "ReflexRun",
+    "setup",
+]
 
 
 def setup(plugins: "Plugins") -> None:

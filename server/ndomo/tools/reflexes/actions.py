@@ -19,8 +19,12 @@ from ndomo.tools.reflexes.runner import run_reflex
 class ReflexRunParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, description="Reflex name (file .ndomo/reflexes/<name>.yaml)")
-    params: dict[str, Any] = Field(default_factory=dict, description="Values for the reflex's parameters")
-    session: str | None = Field(default=None, description="Session whose mode and agent apply (current if unset)")
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="Values for the reflex's parameters"
+    )
+    session: str | None = Field(
+        default=None, description="Session whose mode and agent apply (current if unset)"
+    )
 
 
 class ReflexListParams(BaseModel):
@@ -41,18 +45,30 @@ class ReflexList(BaseModel):
     problems: list[ReflexProblem]
 
 
-@action("reflex.list", ReflexListParams, summary="List the workspace's reflexes and any broken reflex files")
+@action(
+    "reflex.list",
+    ReflexListParams,
+    summary="List the workspace's reflexes and any broken reflex files",
+)
 async def reflex_list(app: App, p: ReflexListParams) -> ReflexList:
     cat = await catalog_for(app).refresh()
     infos = [
-        ReflexInfo(name=r.name, tool=r.tool_name, description=r.description, source=r.source,
-                   params={k: v.type for k, v in r.params.items()}, steps=[s.tool for s in r.steps])
+        ReflexInfo(
+            name=r.name,
+            tool=r.tool_name,
+            description=r.description,
+            source=r.source,
+            params={k: v.type for k, v in r.params.items()},
+            steps=[s.tool for s in r.steps],
+        )
         for r in cat.reflexes
     ]
     return ReflexList(reflexes=infos, problems=cat.problems)
 
 
-@action("reflex.run", ReflexRunParams, summary="Run a workspace reflex in the session's current mode")
+@action(
+    "reflex.run", ReflexRunParams, summary="Run a workspace reflex in the session's current mode"
+)
 async def reflex_run(app: App, p: ReflexRunParams) -> ReflexRun:
     """Steps obey the session's mode, guards and the agent's permissions; nobody answers approvals here."""
     rt = Runtime.of(app)
@@ -67,8 +83,14 @@ async def reflex_run(app: App, p: ReflexRunParams) -> ReflexRun:
     except RuntimeError_ as exc:
         raise ActionError(str(exc), kind="failed") from None
     ctx = TurnContext(
-        app=app, runtime=rt, host=BaseHost(), request=TurnRequest(prompt=f"/reflex run {reflex.name}"),
-        session=state, mode=state.mode, agent_name=state.agent, agent=agent,
+        app=app,
+        runtime=rt,
+        host=BaseHost(),
+        request=TurnRequest(prompt=f"/reflex run {reflex.name}"),
+        session=state,
+        mode=state.mode,
+        agent_name=state.agent,
+        agent=agent,
     )
     ctx.tools = rt.plugins.tools.filter(ctx)
     return await run_reflex(ctx, reflex, p.params)

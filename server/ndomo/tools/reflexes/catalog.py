@@ -29,12 +29,22 @@ def descriptor(reflex: Reflex) -> ToolDescriptor:
         status = "done" if result.ok else (result.steps[-1].status if result.steps else "failed")
         if status == "done" and not result.ok:
             status = "failed"
-        return ToolResult(ok=result.ok, content=result.render(), status=status,  # type: ignore[arg-type]
-                          data=result.model_dump())
+        return ToolResult(
+            ok=result.ok,
+            content=result.render(),
+            status=status,  # type: ignore[arg-type]
+            data=result.model_dump(),
+        )
 
     return ToolDescriptor(
-        name=reflex.tool_name, description=describe(reflex), params=params_model(reflex), run=run,
-        modes=(), risk="exec", permission=None, meta={"reflex": reflex.name},
+        name=reflex.tool_name,
+        description=describe(reflex),
+        params=params_model(reflex),
+        run=run,
+        modes=(),
+        risk="exec",
+        permission=None,
+        meta={"reflex": reflex.name},
     )
 
 

@@ -49,14 +49,18 @@ def load_file(path: Path, root: Path) -> Reflex | ReflexProblem:
     rel = os.path.relpath(path, root).replace(os.sep, "/")
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
-            return ReflexProblem(path=rel, message=f"larger than {MAX_FILE_BYTES // 1024} KB; skipped")
+            return ReflexProblem(
+                path=rel, message=f"larger than {MAX_FILE_BYTES // 1024} KB; skipped"
+            )
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         return ReflexProblem(path=rel, message=f"cannot read: {exc}")
     except yaml.YAMLError as exc:
         return ReflexProblem(path=rel, message=f"not valid YAML: {str(exc).splitlines()[0]}")
     if not isinstance(data, dict):
-        return ReflexProblem(path=rel, message="a reflex file holds one mapping (name, description, params, steps)")
+        return ReflexProblem(
+            path=rel, message="a reflex file holds one mapping (name, description, params, steps)"
+        )
     data.setdefault("name", path.stem)
     data["source"] = rel
     try:
@@ -75,8 +79,12 @@ def load_reflexes(root: Path) -> tuple[list[Reflex], list[ReflexProblem]]:
         if isinstance(got, ReflexProblem):
             problems.append(got)
         elif got.name in seen:
-            problems.append(ReflexProblem(path=got.source or path.name,
-                                          message=f"reflex '{got.name}' is already defined in {seen[got.name]}"))
+            problems.append(
+                ReflexProblem(
+                    path=got.source or path.name,
+                    message=f"reflex '{got.name}' is already defined in {seen[got.name]}",
+                )
+            )
         else:
             seen[got.name] = got.source or path.name
             reflexes.append(got)

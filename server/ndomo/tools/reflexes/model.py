@@ -39,7 +39,7 @@ class ReflexStep(BaseModel):
         if len(rest) != 1:
             names = ", ".join(map(str, rest)) or "none"
             raise ValueError(f"a step names exactly one tool besides 'id' (found: {names})")
-        (tool, args), = rest.items()
+        ((tool, args),) = rest.items()
         if args is None:
             args = {}
         if not isinstance(args, dict):
@@ -81,7 +81,9 @@ class Reflex(BaseModel):
                 if kind == "params" and name not in self.params:
                     raise ValueError(f"step {i} ({step.tool}) uses unknown parameter '{name}'")
                 if kind == "steps" and name not in seen:
-                    raise ValueError(f"step {i} ({step.tool}) uses the output of '{name}', which is not an earlier step")
+                    raise ValueError(
+                        f"step {i} ({step.tool}) uses the output of '{name}', which is not an earlier step"
+                    )
             if step.id:
                 if step.id in seen:
                     raise ValueError(f"step id '{step.id}' is used twice")

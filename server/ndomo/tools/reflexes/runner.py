@@ -37,8 +37,12 @@ def check_params(reflex: Reflex, raw: dict[str, Any]) -> dict[str, Any]:
         parts = []
         for err in exc.errors():
             loc = ".".join(str(x) for x in err["loc"]) or "(params)"
-            parts.append(f"{loc}: {'unknown parameter' if err['type'] == 'extra_forbidden' else err['msg']}")
-        raise ValueError(f"invalid parameters for reflex '{reflex.name}': " + "; ".join(parts)) from None
+            parts.append(
+                f"{loc}: {'unknown parameter' if err['type'] == 'extra_forbidden' else err['msg']}"
+            )
+        raise ValueError(
+            f"invalid parameters for reflex '{reflex.name}': " + "; ".join(parts)
+        ) from None
 
 
 async def run_reflex(ctx: TurnContext, reflex: Reflex, params: dict[str, Any]) -> ReflexRun:
@@ -61,11 +65,19 @@ async def run_reflex(ctx: TurnContext, reflex: Reflex, params: dict[str, Any]) -
             try:
                 args = substitute(step.args, values, outputs)
             except TemplateError as exc:
-                run.steps.append(StepOutcome(index=i, id=step.id, tool=step.tool, status="failed", output=str(exc)))
+                run.steps.append(
+                    StepOutcome(
+                        index=i, id=step.id, tool=step.tool, status="failed", output=str(exc)
+                    )
+                )
                 stopped = True
                 break
             result = await registry.execute(ctx, step.tool, args)
-            run.steps.append(StepOutcome(index=i, id=step.id, tool=step.tool, status=result.status, output=result.content))
+            run.steps.append(
+                StepOutcome(
+                    index=i, id=step.id, tool=step.tool, status=result.status, output=result.content
+                )
+            )
             if step.id:
                 outputs[step.id] = result.content
             if not result.ok:

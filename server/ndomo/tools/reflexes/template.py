@@ -6,7 +6,9 @@ import re
 from typing import Any, Mapping
 
 PLACEHOLDER = re.compile(r"\{\{\s*(.*?)\s*\}\}", re.S)
-_REF = re.compile(r"^(?:params\.([A-Za-z_][A-Za-z0-9_]*)|steps\.([A-Za-z_][A-Za-z0-9_-]*)\.output)$")
+_REF = re.compile(
+    r"^(?:params\.([A-Za-z_][A-Za-z0-9_]*)|steps\.([A-Za-z_][A-Za-z0-9_-]*)\.output)$"
+)
 
 
 class TemplateError(Exception):

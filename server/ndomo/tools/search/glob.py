@@ -56,8 +56,11 @@ def glob_files(
             return GlobResult(paths=[])
         under = prefix
     try:
-        found = [rel for rel, _ in walk(root, include_hidden=include_hidden, under=under)
-                 if spec.match_file(rel)]
+        found = [
+            rel
+            for rel, _ in walk(root, include_hidden=include_hidden, under=under)
+            if spec.match_file(rel)
+        ]
     except ValueError as exc:
         raise PatternError(str(exc)) from exc
     found.sort()

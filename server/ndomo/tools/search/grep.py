@@ -76,9 +76,12 @@ def find_rg() -> str | None:
         if not cand or not os.access(cand, os.X_OK):
             continue
         try:
-            ok = subprocess.run(
-                [cand, "--version"], capture_output=True, timeout=10, check=False
-            ).returncode == 0
+            ok = (
+                subprocess.run(
+                    [cand, "--version"], capture_output=True, timeout=10, check=False
+                ).returncode
+                == 0
+            )
         except (OSError, subprocess.SubprocessError):
             ok = False
         if ok:
@@ -136,8 +139,18 @@ def grep(
         if rg is None and engine == "ripgrep":
             raise GrepError("ripgrep engine requested but no working rg binary was found")
         if rg is not None:
-            res = _grep_rg(rg, root, start_rel, pattern, glob, keep, limit,
-                           case_insensitive, include_hidden, timeout_s)
+            res = _grep_rg(
+                rg,
+                root,
+                start_rel,
+                pattern,
+                glob,
+                keep,
+                limit,
+                case_insensitive,
+                include_hidden,
+                timeout_s,
+            )
             if res is not None:
                 return res
             if engine == "ripgrep":
@@ -214,8 +227,9 @@ def walk_key(rel: str) -> tuple[str, ...]:
 def _grep_rg(rg, root, start_rel, pattern, glob, keep, limit, icase, hidden, timeout_s):
     """Run rg; ``None`` means rg rejected the regex and the caller should fall back."""
     started = time.monotonic()
-    parallel = _run_rg(rg, root, start_rel, pattern, glob, keep, limit, icase, hidden, timeout_s,
-                       sort=False)
+    parallel = _run_rg(
+        rg, root, start_rel, pattern, glob, keep, limit, icase, hidden, timeout_s, sort=False
+    )
     if parallel != "overflow":
         return parallel
     left = max(0.1, timeout_s - (time.monotonic() - started))
@@ -224,8 +238,13 @@ def _grep_rg(rg, root, start_rel, pattern, glob, keep, limit, icase, hidden, tim
 
 def _rg_cmd(rg, start_rel, pattern, glob, limit, icase, hidden, sort):
     cmd = [
-        rg, "--json", "--no-config", "--no-messages", "--no-require-git",
-        "--no-ignore-global", "--crlf",
+        rg,
+        "--json",
+        "--no-config",
+        "--no-messages",
+        "--no-require-git",
+        "--no-ignore-global",
+        "--crlf",
     ]
     # No --max-filesize: it costs rg a stat of every file (+30% here); the size cap is
     # checked below, only for files that matched.
@@ -254,7 +273,10 @@ def _run_rg(rg, root, start_rel, pattern, glob, keep, limit, icase, hidden, time
     cmd = _rg_cmd(rg, start_rel, pattern, glob, limit, icase, hidden, sort)
     try:
         proc = subprocess.Popen(
-            cmd, cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            cmd,
+            cwd=root,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
     except OSError as exc:
@@ -290,16 +312,24 @@ def _run_rg(rg, root, start_rel, pattern, glob, keep, limit, icase, hidden, time
                 key = rel.replace(os.sep, "/")
                 if key.startswith("./"):
                     key = key[2:]
-                ok = path_ok[rel] = (keep(key) and not _hidden_or_skipped(key, start_rel, hidden)
-                                     and _small_enough(root, key))
+                ok = path_ok[rel] = (
+                    keep(key)
+                    and not _hidden_or_skipped(key, start_rel, hidden)
+                    and _small_enough(root, key)
+                )
             if not ok:
                 continue
             if sort and len(matches) >= limit:
                 truncated = True
                 break
             path = rel.replace(os.sep, "/")
-            matches.append(Match(path=path[2:] if path.startswith("./") else path,
-                                 line=data["line_number"], text=clip_line(_json_text(data["lines"]))))
+            matches.append(
+                Match(
+                    path=path[2:] if path.startswith("./") else path,
+                    line=data["line_number"],
+                    text=clip_line(_json_text(data["lines"])),
+                )
+            )
     finally:
         timer.cancel()
         if proc.poll() is None:

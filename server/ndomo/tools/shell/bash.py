@@ -20,7 +20,9 @@ class BashParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     command: str = Field(min_length=1)
     timeout_s: float | None = Field(
-        default=None, gt=0, le=MAX_TIMEOUT_S,
+        default=None,
+        gt=0,
+        le=MAX_TIMEOUT_S,
         json_schema_extra={"x-hidden": True},
     )
     # true: the command needs the network, so the user is asked (an approved command gets it)
@@ -33,7 +35,8 @@ def effective_timeout(ctx: TurnContext, requested: float | None) -> float:
 
 @tool(
     "bash",
-    BashParams, core=True,
+    BashParams,
+    core=True,
     description=(
         "Run a bash command in the workspace (no stdin); exit code + output. Servers: use serve. "
         "Sandboxed, offline unless approved."

@@ -72,9 +72,15 @@ class Served:
 
     def info(self, tail: int = 20) -> ServedInfo:
         return ServedInfo(
-            name=self.name, kind=self.kind, command=self.command, port=self.port,
-            url=f"http://{HOST}:{self.port}/", pid=self.proc.pid, running=self.running,
-            exit_code=self.proc.returncode, uptime_s=round(time.monotonic() - self.started, 1),
+            name=self.name,
+            kind=self.kind,
+            command=self.command,
+            port=self.port,
+            url=f"http://{HOST}:{self.port}/",
+            pid=self.proc.pid,
+            running=self.running,
+            exit_code=self.proc.returncode,
+            uptime_s=round(time.monotonic() - self.started, 1),
             recent_output=list(self.lines)[-tail:] if tail else [],
         )
 
@@ -93,22 +99,40 @@ class ServeManager:
         return self.sessions.setdefault(session_id, {})
 
     async def start(
-        self, session_id: str, name: str, kind: str, argv: list[str], command: str, port: int, cwd: Path,
-        env: dict[str, str] | None = None, prefix: list[str] | None = None,
-        on_stop: Callable[[], Awaitable[list[str]]] | None = None, listener=None,
+        self,
+        session_id: str,
+        name: str,
+        kind: str,
+        argv: list[str],
+        command: str,
+        port: int,
+        cwd: Path,
+        env: dict[str, str] | None = None,
+        prefix: list[str] | None = None,
+        on_stop: Callable[[], Awaitable[list[str]]] | None = None,
+        listener=None,
     ) -> Served:
         """Start `argv` (after the sandbox `prefix`) in its own process group."""
         table = self.of(session_id)
         old = table.get(name)
         if old is not None and old.running:
-            raise ServeError(f"'{name}' is already running on port {old.port}; stop it first or pick another name")
+            raise ServeError(
+                f"'{name}' is already running on port {old.port}; stop it first or pick another name"
+            )
         table.pop(name, None)
         proc = await asyncio.create_subprocess_exec(
-            *(prefix or []), *argv, cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT, start_new_session=True,
+            *(prefix or []),
+            *argv,
+            cwd=str(cwd),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
             env={**os.environ, **(env or {})},
         )
-        served = Served(name=name, kind=kind, command=command, port=port, proc=proc, on_stop=on_stop)
+        served = Served(
+            name=name, kind=kind, command=command, port=port, proc=proc, on_stop=on_stop
+        )
         if listener is not None:
             served.listeners.append(listener)
         served.pump = asyncio.ensure_future(self._pump(served))

@@ -29,11 +29,13 @@ class ServeParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     action: Literal["start", "stop", "list"]
     command: str | None = Field(
-        default=None, min_length=1,
+        default=None,
+        min_length=1,
         description="binds $HOST:$PORT",
     )
     static_dir: str | None = Field(
-        default=None, min_length=1,
+        default=None,
+        min_length=1,
         description="or: serve this folder",
     )
     name: str | None = Field(default=None, description="needed to stop")
@@ -60,7 +62,16 @@ def manager_for(ctx: TurnContext) -> ServeManager:
 
 
 def static_argv(directory: str, port: int) -> list[str]:
-    return [sys.executable, "-m", "http.server", "--bind", HOST, "--directory", directory, str(port)]
+    return [
+        sys.executable,
+        "-m",
+        "http.server",
+        "--bind",
+        HOST,
+        "--directory",
+        directory,
+        str(port),
+    ]
 
 
 def _command_for_policy(p: ServeParams) -> str | None:
@@ -69,7 +80,9 @@ def _command_for_policy(p: ServeParams) -> str | None:
         return None
     if p.command is not None:
         return p.command
-    return shlex.join(["python3", "-m", "http.server", "--bind", HOST, "--directory", p.static_dir or ".", "PORT"])
+    return shlex.join(
+        ["python3", "-m", "http.server", "--bind", HOST, "--directory", p.static_dir or ".", "PORT"]
+    )
 
 
 @tool(
@@ -89,16 +102,22 @@ async def serve(ctx: TurnContext, p: ServeParams) -> ToolResult:
         if p.action == "list":
             infos = [s.info() for s in mgr.of(sid).values()]
             if not infos:
-                return ToolResult(content="nothing is being served in this session", data={"served": []})
+                return ToolResult(
+                    content="nothing is being served in this session", data={"served": []}
+                )
             lines = []
             for i in infos:
                 state = "running" if i.running else f"exited with {i.exit_code}"
                 lines.append(f"{i.name}: {state} · {i.url} · pid {i.pid} · {i.command}")
                 lines += [f"    | {line}" for line in i.recent_output]
-            return ToolResult(content="\n".join(lines), data={"served": [i.model_dump() for i in infos]})
+            return ToolResult(
+                content="\n".join(lines), data={"served": [i.model_dump() for i in infos]}
+            )
         if p.action == "stop":
             served, notes = await mgr.stop(sid, p.name or "")
-            return ToolResult(content="\n".join([f"stopped '{served.name}' (port {served.port})", *notes]))
+            return ToolResult(
+                content="\n".join([f"stopped '{served.name}' (port {served.port})", *notes])
+            )
         return await _start(ctx, mgr, p)
     except ServeError as exc:
         raise ToolError(str(exc)) from None
@@ -136,7 +155,15 @@ async def _start_served(ctx: TurnContext, mgr: ServeManager, p: ServeParams, liv
         argv = static_argv(str(folder), port)
         shown = f"static files of {relative_to_workspace(folder, ctx.roots)}/"
         served = await mgr.start(
-            ctx.session.id, name, "static", argv, shown, port, root, prefix=box.prefix, on_stop=box.undo_forbidden,
+            ctx.session.id,
+            name,
+            "static",
+            argv,
+            shown,
+            port,
+            root,
+            prefix=box.prefix,
+            on_stop=box.undo_forbidden,
             listener=listener,
         )
     else:
@@ -145,8 +172,17 @@ async def _start_served(ctx: TurnContext, mgr: ServeManager, p: ServeParams, liv
         name = p.name or "server"
         env = {"PORT": str(port), "HOST": HOST}
         served = await mgr.start(
-            ctx.session.id, name, "command", shell_argv(p.command or ""), p.command or "", port, root, env,
-            prefix=box.prefix, on_stop=box.undo_forbidden, listener=listener,
+            ctx.session.id,
+            name,
+            "command",
+            shell_argv(p.command or ""),
+            p.command or "",
+            port,
+            root,
+            env,
+            prefix=box.prefix,
+            on_stop=box.undo_forbidden,
+            listener=listener,
         )
     ready = await mgr.wait_ready(served, READY_WAIT_S)
     if not served.running and served.pump is not None:  # let the reader collect its last words
@@ -158,7 +194,10 @@ async def _start_served(ctx: TurnContext, mgr: ServeManager, p: ServeParams, liv
     notes = await box.undo_forbidden()
     if not served.running:
         await mgr.stop(ctx.session.id, name)
-        raise ToolError(f"'{name}' exited at once with code {info.exit_code}" + (f":\n{tail}" if tail else " (no output)"))
+        raise ToolError(
+            f"'{name}' exited at once with code {info.exit_code}"
+            + (f":\n{tail}" if tail else " (no output)")
+        )
     head = (
         f"serving '{name}' at {info.url} (pid {info.pid})"
         if ready

@@ -44,9 +44,19 @@ def console_errors(stderr: str) -> list[str]:
 
 async def render(binary: str, url: str) -> BrowserPage:
     proc = await asyncio.create_subprocess_exec(
-        binary, "--headless=new", "--disable-gpu", "--no-sandbox", "--no-first-run",
-        "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000", "--dump-dom", url,
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        binary,
+        "--headless=new",
+        "--disable-gpu",
+        "--no-sandbox",
+        "--no-first-run",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--virtual-time-budget=5000",
+        "--dump-dom",
+        url,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
     )
     try:
@@ -58,5 +68,6 @@ async def render(binary: str, url: str) -> BrowserPage:
             await proc.wait()
         raise
     return BrowserPage(
-        dom=out.decode("utf-8", "replace"), console_errors=console_errors(err.decode("utf-8", "replace"))
+        dom=out.decode("utf-8", "replace"),
+        console_errors=console_errors(err.decode("utf-8", "replace")),
     )

@@ -24,13 +24,13 @@ LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 class CheckPageParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    url_or_path: str = Field(
-        min_length=1, description="localhost URL or HTML file"
+    url_or_path: str = Field(min_length=1, description="localhost URL or HTML file")
+    expect: list[str] = Field(
+        default_factory=list, max_length=MAX_SELECTORS, description="CSS selectors to find"
     )
-    expect: list[str] = Field(default_factory=list, max_length=MAX_SELECTORS,
-                              description="CSS selectors to find")
-    missing: list[str] = Field(default_factory=list, max_length=MAX_SELECTORS,
-                               description="CSS selectors not to find")
+    missing: list[str] = Field(
+        default_factory=list, max_length=MAX_SELECTORS, description="CSS selectors not to find"
+    )
 
 
 class SelectorCheck(BaseModel):
@@ -53,13 +53,17 @@ class PageReport(BaseModel):
 
 
 def _is_url(raw: str) -> bool:
-    return "://" in raw or raw.lower().startswith(("http:", "https:", "file:", "data:", "javascript:"))
+    return "://" in raw or raw.lower().startswith(
+        ("http:", "https:", "file:", "data:", "javascript:")
+    )
 
 
 def local_url(raw: str) -> str:
     parts = urlsplit(raw)
     if parts.scheme.lower() not in ("http", "https"):
-        raise ToolError(f"check_page takes http(s) URLs or workspace files, not {parts.scheme or 'this'}: URLs")
+        raise ToolError(
+            f"check_page takes http(s) URLs or workspace files, not {parts.scheme or 'this'}: URLs"
+        )
     host = (parts.hostname or "").lower()
     if host not in LOCAL_HOSTS and not host.endswith(".localhost"):
         raise ToolError(
@@ -81,7 +85,9 @@ def _read_paths(p: CheckPageParams) -> list[str]:
     return [] if _is_url(p.url_or_path) else [p.url_or_path]
 
 
-def run_checks(html: str, expect: list[str], missing: list[str]) -> tuple[str, str, list[SelectorCheck]]:
+def run_checks(
+    html: str, expect: list[str], missing: list[str]
+) -> tuple[str, str, list[SelectorCheck]]:
     soup = html_text.parse(html)
     checks = []
     for want, sels in (("present", expect), ("absent", missing)):
@@ -89,8 +95,15 @@ def run_checks(html: str, expect: list[str], missing: list[str]) -> tuple[str, s
             try:
                 count = len(soup.select(sel))
             except Exception as exc:  # soupsieve raises SelectorSyntaxError and friends
-                checks.append(SelectorCheck(selector=sel, want=want, count=None, ok=False,
-                                            error=f"invalid CSS selector: {str(exc).splitlines()[0]}"))
+                checks.append(
+                    SelectorCheck(
+                        selector=sel,
+                        want=want,
+                        count=None,
+                        ok=False,
+                        error=f"invalid CSS selector: {str(exc).splitlines()[0]}",
+                    )
+                )
                 continue
             ok = count > 0 if want == "present" else count == 0
             checks.append(SelectorCheck(selector=sel, want=want, count=count, ok=ok))
@@ -135,13 +148,27 @@ async def check_page(ctx: TurnContext, p: CheckPageParams) -> ToolResult:
         except (OSError, asyncio.TimeoutError) as exc:
             errors = [f"(chromium could not run: {exc}; checked the {engine} HTML instead)"]
     title, excerpt, checks = await asyncio.to_thread(run_checks, html, p.expect, p.missing)
-    passed = all(c.ok for c in checks) and (status is None or status < 400) and not (
-        engine == "chromium" and errors
+    passed = (
+        all(c.ok for c in checks)
+        and (status is None or status < 400)
+        and not (engine == "chromium" and errors)
     )
-    report = PageReport(target=target, engine=engine, status=status, title=title, excerpt=excerpt,
-                        checks=checks, console_errors=errors, passed=passed)
-    return ToolResult(ok=passed, content=_render(report), status="done" if passed else "failed",
-                      data=report.model_dump())
+    report = PageReport(
+        target=target,
+        engine=engine,
+        status=status,
+        title=title,
+        excerpt=excerpt,
+        checks=checks,
+        console_errors=errors,
+        passed=passed,
+    )
+    return ToolResult(
+        ok=passed,
+        content=_render(report),
+        status="done" if passed else "failed",
+        data=report.model_dump(),
+    )
 
 
 def _render(r: PageReport) -> str:
@@ -159,6 +186,8 @@ def _render(r: PageReport) -> str:
         lines.append("console errors:")
         lines += [f"  {e}" for e in r.console_errors]
     elif r.engine != "chromium":
-        lines.append("(no browser installed: scripts did not run and console errors were not checked)")
+        lines.append(
+            "(no browser installed: scripts did not run and console errors were not checked)"
+        )
     lines.append("text:\n" + (r.excerpt or "(no text)"))
     return "\n".join(lines)

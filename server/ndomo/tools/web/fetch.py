@@ -52,7 +52,10 @@ def check_url(url: str) -> str:
 
 
 async def fetch(
-    url: str, *, max_bytes: int = MAX_BYTES, time_cap_s: float = TIME_CAP_S,
+    url: str,
+    *,
+    max_bytes: int = MAX_BYTES,
+    time_cap_s: float = TIME_CAP_S,
     check_hop: Callable[[str], object] | None = None,
 ) -> Fetched:
     """GET `url`, following redirects by hand; `check_hop` (raising FetchError to refuse) is
@@ -65,18 +68,23 @@ async def fetch(
         raise FetchError(f"gave up on {url} after {time_cap_s:g}s") from None
 
 
-async def _fetch(url: str, max_bytes: int, check_hop: Callable[[str], object] | None = None) -> Fetched:
+async def _fetch(
+    url: str, max_bytes: int, check_hop: Callable[[str], object] | None = None
+) -> Fetched:
     hops: list[str] = []
     timeout = httpx.Timeout(15.0, connect=10.0)
-    async with httpx.AsyncClient(follow_redirects=False, timeout=timeout, headers={"User-Agent": USER_AGENT},
-                                 trust_env=False) as client:
+    async with httpx.AsyncClient(
+        follow_redirects=False, timeout=timeout, headers={"User-Agent": USER_AGENT}, trust_env=False
+    ) as client:
         while True:
             try:
                 async with client.stream("GET", url) as resp:
                     if resp.status_code in _REDIRECTS and "location" in resp.headers:
                         target = urljoin(url, resp.headers["location"])
                         if len(hops) >= MAX_REDIRECTS:
-                            raise FetchError(f"more than {MAX_REDIRECTS} redirects (last: {url} → {target})")
+                            raise FetchError(
+                                f"more than {MAX_REDIRECTS} redirects (last: {url} → {target})"
+                            )
                         try:
                             target = check_url(target)
                             if check_hop is not None:
@@ -97,9 +105,13 @@ async def _fetch(url: str, max_bytes: int, check_hop: Callable[[str], object] | 
                         body += chunk
                     ctype = resp.headers.get("content-type", "")
                     return Fetched(
-                        url=str(resp.url), status=resp.status_code,
-                        content_type=ctype.split(";")[0].strip().lower(), charset=resp.charset_encoding,
-                        body=bytes(body), cut=cut, redirects=hops,
+                        url=str(resp.url),
+                        status=resp.status_code,
+                        content_type=ctype.split(";")[0].strip().lower(),
+                        charset=resp.charset_encoding,
+                        body=bytes(body),
+                        cut=cut,
+                        redirects=hops,
                     )
             except httpx.TimeoutException:
                 raise FetchError(f"{url} did not answer in time") from None

@@ -9,8 +9,31 @@ from bs4 import BeautifulSoup, NavigableString, Tag
 
 _DROP = ("script", "style", "noscript", "template", "svg", "canvas", "iframe", "head")
 _BLOCK = {
-    "p", "div", "section", "article", "main", "header", "footer", "nav", "aside", "ul", "ol", "table",
-    "tr", "blockquote", "pre", "form", "figure", "figcaption", "dl", "dt", "dd", "br", "hr", "body", "html",
+    "p",
+    "div",
+    "section",
+    "article",
+    "main",
+    "header",
+    "footer",
+    "nav",
+    "aside",
+    "ul",
+    "ol",
+    "table",
+    "tr",
+    "blockquote",
+    "pre",
+    "form",
+    "figure",
+    "figcaption",
+    "dl",
+    "dt",
+    "dd",
+    "br",
+    "hr",
+    "body",
+    "html",
 }
 _SPACES = re.compile(r"[ \t\r\f\v]+")
 _BLANKS = re.compile(r"\n{3,}")
@@ -56,7 +79,12 @@ def _walk(node: Tag, out: list[str]) -> None:
         elif name == "a":
             label = child.get_text(" ", strip=True)
             href = child.get("href")
-            if label and isinstance(href, str) and href.startswith(("http://", "https://")) and href != label:
+            if (
+                label
+                and isinstance(href, str)
+                and href.startswith(("http://", "https://"))
+                and href != label
+            ):
                 out.append(f"{label} ({href})")
             else:
                 _walk(child, out)

@@ -12,7 +12,13 @@ from ndomo.tools.web import html_text
 from ndomo.tools.web.fetch import MAX_BYTES, FetchError, Fetched, fetch
 
 MAX_CHARS = 20_000
-_TEXTUAL = ("text/", "application/json", "application/xml", "application/xhtml+xml", "application/javascript")
+_TEXTUAL = (
+    "text/",
+    "application/json",
+    "application/xml",
+    "application/xhtml+xml",
+    "application/javascript",
+)
 
 
 class WebFetchParams(BaseModel):
@@ -29,7 +35,9 @@ def cap_text(text: str, limit: int = MAX_CHARS) -> tuple[str, int]:
 def _is_html(f: Fetched) -> bool:
     if f.content_type in ("text/html", "application/xhtml+xml"):
         return True
-    return not f.content_type and f.body.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html"))
+    return not f.content_type and f.body.lstrip()[:15].lower().startswith(
+        (b"<!doctype html", b"<html")
+    )
 
 
 def render(f: Fetched) -> tuple[str, str]:
@@ -43,9 +51,7 @@ def render(f: Fetched) -> tuple[str, str]:
 @tool(
     "web_fetch",
     WebFetchParams,
-    description=(
-        f"Fetch a web page as text (≤{MAX_CHARS} chars)."
-    ),
+    description=(f"Fetch a web page as text (≤{MAX_CHARS} chars)."),
     modes=("brainstorming",),
     risk="network",
     permission="webfetch",
@@ -58,7 +64,9 @@ async def web_fetch(ctx: TurnContext, p: WebFetchParams) -> ToolResult:
         raise ToolError(str(exc)) from None
     ctype = f.content_type or "unknown type"
     if f.content_type and not f.content_type.startswith(_TEXTUAL) and not _is_html(f):
-        return ToolResult.failed(f"{f.url} is {ctype} ({len(f.body)} bytes): not text, nothing to show")
+        return ToolResult.failed(
+            f"{f.url} is {ctype} ({len(f.body)} bytes): not text, nothing to show"
+        )
     title, text = await asyncio.to_thread(render, f)
     text, dropped = cap_text(text)
     head = [f"URL: {f.url}", f"Status: {f.status} · {ctype}"]
@@ -68,10 +76,18 @@ async def web_fetch(ctx: TurnContext, p: WebFetchParams) -> ToolResult:
         head.append(f"Title: {title}")
     notes = []
     if f.cut:
-        notes.append(f"download stopped at {MAX_BYTES // (1024 * 1024)} MB; the rest of the page was not read")
+        notes.append(
+            f"download stopped at {MAX_BYTES // (1024 * 1024)} MB; the rest of the page was not read"
+        )
     if dropped:
         notes.append(f"text cut at {MAX_CHARS} characters; {dropped} more not shown")
     body = "\n".join(head) + "\n\n" + (text or "(no text)") + "".join(f"\n\n[{n}]" for n in notes)
     ok = f.status < 400
-    data = {"url": f.url, "status": f.status, "content_type": ctype, "cut": f.cut, "chars_dropped": dropped}
+    data = {
+        "url": f.url,
+        "status": f.status,
+        "content_type": ctype,
+        "cut": f.cut,
+        "chars_dropped": dropped,
+    }
     return ToolResult(ok=ok, content=body, status="done" if ok else "failed", data=data)
