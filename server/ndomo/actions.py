@@ -10,8 +10,9 @@ on the command line and `/plan list …` in a prompt.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import to_jsonable_python
@@ -72,7 +73,7 @@ class Action:
     def parse(self, raw: Any) -> BaseModel:
         return parse_params(self.params, raw)
 
-    async def invoke(self, app: "App", raw: Any) -> Any:
+    async def invoke(self, app: App, raw: Any) -> Any:
         params = raw if isinstance(raw, self.params) else self.parse(raw)
         result = await self.handler(app, params)
         return to_jsonable_python(result, by_alias=False)
@@ -174,7 +175,7 @@ class CommandInfo(BaseModel):
 
 
 @action("commands", summary="List every declared action with its LSP command, CLI and slash forms")
-async def commands(app: "App", params: NoParams) -> list[CommandInfo]:
+async def commands(app: App, params: NoParams) -> list[CommandInfo]:
     return [
         CommandInfo(
             name=a.name,

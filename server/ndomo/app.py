@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ndomo.actions import ActionError
 from ndomo.config import ConfigProblem, Settings, load_settings
@@ -106,7 +107,7 @@ class App:
         env: Mapping[str, str] | None = None,
         *,
         origin: str = "cli",
-    ) -> "App":
+    ) -> App:
         settings, problems = load_settings(root, init_options, env)
         return cls(root, settings, problems, origin=origin)
 
@@ -124,7 +125,7 @@ class App:
         """Why there is no plan store (None: there is one, or will be on first use)."""
         return None if self.has_root else no_root_message(self.root)
 
-    async def store(self) -> "PlanStore":
+    async def store(self) -> PlanStore:
         async with self._store_lock:
             if self._store is None:
                 if not self.has_root:

@@ -12,15 +12,16 @@ unknown agent or mode, no workspace) · 3 blocked (handed back) · 4 iteration c
 from __future__ import annotations
 
 import argparse
-import importlib
 import asyncio
+import importlib
 import json
 import logging
 import sys
 import types as pytypes
 import typing
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ndomo import __version__
 

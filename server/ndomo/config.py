@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -217,9 +218,13 @@ def _existing_prefix(d: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
     """The longest prefix of a validation error's location that exists in the data."""
     out: list[Any] = []
     for part in loc:
-        if isinstance(d, dict) and part in d:
-            d = d[part]
-        elif isinstance(d, list) and isinstance(part, int) and 0 <= part < len(d):
+        if (
+            isinstance(d, dict)
+            and part in d
+            or isinstance(d, list)
+            and isinstance(part, int)
+            and 0 <= part < len(d)
+        ):
             d = d[part]
         else:
             break

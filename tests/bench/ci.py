@@ -17,8 +17,8 @@ import sqlite3
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Awaitable, Callable
 
 Budget = Callable[[], Awaitable[list[str]]]
 

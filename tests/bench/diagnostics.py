@@ -11,13 +11,12 @@ round's result is checked (diagnostics published for the changed task, nothing e
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import statistics
 import tempfile
 import time
 from datetime import timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 from tests.bench.common import Result
 

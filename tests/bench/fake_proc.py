@@ -22,7 +22,7 @@ class FakeProc:
         self.proc: subprocess.Popen | None = None
         self.url = ""
 
-    def __enter__(self) -> "FakeProc":
+    def __enter__(self) -> FakeProc:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.bench.fake_server", "--default-text", self.default_text],
             cwd=str(REPO),

@@ -17,7 +17,8 @@ from ndomo.app import App
 from ndomo.runtime.context import TurnContext, TurnRequest
 from ndomo.runtime.host import BaseHost
 from ndomo.runtime.runtime import Runtime
-from ndomo.tools.search.grep import find_rg, grep as grep_fn
+from ndomo.tools.search.grep import find_rg
+from ndomo.tools.search.grep import grep as grep_fn
 from tests.bench.common import Result
 
 FILES = 20_000
@@ -27,7 +28,7 @@ PATTERNS = ["needle_[0-9]+", "def handle_request", "TODO\\(bench\\)"]
 
 def make_tree(root: Path) -> None:
     rnd = random.Random(3)
-    words = "alpha beta gamma delta value result items config render".split()
+    words = ["alpha", "beta", "gamma", "delta", "value", "result", "items", "config", "render"]
     for i in range(FILES):
         folder = root / f"pkg{i % 40}" / f"sub{i % 7}"
         folder.mkdir(parents=True, exist_ok=True)

@@ -15,9 +15,9 @@ from pathlib import Path
 from lsprotocol import types
 
 from tests.bench.common import Result, rss_mb
-from tests.bench.lsp_client import NDOMO, server_pid, start, stop
 from tests.bench.fake_proc import FakeProc
 from tests.bench.idle import settle
+from tests.bench.lsp_client import NDOMO, server_pid, start, stop
 
 TURNS = 200
 

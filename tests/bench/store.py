@@ -37,10 +37,31 @@ PLANS = 10_000
 TASKS_PER_PLAN = 5
 FILES = 1_000
 N = 300
-WORDS = (
-    "parser cache router schema token widget ledger socket render config migrate index "
-    "payment invoice session upload thumbnail search export import queue worker retry"
-).split()
+WORDS = [
+    "parser",
+    "cache",
+    "router",
+    "schema",
+    "token",
+    "widget",
+    "ledger",
+    "socket",
+    "render",
+    "config",
+    "migrate",
+    "index",
+    "payment",
+    "invoice",
+    "session",
+    "upload",
+    "thumbnail",
+    "search",
+    "export",
+    "import",
+    "queue",
+    "worker",
+    "retry",
+]
 STATUSES = (
     ["draft"] * 2 + ["approved"] * 3 + ["executing"] * 3 + ["completed"] * 1 + ["abandoned"] * 1
 )

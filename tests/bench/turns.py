@@ -12,7 +12,6 @@ Every turn's answer is checked: status done and the streamed text equal to the s
 
 from __future__ import annotations
 
-import asyncio
 import statistics
 import tempfile
 import time

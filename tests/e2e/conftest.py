@@ -114,7 +114,7 @@ class Session:
             if server is not None and server.returncode is None:
                 try:
                     await asyncio.wait_for(server.wait(), SHUTDOWN_WAIT_S)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     outlived.append(server.pid)
                     server.kill()
                     await server.wait()

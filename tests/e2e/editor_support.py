@@ -4,8 +4,9 @@ to disk, waiting on diagnostics, and a plan seeded straight into the workspace's
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
@@ -154,7 +155,8 @@ async def seed_plan(
 def structure_code_actions(client) -> None:
     """lsprotocol 2025 reads a CodeAction that carries a command as a bare Command: fix the
     client's converter to pick Command only when `command` is a string."""
-    from typing import Optional, Sequence, Union
+    from collections.abc import Sequence
+    from typing import Optional, Union
 
     converter = client.protocol._converter
 
@@ -164,7 +166,7 @@ def structure_code_actions(client) -> None:
         return converter.structure(obj, types.CodeAction)
 
     converter.register_structure_hook(Union[types.Command, types.CodeAction], hook)
-    for t in (Optional[Sequence[Union[types.Command, types.CodeAction]]],):
+    for t in (Optional[Sequence[types.Command | types.CodeAction]],):
         converter.register_structure_hook(
             t, lambda obj, _: None if obj is None else [hook(o, None) for o in obj]
         )

@@ -21,7 +21,7 @@ async def test_first_text_does_not_wait_for_the_progress_token(tmp_path):
         try:
             await asyncio.wait_for(text_seen.wait(), 20)
             order.append("create answered after text")
-        except asyncio.TimeoutError:
+        except TimeoutError:
             order.append("create answered without text")
         return None
 

@@ -7,12 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from lsprotocol import types
-from pygls.uris import from_fs_path
 
+from ndomo.plans.store import PlanStore
 from tests.e2e.conftest import command
 from tests.e2e.editor_support import EditorDisk, seed_plan, wait_for
 from tests.fakes.fake_model import FakeModel
-from ndomo.plans.store import PlanStore
 
 
 async def _status(workspace, task_id: int) -> str:

@@ -5,7 +5,6 @@ found, no store — and a command that needs one says why."""
 from __future__ import annotations
 
 import pytest
-from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from tests.e2e.conftest import command

@@ -120,7 +120,7 @@ def render_agents(result: Any) -> str:
     summary="List agents (role, mode, permissions) and agent-file problems",
     render=render_agents,
 )
-async def agents_list(app: "App", params: NoParams) -> AgentList:
+async def agents_list(app: App, params: NoParams) -> AgentList:
     """Read fresh from disk, so an edited agent file shows up without a restart."""
     aset = await load_agents_async(app.root)
     return describe_agents([aset.agents[n] for n in aset.names()], aset.problems, app.root)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ndomo.runtime.context import TurnContext
 
 
-def design_writer(ctx: "TurnContext | None") -> str | None:
+def design_writer(ctx: TurnContext | None) -> str | None:
     """The name of the nearest agent (this turn or a delegating one) with `writes: design`."""
     while ctx is not None:
         if getattr(ctx.agent, "writes", "any") == "design":
@@ -42,9 +42,7 @@ class DesignWritesOnly:
 
     name = "design_writes_only"
 
-    async def check(
-        self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel
-    ) -> str | None:
+    async def check(self, ctx: TurnContext, tool: ToolDescriptor, params: BaseModel) -> str | None:
         agent = design_writer(ctx)
         if agent is None:
             return None

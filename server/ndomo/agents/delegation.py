@@ -31,7 +31,7 @@ class TaskParams(BaseModel):
     description=("Delegate a job to a sub-agent; returns its answer."),
     permission="task",
 )
-async def task(ctx: "TurnContext", p: TaskParams) -> ToolResult:
+async def task(ctx: TurnContext, p: TaskParams) -> ToolResult:
     from ndomo.runtime.context import TurnRequest
 
     rt = ctx.runtime
@@ -80,7 +80,7 @@ async def task(ctx: "TurnContext", p: TaskParams) -> ToolResult:
     return ToolResult(content=text, data=data)
 
 
-def _ancestors(ctx: "TurnContext"):
+def _ancestors(ctx: TurnContext):
     node = ctx.parent
     while node is not None:
         yield node

@@ -34,10 +34,10 @@ class TaskBinding(LifecycleHook):
     after = ("turn_record",)
     priority = 20
 
-    def applies(self, ctx: "TurnContext") -> bool:
+    def applies(self, ctx: TurnContext) -> bool:
         return bool(ctx.request.task_id)
 
-    async def run(self, ctx: "TurnContext") -> HookResult | None:
+    async def run(self, ctx: TurnContext) -> HookResult | None:
         from ndomo.plans.errors import StoreError
 
         store = await ctx.app.store()
@@ -66,10 +66,10 @@ class TaskPrompt(PromptContributor):
     priority = 40
     placement = "turn"  # changes every turn: kept out of the cached system prompt
 
-    def applies(self, ctx: "TurnContext") -> bool:
+    def applies(self, ctx: TurnContext) -> bool:
         return TASK_KEY in ctx.state
 
-    async def contribute(self, ctx: "TurnContext") -> str | None:
+    async def contribute(self, ctx: TurnContext) -> str | None:
         bound = ctx.state[TASK_KEY]
         t = bound["task"]
         files = ", ".join(t.files) or "not listed"
@@ -89,10 +89,10 @@ class ChildTurns(LifecycleHook):
     after = ("turn_record",)
     priority = 21
 
-    def applies(self, ctx: "TurnContext") -> bool:
+    def applies(self, ctx: TurnContext) -> bool:
         return ctx.parent is not None
 
-    async def run(self, ctx: "TurnContext") -> HookResult | None:
+    async def run(self, ctx: TurnContext) -> HookResult | None:
         scope = sc.scope_of(ctx.parent) if sc.scope_owner(ctx.parent) else None
         if scope is not None and ctx.turn_id is not None:
             scope.child_turns.append(ctx.turn_id)
@@ -107,10 +107,10 @@ class ScopeStart(LifecycleHook):
     name = "agents.scope_start"
     priority = 20
 
-    def applies(self, ctx: "TurnContext") -> bool:
+    def applies(self, ctx: TurnContext) -> bool:
         return sc.is_scoped(ctx)
 
-    async def run(self, ctx: "TurnContext") -> HookResult | None:
+    async def run(self, ctx: TurnContext) -> HookResult | None:
         scope = sc.scope_of(ctx)
         assert scope is not None
         bound = ctx.state.get(TASK_KEY)
@@ -132,10 +132,10 @@ class ScopeFinish(LifecycleHook):
     name = "agents.scope_finish"
     priority = 80  # before turn_finish (90): the turn record gets the hand-back
 
-    def applies(self, ctx: "TurnContext") -> bool:
+    def applies(self, ctx: TurnContext) -> bool:
         return sc.is_scoped(ctx) and sc.SCOPE_KEY in ctx.state
 
-    async def run(self, ctx: "TurnContext") -> HookResult | None:
+    async def run(self, ctx: TurnContext) -> HookResult | None:
         scope: sc.Scope = ctx.state[sc.SCOPE_KEY]
         if scope.state == 4:
             ctx.handback = ctx.handback or scope.handback
@@ -158,10 +158,10 @@ class TaskFinish(LifecycleHook):
     name = "agents.task_finish"
     priority = 85  # after scope_finish (80: a hand-back blocks the task), before turn_finish (90)
 
-    def applies(self, ctx: "TurnContext") -> bool:
+    def applies(self, ctx: TurnContext) -> bool:
         return TASK_KEY in ctx.state
 
-    async def run(self, ctx: "TurnContext") -> HookResult | None:
+    async def run(self, ctx: TurnContext) -> HookResult | None:
         bound = ctx.state[TASK_KEY]
         store = await ctx.app.store()
         try:
@@ -184,7 +184,7 @@ class TaskFinish(LifecycleHook):
         return None
 
 
-async def _block_bound_task(ctx: "TurnContext", reason: str) -> None:
+async def _block_bound_task(ctx: TurnContext, reason: str) -> None:
     """A plan task the turn gave up on is blocked, not left running."""
     bound = ctx.state.get(TASK_KEY)
     if not bound:
@@ -200,7 +200,7 @@ async def _block_bound_task(ctx: "TurnContext", reason: str) -> None:
         log.exception("could not block task %s", bound["task"].id)
 
 
-async def scope_after_call(ctx: "TurnContext", name: str, result: ToolResult) -> ToolResult:
+async def scope_after_call(ctx: TurnContext, name: str, result: ToolResult) -> ToolResult:
     """After each call: note plan tools, count files, and end the turn once State 4 is hit."""
     if result.status == "done":
         await sc.note_tool_done(ctx, name)
@@ -213,7 +213,7 @@ async def scope_after_call(ctx: "TurnContext", name: str, result: ToolResult) ->
     return result
 
 
-def setup(plugins: "Plugins") -> None:
+def setup(plugins: Plugins) -> None:
     plugins.tools.policy = AgentPolicy()
     plugins.tools.guards.append(DesignWritesOnly())
     plugins.tools.guards.append(sc.ScopeGuard())

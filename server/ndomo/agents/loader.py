@@ -101,10 +101,13 @@ def _data_path(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
     (drops union-branch tags such as `literal['allow','ask','deny']`)."""
     kept: list[Any] = []
     for part in loc:
-        if isinstance(data, dict) and part in data:
-            kept.append(part)
-            data = data[part]
-        elif isinstance(data, list) and isinstance(part, int) and part < len(data):
+        if (
+            isinstance(data, dict)
+            and part in data
+            or isinstance(data, list)
+            and isinstance(part, int)
+            and part < len(data)
+        ):
             kept.append(part)
             data = data[part]
     return tuple(kept)

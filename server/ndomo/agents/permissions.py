@@ -8,8 +8,8 @@ exactly, so they become a `BashPolicy` whose layers are all consulted at decisio
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import lru_cache
-from typing import Mapping
 
 from .schema import STRICTNESS, Action, AgentPermission, BashPolicy, TaskPolicy
 

@@ -28,7 +28,7 @@ FLAT_KEYS = ("edit", "write", "webfetch", "question", "plan_db")
 _PERM_KEY = "agents.permission"
 
 
-def effective_permission(ctx: "TurnContext") -> AgentPermission:
+def effective_permission(ctx: TurnContext) -> AgentPermission:
     """The agent's permission, narrowed by every delegating ancestor (cached per turn)."""
     cached = ctx.state.get(_PERM_KEY)
     if cached is not None:
@@ -80,9 +80,7 @@ def _paths(tool: ToolDescriptor, params: BaseModel, key: str) -> list[str]:
         ) from None
 
 
-def _control_verdict(
-    ctx: "TurnContext", tool: ToolDescriptor, paths: list[str]
-) -> "Verdict | None":
+def _control_verdict(ctx: TurnContext, tool: ToolDescriptor, paths: list[str]) -> Verdict | None:
     """Writes to the control files: refused (.git/, .ndomo/, plan views) or always asked
     (agent files, config, project instructions), whatever the agent's permission says."""
     from ndomo.security.control import control_kind, real_target, warning
@@ -138,12 +136,12 @@ class Verdict(BaseModel):
 class AgentPolicy:
     """`PermissionPolicy` for the runtime: see the module docstring for the order."""
 
-    def visible(self, ctx: "TurnContext", tool: ToolDescriptor) -> bool:
+    def visible(self, ctx: TurnContext, tool: ToolDescriptor) -> bool:
         if ctx.agent is None or tool.permission is None:
             return True
         return not is_flat_deny(effective_permission(ctx), tool.permission)
 
-    async def verdict(self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel) -> Verdict:
+    async def verdict(self, ctx: TurnContext, tool: ToolDescriptor, params: BaseModel) -> Verdict:
         """What the agent's permission says about this call, before approvals."""
         try:
             return await self._verdict(ctx, tool, params)
@@ -155,9 +153,7 @@ class AgentPolicy:
                 reason=str(exc),
             )
 
-    async def _verdict(
-        self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel
-    ) -> Verdict:
+    async def _verdict(self, ctx: TurnContext, tool: ToolDescriptor, params: BaseModel) -> Verdict:
         perm = effective_permission(ctx)
         key = tool.permission
         if key is None:
@@ -225,7 +221,7 @@ class AgentPolicy:
         return verdict
 
     async def check(
-        self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel
+        self, ctx: TurnContext, tool: ToolDescriptor, params: BaseModel
     ) -> PermissionDecision:
         v = await self.verdict(ctx, tool, params)
         who = f"{ctx.agent_name} ({ctx.mode})"
@@ -263,7 +259,7 @@ class AgentPolicy:
         return await self._ask(ctx, v, tool)
 
     async def _ask(
-        self, ctx: "TurnContext", v: Verdict, tool: ToolDescriptor | None = None
+        self, ctx: TurnContext, v: Verdict, tool: ToolDescriptor | None = None
     ) -> PermissionDecision:
         network = await shell_network(ctx, tool, v, approved=True) if tool is not None else None
         sandbox = ""
@@ -318,7 +314,7 @@ class AgentPolicy:
 
 
 async def shell_network(
-    ctx: "TurnContext", tool: ToolDescriptor | None, v: Verdict, *, approved: bool
+    ctx: TurnContext, tool: ToolDescriptor | None, v: Verdict, *, approved: bool
 ) -> bool | None:
     """Does this shell call get network inside the OS sandbox? None: not a shell call.
 
@@ -341,7 +337,7 @@ async def shell_network(
     return action == "allow" or (approved and action != "deny")
 
 
-def _is_secret(ctx: "TurnContext", path: str) -> bool:
+def _is_secret(ctx: TurnContext, path: str) -> bool:
     from ndomo.security.paths import is_secret
 
     try:

@@ -7,7 +7,7 @@ silently granting the defaults.
 from __future__ import annotations
 
 import re
-from typing import Literal, Union
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, InstanceOf, field_validator, model_validator
 
@@ -30,7 +30,7 @@ class BashPolicy(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    layers: list[Union[Action, dict[str, Action]]]
+    layers: list[Action | dict[str, Action]]
 
     def decide(self, command: str, *, cwd=None, roots=None, secret_globs=None):
         """The `ShellDecision` of the strictest layer (the first one on a tie)."""
@@ -62,14 +62,14 @@ class AgentPermission(BaseModel):
 
     edit: Action = "ask"
     write: Action = "ask"
-    bash: Union[Action, dict[str, Action], InstanceOf[BashPolicy]] = "ask"
+    bash: Action | dict[str, Action] | InstanceOf[BashPolicy] = "ask"
     webfetch: Action = "ask"
     question: Action = "allow"
-    task: Union[dict[str, Action], InstanceOf[TaskPolicy]] = Field(default_factory=dict)
+    task: dict[str, Action] | InstanceOf[TaskPolicy] = Field(default_factory=dict)
     plan_db: Action = "ask"
     # Network for a shell command inside the OS sandbox (same shapes as `bash`): allow gives
     # it without asking, ask (default) only with the user's approval of the command, deny never.
-    network: Union[Action, dict[str, Action], InstanceOf[BashPolicy]] = "ask"
+    network: Action | dict[str, Action] | InstanceOf[BashPolicy] = "ask"
 
     @field_validator("task", mode="before")
     @classmethod
@@ -108,7 +108,7 @@ class Threshold(BaseModel):
     )
 
     @model_validator(mode="after")
-    def _ordered(self) -> "Threshold":
+    def _ordered(self) -> Threshold:
         if self.direct > self.planned:
             raise ValueError(f"direct ({self.direct}) must not exceed planned ({self.planned})")
         return self

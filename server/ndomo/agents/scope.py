@@ -75,14 +75,14 @@ class Scope:
         return ""
 
 
-def is_scoped(ctx: "TurnContext") -> bool:
+def is_scoped(ctx: TurnContext) -> bool:
     agent = ctx.agent
     return agent is not None and (
         getattr(agent, "threshold", None) is not None or ctx.agent_name == "craftsman"
     )
 
 
-def scope_owner(ctx: "TurnContext | None") -> "TurnContext | None":
+def scope_owner(ctx: TurnContext | None) -> TurnContext | None:
     """The nearest turn (this one or a delegating one) whose agent has a threshold."""
     while ctx is not None:
         if is_scoped(ctx):
@@ -91,7 +91,7 @@ def scope_owner(ctx: "TurnContext | None") -> "TurnContext | None":
     return None
 
 
-def scope_of(ctx: "TurnContext") -> Scope | None:
+def scope_of(ctx: TurnContext) -> Scope | None:
     owner = scope_owner(ctx)
     if owner is None:
         return None
@@ -104,7 +104,7 @@ def scope_of(ctx: "TurnContext") -> Scope | None:
     return scope
 
 
-def rel_path(ctx: "TurnContext", path: Path | str) -> str:
+def rel_path(ctx: TurnContext, path: Path | str) -> str:
     p = Path(path)
     if not p.is_absolute():
         return PurePosixPath(str(path).replace("\\", "/")).as_posix()
@@ -114,11 +114,11 @@ def rel_path(ctx: "TurnContext", path: Path | str) -> str:
         return p.as_posix()
 
 
-def touched(owner: "TurnContext") -> list[str]:
+def touched(owner: TurnContext) -> list[str]:
     return list(dict.fromkeys(rel_path(owner, p) for p in owner.modified))
 
 
-async def publish(owner: "TurnContext", scope: Scope) -> None:
+async def publish(owner: TurnContext, scope: Scope) -> None:
     """Show the scope state in `ndomo/status` while the turn runs."""
     text = scope.label(len(touched(owner)), owner.agent_name)
     owner.state["status_state"] = text
@@ -130,7 +130,7 @@ async def publish(owner: "TurnContext", scope: Scope) -> None:
 # -- plan detection ---------------------------------------------------------------------
 
 
-async def executing_plan(owner: "TurnContext") -> str | None:
+async def executing_plan(owner: TurnContext) -> str | None:
     """Slug of an executing plan this session (or this agent) runs, if any."""
     store = await owner.app.store()
     for plan in await store.list_plans(status="executing"):
@@ -142,7 +142,7 @@ async def executing_plan(owner: "TurnContext") -> str | None:
     return None
 
 
-async def note_tool_done(ctx: "TurnContext", name: str) -> None:
+async def note_tool_done(ctx: TurnContext, name: str) -> None:
     """A plan tool finished: the turn may have entered State 2 or 3."""
     scope = scope_of(ctx)
     if scope is None or scope.state == 4:
@@ -169,9 +169,54 @@ async def note_tool_done(ctx: "TurnContext", name: str) -> None:
 # -- explicit scope -----------------------------------------------------------------------
 
 _TEXT_EXTENSIONS = frozenset(
-    ".md .txt .rst .json .yaml .yml .toml .ini .cfg .html .htm .css .scss .sass .less .sh .bash"
-    " .c .h .cc .cpp .hpp .java .kt .kts .rb .php .sql .lua .swift .cs .ex .exs .erl .hs .ml"
-    " .scala .dart .r .jl .proto .graphql .xml .svg .env .lock".split()
+    [
+        ".md",
+        ".txt",
+        ".rst",
+        ".json",
+        ".yaml",
+        ".yml",
+        ".toml",
+        ".ini",
+        ".cfg",
+        ".html",
+        ".htm",
+        ".css",
+        ".scss",
+        ".sass",
+        ".less",
+        ".sh",
+        ".bash",
+        ".c",
+        ".h",
+        ".cc",
+        ".cpp",
+        ".hpp",
+        ".java",
+        ".kt",
+        ".kts",
+        ".rb",
+        ".php",
+        ".sql",
+        ".lua",
+        ".swift",
+        ".cs",
+        ".ex",
+        ".exs",
+        ".erl",
+        ".hs",
+        ".ml",
+        ".scala",
+        ".dart",
+        ".r",
+        ".jl",
+        ".proto",
+        ".graphql",
+        ".xml",
+        ".svg",
+        ".env",
+        ".lock",
+    ]
 )
 _PATHISH = re.compile(
     r"(?<![\w/.:-])((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/-])"
@@ -208,7 +253,7 @@ def handback_text(scope: Scope, count: int, restored: list[str], unrestored: lis
     return " ".join(parts)
 
 
-async def rollback_scope(owner: "TurnContext", scope: Scope) -> tuple[list[str], list[str]]:
+async def rollback_scope(owner: TurnContext, scope: Scope) -> tuple[list[str], list[str]]:
     """Restore every file the owner turn and its sub-turns changed; (restored, failed)."""
     store = await owner.app.store()
     before: dict[str, str | None] = {}
@@ -235,7 +280,7 @@ async def rollback_scope(owner: "TurnContext", scope: Scope) -> tuple[list[str],
     return restored, failed
 
 
-async def abandon_own_drafts(owner: "TurnContext", scope: Scope) -> list[str]:
+async def abandon_own_drafts(owner: TurnContext, scope: Scope) -> list[str]:
     """State 4: the draft plans this turn created are abandoned (audited), so no orphan
     drafts remain; a plan that moved on from draft is left alone."""
     store = await owner.app.store()
@@ -262,7 +307,7 @@ async def abandon_own_drafts(owner: "TurnContext", scope: Scope) -> list[str]:
     return done
 
 
-async def enter_state4(owner: "TurnContext", scope: Scope, count: int) -> str:
+async def enter_state4(owner: TurnContext, scope: Scope, count: int) -> str:
     scope.state = 4
     restored, failed = await rollback_scope(owner, scope)
     scope.restored, scope.unrestored = restored, failed
@@ -315,9 +360,9 @@ def stack_of(path: str) -> str | None:
 
 
 async def _lines_after(
-    owner: "TurnContext",
+    owner: TurnContext,
     scope: Scope,
-    ctx: "TurnContext",
+    ctx: TurnContext,
     params: BaseModel,
     targets: list[str],
     done: list[str],
@@ -367,9 +412,7 @@ class ScopeGuard:
 
     name = "craftsman_scope"
 
-    async def check(
-        self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel
-    ) -> str | None:
+    async def check(self, ctx: TurnContext, tool: ToolDescriptor, params: BaseModel) -> str | None:
         owner = scope_owner(ctx)
         if owner is None:
             return None
@@ -418,7 +461,7 @@ class ScopeGuard:
         return None
 
 
-async def after_call(ctx: "TurnContext") -> None:
+async def after_call(ctx: TurnContext) -> None:
     """Count files changed by tools that could not announce them; >planned is State 4."""
     owner = scope_owner(ctx)
     scope = scope_of(ctx) if owner is not None else None

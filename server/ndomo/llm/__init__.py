@@ -1,5 +1,6 @@
 """Model clients: OpenAI-compatible (default) and Anthropic (optional)."""
 
+from .capabilities import Capabilities
 from .client import ModelClient, Probe, make_client
 from .errors import (
     ModelAuthError,
@@ -15,7 +16,6 @@ from .errors import (
     ModelToolsUnsupported,
     ModelUnreachable,
 )
-from .capabilities import Capabilities
 from .messages import (
     Finished,
     Message,

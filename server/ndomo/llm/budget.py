@@ -10,8 +10,8 @@ exchanges, then the tool list (the mode's and agent's core set), then the system
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 from .capabilities import estimate_tokens
 from .errors import ModelContextTooSmall

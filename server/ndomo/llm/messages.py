@@ -7,7 +7,7 @@ without touching them; each client converts to its wire format at the edge.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -114,5 +114,5 @@ class Finished(_Model):
 
 
 StreamEvent = Annotated[
-    Union[TextDelta, ToolCallReady, UsageEvent, Finished], Field(discriminator="kind")
+    TextDelta | ToolCallReady | UsageEvent | Finished, Field(discriminator="kind")
 ]

@@ -8,7 +8,8 @@ remembers that in `caps`. Retries are the SDK's (`max_retries`, honouring Retry-
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import openai

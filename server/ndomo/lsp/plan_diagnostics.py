@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -72,7 +72,7 @@ def _parse(ts: str) -> datetime:
 
 
 def _fmt(t: datetime) -> str:
-    return t.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return t.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class _Stopper:
@@ -194,7 +194,7 @@ class PlanDiagnosticsFeature(Feature):
     async def _apply(self, app: App, store: Any, stamps: list, full: bool, dirty: set[str]) -> None:
         from ndomo.plans.errors import StoreError
 
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         newest = None if full else self._since
         live: set[str] = set()
         for stamp in stamps:

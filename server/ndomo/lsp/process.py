@@ -97,7 +97,7 @@ class Life:
             await asyncio.wait(others, timeout=CANCEL_GRACE_S)
         try:
             await asyncio.wait_for(asyncio.shield(self.close_app()), CLOSE_GRACE_S)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             log.warning("closing the workspace took over %.0f s; exiting anyway", CLOSE_GRACE_S)
         except Exception:
             log.exception("closing the workspace failed")

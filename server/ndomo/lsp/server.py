@@ -122,12 +122,12 @@ class Feature:
 
 
 def _feature_classes() -> list[type[Feature]]:
+    from ndomo.lsp.agent_diagnostics import AgentDiagnosticsFeature
     from ndomo.lsp.code_actions import CodeActionsFeature
     from ndomo.lsp.commands import CommandsFeature
     from ndomo.lsp.config_report import ConfigReportFeature
-    from ndomo.lsp.lifecycle import LifecycleFeature
-    from ndomo.lsp.agent_diagnostics import AgentDiagnosticsFeature
     from ndomo.lsp.documents import DocumentsFeature
+    from ndomo.lsp.lifecycle import LifecycleFeature
     from ndomo.lsp.plan_diagnostics import PlanDiagnosticsFeature
     from ndomo.lsp.progress import TurnProgressFeature
     from ndomo.lsp.status import StatusFeature

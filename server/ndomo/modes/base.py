@@ -24,29 +24,29 @@ class AgentMode:
     name: str
     contract: ModeContract
 
-    def is_active(self, ctx: "TurnContext") -> bool:
+    def is_active(self, ctx: TurnContext) -> bool:
         return ctx.mode == self.name
 
-    def iteration_cap(self, ctx: "TurnContext") -> int:
+    def iteration_cap(self, ctx: TurnContext) -> int:
         caps = ctx.app.settings.modes.iteration_caps
         return caps.get(self.name, self.contract.iteration_cap)  # type: ignore[arg-type]
 
-    def tools(self) -> list["ToolDescriptor"]:
+    def tools(self) -> list[ToolDescriptor]:
         return []
 
-    def hooks(self) -> list["HookBase"]:
+    def hooks(self) -> list[HookBase]:
         return []
 
-    def prompt_contributors(self) -> list["PromptContributor"]:
+    def prompt_contributors(self) -> list[PromptContributor]:
         return []
 
-    def commands(self) -> list["CommandSpec"]:
+    def commands(self) -> list[CommandSpec]:
         return []
 
-    def guards(self) -> list["ToolGuard"]:
+    def guards(self) -> list[ToolGuard]:
         return []
 
-    async def on_stop(self, ctx: "TurnContext", answer: str) -> str | None:
+    async def on_stop(self, ctx: TurnContext, answer: str) -> str | None:
         """The model stopped (no tool calls) with `answer`: return a message to re-prompt it
         with, or None to end the turn (a mode may set ctx.status first)."""
         return None
@@ -54,7 +54,7 @@ class AgentMode:
     def on_runtime(self, runtime) -> None:
         """Called with each Runtime built from these plugins (to add event listeners …)."""
 
-    def setup(self, plugins: "Plugins") -> None:
+    def setup(self, plugins: Plugins) -> None:
         for t in self.tools():
             plugins.tools.add(t)
         plugins.hooks.extend(self.hooks())

@@ -6,8 +6,9 @@ Handlers translate the store's errors into ActionError: unknown ids and bad valu
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, AsyncIterator
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
@@ -112,7 +113,7 @@ class SessionListParams(_P):
 
 
 @asynccontextmanager
-async def _store(app: "App") -> AsyncIterator["PlanStore"]:
+async def _store(app: App) -> AsyncIterator[PlanStore]:
     try:
         yield await app.store()
     except StoreError as exc:
@@ -120,19 +121,19 @@ async def _store(app: "App") -> AsyncIterator["PlanStore"]:
 
 
 @action("plan.list", PlanListParams, summary="List plans (newest first)")
-async def plan_list(app: "App", p: PlanListParams) -> list[Plan]:
+async def plan_list(app: App, p: PlanListParams) -> list[Plan]:
     async with _store(app) as s:
         return await s.list_plans(p.status, include_archived=p.include_archived, limit=p.limit)
 
 
 @action("plan.show", PlanRef, summary="Show a plan with its tasks, files, tags, progress and audit")
-async def plan_show(app: "App", p: PlanRef) -> PlanDetail:
+async def plan_show(app: App, p: PlanRef) -> PlanDetail:
     async with _store(app) as s:
         return await s.get_plan(p.id)
 
 
 @action("plan.search", PlanSearchParams, summary="Search plans by text and/or by a file they touch")
-async def plan_search(app: "App", p: PlanSearchParams) -> list[Plan]:
+async def plan_search(app: App, p: PlanSearchParams) -> list[Plan]:
     async with _store(app) as s:
         return await s.search_plans(
             p.query, file_path=p.file_path, include_archived=p.include_archived, limit=p.limit
@@ -140,13 +141,13 @@ async def plan_search(app: "App", p: PlanSearchParams) -> list[Plan]:
 
 
 @action("plan.approve", PlanApproveParams, summary="Approve a draft plan")
-async def plan_approve(app: "App", p: PlanApproveParams) -> StatusChange:
+async def plan_approve(app: App, p: PlanApproveParams) -> StatusChange:
     async with _store(app) as s:
         return await s.approve_plan(p.id, actor="user", session_id=p.session_id)
 
 
 @action("plan.status", PlanStatusParams, summary="Move a plan to another status (dry_run, force)")
-async def plan_status(app: "App", p: PlanStatusParams) -> StatusChange:
+async def plan_status(app: App, p: PlanStatusParams) -> StatusChange:
     async with _store(app) as s:
         return await s.update_plan_status(
             p.id,
@@ -160,25 +161,25 @@ async def plan_status(app: "App", p: PlanStatusParams) -> StatusChange:
 
 
 @action("plan.delete", PlanDeleteParams, summary="Delete a finished plan (needs confirm: true)")
-async def plan_delete(app: "App", p: PlanDeleteParams) -> PlanDeleted:
+async def plan_delete(app: App, p: PlanDeleteParams) -> PlanDeleted:
     async with _store(app) as s:
         return await s.delete_plan(p.id, p.confirm)
 
 
 @action("plan.progress", PlanRef, summary="Task counts and percentage done of a plan")
-async def plan_progress(app: "App", p: PlanRef) -> Progress:
+async def plan_progress(app: App, p: PlanRef) -> Progress:
     async with _store(app) as s:
         return await s.plan_progress(p.id)
 
 
 @action("task.list", TaskListParams, summary="List a plan's tasks")
-async def task_list(app: "App", p: TaskListParams) -> list[Task]:
+async def task_list(app: App, p: TaskListParams) -> list[Task]:
     async with _store(app) as s:
         return await s.list_tasks(p.plan, p.status)
 
 
 @action("task.next", TaskNextParams, summary="Claim (or peek at) the next ready task for an agent")
-async def task_next(app: "App", p: TaskNextParams) -> Task | None:
+async def task_next(app: App, p: TaskNextParams) -> Task | None:
     async with _store(app) as s:
         if p.peek:
             return await s.peek_task_for_agent(p.agent, p.plan, p.session_id)
@@ -186,7 +187,7 @@ async def task_next(app: "App", p: TaskNextParams) -> Task | None:
 
 
 @action("task.status", TaskStatusParams, summary="Set a task's status (and result or error)")
-async def task_status(app: "App", p: TaskStatusParams) -> Task:
+async def task_status(app: App, p: TaskStatusParams) -> Task:
     async with _store(app) as s:
         return await s.update_task_status(
             p.id, p.status, result=p.result, error=p.error, agent=p.agent, session_id=p.session_id
@@ -194,7 +195,7 @@ async def task_status(app: "App", p: TaskStatusParams) -> Task:
 
 
 @action("session.list", SessionListParams, summary="List sessions (newest first)")
-async def session_list(app: "App", p: SessionListParams) -> list[Session]:
+async def session_list(app: App, p: SessionListParams) -> list[Session]:
     async with _store(app) as s:
         return await s.list_sessions(p.limit, open_only=p.open_only)
 
@@ -225,7 +226,7 @@ def _render_memories(rows: list) -> str:
     summary="List the notes agents remembered (newest first)",
     render=_render_memories,
 )
-async def memory_list(app: "App", p: MemoryListParams) -> list[Memory]:
+async def memory_list(app: App, p: MemoryListParams) -> list[Memory]:
     async with _store(app) as s:
         if p.query:
             return await s.search_memories(p.query, p.limit, category=p.category, any_word=True)
@@ -233,6 +234,6 @@ async def memory_list(app: "App", p: MemoryListParams) -> list[Memory]:
 
 
 @action("memory.delete", MemoryDeleteParams, summary="Delete one note")
-async def memory_delete(app: "App", p: MemoryDeleteParams) -> Memory:
+async def memory_delete(app: App, p: MemoryDeleteParams) -> Memory:
     async with _store(app) as s:
         return await s.delete_memory(p.id)

@@ -11,9 +11,10 @@ import asyncio
 import json
 import logging
 import sqlite3
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 import aiosqlite
 from pydantic import BaseModel, ValidationError

@@ -11,10 +11,10 @@ import asyncio
 import random
 import sqlite3
 import threading
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import AsyncIterator
 
 import aiosqlite
 
@@ -26,7 +26,7 @@ PRAGMAS = (f"busy_timeout = {BUSY_TIMEOUT_MS}", "foreign_keys = ON", "synchronou
 
 
 def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def is_busy(exc: BaseException) -> bool:

@@ -6,8 +6,9 @@ scripts or async callables taking the connection (inside the step's transaction)
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Awaitable, Callable, Union
+from typing import Union
 
 import aiosqlite
 

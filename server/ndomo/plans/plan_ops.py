@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import TypeAdapter
@@ -301,7 +301,7 @@ class PlanOps(StoreBase):
         if plan.status not in TERMINAL_PLAN_STATUSES:
             raise Refused(f"plan {plan.slug} is {plan.status}; only finished plans are archived")
         keep = self.workspace / plan.archive_path if plan.archive_path else None
-        date = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+        date = datetime.now(UTC).strftime("%Y-%m-%d")
         path = await archive.write_archive(
             self.workspace, plan.slug, date, archive.render(plan), keep
         )

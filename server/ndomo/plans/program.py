@@ -16,7 +16,8 @@ through aiosqlite's public API when the private hop is missing. The logic exists
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Callable, Generator, TypeVar
+from collections.abc import Callable, Generator
+from typing import Any, TypeVar
 
 from ndomo.plans.db import is_busy
 

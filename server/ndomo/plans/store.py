@@ -30,7 +30,7 @@ class PlanStore(
         self._closed = False
 
     @classmethod
-    async def open(cls, db_path: Path, *, workspace: Path) -> "PlanStore":
+    async def open(cls, db_path: Path, *, workspace: Path) -> PlanStore:
         """Open (creating parent folders and the file) and migrate to the latest schema."""
         db_path = Path(db_path)
         conn = await connect(db_path)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from ndomo.plans import artifacts
 from ndomo.plans.base import StoreBase, dumps, loads, row_dict, validate

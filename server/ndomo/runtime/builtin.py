@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import platform
-from datetime import datetime, timezone
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ndomo.runtime.context import TurnContext
-from ndomo.runtime.events import TurnEvent, TurnFinished, TurnStarted
+from ndomo.runtime.events import TurnFinished, TurnStarted
 from ndomo.runtime.hooks import HookResult, LifecycleHook, Phase
 from ndomo.runtime.plugins import Plugins
 from ndomo.runtime.prompts import PromptContributor

@@ -60,21 +60,21 @@ FINAL_STATE = "status_final"
 
 @dataclass
 class TurnContext:
-    app: "App"
-    runtime: "Runtime"
-    host: "Host"
+    app: App
+    runtime: Runtime
+    host: Host
     request: TurnRequest
     session: SessionState
     mode: str
     agent_name: str
     turn_id: int | None = None
     parent_turn_id: int | None = None
-    parent: "TurnContext | None" = None  # the delegating turn, for nested (sub-agent) turns
+    parent: TurnContext | None = None  # the delegating turn, for nested (sub-agent) turns
     depth: int = 0
     agent: Any = None  # AgentDef once built
     system_prompt: str = ""
-    messages: list["Message"] = field(default_factory=list)
-    tools: list["ToolDescriptor"] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    tools: list[ToolDescriptor] = field(default_factory=list)
     status: str = "running"  # done | cancelled | failed | blocked | capped
     answer: str = ""
     error: str | None = None

@@ -6,21 +6,23 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ndomo.llm.budget import trim_to_chars
 from ndomo.llm.errors import ModelContextExceeded, ModelError, ModelToolsUnsupported
 from ndomo.llm.messages import (
     Message,
-    TextDelta as ModelText,
     ToolCall,
     ToolCallReady,
     ToolSpec,
     UsageEvent,
 )
-from ndomo.llm.budget import trim_to_chars
+from ndomo.llm.messages import (
+    TextDelta as ModelText,
+)
 from ndomo.runtime import model_fit as mf
 from ndomo.runtime.context import TurnContext
+from ndomo.runtime.events import Notice, TextDelta, ToolFinished, ToolStarted
 from ndomo.runtime.history import record
 from ndomo.runtime.output import current_call
-from ndomo.runtime.events import Notice, TextDelta, ToolFinished, ToolStarted
 from ndomo.runtime.tools import ToolResult, tool_specs
 
 log = logging.getLogger("ndomo.runtime")
@@ -30,7 +32,6 @@ SKIPPED = "not run: the turn ended before this call"
 
 def client_for(ctx: TurnContext) -> Any:
     """One model client per distinct configuration, shared across turns."""
-    from ndomo.llm.client import make_client
 
     cfg = ctx.app.settings.model
     agent_model = getattr(ctx.agent, "model", None)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("ndomo.runtime")
 
 
-def to_message(m: "StoredMessage") -> Message:
+def to_message(m: StoredMessage) -> Message:
     calls = [
         ToolCall(
             id=c["id"],
@@ -34,7 +34,7 @@ def to_message(m: "StoredMessage") -> Message:
     )  # type: ignore[arg-type]
 
 
-async def load_history(ctx: "TurnContext") -> list[Message]:
+async def load_history(ctx: TurnContext) -> list[Message]:
     """The session's whole stored conversation (top-level turns), made a valid one
     (a tool call left unanswered by a crash or a cancel gets a 'not run' result)."""
     from ndomo.runtime.executor import close_dangling
@@ -43,14 +43,14 @@ async def load_history(ctx: "TurnContext") -> list[Message]:
     return close_dangling([to_message(m) for m in await store.session_messages(ctx.session.id)])
 
 
-def model_history(ctx: "TurnContext", history: list[Message]) -> list[Message]:
+def model_history(ctx: TurnContext, history: list[Message]) -> list[Message]:
     """What of the history goes to the model: whole exchanges, newest first, within budget."""
     from ndomo.runtime.executor import trim_history
 
     return trim_history(history, ctx.app.settings.history_chars)
 
 
-async def record(ctx: "TurnContext", message: Message) -> None:
+async def record(ctx: TurnContext, message: Message) -> None:
     """Store one message of the turn as it happens; a store failure is logged, the turn goes on."""
     if message.role == "system":
         return

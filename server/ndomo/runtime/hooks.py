@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import heapq
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ndomo.runtime.context import TurnContext
@@ -58,10 +59,10 @@ class HookBase:
     before: tuple[str, ...] = ()
     after: tuple[str, ...] = ()
 
-    def applies(self, ctx: "TurnContext") -> bool:
+    def applies(self, ctx: TurnContext) -> bool:
         return True
 
-    async def run(self, ctx: "TurnContext") -> HookResult | None:  # pragma: no cover - interface
+    async def run(self, ctx: TurnContext) -> HookResult | None:  # pragma: no cover - interface
         raise NotImplementedError
 
 
@@ -74,7 +75,7 @@ class ModeGatedHook(HookBase):
 
     mode: str
 
-    def applies(self, ctx: "TurnContext") -> bool:
+    def applies(self, ctx: TurnContext) -> bool:
         return ctx.mode == self.mode
 
 
@@ -134,7 +135,7 @@ class HookRegistry:
             raise HookCycleError(f"hook order cycle in phase {phase.value}: {', '.join(stuck)}")
         return out
 
-    async def run_phase(self, phase: Phase, ctx: "TurnContext") -> HookResult:
+    async def run_phase(self, phase: Phase, ctx: TurnContext) -> HookResult:
         for hook in self.ordered(phase):
             if not hook.applies(ctx):
                 continue

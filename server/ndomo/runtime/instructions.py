@@ -34,7 +34,7 @@ class Instructions(BaseModel):
     text: str = ""  # the prompt fragment ("" when nothing was read)
 
 
-def read_instructions(app: "App") -> Instructions:
+def read_instructions(app: App) -> Instructions:
     """Blocking (file reads): call through a thread from async code."""
     cfg = app.settings.instructions
     if not cfg.enabled:
@@ -85,9 +85,9 @@ class ProjectInstructions(PromptContributor):
     name = "instructions"
     priority = 50  # after the agent's own prompt, before the environment line
 
-    async def contribute(self, ctx: "TurnContext") -> str | None:
+    async def contribute(self, ctx: TurnContext) -> str | None:
         return (await asyncio.to_thread(read_instructions, ctx.app)).text or None
 
 
-def setup(plugins: "Plugins") -> None:
+def setup(plugins: Plugins) -> None:
     plugins.prompts.add(ProjectInstructions())

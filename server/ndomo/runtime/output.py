@@ -28,7 +28,7 @@ current_call: contextvars.ContextVar[tuple[str, str] | None] = contextvars.Conte
 
 
 class OutputStream:
-    def __init__(self, ctx: "TurnContext", call_id: str, name: str, cap: int | None = None) -> None:
+    def __init__(self, ctx: TurnContext, call_id: str, name: str, cap: int | None = None) -> None:
         self.ctx, self.call_id, self.name = ctx, call_id, name
         self.cap = STREAM_CAP if cap is None else cap
         self.sent = 0
@@ -80,7 +80,7 @@ class OutputStream:
         await self.flush()
 
 
-def output_stream(ctx: "TurnContext") -> OutputStream | None:
+def output_stream(ctx: TurnContext) -> OutputStream | None:
     """The stream for the tool call running now, or None outside a call (a reflex, a test)."""
     call = current_call.get()
     return OutputStream(ctx, *call) if call else None

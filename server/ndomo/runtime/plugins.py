@@ -7,8 +7,9 @@ runtime's core never changes.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from ndomo.runtime.hooks import HookRegistry
 from ndomo.runtime.prompts import PromptManager
@@ -44,13 +45,13 @@ class Plugins:
     tools: ToolRegistry = field(default_factory=ToolRegistry)
     prompts: PromptManager = field(default_factory=PromptManager)
     slash: SlashCommandRegistry = field(default_factory=SlashCommandRegistry)
-    modes: dict[str, "AgentMode"] = field(default_factory=dict)
+    modes: dict[str, AgentMode] = field(default_factory=dict)
     # Called with each Runtime built from these plugins (to add listeners, services …).
-    on_runtime: list[Callable[["Runtime"], None]] = field(default_factory=list)
+    on_runtime: list[Callable[[Runtime], None]] = field(default_factory=list)
     # Called with the session a runtime leaves (a new session started) — e.g. to stop its servers.
     on_session_end: list[Callable[[str], Awaitable[None]]] = field(default_factory=list)
 
-    def add_mode(self, mode: "AgentMode") -> None:
+    def add_mode(self, mode: AgentMode) -> None:
         if mode.name in self.modes:
             raise ValueError(f"mode {mode.name!r} registered twice")
         self.modes[mode.name] = mode

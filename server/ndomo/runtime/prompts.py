@@ -15,7 +15,7 @@ class PromptContributor:
     name: str = "contributor"
     priority: int = 100  # lower appears earlier
 
-    def applies(self, ctx: "TurnContext") -> bool:
+    def applies(self, ctx: TurnContext) -> bool:
         return True
 
     # "system": part of the stable system prompt (byte-identical across a session's turns
@@ -23,10 +23,10 @@ class PromptContributor:
     # the latest user message instead.
     placement: str = "system"
 
-    async def contribute(self, ctx: "TurnContext") -> str | None:  # pragma: no cover - interface
+    async def contribute(self, ctx: TurnContext) -> str | None:  # pragma: no cover - interface
         raise NotImplementedError
 
-    async def compact(self, ctx: "TurnContext") -> str | None:
+    async def compact(self, ctx: TurnContext) -> str | None:
         """The fragment when the context window is tight; by default the same."""
         return await self.contribute(ctx)
 
@@ -36,7 +36,7 @@ class ModePromptContributor(PromptContributor):
 
     mode: str
 
-    def applies(self, ctx: "TurnContext") -> bool:
+    def applies(self, ctx: TurnContext) -> bool:
         return ctx.mode == self.mode
 
 
@@ -55,7 +55,7 @@ class PromptManager:
         return list(self._contributors)
 
     async def build(
-        self, ctx: "TurnContext", *, compact: bool = False, placement: str = "system"
+        self, ctx: TurnContext, *, compact: bool = False, placement: str = "system"
     ) -> str:
         """The system prompt (or, with placement="turn", the per-turn context)."""
         parts = []
@@ -72,7 +72,7 @@ class PromptManager:
         return "\n\n".join(parts)
 
 
-def add_to_prompt(ctx: "TurnContext", text: str) -> None:
+def add_to_prompt(ctx: TurnContext, text: str) -> None:
     """Per-turn context goes into the latest user message, never the system prompt or an
     early message, so the prefix a prompt cache keeps stays byte-identical."""
     for m in reversed(ctx.messages):

@@ -36,7 +36,7 @@ class TurnRecovery:
             pass
 
 
-async def recover_interrupted_turns(app: "App") -> int:
+async def recover_interrupted_turns(app: App) -> int:
     try:
         store = await app.store()
         marked = await store.mark_interrupted_turns()
@@ -48,7 +48,7 @@ async def recover_interrupted_turns(app: "App") -> int:
     return marked
 
 
-def schedule(rt: "Runtime") -> None:
+def schedule(rt: Runtime) -> None:
     app = rt.app
     if SERVICE in app.services or app.no_store_reason is not None:
         return

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -64,7 +65,7 @@ class Runtime:
             hook(self)
 
     @classmethod
-    def of(cls, app: App) -> "Runtime":
+    def of(cls, app: App) -> Runtime:
         """The App's runtime, created on first use."""
         rt = app.services.get("runtime")
         if rt is None:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ndomo.runtime.context import TurnContext
@@ -65,7 +66,7 @@ class SlashCommandRegistry:
                     return self._specs[name], words[n:]
         return None
 
-    async def dispatch(self, ctx: "TurnContext", text: str) -> tuple[bool, Any]:
+    async def dispatch(self, ctx: TurnContext, text: str) -> tuple[bool, Any]:
         """(handled, payload). A `/` prompt that names no command is an error, not a model call."""
         if not text.startswith("/") or text.startswith("//"):
             return False, None
@@ -92,7 +93,7 @@ def action_specs() -> list[CommandSpec]:
         parser = _Parser(prog="/" + " ".join(act.path), add_help=False)
         add_model_flags(parser, act.params)
 
-        async def handler(ctx: "TurnContext", args: list[str], act=act, parser=parser) -> Any:
+        async def handler(ctx: TurnContext, args: list[str], act=act, parser=parser) -> Any:
             ns = parser.parse_args(args)
             try:
                 return await act.invoke(ctx.app, vars(ns))

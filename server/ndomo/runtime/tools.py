@@ -8,9 +8,10 @@ the tool. Every refusal is a readable result for the model; the turn goes on.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ValidationError
 
@@ -30,11 +31,11 @@ class ToolResult(BaseModel):
     ends_turn: bool = False  # e.g. handback
 
     @classmethod
-    def refused(cls, message: str) -> "ToolResult":
+    def refused(cls, message: str) -> ToolResult:
         return cls(ok=False, content=message, status="refused")
 
     @classmethod
-    def failed(cls, message: str) -> "ToolResult":
+    def failed(cls, message: str) -> ToolResult:
         return cls(ok=False, content=message, status="failed")
 
 
@@ -166,7 +167,7 @@ class ToolGuard(Protocol):
     name: str
 
     async def check(
-        self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel
+        self, ctx: TurnContext, tool: ToolDescriptor, params: BaseModel
     ) -> str | None: ...
 
 
@@ -190,21 +191,21 @@ def call_grant() -> PermissionDecision:
 
 
 class PermissionPolicy(Protocol):
-    def visible(self, ctx: "TurnContext", tool: ToolDescriptor) -> bool: ...
+    def visible(self, ctx: TurnContext, tool: ToolDescriptor) -> bool: ...
 
     async def check(
-        self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel
+        self, ctx: TurnContext, tool: ToolDescriptor, params: BaseModel
     ) -> PermissionDecision: ...
 
 
 class AllowAll:
     """The policy when no agent policy is installed (tests of the runtime alone)."""
 
-    def visible(self, ctx: "TurnContext", tool: ToolDescriptor) -> bool:
+    def visible(self, ctx: TurnContext, tool: ToolDescriptor) -> bool:
         return True
 
     async def check(
-        self, ctx: "TurnContext", tool: ToolDescriptor, params: BaseModel
+        self, ctx: TurnContext, tool: ToolDescriptor, params: BaseModel
     ) -> PermissionDecision:
         return PermissionDecision(allowed=True)
 
@@ -243,7 +244,7 @@ class ToolRegistry:
     def all(self) -> list[ToolDescriptor]:
         return [self._tools[n] for n in sorted(self._tools)]
 
-    def provided(self, ctx: "TurnContext") -> list[ToolDescriptor]:
+    def provided(self, ctx: TurnContext) -> list[ToolDescriptor]:
         """Tools from the providers for this context, minus names a static tool already has."""
         out: dict[str, ToolDescriptor] = {}
         for provider in self.providers:
@@ -252,14 +253,14 @@ class ToolRegistry:
                     out[t.name] = t
         return [out[n] for n in sorted(out)]
 
-    def lookup(self, ctx: "TurnContext", name: str) -> ToolDescriptor | None:
+    def lookup(self, ctx: TurnContext, name: str) -> ToolDescriptor | None:
         """A static tool, else one a provider offers in this context."""
         found = self._tools.get(name)
         if found is None and self.providers:
             found = next((t for t in self.provided(ctx) if t.name == name), None)
         return found
 
-    def filter(self, ctx: "TurnContext") -> list[ToolDescriptor]:
+    def filter(self, ctx: TurnContext) -> list[ToolDescriptor]:
         """The tools offered to the model for this turn's mode and agent."""
         every = self.all() + self.provided(ctx)
         return [t for t in every if t.allowed_in(ctx.mode) and self.policy.visible(ctx, t)]
@@ -277,7 +278,7 @@ class ToolRegistry:
                 parts.append(f"{loc}: {msg}")
             return f"invalid arguments for '{tool.name}': " + "; ".join(parts)
 
-    async def execute(self, ctx: "TurnContext", name: str, raw: Any) -> ToolResult:
+    async def execute(self, ctx: TurnContext, name: str, raw: Any) -> ToolResult:
         result = await self._dispatch(ctx, name, raw)
         for observer in self.after_call:
             try:
@@ -286,7 +287,7 @@ class ToolRegistry:
                 log.exception("after-call observer failed for %s", name)
         return result
 
-    async def _dispatch(self, ctx: "TurnContext", name: str, raw: Any) -> ToolResult:
+    async def _dispatch(self, ctx: TurnContext, name: str, raw: Any) -> ToolResult:
         tool = self.lookup(ctx, name)
         if tool is None:
             offered = ", ".join(t.name for t in ctx.tools) or "none"

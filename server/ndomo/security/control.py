@@ -9,9 +9,10 @@ approvals (`.ndomo/ndomo.db`) or rewrite the instructions every later turn obeys
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Literal
 
 import pathspec
 

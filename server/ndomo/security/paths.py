@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
-from typing import Iterable, Sequence
 
 import pathspec
 

@@ -13,8 +13,8 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Awaitable, Callable, Sequence
 
 from pydantic import BaseModel
 
@@ -200,7 +200,7 @@ async def run_shell(
                 return
             try:
                 await asyncio.wait_for(asyncio.shield(reader), DRAIN_S)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 background_killed = True
                 await _kill_group(proc, KILL_GRACE_S)
                 with contextlib.suppress(asyncio.TimeoutError):  # a child that left the group

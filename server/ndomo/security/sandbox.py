@@ -28,9 +28,10 @@ import logging
 import os
 import shutil
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Sequence
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
@@ -139,7 +140,7 @@ async def _run_probe(argv: list[str]) -> tuple[int | None, str]:
         return None, str(exc)
     try:
         out, _ = await asyncio.wait_for(proc.communicate(), PROBE_TIMEOUT_S)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         proc.kill()
         await proc.wait()
         return None, f"did not finish within {PROBE_TIMEOUT_S:g}s"
@@ -174,7 +175,7 @@ async def probe() -> Probe:
     return result
 
 
-async def current_state(settings: "Settings") -> SandboxState:
+async def current_state(settings: Settings) -> SandboxState:
     mode: SandboxMode = settings.sandbox.mode
     if mode == "off":
         return SandboxState(
@@ -517,13 +518,13 @@ class Sandboxed:
         return await asyncio.to_thread(undo_forbidden, self.forbidden_new)
 
 
-def secret_env_names(settings: "Settings") -> tuple[str, ...]:
+def secret_env_names(settings: Settings) -> tuple[str, ...]:
     """ndomo's own model keys: a sandboxed command has no business reading them."""
     names = {"NDOMO_API_KEY", settings.model.api_key_env}
     return tuple(sorted(n for n in names if n))
 
 
-async def prepare(settings: "Settings", workspace: Path, *, network: bool) -> Sandboxed:
+async def prepare(settings: Settings, workspace: Path, *, network: bool) -> Sandboxed:
     """The sandbox for one shell command or served process in this workspace.
 
     Raises `SandboxRefused` under `sandbox: required` when no sandbox works here.

@@ -1,7 +1,6 @@
 import pytest
 
-from ndomo.tools.code import outline
-from ndomo.tools.code import languages
+from ndomo.tools.code import languages, outline
 
 
 def table(ol):

@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 import socket
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 

@@ -121,12 +121,14 @@ async def test_anthropic_error_event_inside_the_stream_is_reported_with_its_word
 
 
 async def test_anthropic_http_error_carries_the_servers_message() -> None:
-    with FakeAnthropic([{"status": 400, "message": "max_tokens: must be positive"}]) as fake:
-        with pytest.raises(
+    with (
+        FakeAnthropic([{"status": 400, "message": "max_tokens: must be positive"}]) as fake,
+        pytest.raises(
             ModelRequestRejected,
             match=r"rejected the request \(400\): max_tokens: must be positive",
-        ):
-            await _run(fake, [Message.user("hi")])
+        ),
+    ):
+        await _run(fake, [Message.user("hi")])
 
 
 async def test_anthropic_marks_the_stable_prefix_for_the_prompt_cache() -> None:

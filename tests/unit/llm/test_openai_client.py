@@ -237,12 +237,14 @@ async def test_500_always_is_a_server_error(fake: Any, clients: Any) -> None:
 async def test_unknown_model_404_names_the_model(clients: Any) -> None:
     from tests.fakes.fake_model import FakeModel
 
-    with FakeModel(models=["a"], strict_models=True) as fake:
-        with pytest.raises(
+    with (
+        FakeModel(models=["a"], strict_models=True) as fake,
+        pytest.raises(
             ModelBadResponse,
             match=r"does not know model 'nope' \(404: The model 'nope' does not exist\); check model.name",
-        ):
-            await collect(clients(fake.url, name="nope"))
+        ),
+    ):
+        await collect(clients(fake.url, name="nope"))
 
 
 async def test_wrong_base_path_404_points_at_base_url(fake: Any, clients: Any) -> None:

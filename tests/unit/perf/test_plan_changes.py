@@ -4,11 +4,10 @@ only what moved — for every open plan, with no cap."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import asyncio
 import sqlite3
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 
@@ -93,7 +92,7 @@ async def _next(event: asyncio.Event) -> bool:
     try:
         await asyncio.wait_for(event.wait(), 10)
         return True
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return False
 
 

@@ -34,7 +34,7 @@ async def _finished(store):
 async def test_terminal_plan_is_archived_with_everything(store, tmp_path):
     plan = await _finished(store)
     change = await store.update_plan_status(plan.id, "failed", actor="craftsman", reason="UI broke")
-    date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
+    date = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
     assert change.archive_path == f".ndomo/archives/plans/ship-search-{date}.md"
     detail = await store.get_plan(plan.id)
     assert detail.archived_at and detail.archive_path == change.archive_path
@@ -75,7 +75,7 @@ async def test_failed_db_write_removes_archive_file(store, tmp_path, monkeypatch
     assert (await store.get_plan(plan.id)).archived_at is None
     monkeypatch.undo()
     assert await store.archive_pending() == [
-        f".ndomo/archives/plans/ship-search-{dt.datetime.now(dt.timezone.utc):%Y-%m-%d}.md"
+        f".ndomo/archives/plans/ship-search-{dt.datetime.now(dt.UTC):%Y-%m-%d}.md"
     ]
     assert (await store.get_plan(plan.id)).archived_at is not None
 

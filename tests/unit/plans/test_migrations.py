@@ -74,7 +74,7 @@ VERSIONS = [m.version for m in MIGRATIONS]
 
 
 def test_versions_are_numbered_in_order():
-    assert VERSIONS == sorted(set(VERSIONS))
+    assert sorted(set(VERSIONS)) == VERSIONS
     assert set(range(1, LATEST_VERSION + 1)) - set(VERSIONS) <= RESERVED
 
 

@@ -12,7 +12,7 @@ import pytest
 from ndomo.config import SandboxConfig, Settings, load_settings
 from ndomo.runtime.host import ApprovalRequest
 from ndomo.security import sandbox
-from ndomo.security.sandbox import bwrap_argv, build_profile, git_layout, seatbelt_profile
+from ndomo.security.sandbox import build_profile, bwrap_argv, git_layout, seatbelt_profile
 
 
 def _mounts(argv: list[str]) -> list[tuple[str, str]]:
@@ -111,8 +111,9 @@ def test_secret_env_is_dropped_and_foreign_tmpdir_replaced(repo: Path) -> None:
         env={"HOME": "/nonexistent", "TMPDIR": "/var/x"},
     )
     argv = bwrap_argv("bwrap", p)
-    assert ["--unsetenv", "NDOMO_API_KEY"] == argv[
-        argv.index("--unsetenv") : argv.index("--unsetenv") + 2
+    assert argv[argv.index("--unsetenv") : argv.index("--unsetenv") + 2] == [
+        "--unsetenv",
+        "NDOMO_API_KEY",
     ]
     assert argv[argv.index("TMPDIR") + 1] == "/tmp"
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import difflib
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ndomo.tools.files.patch import PatchError, apply_file_patch, parse_patch
 

@@ -28,20 +28,20 @@ NUDGES_KEY = "autopilot.nudges"
 OPEN = ("pending", "running")
 
 
-def _top(ctx: "TurnContext") -> "TurnContext":
+def _top(ctx: TurnContext) -> TurnContext:
     while ctx.parent is not None:
         ctx = ctx.parent
     return ctx
 
 
-async def track_plans(ctx: "TurnContext", event: "TurnEvent") -> None:
+async def track_plans(ctx: TurnContext, event: TurnEvent) -> None:
     """Remember every plan a turn's tools changed (sub-agents' changes count for the turn)."""
     plan_id = getattr(event, "plan_id", None)
     if event.kind == "plan_changed" and plan_id:
         _top(ctx).state.setdefault(PLANS_KEY, set()).add(plan_id)
 
 
-async def _open_tasks(ctx: "TurnContext") -> list[tuple[Any, list[Any]]]:
+async def _open_tasks(ctx: TurnContext) -> list[tuple[Any, list[Any]]]:
     """(plan, its tasks not done) for each plan this turn works on that still has some."""
     ids: set[str] = set(ctx.state.get(PLANS_KEY, ()))
     if ctx.session.committed_plan_id:
@@ -69,7 +69,7 @@ async def _open_tasks(ctx: "TurnContext") -> list[tuple[Any, list[Any]]]:
     return out
 
 
-async def on_stop(ctx: "TurnContext", answer: str) -> str | None:
+async def on_stop(ctx: TurnContext, answer: str) -> str | None:
     if ctx.depth > 0 or ctx.handback is not None:
         return None  # a sub-agent answers its caller; a hand-back already said why
     nudges = ctx.state.get(NUDGES_KEY, 0)

@@ -44,7 +44,7 @@ def language_for(path: str) -> str | None:
     return EXTENSIONS.get(PurePosixPath(path).suffix.lower())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load(lang: str):
     """``(Language, None)`` or ``(None, reason)``; import failures are cached too."""
     module_name, factory, requirement = _GRAMMARS[lang]

@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from ndomo.runtime.plugins import Plugins
 
 
-def setup(plugins: "Plugins") -> None:
+def setup(plugins: Plugins) -> None:
     from ndomo.tools.codetools.tools import TOOLS
 
     for t in TOOLS:

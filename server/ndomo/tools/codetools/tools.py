@@ -8,8 +8,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, tool
-from ndomo.tools.code import SymbolKind, file_map as map_files, find_references as find_refs
-from ndomo.tools.code import find_symbol as find_defs, outline, render_hits, render_references
+from ndomo.tools.code import SymbolKind, outline, render_hits, render_references
+from ndomo.tools.code import file_map as map_files
+from ndomo.tools.code import find_references as find_refs
+from ndomo.tools.code import find_symbol as find_defs
 from ndomo.tools.files.common import arg_path, not_found, rel, resolve
 
 SYMBOL_LIMIT = 50

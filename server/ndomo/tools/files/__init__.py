@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ndomo.runtime.plugins import Plugins
 
 
-def setup(plugins: "Plugins") -> None:
+def setup(plugins: Plugins) -> None:
     from ndomo.tools.files.apply_patch import apply_patch
     from ndomo.tools.files.read import read
     from ndomo.tools.files.search import glob, grep

@@ -27,7 +27,7 @@ class ReadParams(BaseModel):
     end_line: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
-    def _order(self) -> "ReadParams":
+    def _order(self) -> ReadParams:
         if self.start_line and self.end_line and self.end_line < self.start_line:
             raise ValueError(f"end_line {self.end_line} is before start_line {self.start_line}")
         return self

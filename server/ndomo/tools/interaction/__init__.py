@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from ndomo.runtime.plugins import Plugins
 
 
-def setup(plugins: "Plugins") -> None:
+def setup(plugins: Plugins) -> None:
     plugins.tools.add(ask_user)
     plugins.tools.add(remember)
     plugins.tools.add(recall)

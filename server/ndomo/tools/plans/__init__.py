@@ -8,7 +8,7 @@ if TYPE_CHECKING:
     from ndomo.runtime.plugins import Plugins
 
 
-def setup(plugins: "Plugins") -> None:
+def setup(plugins: Plugins) -> None:
     from ndomo.tools.plans.tools import TOOLS
 
     for t in TOOLS:

@@ -41,7 +41,7 @@ class CommitPlanParams(BaseModel):
     )
 
     @model_validator(mode="after")
-    def _one_source(self) -> "CommitPlanParams":
+    def _one_source(self) -> CommitPlanParams:
         if not self.steps and not (self.markdown and self.markdown.strip()):
             raise ValueError("give steps (a non-empty list) or markdown")
         return self

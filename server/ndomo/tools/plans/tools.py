@@ -3,8 +3,9 @@ session are filled in from the turn, never taken from the model."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 

@@ -24,6 +24,6 @@ __all__ = [
 ]
 
 
-def setup(plugins: "Plugins") -> None:
+def setup(plugins: Plugins) -> None:
     plugins.tools.providers.append(provide)
     plugins.hooks.add(RefreshReflexes())

@@ -57,7 +57,7 @@ class ReflexCatalog:
     _sig: tuple | None = None
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
-    async def refresh(self) -> "ReflexCatalog":
+    async def refresh(self) -> ReflexCatalog:
         async with self._lock:
             sig = await asyncio.to_thread(signature, self.root)
             if sig != self._sig:

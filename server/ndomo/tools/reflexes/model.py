@@ -70,7 +70,7 @@ class Reflex(BaseModel):
         return v
 
     @model_validator(mode="after")
-    def _refs(self) -> "Reflex":
+    def _refs(self) -> Reflex:
         seen: set[str] = set()
         for i, step in enumerate(self.steps, 1):
             try:

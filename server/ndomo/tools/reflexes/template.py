@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 PLACEHOLDER = re.compile(r"\{\{\s*(.*?)\s*\}\}", re.S)
 _REF = re.compile(

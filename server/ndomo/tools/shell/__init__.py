@@ -13,19 +13,19 @@ if TYPE_CHECKING:
     from ndomo.runtime.runtime import Runtime
 
 
-def _install_manager(rt: "Runtime") -> None:
+def _install_manager(rt: Runtime) -> None:
     # App.aclose closes services: served processes die with the workspace's app
     rt.app.services.setdefault(SERVICE_KEY, ServeManager())
 
 
-def setup(plugins: "Plugins") -> None:
+def setup(plugins: Plugins) -> None:
     plugins.tools.add(bash)
     plugins.tools.add(serve)
     plugins.on_runtime.append(_install_manager)
     plugins.on_runtime.append(_stop_with_session)
 
 
-def _stop_with_session(rt: "Runtime") -> None:
+def _stop_with_session(rt: Runtime) -> None:
     """Served processes stop when their session ends (a new session replaces it)."""
 
     async def stop(session_id: str) -> None:

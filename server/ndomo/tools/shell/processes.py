@@ -9,9 +9,9 @@ import os
 import socket
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Awaitable, Callable
 
 from pydantic import BaseModel
 
@@ -32,7 +32,7 @@ def free_port() -> int:
 async def port_open(port: int) -> bool:
     try:
         _, writer = await asyncio.wait_for(asyncio.open_connection(HOST, port), 0.5)
-    except (OSError, asyncio.TimeoutError):
+    except (TimeoutError, OSError):
         return False
     writer.close()
     with contextlib.suppress(Exception):

@@ -42,7 +42,7 @@ class ServeParams(BaseModel):
     port: int | None = Field(default=None, ge=1024, le=65535, json_schema_extra={"x-hidden": True})
 
     @model_validator(mode="after")
-    def _shape(self) -> "ServeParams":
+    def _shape(self) -> ServeParams:
         if self.action == "start" and (self.command is None) == (self.static_dir is None):
             raise ValueError("start needs exactly one of command or static_dir")
         if self.action != "start" and (self.command or self.static_dir or self.port):

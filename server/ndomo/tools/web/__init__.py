@@ -11,6 +11,6 @@ if TYPE_CHECKING:
     from ndomo.runtime.plugins import Plugins
 
 
-def setup(plugins: "Plugins") -> None:
+def setup(plugins: Plugins) -> None:
     plugins.tools.add(web_fetch)
     plugins.tools.add(check_page)

@@ -61,7 +61,7 @@ async def render(binary: str, url: str) -> BrowserPage:
     )
     try:
         out, err = await asyncio.wait_for(proc.communicate(), TIME_CAP_S)
-    except (asyncio.TimeoutError, asyncio.CancelledError):
+    except (TimeoutError, asyncio.CancelledError):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, 9)
         with contextlib.suppress(Exception):

@@ -145,7 +145,7 @@ async def check_page(ctx: TurnContext, p: CheckPageParams) -> ToolResult:
         try:
             page = await browser.render(chromium, browse_url)
             html, errors, engine = page.dom or html, page.console_errors, "chromium"
-        except (OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError) as exc:
             errors = [f"(chromium could not run: {exc}; checked the {engine} HTML instead)"]
     title, excerpt, checks = await asyncio.to_thread(run_checks, html, p.expect, p.missing)
     passed = (

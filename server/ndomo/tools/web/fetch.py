@@ -4,7 +4,7 @@ total time cap, errors as readable text."""
 from __future__ import annotations
 
 import asyncio
-from typing import Callable
+from collections.abc import Callable
 from urllib.parse import urljoin, urlsplit
 
 import httpx

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, ToolResult, tool
 from ndomo.tools.web import html_text
-from ndomo.tools.web.fetch import MAX_BYTES, FetchError, Fetched, fetch
+from ndomo.tools.web.fetch import MAX_BYTES, Fetched, FetchError, fetch
 
 MAX_CHARS = 20_000
 _TEXTUAL = (
