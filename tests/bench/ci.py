@@ -44,7 +44,7 @@ async def _workload(store) -> None:
         )
     )
     b = await store.create_plan(PlanCreate(title="Router", overview="routes", files=["src/r.py"]))
-    batch = await store.create_tasks(
+    await store.create_tasks(
         a.id,
         [
             {"description": "cache tokens", "files": ["src/p.py"], "agent": "smith"},

@@ -11,6 +11,7 @@ the turn must still be streaming when the last sample is taken (asserted).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import tempfile
 import time
 from pathlib import Path
@@ -119,10 +120,8 @@ async def run() -> list[Result]:
             await ndomo.workspace_execute_command_async(
                 types.ExecuteCommandParams(command="ndomo.cancel", arguments=[{}])
             )
-            try:
+            with contextlib.suppress(Exception):
                 await asyncio.wait_for(turn, 10)
-            except Exception:
-                pass
         finally:
             await stop(ndomo)
             await stop(floor)

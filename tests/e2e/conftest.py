@@ -6,6 +6,7 @@ Every e2e test runs twice, with VS Code's and with Neovim's client capabilities.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -106,10 +107,8 @@ class Session:
         """Shut every server down; a server still running afterwards fails the test."""
         outlived: list[int] = []
         for client in self.clients:
-            try:
+            with contextlib.suppress(Exception):
                 await asyncio.wait_for(client.shutdown_session(), SHUTDOWN_WAIT_S)
-            except Exception:
-                pass
             server = client._server
             if server is not None and server.returncode is None:
                 try:
@@ -118,10 +117,8 @@ class Session:
                     outlived.append(server.pid)
                     server.kill()
                     await server.wait()
-            try:
+            with contextlib.suppress(Exception):
                 await asyncio.wait_for(client.stop(), SHUTDOWN_WAIT_S)
-            except Exception:
-                pass
         assert not outlived, (
             f"ndomo serve (pid {outlived}) was still running {SHUTDOWN_WAIT_S:.0f} s after shutdown/exit"
         )

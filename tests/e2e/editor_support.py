@@ -165,8 +165,9 @@ def structure_code_actions(client) -> None:
             return converter.structure(obj, types.Command)
         return converter.structure(obj, types.CodeAction)
 
-    converter.register_structure_hook(Union[types.Command, types.CodeAction], hook)
-    for t in (Optional[Sequence[types.Command | types.CodeAction]],):
+    # cattrs looks hooks up by the exact typing object lsprotocol's annotations use (typing.Union)
+    converter.register_structure_hook(Union[types.Command, types.CodeAction], hook)  # noqa: UP007 - must equal lsprotocol's typing.Union key
+    for t in (Optional[Sequence[types.Command | types.CodeAction]],):  # noqa: UP045 - same: lsprotocol's Optional key
         converter.register_structure_hook(
             t, lambda obj, _: None if obj is None else [hook(o, None) for o in obj]
         )

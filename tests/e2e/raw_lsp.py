@@ -4,6 +4,7 @@ pipes; these tests need to hold or drop them on purpose.)"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -95,7 +96,5 @@ def spawn(**kw: Any) -> subprocess.Popen:
 
 
 def kill_quietly(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, 9)
-    except ProcessLookupError:
-        pass

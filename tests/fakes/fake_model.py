@@ -20,6 +20,7 @@ As a process: python -m tests.fakes.fake_model --script s.json [--port N] [--rec
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import select
 import signal
@@ -196,10 +197,8 @@ class FakeModel:
         with self._lock:
             conns = list(self._conns)
         for conn in conns:  # idle keep-alive connections would pin handler threads
-            try:
+            with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
         self._server.server_close()
         self._server = None
 
@@ -269,10 +268,8 @@ class _Handler(BaseHTTPRequestHandler):
     def finish(self) -> None:
         with self.owner._lock:
             self.owner._conns.discard(self.connection)
-        try:
+        with contextlib.suppress(OSError):
             super().finish()
-        except OSError:
-            pass
 
     # ---- plumbing ----------------------------------------------------------
     def _read_body(self) -> tuple[bytes, Any]:

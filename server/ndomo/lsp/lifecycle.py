@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 
@@ -41,14 +42,14 @@ class LifecycleFeature(Feature):
             if self._starting is not None:  # let start-up finish so nothing reopens the store later
                 try:
                     await asyncio.wait_for(asyncio.shield(self._starting), 10)
-                except Exception:
+                except TimeoutError:
                     log.warning("start-up had not finished at shutdown")
+                except Exception:  # noqa: BLE001 - start-up's failure is reported by start-up; shutdown goes on
+                    log.warning("start-up failed before shutdown", exc_info=True)
             # One close for shutdown, exit and a dead editor alike; an `exit` that arrives
-            # meanwhile cancels this handler, never the close.
-            try:
+            # meanwhile cancels this handler, never the close (the wind-down finishes it).
+            with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(ls.life.close_app())
-            except asyncio.CancelledError:  # `exit` came first: the wind-down finishes the close
-                pass
 
     async def start(self) -> None:
         ls = self.server

@@ -10,6 +10,7 @@ are handed to the event loop's thread, which owns the connection.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections import deque
@@ -72,10 +73,8 @@ class LogMessageHandler(logging.Handler):
         if running is loop:
             self._send(record.levelno, text)
         elif not loop.is_closed():
-            try:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
                 loop.call_soon_threadsafe(self._send, record.levelno, text)
-            except RuntimeError:  # the loop closed meanwhile
-                pass
 
     def _send(self, levelno: int, text: str) -> None:
         if self.server.life.exiting:

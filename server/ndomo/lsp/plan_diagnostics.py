@@ -13,6 +13,7 @@ Every open plan gets diagnostics; there is no cap.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -86,10 +87,9 @@ class _Stopper:
         if self.watch is not None:
             self.watch.close()
         self.task.cancel()
-        try:
-            await self.task
-        except BaseException:
-            pass
+        (outcome,) = await asyncio.gather(self.task, return_exceptions=True)
+        if isinstance(outcome, Exception):
+            log.error("plan diagnostics watcher failed", exc_info=outcome)
 
 
 class _PlanEntry:
@@ -224,10 +224,8 @@ class PlanDiagnosticsFeature(Feature):
                 self._set(stamp.id, None, dirty)
         if full:
             for gone in set(self.plans) - live:
-                try:
+                with contextlib.suppress(StoreError):
                     await self._write_view(app, await store.get_plan(gone))
-                except StoreError:
-                    pass
                 self._set(gone, None, dirty)
         if newest is not None:
             self._since = _fmt(min(_parse(newest), now) - OVERLAP)

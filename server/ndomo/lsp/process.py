@@ -14,6 +14,7 @@ no timer, so an idle server does no periodic work. Where pidfds don't exist a sl
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -184,10 +185,8 @@ class Life:
 
     def stop_watching(self) -> None:
         if self._pidfd is not None:
-            try:
+            with contextlib.suppress(RuntimeError):
                 asyncio.get_running_loop().remove_reader(self._pidfd)
-            except RuntimeError:
-                pass
             os.close(self._pidfd)
             self._pidfd = None
         if self._slow_check is not None:
@@ -200,8 +199,6 @@ def finish(code: int) -> None:
     (pygls' stdin reader blocks in `readline`; it would hold the interpreter open)."""
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe or stream: nothing to flush
             stream.flush()
-        except Exception:
-            pass
     os._exit(code)

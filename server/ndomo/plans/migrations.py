@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Union
 
 import aiosqlite
 
 from ndomo.plans.db import now, split_sql, write_tx
 from ndomo.plans.model_caps import V14_MODEL_CAPS
 
-Step = Union[str, Callable[[aiosqlite.Connection], Awaitable[None]]]
+Step = str | Callable[[aiosqlite.Connection], Awaitable[None]]
 
 
 @dataclass(frozen=True)

@@ -30,10 +30,8 @@ class TurnRecovery:
         return await asyncio.shield(self.task)
 
     async def aclose(self) -> None:
-        try:
-            await self.task
-        except BaseException:  # already logged; closing must go on
-            pass
+        # The task logs its own failure; closing must go on. Only our own cancel propagates.
+        await asyncio.gather(self.task, return_exceptions=True)
 
 
 async def recover_interrupted_turns(app: App) -> int:

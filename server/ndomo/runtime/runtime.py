@@ -73,13 +73,15 @@ class Runtime:
         return rt
 
     async def aclose(self) -> None:
-        for ctx, task in list(self.active.values()):
+        """Cancel every running turn and wait for each to end; a turn that failed on its way
+        out is logged. Only a cancel of `aclose` itself propagates."""
+        running = {sid: task for sid, (_, task) in self.active.items()}
+        for task in running.values():
             task.cancel()
-        for ctx, task in list(self.active.values()):
-            try:
-                await task
-            except BaseException:
-                pass
+        outcomes = await asyncio.gather(*running.values(), return_exceptions=True)
+        for sid, outcome in zip(running, outcomes, strict=True):
+            if isinstance(outcome, Exception):
+                log.error("turn of session %s failed while closing", sid, exc_info=outcome)
 
     # -- sessions ---------------------------------------------------------------------
 
@@ -319,10 +321,9 @@ class Runtime:
             return await asyncio.shield(task)
         except asyncio.CancelledError:
             task.cancel()
-            try:
-                await task
-            except BaseException:
-                pass
+            (outcome,) = await asyncio.gather(task, return_exceptions=True)
+            if isinstance(outcome, Exception):
+                log.error("turn of session %s failed while cancelled", state.id, exc_info=outcome)
             raise
         finally:
             if parent is None:

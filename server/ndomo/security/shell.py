@@ -516,7 +516,7 @@ def _control_notes(
     for w in write_targets(unit.words) + unit.outputs + unit.writes:
         if not w.literal:
             continue
-        for text, p in _resolved(w, cwd, roots):
+        for _text, p in _resolved(w, cwd, roots):
             if isinstance(p, PathRefused):
                 continue
             try:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 
 from ndomo.runtime.context import TurnRequest
@@ -57,10 +58,8 @@ async def test_bash_task_cancel_kills_grandchild(make_ctx, tmp_path):
     (pid,) = pids_with_arg(naptime)
     assert alive(pid)
     task.cancel()
-    try:
+    with contextlib.suppress(asyncio.CancelledError):
         await task
-    except asyncio.CancelledError:
-        pass
     for _ in range(50):  # SIGKILL delivery is asynchronous
         if not alive(pid):
             break

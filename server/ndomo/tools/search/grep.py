@@ -201,10 +201,9 @@ def _hidden_or_skipped(rel: str, start_rel: str, include_hidden: bool) -> bool:
     sub = rel[len(start_rel) + 1 :] if start_rel and rel.startswith(start_rel + "/") else rel
     if start_rel == rel:
         return False
-    for seg in sub.split("/"):
-        if seg in ALWAYS_SKIP or (not include_hidden and seg.startswith(".")):
-            return True
-    return False
+    return any(
+        seg in ALWAYS_SKIP or not include_hidden and seg.startswith(".") for seg in sub.split("/")
+    )
 
 
 def _json_text(obj: dict) -> str:
