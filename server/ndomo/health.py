@@ -264,7 +264,8 @@ def render_health(r: dict) -> str:
             for p in r["config"]["problems"]
         ],
         f"database  {mark[r['database']['ok']]}  {r['database']['path'] or '(none)'} ({r['database']['detail']})",
-        f"model     {mark[r['model']['ok']]}  {r['model']['provider']} {r['model']['url']} {r['model']['name']} ({r['model']['detail']})",
+        f"model     {mark[r['model']['ok']]}  {r['model']['provider']} {r['model']['url']} "
+        f"{r['model']['name']} ({r['model']['detail']})",
         *([f"          {r['model']['capabilities']}"] if r["model"].get("capabilities") else []),
         *[f"          warning: {w}" for w in r["model"].get("warnings", [])],
         f"agents    {r['agents']['loaded']} loaded: {', '.join(r['agents']['names'])}",

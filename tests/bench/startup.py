@@ -236,7 +236,7 @@ async def run(rounds: int = ROUNDS) -> list[Result]:
             ("first useful answer", first, True),
             ("initialize", init, False),
         ):
-            ratios = [m / o for m, o in zip(data["ndomo"], data[name])]
+            ratios = [m / o for m, o in zip(data["ndomo"], data[name], strict=True)]
             mine, other = (
                 statistics.median(data["ndomo"]) * 1000,
                 statistics.median(data[name]) * 1000,

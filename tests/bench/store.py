@@ -12,6 +12,7 @@ the same loop iteration, the order alternating. Every answer is checked for cont
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 import sqlite3
 import tempfile
@@ -159,7 +160,7 @@ class Raw:
                 steps = {"draft": ["approved", "executing"], "approved": ["executing"]}.get(
                     status, []
                 )
-                for frm, to in zip([status] + steps, steps):
+                for frm, to in itertools.pairwise([status, *steps]):
                     self.c.execute(
                         "SELECT * FROM plans WHERE id = ? OR slug = ?", (pid, pid)
                     ).fetchone()

@@ -7,6 +7,7 @@ import asyncio
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -74,7 +75,7 @@ def test_ndomo_run_continues_the_latest_session_and_new_starts_fresh(tmp_path, f
     exported = json.loads(
         ndomo(tmp_path, "session", "export", "--session", first["session"], "--json")
     )
-    text = open(exported["path"], encoding="utf-8").read()
+    text = Path(exported["path"]).read_text(encoding="utf-8")
     assert exported["turns"] == 3 and text.index("write the parser") < text.index("lint it")
 
 

@@ -449,7 +449,8 @@ class _Handler(BaseHTTPRequestHandler):
                         400,
                         {
                             "error": {
-                                "message": f"This model's maximum context length is {owner.n_ctx} tokens. However, your "
+                                "message": f"This model's maximum context length is {owner.n_ctx} tokens. "
+                                "However, your "
                                 f"messages resulted in {tokens} tokens. Please reduce the length of the messages.",
                                 "type": "invalid_request_error",
                                 "param": "messages",

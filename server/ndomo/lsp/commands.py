@@ -12,10 +12,10 @@ from typing import Any
 
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
-REQUEST_FAILED = -32803  # LSP ErrorCodes.RequestFailed
-
 from ndomo.lsp.command_names import LSP_ACTION_NAMES, READ_ONLY_ACTIONS
 from ndomo.lsp.server import Feature
+
+REQUEST_FAILED = -32803  # LSP ErrorCodes.RequestFailed
 
 log = logging.getLogger("ndomo.lsp")
 

@@ -27,7 +27,10 @@ APPROVAL_CHOICES: dict[str, ApprovalChoice] = {
     "Always": "project",
     "Deny": "deny",
 }
-APPROVAL_HELP = "Once: allow this call · Session: allow until the session ends · Always: allow in this project from now on"
+APPROVAL_HELP = (
+    "Once: allow this call · Session: allow until the session ends · "
+    "Always: allow in this project from now on"
+)
 
 
 SAVE_DOCUMENTS = "ndomo/saveDocuments"  # server→client request {uris} → {saved}

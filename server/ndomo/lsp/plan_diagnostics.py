@@ -56,7 +56,8 @@ def _line_range(line: int) -> types.Range:
 def task_diagnostic(plan: PlanDetail, task: Task, line: int = 0) -> types.Diagnostic:
     return types.Diagnostic(
         range=_line_range(line),
-        message=f"plan {plan.slug} · task {task.ord}/{len(plan.tasks)} [{task.status}] {' '.join(task.description.split())}",
+        message=f"plan {plan.slug} · task {task.ord}/{len(plan.tasks)} [{task.status}] "
+        + " ".join(task.description.split()),
         severity=SEVERITY.get(task.status, types.DiagnosticSeverity.Information),
         source="ndomo",
         code=task.id,

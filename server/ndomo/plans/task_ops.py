@@ -125,7 +125,7 @@ class TaskOps(StoreBase):
             by_ord: dict[int, list[int]] = {r["ord"]: [r["id"]] for r in existing}
             base = max(by_ord, default=0)
             next_ord = base
-            for pos, (item, pieces) in enumerate(zip(items, routed), start=1):
+            for pos, (item, pieces) in enumerate(zip(items, routed, strict=True), start=1):
                 vord = base + pos
                 ids: list[int] = []
                 deps: list[int] = []

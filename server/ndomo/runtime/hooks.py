@@ -9,7 +9,7 @@ import heapq
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("ndomo.runtime")
 
 
-class Phase(str, Enum):
+class Phase(StrEnum):
     PRE_DISPATCH = "pre_dispatch"
     POST_DISPATCH = "post_dispatch"
     PRE_AGENT_BUILD = "pre_agent_build"
@@ -29,7 +29,7 @@ class Phase(str, Enum):
     FINALLY = "finally"
 
 
-class HookAction(str, Enum):
+class HookAction(StrEnum):
     CONTINUE = "continue"
     SHORT_CIRCUIT = "short_circuit"  # end the request now with `payload`
     SKIP_AGENT = "skip_agent"  # no build/execute; POST_RESPONSE and FINALLY still run

@@ -161,7 +161,7 @@ def _anchor(raw: str, roots: Sequence[Path], real_roots: list[str]) -> tuple[str
     parts = [p for p in raw.split("/") if p not in ("", ".")]
     clean = "/" + "/".join(parts)
     best: tuple[int, str, str] | None = None
-    for given, real in zip(roots, real_roots):
+    for given, real in zip(roots, real_roots, strict=True):
         for form in {os.path.normpath(os.fspath(given)), real}:
             if _under(clean, form):
                 rest = clean[len(form) :].lstrip("/")

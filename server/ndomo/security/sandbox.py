@@ -493,11 +493,13 @@ def undo_forbidden(paths: Sequence[Path]) -> list[str]:
             else:
                 p.unlink()
             notes.append(
-                f"ndomo removed {p.name} that the command created in {p.parent}: it would redirect git's configuration and hooks"
+                f"ndomo removed {p.name} that the command created in {p.parent}: "
+                "it would redirect git's configuration and hooks"
             )
         except OSError as exc:
             notes.append(
-                f"WARNING: the command created {p}, which redirects git's configuration; ndomo could not remove it ({exc}) — delete it before running git"
+                f"WARNING: the command created {p}, which redirects git's configuration; "
+                f"ndomo could not remove it ({exc}) — delete it before running git"
             )
     return notes
 

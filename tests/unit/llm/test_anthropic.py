@@ -5,8 +5,21 @@ import sys
 import pytest
 
 from ndomo.config import ModelConfig
-from ndomo.llm import Message, ModelError, ToolCall, ToolSpec, make_client
+from ndomo.llm import (
+    Finished,
+    Message,
+    ModelBadResponse,
+    ModelError,
+    ModelRequestRejected,
+    TextDelta,
+    ToolCall,
+    ToolCallReady,
+    ToolSpec,
+    UsageEvent,
+    make_client,
+)
 from ndomo.llm.anthropic_client import to_anthropic, to_anthropic_tools
+from tests.fakes.fake_anthropic import FakeAnthropic
 
 
 def test_missing_package_gives_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -60,15 +73,6 @@ def test_message_conversion_merges_tool_results_into_one_user_turn() -> None:
 
 # ---- the streaming path against the scripted fake Anthropic server (real HTTP, real SDK) ----
 
-from ndomo.llm import (
-    Finished,
-    ModelBadResponse,
-    ModelRequestRejected,
-    TextDelta,
-    ToolCallReady,
-    UsageEvent,
-)  # noqa: E402
-from tests.fakes.fake_anthropic import FakeAnthropic  # noqa: E402
 
 READ = ToolSpec(
     name="read",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from ndomo.plans.errors import Invalid, NotFound
@@ -137,7 +139,7 @@ async def test_writes_take_the_same_path_with_or_without_the_private_hop(tmp_pat
                 monkeypatch.setattr(store, "_conn", _PublicOnly(store._conn))
             detail = await _claim_and_finish(store)
             with pytest.raises(WriteOnceViolation):
-                await store._write(lambda: _write_once_program(detail.id))
+                await store._write(functools.partial(_write_once_program, detail.id))
             assert (await store.get_plan(detail.id)).created_by_agent == "foreman"  # rolled back
         finally:
             monkeypatch.undo()

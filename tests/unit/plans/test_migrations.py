@@ -19,7 +19,8 @@ SEEDS: dict[int, list[str]] = {
     1: [
         "INSERT INTO sessions(id, created_at) VALUES ('s1', '2024-01-01')",
         "INSERT INTO plans(id, slug, title, overview, status, created_at, updated_at, session_id)"
-        " VALUES ('p1', 'old-plan', 'Old plan', 'legacy overview words', 'executing', '2024-01-01', '2024-01-01', 's1')",
+        " VALUES ('p1', 'old-plan', 'Old plan', 'legacy overview words', 'executing',"
+        " '2024-01-01', '2024-01-01', 's1')",
         "INSERT INTO plan_tasks(plan_id, ord, description, agent, status)"
         " VALUES ('p1', 1, 'legacy task alpha', 'smith', 'pending')",
         "INSERT INTO plan_tasks(plan_id, ord, description, agent, status, dependencies)"
@@ -27,20 +28,24 @@ SEEDS: dict[int, list[str]] = {
         "INSERT INTO plan_tags(plan_id, tag) VALUES ('p1', 'legacy')",
     ],
     3: [
-        "INSERT INTO plan_audit(plan_id, at, actor, from_status, to_status) VALUES ('p1', '2024-01-01', 'u', 'draft', 'approved')"
+        "INSERT INTO plan_audit(plan_id, at, actor, from_status, to_status)"
+        " VALUES ('p1', '2024-01-01', 'u', 'draft', 'approved')"
     ],
     4: ["UPDATE plans SET original_plan_data = '{\"title\": \"Old plan\"}' WHERE id = 'p1'"],
     5: ["INSERT INTO plan_files(plan_id, file_path, role) VALUES ('p1', 'old.py', 'input')"],
     6: ["UPDATE plans SET created_by_agent = 'foreman' WHERE id = 'p1'"],
     7: [
-        "INSERT INTO turns(session_id, agent, mode, prompt, status, started_at) VALUES ('s1', 'foreman', 'discussion', 'p', 'running', 'x')",
+        "INSERT INTO turns(session_id, agent, mode, prompt, status, started_at)"
+        " VALUES ('s1', 'foreman', 'discussion', 'p', 'running', 'x')",
         "INSERT INTO turn_edits(turn_id, seq, path, before, after) VALUES (1, 1, 'a.py', NULL, 'x')",
     ],
     8: [
-        "INSERT INTO approvals(scope, permission, pattern, action, created_at) VALUES ('project', 'bash', 'ls*', 'allow', 'x')"
+        "INSERT INTO approvals(scope, permission, pattern, action, created_at)"
+        " VALUES ('project', 'bash', 'ls*', 'allow', 'x')"
     ],
     9: [
-        "INSERT INTO memories(session_id, category, content, created_at, updated_at) VALUES ('s1', 'fact', 'legacy memory', 'x', 'x')"
+        "INSERT INTO memories(session_id, category, content, created_at, updated_at)"
+        " VALUES ('s1', 'fact', 'legacy memory', 'x', 'x')"
     ],
 }
 TABLES = [

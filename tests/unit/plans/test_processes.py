@@ -47,7 +47,7 @@ async def test_two_processes_claim_every_task_exactly_once(store, tmp_path):
             if p.poll() is None:
                 p.kill()
     claimed = []
-    for p, (out, err) in zip(procs, outs):
+    for p, (out, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err
         claimed.append(json.loads(out.strip().splitlines()[-1]))
     every = claimed[0] + claimed[1]

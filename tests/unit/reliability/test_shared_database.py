@@ -40,7 +40,7 @@ async def test_two_processes_share_turns_and_task_claims(tmp_path):
         ]
         outs = await asyncio.gather(*(asyncio.wait_for(p.communicate(), 120) for p in procs))
     results = []
-    for proc, (stdout, stderr) in zip(procs, outs):
+    for proc, (stdout, stderr) in zip(procs, outs, strict=True):
         assert proc.returncode == 0, stderr.decode()[-2000:]
         assert "locked" not in stderr.decode().lower()
         results.append(json.loads(stdout.decode().strip().splitlines()[-1]))

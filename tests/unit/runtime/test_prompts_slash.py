@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ndomo.runtime.context import TurnRequest
 from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.prompts import PromptContributor, PromptManager
@@ -48,7 +50,7 @@ async def test_discussion_answer_is_trimmed_to_the_prose_cap(app, fake):
     from ndomo.runtime.sessions import ExportParams, session_export
 
     exported = await session_export(app, ExportParams(session=summary.session))
-    transcript = open(exported.path, encoding="utf-8").read()
+    transcript = Path(exported.path).read_text(encoding="utf-8")
     assert (
         transcript.count("word") >= 100
     )  # the stored conversation (and its export) keeps everything

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from ndomo.app import App
 from ndomo.plans.owner import hostname
@@ -141,7 +142,7 @@ async def test_export_writes_the_whole_conversation(app, fake):
         out.path == str(app.root / ".ndomo" / "sessions" / f"{summary.session}.md")
         and out.turns == 1
     )
-    text = open(out.path, encoding="utf-8").read()
+    text = Path(out.path).read_text(encoding="utf-8")
     assert "**prompt:** migrate the data" in text and "`handback`" in text
     assert "_handed back: which database?_" in text
     elsewhere = await session_export(app, ExportParams(path="out/chat.md"))

@@ -81,7 +81,10 @@ async def test_one_bad_hunk_changes_no_file(ws, app, make_ctx, call):
 async def test_bad_hunk_in_a_later_file_changes_no_earlier_file(ws, make_ctx, call):
     (ws / "one.txt").write_text("a\nb\n")
     (ws / "two.txt").write_text("c\nd\n")
-    patch = "--- a/one.txt\n+++ b/one.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n--- a/two.txt\n+++ b/two.txt\n@@ -1,2 +1,2 @@\n c\n-x\n+X\n"
+    patch = (
+        "--- a/one.txt\n+++ b/one.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n"
+        "--- a/two.txt\n+++ b/two.txt\n@@ -1,2 +1,2 @@\n c\n-x\n+X\n"
+    )
     ctx = await make_ctx()
     res = await call(ctx, "apply_patch", {"patch": patch})
     assert not res.ok and "two.txt hunk 1" in res.content
@@ -157,8 +160,8 @@ lines = st.lists(
 @settings(max_examples=150, deadline=None)
 @given(lines, lines, st.integers(min_value=0, max_value=3))
 def test_round_trip_with_difflib(old, new, context):
-    a = "".join(l + "\n" for l in old)
-    b = "".join(l + "\n" for l in new)
+    a = "".join(line + "\n" for line in old)
+    b = "".join(line + "\n" for line in new)
     diff = "".join(
         difflib.unified_diff(a.splitlines(True), b.splitlines(True), "a/f", "b/f", n=context)
     )

@@ -31,7 +31,10 @@ class DesignArtifactsOnly:
         except Exception:
             paths = None
         if not paths:
-            return f"'{tool.name}' cannot show which files it writes; discussion mode writes only design artifacts ({', '.join(globs)})"
+            return (
+                f"'{tool.name}' cannot show which files it writes; "
+                f"discussion mode writes only design artifacts ({', '.join(globs)})"
+            )
         bad = []
         for raw in paths:
             real = await asyncio.to_thread(real_target, str(raw), ctx.roots)

@@ -240,7 +240,7 @@ def apply_file_patch(current: str | None, fp: FilePatch) -> str | None:
             expect = h.old_start - 1 + delta if h.old_start else None
             at = _find(t.lines, old, pos, expect)
             if at is None:
-                first = next((l for l in old if l.strip()), old[0])
+                first = next((ln for ln in old if ln.strip()), old[0])
                 raise PatchError(
                     f"{where}: its context/removed lines do not match the file (looked for {first.strip()[:120]!r} "
                     f"from line {pos + 1}); read the file and regenerate the hunk"

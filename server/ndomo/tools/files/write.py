@@ -81,23 +81,23 @@ def _occurrences(text: str, needle: str) -> list[int]:
 
 def _closest(text: str, old: str) -> str:
     """Where the model probably meant, for a 'not found' hint."""
-    wanted = [l.strip() for l in old.splitlines() if l.strip()]
+    wanted = [ln.strip() for ln in old.splitlines() if ln.strip()]
     if not wanted:
         return ""
     lines = text.splitlines()
     squash = lambda s: " ".join(s.split())  # noqa: E731
-    flat = [squash(l) for l in lines]
+    flat = [squash(ln) for ln in lines]
     first = squash(wanted[0])
-    for i, l in enumerate(flat):
-        if l == first and all(
+    for i, ln in enumerate(flat):
+        if ln == first and all(
             i + k < len(flat) and flat[i + k] == squash(w) for k, w in enumerate(wanted)
         ):
             return f" It matches at line {i + 1} if whitespace is ignored: copy the indentation exactly."
     best, best_i = 0.0, -1
-    for i, l in enumerate(flat[:20000]):
-        if not l:
+    for i, ln in enumerate(flat[:20000]):
+        if not ln:
             continue
-        sm = difflib.SequenceMatcher(None, first, l, autojunk=False)
+        sm = difflib.SequenceMatcher(None, first, ln, autojunk=False)
         if sm.real_quick_ratio() <= best or sm.quick_ratio() <= best:
             continue
         r = sm.ratio()
