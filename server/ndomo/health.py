@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -11,6 +12,8 @@ from ndomo.actions import action
 from ndomo.app import App
 from ndomo.config import ConfigProblem
 from ndomo.runtime.instructions import InstructionFile
+
+log = logging.getLogger("ndomo.health")
 
 
 class HealthParams(BaseModel):
@@ -95,7 +98,7 @@ async def _database(app: App) -> DatabaseHealth:
         store = await app.store()
         ok = await store.ping()
         detail = "opens" if ok else "does not answer"
-    except Exception as exc:  # report, never raise: health must always answer
+    except Exception as exc:  # noqa: BLE001 - health reports any failure as its answer, never raises
         ok, detail = False, f"{type(exc).__name__}: {exc}"
     return DatabaseHealth(path=str(app.db_path), ok=ok, detail=detail)
 
@@ -120,8 +123,8 @@ async def _model(app: App, probe: bool) -> ModelHealth:
             saved = await store.model_caps(client.url, cfg.name)
             if saved:
                 client.caps = Capabilities.model_validate(saved)
-        except Exception:  # health reports what it can
-            pass
+        except Exception:  # noqa: BLE001 - saved capabilities are an extra: health reports what it can
+            log.warning("saved model capabilities unreadable", exc_info=True)
         facts = await client.server_facts() if ok and hasattr(client, "server_facts") else {}
         if facts.get("context_window") and not client.caps.context_window:
             client.caps.context_window, client.caps.context_source = (
@@ -133,7 +136,7 @@ async def _model(app: App, probe: bool) -> ModelHealth:
         caps_text = client.caps.describe()
         warnings = _model_warnings(cfg, client.caps, facts)
         await client.aclose()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - health reports any failure as its answer, never raises
         ok, detail = False, f"{type(exc).__name__}: {exc}"
     return ModelHealth(
         provider=cfg.provider,
@@ -170,7 +173,7 @@ async def _agents(app: App) -> AgentsHealth:
 
     try:
         aset = await asyncio.to_thread(load_agents, app.root)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - health reports any failure as its answer, never raises
         return AgentsHealth(
             loaded=0,
             names=[],
@@ -195,7 +198,7 @@ async def _sandbox(app: App) -> SandboxHealth:
 
     try:
         st = await current_state(app.settings)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - health reports any failure as its answer, never raises
         return SandboxHealth(
             mode=app.settings.sandbox.mode,
             backend="?",

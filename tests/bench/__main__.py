@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         try:
             rows = asyncio.run(run(**kwargs))
-        except Exception as exc:  # one broken benchmark must not hide the others
+        except Exception as exc:  # noqa: BLE001 - one broken benchmark must not hide the others (reported, exit 1)
             failed.append(name)
             print(f"{name}: FAILED: {type(exc).__name__}: {exc}", file=sys.stderr)
             continue

@@ -89,11 +89,11 @@ async def stop(client: LanguageClient) -> None:
     try:
         await asyncio.wait_for(client.shutdown_async(None), 5)
         client.exit(None)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a polite shutdown that fails is followed by stop/kill below
         pass
     try:
         await asyncio.wait_for(client.stop(), 5)
-    except Exception:
+    except Exception:  # noqa: BLE001 - whatever stop raised, the server process is killed
         server = getattr(client, "_server", None)
         if server is not None and server.returncode is None:
             server.kill()

@@ -9,6 +9,7 @@ contract of any ancestor that has it, so a planner cannot have code written for 
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
@@ -18,6 +19,8 @@ from ndomo.security.control import control_kind, design_artifact, real_target
 
 if TYPE_CHECKING:
     from ndomo.runtime.context import TurnContext
+
+log = logging.getLogger("ndomo.agents")
 
 
 def design_writer(ctx: TurnContext | None) -> str | None:
@@ -58,7 +61,8 @@ class DesignWritesOnly:
         paths_of = tool.meta.get("paths")
         try:
             paths = [str(p) for p in (paths_of(params) or [])] if paths_of else []
-        except Exception:
+        except Exception:  # fail closed: no paths is a handoff, never a skipped check
+            log.exception("meta[paths] of tool %s failed", tool.name)
             paths = []
         if not paths:
             return handoff(agent, f"'{tool.name}' cannot show which files it writes")

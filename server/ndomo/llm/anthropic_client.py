@@ -245,7 +245,7 @@ class AnthropicClient:
                 timeout=self.probe_timeout_s, max_retries=0
             ).models.list()
             models = sorted(str(m.id) for m in (getattr(page, "data", None) or []))
-        except Exception as exc:  # a probe reports, it never raises
+        except Exception as exc:  # noqa: BLE001 - a probe reports any failure (mapped by _map), never raises
             return Probe(
                 url=self.url, ok=False, detail=str(self._map(exc, self.cfg.name, route="models"))
             )

@@ -245,7 +245,8 @@ class LspHost(BaseHost):
             result = await self.server.workspace_apply_edit_async(
                 types.ApplyWorkspaceEditParams(edit=edit, label=f"ndomo: {path.name}")
             )
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure of the request is an edit not applied, told to the model
+            log.warning("workspace/applyEdit for %s failed", path, exc_info=True)
             return EditOutcome(applied=False, reason=f"the editor did not apply the edit: {exc}")
         if not result.applied:
             return EditOutcome(
@@ -261,7 +262,8 @@ class LspHost(BaseHost):
                     type=types.MessageType.Info, message=question, actions=actions
                 )
             )
-        except Exception:
+        except Exception:  # noqa: BLE001 - a question the editor could not show has no answer
+            log.warning("window/showMessageRequest failed", exc_info=True)
             return None
         return picked.title if picked else None
 

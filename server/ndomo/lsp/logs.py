@@ -60,7 +60,8 @@ class LogMessageHandler(logging.Handler):
             return  # pygls logs every message it sends (INFO "Sending data"): echoing would double the traffic
         try:
             text = self.format(record)
-        except Exception:
+        except Exception:  # noqa: BLE001 - logging.Handler's contract: a bad record goes to handleError
+            self.handleError(record)
             return
         loop = self._loop
         if loop is None:
@@ -84,7 +85,7 @@ class LogMessageHandler(logging.Handler):
             self.server.window_log_message(
                 types.LogMessageParams(type=message_type(levelno), message=text)
             )
-        except Exception:  # the connection is gone: nowhere left to log to
+        except Exception:  # noqa: BLE001 - the connection is gone: nowhere left to log to (logging here would recurse)
             pass
         finally:
             self._sending.active = False

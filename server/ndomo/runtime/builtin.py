@@ -7,11 +7,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ndomo.plans.errors import StoreError
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.events import TurnFinished, TurnStarted
 from ndomo.runtime.hooks import HookResult, LifecycleHook, Phase
 from ndomo.runtime.plugins import Plugins
 from ndomo.runtime.prompts import PromptContributor
+from ndomo.runtime.runtime import RuntimeError_
 from ndomo.runtime.slash import CommandSpec, SlashError, action_specs
 from ndomo.runtime.tools import ToolResult, tool
 
@@ -126,7 +128,7 @@ async def _mode(ctx: TurnContext, args: list[str]) -> Any:
         raise SlashError("usage: /mode <discussion|brainstorming|autopilot>")
     try:
         state = await rt.set_mode(args[0], ctx.session.id)
-    except Exception as exc:
+    except (RuntimeError_, StoreError) as exc:  # an unknown name or session: the user's error
         raise SlashError(str(exc)) from None
     return {"mode": state.mode}
 
@@ -138,7 +140,7 @@ async def _agent(ctx: TurnContext, args: list[str]) -> Any:
         return {"agent": ctx.session.agent, "agents": sorted(getattr(agents, "agents", {}))}
     try:
         state = await rt.set_agent(args[0], ctx.session.id)
-    except Exception as exc:
+    except (RuntimeError_, StoreError) as exc:  # an unknown name or session: the user's error
         raise SlashError(str(exc)) from None
     return {"agent": state.agent, "mode": state.mode}
 

@@ -339,7 +339,7 @@ def _parse(source: str, problems: list[str]) -> tuple[list[Any], str] | None:
                 continue
             problems.append(f"could not parse the command ({exc})")
             return None
-        except Exception as exc:  # bashlex raises assorted errors on odd input
+        except Exception as exc:  # noqa: BLE001 - bashlex raises assorted errors on odd input; fails closed (unparsed)
             problems.append(f"could not parse the command ({type(exc).__name__}: {exc})")
             return None
     problems.append("could not parse the command")

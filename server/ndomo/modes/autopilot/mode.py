@@ -4,6 +4,7 @@ import logging
 
 from ndomo.modes.autopilot import stops
 from ndomo.modes.base import AgentMode, ModeContract
+from ndomo.plans.errors import StoreError
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.hooks import HookResult, ModeGatedHook, Phase
 from ndomo.runtime.prompts import ModePromptContributor, add_to_prompt
@@ -41,8 +42,8 @@ class PlanGuidance(ModeGatedHook):
         try:
             store = await ctx.app.store()
             detail = await store.get_plan(plan_id)
-        except Exception:
-            log.warning("committed plan %s is gone; no guidance injected", plan_id)
+        except StoreError as exc:
+            log.warning("committed plan %s is gone (%s); no guidance injected", plan_id, exc)
             return None
         ctx.state["guidance_plan"] = plan_id
         add_to_prompt(ctx, render_guidance(detail))  # per turn: the system prompt stays cacheable

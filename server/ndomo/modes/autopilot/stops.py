@@ -16,6 +16,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from ndomo.plans.errors import NotFound
+
 if TYPE_CHECKING:
     from ndomo.runtime.context import TurnContext
     from ndomo.runtime.events import TurnEvent
@@ -59,7 +61,7 @@ async def _open_tasks(ctx: TurnContext) -> list[tuple[Any, list[Any]]]:
     for pid in sorted(ids):
         try:
             plan = await store.get_plan(pid)
-        except Exception:  # deleted meanwhile
+        except NotFound:  # deleted meanwhile
             continue
         if plan.status in ("abandoned", "completed", "failed"):
             continue

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from pydantic import BaseModel
 
@@ -10,6 +11,8 @@ from ndomo.runtime.hooks import HookResult, ModeGatedHook, Phase
 from ndomo.runtime.prompts import ModePromptContributor
 from ndomo.runtime.tools import ToolDescriptor
 from ndomo.security.control import control_kind, design_artifact, real_target
+
+log = logging.getLogger("ndomo.modes")
 
 NAME = "discussion"
 
@@ -28,7 +31,8 @@ class DesignArtifactsOnly:
         paths_of = tool.meta.get("paths")
         try:
             paths = paths_of(params) if paths_of else None
-        except Exception:
+        except Exception:  # fail closed: no paths is a refusal, never a skipped check
+            log.exception("meta[paths] of tool %s failed", tool.name)
             paths = None
         if not paths:
             return (

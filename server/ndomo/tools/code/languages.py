@@ -53,7 +53,7 @@ def _load(lang: str):
 
         module = importlib.import_module(module_name)
         return tree_sitter.Language(getattr(module, factory)()), None
-    except Exception as exc:  # missing wheel, ABI mismatch, …
+    except Exception as exc:  # noqa: BLE001 - a grammar wheel fails in many ways (missing, ABI mismatch, …): reported, not fatal
         return None, f"{requirement} unavailable ({type(exc).__name__}: {exc})"
 
 

@@ -24,14 +24,14 @@ def _load_spec(path: Path) -> pathspec.PathSpec | None:
         return None
     try:
         return pathspec.GitIgnoreSpec.from_lines(lines)
-    except Exception:
+    except ValueError:  # pathspec's pattern errors are ValueErrors
         # One malformed line must not disable the whole file.
         good = []
         for line in lines:
             try:
                 pathspec.GitIgnoreSpec.from_lines([line])
                 good.append(line)
-            except Exception:
+            except ValueError:
                 continue
         return pathspec.GitIgnoreSpec.from_lines(good)
 

@@ -10,6 +10,7 @@ import asyncio
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
+from soupsieve import SelectorSyntaxError
 
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, ToolResult, tool
@@ -94,7 +95,9 @@ def run_checks(
         for sel in sels:
             try:
                 count = len(soup.select(sel))
-            except Exception as exc:  # soupsieve raises SelectorSyntaxError and friends
+            # soupsieve (beautifulsoup4's selector engine) refuses bad syntax and
+            # pseudo-elements it cannot match (NotImplementedError)
+            except (SelectorSyntaxError, NotImplementedError) as exc:
                 checks.append(
                     SelectorCheck(
                         selector=sel,
