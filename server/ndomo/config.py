@@ -49,11 +49,13 @@ class ModelConfig(_Section):
         return self.api_key or env.get(self.api_key_env) or None
 
 
+def _default_caps() -> dict[ModeName, int]:
+    return {"discussion": 8, "brainstorming": 16, "autopilot": 40}
+
+
 class ModesConfig(_Section):
     default: ModeName = "discussion"
-    iteration_caps: dict[ModeName, int] = Field(
-        default_factory=lambda: {"discussion": 8, "brainstorming": 16, "autopilot": 40}
-    )
+    iteration_caps: dict[ModeName, int] = Field(default_factory=_default_caps)
     # `.ndomo/**` and `.git/**` never count, whatever is listed here (security.control)
     design_globs: list[str] = Field(default_factory=lambda: ["**/*.md", "docs/**"])
     discussion_prose_cap: int = Field(default=1200, ge=100)

@@ -93,7 +93,7 @@ class ChildTurns(LifecycleHook):
         return ctx.parent is not None
 
     async def run(self, ctx: TurnContext) -> HookResult | None:
-        scope = sc.scope_of(ctx.parent) if sc.scope_owner(ctx.parent) else None
+        scope = sc.scope_of(ctx.parent) if ctx.parent is not None else None
         if scope is not None and ctx.turn_id is not None:
             scope.child_turns.append(ctx.turn_id)
         return None
@@ -168,17 +168,21 @@ class TaskFinish(LifecycleHook):
             current = await store.get_task(bound["task"].id)
             if current.status != "running":
                 return None
-            who = {"agent": ctx.agent_name, "session_id": ctx.session.id}
+            agent, sid = ctx.agent_name, ctx.session.id
             if ctx.status == "done":
                 report = (
                     " ".join((ctx.answer or "").split())[:500] or f"turn {ctx.turn_id} finished"
                 )
-                await store.update_task_status(current.id, "done", result=report, **who)
+                await store.update_task_status(
+                    current.id, "done", result=report, agent=agent, session_id=sid
+                )
             elif ctx.status == "cancelled":
-                await store.update_task_status(current.id, "pending", **who)
+                await store.update_task_status(current.id, "pending", agent=agent, session_id=sid)
             else:
                 reason = ctx.handback or ctx.error or f"the turn ended {ctx.status}"
-                await store.update_task_status(current.id, "blocked", error=reason, **who)
+                await store.update_task_status(
+                    current.id, "blocked", error=reason, agent=agent, session_id=sid
+                )
         except Exception:
             log.exception("could not finish task %s", bound["task"].id)
         return None

@@ -108,7 +108,7 @@ def _intersect_task(a, b):
         }
         merged["*"] = merge_stricter(a.get("*", "deny"), b.get("*", "deny"))
         return merged
-    layers = []
+    layers: list[dict[str, Action]] = []
     for side in (a, b):
         layers.extend(side.layers if isinstance(side, TaskPolicy) else [side])
     return TaskPolicy(layers=layers)
@@ -145,7 +145,7 @@ def decide_network(
     every simple command of the line must be allowed for the line to get network)."""
     net = perm.network
     if isinstance(net, str):
-        return net  # type: ignore[return-value]
+        return net
     if isinstance(net, BashPolicy):
         return net.decide(command, cwd=cwd, roots=roots, secret_globs=secret_globs).action
     from ndomo.security.shell import decide

@@ -43,9 +43,9 @@ class ToolCallAssembler:
                 if slot.id == id:
                     return slot
         if index is not None:
-            slot = self._by_index.get(index)
-            if slot is not None and not (id and slot.id and slot.id != id):
-                return slot
+            known = self._by_index.get(index)
+            if known is not None and not (id and known.id and known.id != id):
+                return known
         elif not id and not name and self._slots:
             return self._slots[-1]  # continuation fragment; a name would start a new call
         slot = _Slot()

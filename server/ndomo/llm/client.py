@@ -51,6 +51,10 @@ class ModelClient(Protocol):
 
     async def probe(self) -> Probe: ...
 
+    async def aclose(self) -> None:
+        """Release the HTTP connections."""
+        ...
+
 
 def make_client(cfg: ModelConfig, **options: object) -> ModelClient:
     """Client for `cfg.provider`; `options` go to the client (e.g. `probe_timeout_s`)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 from pygls.uris import from_fs_path
@@ -16,6 +17,9 @@ from pygls.uris import from_fs_path
 from ndomo.lsp.text_edits import text_edits
 from ndomo.runtime.events import TurnEvent
 from ndomo.runtime.host import ApprovalChoice, ApprovalRequest, BaseHost, EditOutcome, write_atomic
+
+if TYPE_CHECKING:
+    from ndomo.lsp.progress import _Open
 
 log = logging.getLogger("ndomo.lsp")
 
@@ -47,7 +51,9 @@ class LspHost(BaseHost):
         super().__init__()
         self.server = server
         self.listeners: list = []  # progress etc. subscribe to events here
-        self.progress = None  # the open work-done progress of this host's turn (lsp.progress)
+        self.progress: _Open | None = (
+            None  # the open work-done progress of this host's turn (lsp.progress)
+        )
         self._text: list[str] = []  # deltas not sent yet, all of turn `_text_turn`
         self._text_turn: int | None = None
         self._flush_handle: asyncio.TimerHandle | None = None
@@ -163,7 +169,7 @@ class LspHost(BaseHost):
                 await asyncio.to_thread(write_atomic, path, None)
                 return EditOutcome(applied=True)
             changes.append(types.DeleteFile(uri=uri, kind="delete"))
-        elif not exists:
+        elif current is None:
             if not self.supports(types.ResourceOperationKind.Create):
                 await asyncio.to_thread(write_atomic, path, new_text)  # nothing open to go behind
                 return EditOutcome(applied=True)
@@ -224,6 +230,8 @@ class LspHost(BaseHost):
                     types.AnnotatedTextEdit(
                         range=e.range, new_text=e.new_text, annotation_id=ann_id
                     )
+                    if isinstance(e, types.TextEdit)
+                    else e  # a snippet edit keeps its own form
                     for e in change.edits
                 ]
             else:

@@ -88,7 +88,7 @@ class _Stopper:
         if self.watch is not None:
             self.watch.close()
         self.task.cancel()
-        (outcome,) = await asyncio.gather(self.task, return_exceptions=True)
+        outcome: object = (await asyncio.gather(self.task, return_exceptions=True))[0]
         if isinstance(outcome, Exception):
             log.error("plan diagnostics watcher failed", exc_info=outcome)
 

@@ -20,7 +20,7 @@ import os
 import signal
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from lsprotocol import types
 from pygls.protocol import LanguageServerProtocol
@@ -40,8 +40,8 @@ class NdomoProtocol(LanguageServerProtocol):
     """pygls' protocol, with an `exit` that winds the server down instead of `sys.exit`."""
 
     @lsp_method(types.EXIT)
-    def lsp_exit(self, *args: Any) -> None:
-        life = self._server.life
+    def lsp_exit(self, *args: Any) -> None:  # type: ignore[override]  # pygls' is a generator that calls sys.exit; ours only asks Life to wind down
+        life = cast("NdomoServer", self._server).life
         life.request_exit(0 if life.shutdown_requested else 1, "exit received")
 
 
@@ -139,7 +139,8 @@ class Life:
         except asyncio.CancelledError:
             if not self.exiting:
                 raise
-            self._main.uncancel()
+            if self._main is not None:  # set by serve_stdio, which is what runs here
+                self._main.uncancel()
         finally:
             await self._wind_down()
 

@@ -12,7 +12,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from lsprotocol import types
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the runtime loads after `initialized`, not before initializ
     from ndomo.app import App
     from ndomo.lsp.host import LspHost
     from ndomo.runtime.context import TurnContext
-    from ndomo.runtime.events import TurnEvent
+    from ndomo.runtime.events import TurnEvent, TurnFinished
 
 log = logging.getLogger("ndomo.lsp")
 
@@ -121,13 +121,15 @@ class TurnProgressFeature(Feature):
                 types.WorkDoneProgressReport(message=message, percentage=percent, cancellable=True),
             )
         elif event.kind == "turn_finished" and top:
+            # by its kind (the events module loads with the App, after `initialized`)
+            done = cast("TurnFinished", event)
             host.progress = None
             self.by_token.pop(entry.token, None)
-            err = getattr(event, "error", None)
+            err = done.error
             wdp.end(
                 entry.token,
-                types.WorkDoneProgressEnd(message=f"{event.status}" + (f": {err}" if err else "")),
-            )  # type: ignore[attr-defined]
+                types.WorkDoneProgressEnd(message=f"{done.status}" + (f": {err}" if err else "")),
+            )
 
     async def _show_export(self, ctx: TurnContext, host: LspHost) -> None:
         """`open_transcript`: the session's markdown export, refreshed and shown after each turn."""
@@ -146,7 +148,7 @@ class TurnProgressFeature(Feature):
             log.debug("client refused progress token", exc_info=True)
             return
         entry = _Open(token=token, session=ctx.session.id, title=f"{ctx.agent_name} · {ctx.mode}")
-        host.progress = entry  # type: ignore[attr-defined]
+        host.progress = entry
         self.by_token[token] = entry
         message, percent = await self._message(ctx, ctx.request.prompt.splitlines()[0][:80])
         self.server.work_done_progress.begin(

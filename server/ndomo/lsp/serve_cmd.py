@@ -57,8 +57,8 @@ def serve(ns: argparse.Namespace) -> int:
     if not ns.tcp and sys.stdin.isatty():  # a person typed it: say what this is
         print(TTY_NOTE, file=sys.stderr, flush=True)
     server = create_server()
-    server.log_handler = LogMessageHandler(server, level)  # INFO and up: the editor's log
-    logging.getLogger().addHandler(server.log_handler)
+    server.log_handler = handler = LogMessageHandler(server, level)  # INFO and up: the editor's log
+    logging.getLogger().addHandler(handler)
     if ns.tcp:
         server.start_tcp(ns.host, ns.port)
         return 0

@@ -19,6 +19,7 @@ from ndomo import __version__
 
 if TYPE_CHECKING:  # the App (config, pydantic, yaml) loads after `initialized`
     from ndomo.app import App
+    from ndomo.lsp.logs import LogMessageHandler
 
 log = logging.getLogger("ndomo.lsp")
 
@@ -34,7 +35,7 @@ class NdomoServer(LanguageServer):
             protocol_cls=NdomoProtocol,
         )
         self.life = Life(self)  # stdio loop, wind-down, the editor's process
-        self.log_handler = None  # lsp.logs.LogMessageHandler, installed by `ndomo serve`
+        self.log_handler: LogMessageHandler | None = None  # installed by `ndomo serve`
         self.app: App | None = None
         self.init_options: Any = None
         self._ready: asyncio.Future[App] | None = None

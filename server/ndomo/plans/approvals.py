@@ -56,6 +56,7 @@ class ApprovalOps(StoreBase):
                     ),
                 )
             row = await self._one("SELECT * FROM approvals WHERE id = ?", (aid,))
+        assert row is not None  # written in this transaction
         return Approval.model_validate(dict(row))
 
     async def list_approvals(self, session_id: str | None = None) -> list[Approval]:

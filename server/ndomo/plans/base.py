@@ -184,7 +184,7 @@ class StoreBase:
         """The first row; callers' queries return one row (by key, LIMIT 1 or an aggregate)."""
         async with self._locked():
             rows = await self._conn.execute_fetchall(sql, tuple(params))
-        return rows[0] if rows else None
+        return next(iter(rows), None)
 
     async def _reads(self, *queries: tuple[str, Iterable[Any]]) -> list[list[sqlite3.Row]]:
         """Several reads in one hop to aiosqlite's thread, as one consistent snapshot."""

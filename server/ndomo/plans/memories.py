@@ -52,6 +52,7 @@ class MemoryOps(StoreBase):
                     (session_id, category, content, ts, ts),
                 )
             row = await self._one("SELECT * FROM memories WHERE id = ?", (mid,))
+        assert row is not None  # written in this transaction
         return Memory.model_validate({**dict(row), "merged": match is not None})
 
     async def search_memories(

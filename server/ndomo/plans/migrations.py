@@ -449,6 +449,7 @@ async def current_version(conn: aiosqlite.Connection) -> int:
     await conn.execute(_VERSION_TABLE)
     async with conn.execute("SELECT coalesce(max(version), 0) FROM schema_version") as cur:
         row = await cur.fetchone()
+    assert row is not None  # an aggregate always returns one row
     return int(row[0])
 
 

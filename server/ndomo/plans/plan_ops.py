@@ -289,6 +289,7 @@ class PlanOps(StoreBase):
                     blockers=[f"task {r['ord']} is {r['status']}" for r in active],
                 )
             n = await self._one("SELECT count(*) FROM plan_tasks WHERE plan_id = ?", (pid,))
+            assert n is not None  # an aggregate always returns one row
             await self._exec("DELETE FROM plans WHERE id = ?", (pid,))
             await self._audit(pid, actor, row["status"], "deleted", False, None)
             return PlanDeleted(plan_id=pid, slug=slug, tasks_deleted=int(n[0]))
@@ -495,7 +496,8 @@ COMMON_SQL = "SELECT count(*) FROM (SELECT 1 FROM plan_search WHERE plan_search 
 
 def list_sql(status: str | None, include_archived: bool) -> tuple[str, list[object]]:
     """The list statement (last parameter: the limit), newest first, read in index order."""
-    where, params = [], []
+    where: list[str] = []
+    params: list[object] = []
     index = "idx_plans_updated"
     if status is not None:
         where.append("status = ?")
@@ -527,7 +529,7 @@ def search_sql(
     by_text = query is not None and bool(query.strip())
     by_file = file_path is not None and bool(file_path.strip())
     if by_text:
-        match = fts_query(query)
+        match = fts_query(query or "")  # by_text: query is a str
         if match is None:
             return None, []
         if common and not by_file:
@@ -539,7 +541,7 @@ def search_sql(
             where.append("search_key IN (SELECT rowid FROM plan_search WHERE plan_search MATCH ?)")
         params.append(match)
     if by_file:
-        fp = file_path.strip().rstrip("/")
+        fp = (file_path or "").strip().rstrip("/")  # by_file: file_path is a str
         # A range, not substr(): the plan_files(file_path) index serves both arms.
         # '0' is the character after '/', so [fp/, fp0) is exactly "under fp/".
         where.append(

@@ -64,6 +64,7 @@ class PlanStore(
             self._watch = await connect(self.db_path)
         async with self._watch.execute("PRAGMA data_version") as cur:
             row = await cur.fetchone()
+        assert row is not None  # a PRAGMA that reads a value always returns one row
         return int(row[0])
 
     def change_stamp(self) -> tuple | None:
@@ -76,7 +77,7 @@ class PlanStore(
         """
         import time
 
-        stamp = []
+        stamp: list[tuple[int, int, int] | None] = []
         for p in (self.db_path, self.db_path.with_name(self.db_path.name + "-wal")):
             try:
                 st = os.stat(p)

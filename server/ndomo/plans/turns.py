@@ -90,6 +90,7 @@ class TurnOps(StoreBase):
             row = await self._one(
                 "SELECT coalesce(max(seq), 0) + 1 FROM turn_edits WHERE turn_id = ?", (turn_id,)
             )
+            assert row is not None  # an aggregate always returns one row
             seq = int(row[0])
             await self._exec(
                 "INSERT INTO turn_edits(turn_id, seq, path, before, after) VALUES (?, ?, ?, ?, ?)",

@@ -103,7 +103,7 @@ class DbWatch:
 
     # -- fallback ---------------------------------------------------------------------------
     def _read_stamp(self) -> tuple:
-        out = []
+        out: list[tuple[int, int, int] | None] = []
         for name in sorted(self._names):
             try:
                 st = os.stat(self.db_path.with_name(name))

@@ -30,8 +30,12 @@ def to_message(m: StoredMessage) -> Message:
         for c in m.tool_calls
     ]
     return Message(
-        role=m.role, content=m.content, tool_calls=calls, tool_call_id=m.tool_call_id, name=m.name
-    )  # type: ignore[arg-type]
+        role=m.role,  # type: ignore[arg-type]  # the store holds only roles written from a Message
+        content=m.content,
+        tool_calls=calls,
+        tool_call_id=m.tool_call_id,
+        name=m.name,
+    )
 
 
 async def load_history(ctx: TurnContext) -> list[Message]:

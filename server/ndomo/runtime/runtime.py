@@ -98,7 +98,8 @@ class Runtime:
             stamp = store.change_stamp() if hasattr(store, "change_stamp") else None
             cached = self.sessions.get(known) if known else None
             if (
-                cached is not None
+                known
+                and cached is not None
                 and stamp is not None
                 and stamp == self._session_stamps.get(known)
             ):

@@ -118,7 +118,7 @@ def design_artifact(rel: str, globs: list[str]) -> bool:
         if m is None:
             continue
         through_folder = m.groupdict().get("ps_d") is not None
-        if through_folder and not _folder_pattern(pattern.pattern):
+        if through_folder and not _folder_pattern(str(pattern.pattern)):
             continue
         verdict = bool(pattern.include)
     return verdict

@@ -143,10 +143,10 @@ class _Analyzer:
 
     # -- entry ---------------------------------------------------------------
     def analyse(self, source: str) -> None:
-        trees = _parse(source, self.problems)
-        if trees is None:
+        parsed = _parse(source, self.problems)
+        if parsed is None:
             return
-        trees, self.source = trees
+        trees, self.source = parsed
         for tree in trees:
             self.visit(tree, [])
 

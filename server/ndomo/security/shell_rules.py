@@ -71,14 +71,14 @@ def rule_action(text: str, rules: Rules) -> tuple[Action, str | None]:
     stricter action. No match, or a malformed rule, means "ask".
     """
     if isinstance(rules, str):
-        return (rules if rules in ACTIONS else "ask"), None  # type: ignore[return-value]
+        return (rules if rules in ACTIONS else "ask"), None
     if not isinstance(rules, Mapping):
         return "ask", None
     best: tuple[tuple[int, int, int], Action, str] | None = None
     for pat, act in rules.items():
         if not isinstance(pat, str) or not pattern_matches(pat, text):
             continue
-        action: Action = act if act in ACTIONS else "ask"  # type: ignore[assignment]
+        action: Action = act if act in ACTIONS else "ask"
         key = (literal_length(pat), len(pat), _RANK[action])
         if best is None or key > best[0]:
             best = (key, action, pat)

@@ -58,7 +58,7 @@ async def apply_patch(ctx: TurnContext, p: ApplyPatchParams) -> str:
                 text = await ctx.host.read_text(target)
                 original[target] = work[target] = text
                 order.append(target)
-        base = work[src] if src is not None else (work[dst] if dst is not None else None)  # type: ignore[index]
+        base = work[src] if src is not None else (work[dst] if dst is not None else None)
         try:
             result = apply_file_patch(base, fp)
         except PatchError as exc:

@@ -238,13 +238,14 @@ def apply_file_patch(current: str | None, fp: FilePatch) -> str | None:
                 )
         else:
             expect = h.old_start - 1 + delta if h.old_start else None
-            at = _find(t.lines, old, pos, expect)
-            if at is None:
+            found = _find(t.lines, old, pos, expect)
+            if found is None:
                 first = next((ln for ln in old if ln.strip()), old[0])
                 raise PatchError(
                     f"{where}: its context/removed lines do not match the file (looked for {first.strip()[:120]!r} "
                     f"from line {pos + 1}); read the file and regenerate the hunk"
                 )
+            at = found
         t.lines[at : at + len(old)] = h.new
         pos = at + len(h.new)
         delta += len(h.new) - len(old)

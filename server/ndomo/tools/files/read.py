@@ -66,7 +66,8 @@ def render(name: str, text: str, start: int | None, end: int | None) -> str:
     if first > total:
         raise ToolError(f"start_line {first} is past the end of {name} ({total} lines)")
     last = min(end or total, total)
-    body, used, cut_at = [], 0, None
+    body: list[str] = []
+    used, cut_at = 0, None
     for n, line in zip(range(first, last + 1), number(lines[first - 1 : last], first), strict=True):
         if len(body) >= MAX_LINES or used + len(line) + 1 > MAX_CHARS:
             cut_at = n - 1

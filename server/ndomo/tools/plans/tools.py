@@ -5,21 +5,30 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic.json_schema import JsonDict
 
 from ndomo.agents.routing import make_router
 from ndomo.plans.errors import StoreError
 from ndomo.plans.models import PlanCreate, PlanStatus, Priority, TaskCreate, TaskStatus
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.events import PlanChanged
-from ndomo.runtime.tools import HIDDEN, ToolError, ToolResult, tool
+from ndomo.runtime.tools import HIDDEN, Risk, ToolError, ToolResult, tool
 from ndomo.tools.plans import render
 from ndomo.tools.plans.commit import CommitPlanParams, commit_plan_params
 
-PLAN = dict(risk="plan", permission="plan_db")
-OFF = {HIDDEN: True}  # accepted, not offered: keeps the request small
+
+class _PlanTool(TypedDict):
+    """The keywords every plan tool shares (typed, so `tool(**PLAN)` is checked)."""
+
+    risk: Risk
+    permission: str
+
+
+PLAN: _PlanTool = {"risk": "plan", "permission": "plan_db"}
+OFF: JsonDict = {HIDDEN: True}  # accepted, not offered: keeps the request small
 
 
 class _P(BaseModel):

@@ -24,7 +24,7 @@ def params_model(reflex: Reflex) -> type[BaseModel]:
             fields[name] = (typ, ...)
         else:
             fields[name] = (typ | None, spec.default)
-    return create_model(  # type: ignore[call-overload]
+    return create_model(
         f"Reflex_{reflex.name}", __config__=ConfigDict(extra="forbid", strict=False), **fields
     )
 

@@ -178,7 +178,7 @@ class ServeManager:
 
     @staticmethod
     async def _stop(served: Served) -> list[str]:
-        await _kill_group(served.proc, KILL_GRACE_S)  # type: ignore[arg-type]  # leftovers too
+        await _kill_group(served.proc, KILL_GRACE_S)  # leftovers too
         if served.running:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(served.proc.wait(), KILL_GRACE_S + 1)
