@@ -258,3 +258,72 @@ async def test_a_broken_path_declaration_fails_closed(app, fake):
     )
     assert "permission denied" in results[0] and "could not say which files" in results[0], results
     assert "TOKEN" not in results[0] and host.asked == []
+
+
+def _broken_write_paths(p):
+    raise RuntimeError("bug in the tool's paths")
+
+
+@tool(
+    "scribble",
+    BrokenParams,
+    description="writes a file (test tool)",
+    risk="write",
+    permission="edit",
+    paths=_broken_write_paths,
+)
+async def scribble(ctx, p: BrokenParams):
+    (ctx.app.root / p.path).write_text("written\n")
+    return "wrote " + p.path
+
+
+async def test_a_broken_write_path_declaration_is_refused_in_discussion_and_logged(
+    app, fake, caplog
+):
+    """Discussion mode writes only design artifacts: a tool that cannot say which files it
+    writes is refused (never let through), and the bug is logged with its traceback."""
+    write_agent(
+        app.root, "scribe", "description: writes\nmode: primary\npermission:\n  edit: allow\n"
+    )
+    with caplog.at_level("ERROR", logger="ndomo"):
+        results, _ = await _run(
+            app,
+            fake,
+            [call("scribble", path="docs/notes.md")],
+            agent="scribe",
+            mode="discussion",
+            extra=(scribble,),
+        )
+    assert "cannot show which files it writes" in results[0], results
+    assert not (app.root / "docs/notes.md").exists()
+    assert any(
+        "meta[paths] of tool scribble failed" in r.getMessage() and r.exc_info
+        for r in caplog.records
+    ), caplog.records
+
+
+async def test_a_failing_secret_check_counts_the_file_as_secret(app, fake, monkeypatch):
+    """The secret-file check itself breaking asks the user, as for a secret: never an allow."""
+    import ndomo.security.paths as paths_mod
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("bug in is_secret")
+
+    monkeypatch.setattr(paths_mod, "is_secret", broken)
+    (app.root / "notes.txt").write_text("plain\n")
+    write_agent(
+        app.root, "reader", "description: reads\nmode: primary\npermission:\n  webfetch: allow\n"
+    )
+    safe = tool(
+        "peek",
+        BrokenParams,
+        description="reads a file (test tool)",
+        permission="webfetch",
+        read_paths=lambda p: [p.path],
+    )(leaky.run)
+    host = Host(answer="deny")
+    results, host = await _run(
+        app, fake, [call("peek", path="notes.txt")], agent="reader", host=host, extra=(safe,)
+    )
+    assert [r.permission for r in host.asked] == ["secret"], host.asked
+    assert "plain" not in results[0], results

@@ -370,3 +370,28 @@ async def test_session_history_is_carried_and_trimmed(app, fake):
         m["content"] for m in fake.chat_requests()[2]["body"]["messages"] if m["role"] == "user"
     ]
     assert sent == ["question 1", "question 2"]  # question 0 fell out of the budget
+
+
+async def test_closing_logs_a_turn_that_fails_on_its_way_out(app, caplog):
+    """`aclose` cancels running turns; a turn whose clean-up raises is logged with its session
+    and traceback (it used to vanish in `except BaseException: pass`)."""
+    rt = Runtime(app, plugins=build_plugins())
+    started = asyncio.Event()
+
+    async def turn() -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            raise ValueError("clean-up broke") from None
+
+    task = asyncio.create_task(turn())
+    await started.wait()
+    rt.active["s-closing"] = (None, task)
+    with caplog.at_level("ERROR", logger="ndomo.runtime"):
+        await rt.aclose()
+    assert task.done()
+    assert any(
+        "s-closing" in r.getMessage() and r.exc_info and r.exc_info[0] is ValueError
+        for r in caplog.records
+    ), caplog.records
