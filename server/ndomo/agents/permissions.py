@@ -31,7 +31,7 @@ def merge_stricter(a: str, b: str) -> Action:
     """deny > ask > allow; an unknown action is treated as deny."""
     if a not in STRICTNESS or b not in STRICTNESS:
         return "deny"
-    return a if STRICTNESS[a] >= STRICTNESS[b] else b  # type: ignore[return-value]
+    return a if STRICTNESS[a] >= STRICTNESS[b] else b  # type: ignore[return-value]  # both are keys of STRICTNESS, i.e. Actions
 
 
 def _is_glob(key: str) -> bool:
@@ -69,10 +69,10 @@ def task_allowed(perm: AgentPermission | Mapping[str, str], agent_name: str) -> 
     """May this agent delegate to `agent_name`? An agent no key matches is denied."""
     task = perm.task if isinstance(perm, AgentPermission) else perm
     layers = task.layers if isinstance(task, TaskPolicy) else [task]
-    result: str = "allow"
+    result: Action = "allow"
     for layer in layers:
         result = merge_stricter(result, match_rules(layer, agent_name) or "deny")
-    return result  # type: ignore[return-value]
+    return result
 
 
 def bash_layers(bash) -> list:

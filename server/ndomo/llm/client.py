@@ -65,7 +65,7 @@ def make_client(cfg: ModelConfig, **options: object) -> ModelClient:
             raise ModelError("provider 'anthropic' needs `pip install ndomo[anthropic]`") from None
         from .anthropic_client import AnthropicClient
 
-        return AnthropicClient(cfg, **options)  # type: ignore[arg-type]
+        return AnthropicClient(cfg, **options)  # type: ignore[arg-type]  # options are the clients' own keywords, passed through
     from .openai_client import OpenAIClient
 
-    return OpenAIClient(cfg, **options)  # type: ignore[arg-type]
+    return OpenAIClient(cfg, **options)  # type: ignore[arg-type]  # options are the clients' own keywords, passed through

@@ -96,7 +96,7 @@ class LspHost(BaseHost):
         if event.kind == "text":
             if self._text and self._text_turn != event.turn_id:
                 self.flush_text()
-            self._text.append(event.text)  # type: ignore[attr-defined]
+            self._text.append(event.text)  # type: ignore[attr-defined]  # kind "text" is a TextDelta (events load with the App)
             self._text_turn = event.turn_id
             if self._flush_handle is None:  # nothing sent lately: this one now, merge what follows
                 self._send_text()

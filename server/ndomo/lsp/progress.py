@@ -87,11 +87,11 @@ class TurnProgressFeature(Feature):
         if event.kind == "turn_started" and top:
             # The token is a round trip to the editor: the turn (and its first token) does not
             # wait for it. Reports before it exists are skipped; the end waits for it.
-            host.progress_starting = asyncio.ensure_future(self._begin(ctx, host))  # type: ignore[attr-defined]
+            host.progress_starting = asyncio.ensure_future(self._begin(ctx, host))  # type: ignore[attr-defined]  # the progress feature keeps its pending start on the host
             return
         starting = getattr(host, "progress_starting", None)
         if event.kind == "turn_finished" and top and starting is not None:
-            host.progress_starting = None  # type: ignore[attr-defined]
+            host.progress_starting = None  # type: ignore[attr-defined]  # the progress feature keeps its pending start on the host
             await starting
         if (
             event.kind == "turn_finished"
@@ -109,7 +109,7 @@ class TurnProgressFeature(Feature):
         wdp = self.server.work_done_progress
         if event.kind == "tool_started":
             who = "" if top else f"{ctx.agent_name}: "
-            message, percent = await self._message(ctx, f"{who}{event.name}")  # type: ignore[attr-defined]
+            message, percent = await self._message(ctx, f"{who}{event.name}")  # type: ignore[attr-defined]  # kind "tool_started" is a ToolStarted (events load with the App)
             wdp.report(
                 entry.token,
                 types.WorkDoneProgressReport(message=message, percentage=percent, cancellable=True),

@@ -30,7 +30,7 @@ class ApprovalOps(StoreBase):
             raise Invalid("permission and pattern must be non-empty", field="pattern")
         async with self._tx():
             if session_id:
-                await self._ensure_session_row(session_id)  # type: ignore[attr-defined]
+                await self._ensure_session_row(session_id)  # type: ignore[attr-defined]  # a sibling mixin of PlanStore provides it
             existing = await self._one(
                 "SELECT id FROM approvals WHERE scope = ? AND coalesce(session_id, '') = ?"
                 " AND permission = ? AND pattern = ?",

@@ -28,7 +28,7 @@ class MemoryOps(StoreBase):
         key = normalise(content)
         async with self._tx():
             if session_id:
-                await self._ensure_session_row(session_id)  # type: ignore[attr-defined]
+                await self._ensure_session_row(session_id)  # type: ignore[attr-defined]  # a sibling mixin of PlanStore provides it
             rows = await self._all(
                 "SELECT id, content FROM memories WHERE category = ?", (category,)
             )

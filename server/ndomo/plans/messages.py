@@ -73,7 +73,7 @@ class MessageOps(StoreBase):
                 f"message role must be one of {', '.join(ROLES)}, got {role!r}", field="role"
             )
         async with self._tx():
-            await self._ensure_session_row(session_id)  # type: ignore[attr-defined]
+            await self._ensure_session_row(session_id)  # type: ignore[attr-defined]  # a sibling mixin of PlanStore provides it
             ts = now()
             mid = await self._insert(
                 "INSERT INTO session_messages(session_id, turn_id, role, content, tool_calls, tool_call_id, name,"
@@ -109,7 +109,7 @@ class MessageOps(StoreBase):
     async def touch_session(self, session_id: str) -> None:
         """Mark the session as the latest used (what `ndomo run` and a fresh server resume)."""
         async with self._tx():
-            await self._ensure_session_row(session_id)  # type: ignore[attr-defined]
+            await self._ensure_session_row(session_id)  # type: ignore[attr-defined]  # a sibling mixin of PlanStore provides it
             await self._exec("UPDATE sessions SET used_at = ? WHERE id = ?", (now(), session_id))
 
     # -- one turn at a time, across processes ------------------------------------------------
@@ -119,7 +119,7 @@ class MessageOps(StoreBase):
         """Claim the session for a turn; SessionBusy when a live process holds it."""
         owner = owner or process_owner()
         async with self._tx():
-            await self._ensure_session_row(session_id)  # type: ignore[attr-defined]
+            await self._ensure_session_row(session_id)  # type: ignore[attr-defined]  # a sibling mixin of PlanStore provides it
             row = await self._one(
                 "SELECT owner FROM session_claims WHERE session_id = ?", (session_id,)
             )

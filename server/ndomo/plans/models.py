@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, computed_field, field_validator
 
@@ -15,9 +15,9 @@ MemoryCategory = Literal["fact", "decision", "preference"]
 ApprovalScope = Literal["session", "project"]
 ApprovalAction = Literal["allow", "deny"]
 
-PLAN_STATUSES: tuple[str, ...] = PlanStatus.__args__  # type: ignore[attr-defined]
-TASK_STATUSES: tuple[str, ...] = TaskStatus.__args__  # type: ignore[attr-defined]
-TURN_STATUSES: tuple[str, ...] = TurnStatus.__args__  # type: ignore[attr-defined]
+PLAN_STATUSES: tuple[str, ...] = get_args(PlanStatus)
+TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
+TURN_STATUSES: tuple[str, ...] = get_args(TurnStatus)
 TERMINAL_PLAN_STATUSES = frozenset({"completed", "failed", "abandoned"})
 
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -138,7 +138,7 @@ class Task(_Out):
         default=None, description="workspace-relative file holding the full result"
     )
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy rejects decorators over @property; pydantic's documented form
     @property
     def result_spilled(self) -> bool:
         return self.result_artifact is not None

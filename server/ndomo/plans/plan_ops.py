@@ -98,7 +98,7 @@ class PlanOps(StoreBase):
         ts = now()
         async with self._tx():
             if data.session_id:
-                await self._ensure_session_row(data.session_id)  # type: ignore[attr-defined]
+                await self._ensure_session_row(data.session_id)  # type: ignore[attr-defined]  # a sibling mixin of PlanStore provides it
             slug = await self._unique_slug(data.slug or slugify(data.title))
             await self._exec(
                 "INSERT INTO plans(id, slug, title, overview, approach, priority, complexity,"

@@ -137,5 +137,5 @@ class SessionOps(StoreBase):
                     )
                 )
         for pid in abandoned:
-            await self._archive_quietly(pid)  # type: ignore[attr-defined]
+            await self._archive_quietly(pid)  # type: ignore[attr-defined]  # a sibling mixin of PlanStore provides it
         return await self.get_session(session_id)

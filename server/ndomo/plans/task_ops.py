@@ -112,7 +112,7 @@ class TaskOps(StoreBase):
         routed = [router(t) if router else [t] for t in items]
         created: list[Task] = []
         async with self._tx():
-            plan = await self._plan_row(plan_id)  # type: ignore[attr-defined]
+            plan = await self._plan_row(plan_id)  # type: ignore[attr-defined]  # a sibling mixin of PlanStore provides it
             pid = plan["id"]
             if plan["status"] in TERMINAL_PLAN_STATUSES:
                 raise Refused(
@@ -195,7 +195,7 @@ class TaskOps(StoreBase):
                 f"unknown task status {status!r}; expected one of {', '.join(TASK_STATUSES)}",
                 field="status",
             )
-        plan = await self._plan_row(plan_id)  # type: ignore[attr-defined]
+        plan = await self._plan_row(plan_id)  # type: ignore[attr-defined]  # a sibling mixin of PlanStore provides it
         sql = "SELECT * FROM plan_tasks WHERE plan_id = ?"
         params: list[object] = [plan["id"]]
         if status:
@@ -223,7 +223,7 @@ class TaskOps(StoreBase):
         tid = row["id"]
         artifact = None
         if artifacts.needs_spill(result):
-            result, artifact = await artifacts.spill(self.workspace, tid, result)  # type: ignore[arg-type]
+            result, artifact = await artifacts.spill(self.workspace, tid, result)  # type: ignore[arg-type]  # workspace is set whenever a result is long enough to spill
         async with self._tx():
             await self._set_task_status(
                 tid,
@@ -251,7 +251,7 @@ class TaskOps(StoreBase):
     ) -> None:
         """Inside a transaction. Running a task puts its plan to work and records who runs it."""
         row = await self._task_row(tid)
-        plan = await self._plan_row(row["plan_id"])  # type: ignore[attr-defined]
+        plan = await self._plan_row(row["plan_id"])  # type: ignore[attr-defined]  # a sibling mixin of PlanStore provides it
         if plan["status"] in TERMINAL_PLAN_STATUSES:
             raise Refused(
                 f"plan {plan['slug']} is {plan['status']}; its tasks are closed", field="id"
@@ -296,7 +296,7 @@ class TaskOps(StoreBase):
         await self._run(plan_started(plan_id, agent, session_id))
 
     async def _ready_tasks(self, agent: str, plan_id: str | None, limit: int) -> list[sqlite3.Row]:
-        pid = None if plan_id is None else (await self._plan_row(plan_id))["id"]  # type: ignore[attr-defined]
+        pid = None if plan_id is None else (await self._plan_row(plan_id))["id"]  # type: ignore[attr-defined]  # a sibling mixin of PlanStore provides it
         return await self._all(READY_SQL, (agent, pid, limit))
 
     async def peek_task_for_agent(

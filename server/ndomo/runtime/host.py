@@ -15,7 +15,16 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel
 
-from ndomo.runtime.events import Status, TurnEvent
+from ndomo.runtime.events import (
+    Notice,
+    Status,
+    TextDelta,
+    ToolFinished,
+    ToolOutput,
+    ToolStarted,
+    TurnEvent,
+    TurnFinished,
+)
 
 ApprovalChoice = Literal["once", "session", "project", "deny"]
 
@@ -158,14 +167,13 @@ class TerminalHost(BaseHost):
 
     async def emit(self, event: TurnEvent) -> None:
         await super().emit(event)
-        kind = event.kind
-        if kind == "text":
-            self.out.write(event.text)  # type: ignore[attr-defined]
+        if isinstance(event, TextDelta):
+            self.out.write(event.text)
             self.out.flush()
-            self._at_line_start = event.text.endswith("\n")  # type: ignore[attr-defined]
+            self._at_line_start = event.text.endswith("\n")
             return
-        if kind == "tool_output":  # a command's output while it runs, indented under its call
-            text = event.text  # type: ignore[attr-defined]
+        if isinstance(event, ToolOutput):  # a command's output while it runs, under its call
+            text = event.text
             lead = "    | " if self._at_line_start else ""
             self.out.write(lead + text.replace("\n", "\n    | ").removesuffix("    | "))
             self.out.flush()
@@ -174,20 +182,20 @@ class TerminalHost(BaseHost):
         if not self._at_line_start:
             self._print("")
             self._at_line_start = True
-        if kind == "tool_started":
-            args = ", ".join(f"{k}={v!r}"[:80] for k, v in event.arguments.items())  # type: ignore[attr-defined]
-            self._print(f"  → {event.name}({args})")  # type: ignore[attr-defined]
-        elif kind == "tool_finished":
-            self._print(f"  ← {event.name} {event.status}: {event.summary}")  # type: ignore[attr-defined]
-        elif kind == "notice":
-            self._last_notice = event.message  # type: ignore[attr-defined]
-            self._print(f"  ! {event.message}")  # type: ignore[attr-defined]
-        elif kind == "turn_finished":
-            error = event.error  # type: ignore[attr-defined]
+        if isinstance(event, ToolStarted):
+            args = ", ".join(f"{k}={v!r}"[:80] for k, v in event.arguments.items())
+            self._print(f"  → {event.name}({args})")
+        elif isinstance(event, ToolFinished):
+            self._print(f"  ← {event.name} {event.status}: {event.summary}")
+        elif isinstance(event, Notice):
+            self._last_notice = event.message
+            self._print(f"  ! {event.message}")
+        elif isinstance(event, TurnFinished):
+            error = event.error
             err = (
                 f" ({error})" if error and error != self._last_notice else ""
             )  # said once is enough
-            self._print(f"[{event.status}]{err}")  # type: ignore[attr-defined]
+            self._print(f"[{event.status}]{err}")
 
     async def _prompt(self, text: str) -> str:
         def read() -> str:
@@ -213,4 +221,5 @@ class TerminalHost(BaseHost):
         answer = await self._prompt(
             f"? {request.text()}\n  allow? [o]nce / [s]ession / [p]roject / [d]eny "
         )
-        return {"o": "once", "s": "session", "p": "project"}.get(answer[:1].lower(), "deny")  # type: ignore[return-value]
+        choices: dict[str, ApprovalChoice] = {"o": "once", "s": "session", "p": "project"}
+        return choices.get(answer[:1].lower(), "deny")

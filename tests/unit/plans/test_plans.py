@@ -216,7 +216,10 @@ async def test_fts_search_plans_and_tasks_and_file_filter(store):
     await store.create_tasks(
         b.id, [{"description": "Write the reconciliation job", "files": ["jobs/recon.py"]}]
     )
-    ids = lambda plans: {p.id for p in plans}  # noqa: E731
+
+    def ids(plans):
+        return {p.id for p in plans}
+
     assert ids(await store.search_plans("oauth")) == {a.id}
     assert ids(await store.search_plans("stripe")) == {b.id}
     assert ids(await store.search_plans("reconcil")) == {b.id}  # task description, prefix match

@@ -88,7 +88,10 @@ def test_profile_creates_missing_control_folders(repo: Path) -> None:
 def test_worktree_git_dirs_are_writable_and_their_config_read_only(tmp_path: Path) -> None:
     main = tmp_path / "main"
     main.mkdir()
-    run = lambda *a: subprocess.run(["git", "-C", str(main), *a], check=True, capture_output=True)  # noqa: E731
+
+    def run(*a):
+        return subprocess.run(["git", "-C", str(main), *a], check=True, capture_output=True)
+
     run("init", "-q")
     run("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x")
     run("worktree", "add", "-q", str(tmp_path / "wt"))

@@ -33,7 +33,10 @@ TABLE = {name: set(MODES) for name in EVERYWHERE} | {"commit_plan": {"discussion
 def test_registered_with_the_public_contract(plugins):
     for name in TABLE:
         assert plugins.tools.get(name) is not None, name
-    schema = lambda n: set(plugins.tools.get(n).schema()["properties"])  # noqa: E731
+
+    def schema(n):
+        return set(plugins.tools.get(n).schema()["properties"])
+
     assert schema("read") == {"path", "start_line", "end_line"}
     assert schema("write") == {"path", "content"}
     assert schema("edit") == {"path", "old_text", "new_text"}

@@ -71,8 +71,8 @@ async def apply_patch(ctx: TurnContext, p: ApplyPatchParams) -> str:
             work[src], work[dst] = None, result
             summary.append(f"renamed {rel(ctx, src)} → {rel(ctx, dst)}")
         elif dst is None:
-            work[src] = None  # type: ignore[index]
-            summary.append(f"deleted {rel(ctx, src)}")  # type: ignore[arg-type]
+            work[src] = None  # type: ignore[index]  # dst is None here, so src is not (a patch names one side)
+            summary.append(f"deleted {rel(ctx, src)}")  # type: ignore[arg-type]  # dst is None here, so src is not (a patch names one side)
         else:
             verb = "created" if fp.old_path is None else "patched"
             work[dst] = result

@@ -123,7 +123,7 @@ def _parse_hunk(lines: list[str], i: int, fp: FilePatch) -> int:
     bare: list[bool] = []  # lines that were empty, i.e. a context line whose space got dropped
     while i < len(lines):
         line = lines[i]
-        counts_open = counted and (old_left > 0 or new_left > 0)  # type: ignore[operator]
+        counts_open = counted and (old_left > 0 or new_left > 0)  # type: ignore[operator]  # counted: both counts are ints
         if line.startswith("\\"):  # "\ No newline at end of file" belongs to the previous line
             if hunk.lines:
                 kind = hunk.lines[-1][0]
@@ -151,9 +151,9 @@ def _parse_hunk(lines: list[str], i: int, fp: FilePatch) -> int:
         bare.append(line == "")
         if counted:
             if kind in " -":
-                old_left -= 1  # type: ignore[operator]
+                old_left -= 1  # type: ignore[operator]  # counted: both counts are ints
             if kind in " +":
-                new_left -= 1  # type: ignore[operator]
+                new_left -= 1  # type: ignore[operator]  # counted: both counts are ints
         i += 1
     while bare and bare[-1]:  # trailing empty lines separate hunks; dropping context is harmless
         bare.pop()

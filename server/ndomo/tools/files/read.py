@@ -101,7 +101,7 @@ async def read(ctx: TurnContext, p: ReadParams) -> str:
         )
     kind, info = await asyncio.to_thread(_probe, path)
     if kind == "dir":
-        entries = list(info)  # type: ignore[arg-type]
+        entries = list(info)  # type: ignore[arg-type]  # _probe returns entries for a dir and a size for a file
         shown = entries[:MAX_DIR_ENTRIES]
         more = (
             f"\n… {len(entries) - len(shown)} more (use glob)" if len(entries) > len(shown) else ""
@@ -109,7 +109,7 @@ async def read(ctx: TurnContext, p: ReadParams) -> str:
         return f"{name}/ is a folder with {len(entries)} entries:\n" + "\n".join(shown) + more
     if kind == "binary":
         raise ToolError(f"{name} is a binary file ({info} bytes); not shown")
-    if kind == "file" and int(info) > MAX_FILE_BYTES:  # type: ignore[arg-type]
+    if kind == "file" and int(info) > MAX_FILE_BYTES:  # type: ignore[arg-type]  # _probe returns entries for a dir and a size for a file
         raise ToolError(
             f"{name} is {info} bytes, over the {MAX_FILE_BYTES}-byte read limit; use grep on it"
         )

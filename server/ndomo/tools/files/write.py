@@ -85,7 +85,10 @@ def _closest(text: str, old: str) -> str:
     if not wanted:
         return ""
     lines = text.splitlines()
-    squash = lambda s: " ".join(s.split())  # noqa: E731
+
+    def squash(s: str) -> str:
+        return " ".join(s.split())
+
     flat = [squash(ln) for ln in lines]
     first = squash(wanted[0])
     for i, ln in enumerate(flat):

@@ -32,7 +32,7 @@ def descriptor(reflex: Reflex) -> ToolDescriptor:
         return ToolResult(
             ok=result.ok,
             content=result.render(),
-            status=status,  # type: ignore[arg-type]
+            status=status,  # type: ignore[arg-type]  # the reflex statuses are a subset of ToolResult's
             data=result.model_dump(),
         )
 
