@@ -16,7 +16,11 @@ import pytest
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
     outcome = yield
     report = outcome.get_result()
-    if os.environ.get("NDOMO_NO_SKIP") == "1" and report.skipped and not hasattr(report, "wasxfail"):
+    if (
+        os.environ.get("NDOMO_NO_SKIP") == "1"
+        and report.skipped
+        and not hasattr(report, "wasxfail")
+    ):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"
         report.longrepr = f"skipped under NDOMO_NO_SKIP=1 (CI must run every real check): {reason}"
