@@ -125,6 +125,8 @@ def test_plugin_logic_without_server(unit: dict) -> None:
     assert r["empty_dict"] == '{"arguments":[{}]}'
     assert r["init_default"] == "{}" and r["init_given"] == '{"model":{"name":"m"}}'
     assert r["caps_save"] is True and r["caps_user"] is False
+    # chat: the live turn replaced its stored copy (what it streamed kept, no turn left running)
+    assert r["chat_race"] == [[6, "done", 0], [7, "done", 1]]
 
 
 def test_bare_command_health_roots_save_and_spinner(unit: dict) -> None:

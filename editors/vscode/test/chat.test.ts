@@ -171,6 +171,32 @@ test("a view opened before the server runs loads the history once it starts; a s
   assert.deepEqual(fv.posted.at(-1).state.turns.map((t: any) => t.prompt), ["in s2"]);
 });
 
+test("a turn that streams before the history comes back keeps what it streamed, once", async () => {
+  let answer: (v: unknown) => void = () => undefined;
+  const lsp = {
+    async execute(command: string) {
+      if (command === "ndomo.session.open") return new Promise((r) => (answer = r));
+      return [];
+    },
+  };
+  const chat = new ChatView("dist" as any, lsp, async () => undefined, (b: any, n) => `${b}/${n}` as any);
+  const fv = fakeView();
+  chat.resolveWebviewView(fv.view);
+  const ready = fv.send({ type: "ready" });
+  chat.onEvent({ kind: "turn_started", turn_id: 7, agent: "craftsman", mode: "autopilot", prompt: "run it" });
+  chat.onEvent({ kind: "text", turn_id: 7, text: "streamed before" });
+  // the store already holds the running turn (without what streamed so far)
+  answer({ session: "s", status: null, more: 0, turns: [
+    { id: 6, prompt: "earlier", status: "done", items: [] },
+    { id: 7, prompt: "run it", status: "running", items: [] },
+  ] });
+  await ready;
+  chat.onEvent({ kind: "turn_finished", turn_id: 7, status: "done" });
+  const turns = fv.posted.at(-1).state.turns;
+  assert.deepEqual(turns.map((t: any) => [t.id, t.status]), [[6, "done"], [7, "done"]]);
+  assert.deepEqual(turns[1].items, [{ kind: "text", text: "streamed before" }]);
+});
+
 test("the header says the scope state and plan progress in plain words", () => {
   assert.equal(describeStatus({ session: "s", mode: "autopilot", agent: "craftsman", busy: true, state: "state 2 · planned (3/5 files)", plan: { slug: "cache", done: 1, total: 4 } }),
     "craftsman · autopilot · working… · state 2 · planned (3/5 files) · plan cache 1/4");

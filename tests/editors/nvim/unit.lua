@@ -209,6 +209,17 @@ end
 r.plans_buffers = named
 r.plans_newest = vim.api.nvim_buf_get_name(second) == "ndomo://plans"
 
+-- the chat: a turn that streamed before the stored history came back replaces its stored copy
+local chat = require("ndomo.chat")
+chat.apply({ kind = "turn_started", turn_id = 7, agent = "craftsman", mode = "autopilot", prompt = "run it" })
+chat.apply({ kind = "text", turn_id = 7, text = "streamed before" })
+chat.load_history({ turns = {
+  { id = 6, prompt = "earlier", status = "done", items = {} },
+  { id = 7, prompt = "run it", status = "running", items = {} },
+} })
+chat.apply({ kind = "turn_finished", turn_id = 7, status = "done" })
+r.chat_race = vim.tbl_map(function(t) return { t.id, t.status, #t.items } end, chat._state().turns)
+
 local f = assert(io.open(out_path, "w"))
 f:write(vim.json.encode(r))
 f:close()

@@ -105,8 +105,16 @@ function M.load_history(view)
     table.insert(turns, { id = t.id, prompt = str(t.prompt), agent = str(t.agent), mode = str(t.mode),
       status = str(t.status), error = str(t.error), items = items })
   end
-  for _, t in ipairs(state.turns) do -- a turn that started before the history came back
-    if t.status == "running" then table.insert(turns, t) end
+  -- a turn that started before the history came back: the live one (with what it streamed
+  -- so far) replaces its stored copy, whose status would stay "running" forever
+  for _, t in ipairs(state.turns) do
+    if t.status == "running" then
+      local at
+      for i, h in ipairs(turns) do
+        if t.id ~= vim.NIL and h.id == t.id then at = i end
+      end
+      if at then turns[at] = t else table.insert(turns, t) end
+    end
   end
   state.turns = turns
   if type(view.status) == "table" then state.status = view.status end

@@ -139,7 +139,13 @@ export class ChatView {
     const view = await this.lsp.execute("ndomo.session.open", {});
     const running = this.state.turns.filter((t) => t.status === "running");
     applyHistory(this.state, view);
-    for (const t of running) if (!this.state.turns.some((h) => h.id === t.id)) this.state.turns.push(t);
+    // a turn that started before the history came back: the live one (with what it streamed so
+    // far) replaces its stored copy
+    for (const t of running) {
+      const at = t.id === null ? -1 : this.state.turns.findIndex((h) => h.id === t.id);
+      if (at >= 0) this.state.turns[at] = t;
+      else this.state.turns.push(t);
+    }
     try {
       const agents = (await this.lsp.execute("ndomo.agents.list", {})) as any[];
       this.state.agents = (agents ?? []).filter((a) => a.mode !== "subagent").map((a) => a.name);
