@@ -70,6 +70,9 @@ class Step(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict)
     delay: float = Field(default=0.0, ge=0)
     chunk_delay: float = Field(default=0.0, ge=0)  # pause before each chunk after the first piece
+    # a streamed reply: after the first piece, the rest waits until this file exists (a slow
+    # model the test lets go on when it has seen the first piece; a hang-up is noticed)
+    hold_until: str | None = None
     cut: bool = False
     garbage: bool = False
     huge: int | None = Field(default=None, ge=0)
@@ -581,6 +584,9 @@ class _Handler(BaseHTTPRequestHandler):
             sent[0] += 1
             if step.chunk_delay and sent[0] > 2:  # role chunk and first piece at once, then pauses
                 self._wait(step.chunk_delay)
+            if step.hold_until and sent[0] == 3:
+                while not Path(step.hold_until).exists():
+                    self._wait(0.05)
             self._sse({**base, "choices": [{"index": 0, "delta": d, "finish_reason": finish}]})
 
         delta({"role": "assistant", "content": ""})

@@ -303,6 +303,23 @@ async def test_leaving_a_stream_early_closes_the_connection(fake: Any, clients: 
     assert text_of(await collect(client)) == "next"  # the client is still usable
 
 
+async def test_a_held_stream_sends_its_first_piece_then_waits_for_the_file(
+    fake: Any, clients: Any, tmp_path: Any
+) -> None:
+    """The fake's `hold_until`: a slow model whose rest a test lets go on (no timing)."""
+    gate = tmp_path / "go"
+    fake.push({"text": "first second", "chunks": 2, "hold_until": str(gate)})
+    seen: list[str] = []
+    async with contextlib.aclosing(clients(fake.url).stream([Message.user("hi")], [])) as events:
+        async for e in events:
+            if isinstance(e, TextDelta):
+                seen.append(e.text)
+                if len(seen) == 1:
+                    assert not gate.exists()
+                    gate.touch()  # only now may the second piece come
+    assert "".join(seen) == "first second" and len(seen) == 2
+
+
 async def test_probe_ok_lists_models(fake: Any, clients: Any) -> None:
     probe = await clients(fake.url).probe()
     assert probe.ok and probe.url == fake.url and probe.models == ["fake-model", "other"]
