@@ -20,7 +20,7 @@ SCRIPT = [
     {"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 60"}}]},
     {"text": "Stopped the sleep, going on."},
     {"tool_calls": [{"name": "edit", "arguments": {"path": "calc.py", "old_text": "return a - b", "new_text": "return a + b"}}]},
-    {"text": "Fixed: add now adds."},
+    {"text": "Fixed: add now adds.", "chunks": 2, "hold_until": "RELEASE"},  # two 10-char pieces
 ]
 
 
@@ -51,7 +51,7 @@ def servers_left(log: Path) -> list[str]:
 
     deadline = time.monotonic() + 30
     while True:
-        out = subprocess.run(["pgrep", "-f", f"--log-file {log}"], capture_output=True, text=True).stdout.split()
+        out = subprocess.run(["pgrep", "-f", "--", f"--log-file {log}"], capture_output=True, text=True).stdout.split()
         if not out or time.monotonic() > deadline:
             return out
         time.sleep(0.2)
@@ -74,9 +74,11 @@ def test_chat_buffer_streams_stops_a_call_and_comes_back_with_history(tmp_path: 
     ws = tmp_path / "ws"
     (ws / ".git").mkdir(parents=True)
     (ws / "calc.py").write_text(SOURCE, encoding="utf-8")
-    fake = FakeModelProcess(SCRIPT, tmp_path)
+    script = [{**s, "hold_until": str(ws / "release")} if s.get("hold_until") else s for s in SCRIPT]
+    fake = FakeModelProcess(script, tmp_path)
     try:
-        r = run(ws, tmp_path, fake, ["attach", "stream", "stop_call", "code_action"], "first")
+        steps = ["attach", "stream", "stop_call", "code_action", "mode", "kill"]
+        r = run(ws, tmp_path, fake, steps, "first")
         assert not r["errors"], f"{r['errors']}\n{r.get('final')}\n{_server_log(tmp_path)}"
         assert r["chat_open"] and r["input_cleared"]
         # the command's first line reached the chat while the turn was still running
@@ -91,8 +93,14 @@ def test_chat_buffer_streams_stops_a_call_and_comes_back_with_history(tmp_path: 
         stopped = r["after_stop"]
         assert any(line.startswith("✗ bash cancelled") for line in stopped), stopped
         assert "Stopped the sleep, going on." in stopped and stopped.count("✓ done") == 2
+        # the code action's answer streamed in: its first half shown while the turn ran
+        streaming = r["code_action_streaming"]
+        assert "Fixed: add" in streaming and "Fixed: add now adds." not in streaming, streaming
+        assert r["busy_while_answering"] is True
         assert "Fixed: add now adds." in r["after_code_action"]
-        assert servers_left(tmp_path / "first.log") == []  # :qa! ended the server too
+        assert not [line for line in r["final"] if line == "… working"], r["final"]  # no stale turn
+        assert r["killed"] is True
+        assert servers_left(tmp_path / "first.log") == []
 
         note = asyncio.run(remember(ws, "Builds use uv"))
         again = run(ws, tmp_path, fake, ["attach", "history", "notes"], "second", NDOMO_TEST_LAYOUT="float")
@@ -100,7 +108,10 @@ def test_chat_buffer_streams_stops_a_call_and_comes_back_with_history(tmp_path: 
         assert again["layout_float"] is True
         history = again["history"]
         assert history.index("> run the script") < history.index("> sleep now") and "Ran it." in history
+        # the session is back after the kill: its agent, and its mode (not the agent's default)
         assert again["history_status"]["agent"] == "craftsman"
+        assert again["history_status"]["mode"] == "brainstorming"
+        assert "Fixed: add now adds." in history and "Stopped the sleep, going on." in history
         assert again["notes"] == [f"#{note} [fact] Builds use uv"]
         assert asyncio.run(notes(ws)) == []
     finally:

@@ -125,9 +125,30 @@ function S.code_action()
     filter = function(a) return a.title == "ndomo: Fix with craftsman" end,
     apply = true,
   })
+  -- the answer's first half is in the chat while the model holds back the second
+  wait(30000, function() return has("Fixed: add") end, "the code action's first piece in the chat")
+  results.code_action_streaming = chat_lines()
+  results.busy_while_answering = ndomo.last_status.busy
+  local f = assert(io.open(workspace .. "/release", "w"))
+  f:close()
   wait(30000, function() return has("Fixed: add now adds.") end, "the code action's answer in the chat")
   wait(10000, idle, "idle")
   results.after_code_action = chat_lines()
+end
+
+-- the session's mode changes (not the agent's default): it must come back after a restart
+function S.mode()
+  vim.cmd("Ndomo mode brainstorming")
+  wait(10000, function() return ndomo.last_status.mode == "brainstorming" end, "mode brainstorming")
+end
+
+-- the server dies (SIGKILL, no chance to save anything on the way out)
+function S.kill()
+  local log = assert(os.getenv("NDOMO_TEST_LOG"))
+  local pids = vim.fn.systemlist({ "pgrep", "-f", "--", "--log-file " .. log })
+  assert(#pids == 1, "one server for this log, got " .. vim.inspect(pids))
+  results.killed = vim.uv.kill(tonumber(pids[1]), "sigkill") == 0
+  wait(20000, function() return #vim.fn.systemlist({ "pgrep", "-f", "--", "--log-file " .. log }) == 0 end, "the server gone")
 end
 
 -- a fresh Neovim (and server) on the same workspace: the chat shows the session's history
