@@ -427,3 +427,69 @@ def test_chat_view_prompt_streams_its_answer_and_stop_ends_the_turn(vs: Env) -> 
     assert vs.fake.wait_for_disconnect(timeout=60), "the model request was not abandoned"
     wb.wait_status(r"^ndomo: foreman · discussion$")
     wb.wait_chat(".turn .outcome", regex="cancel")
+
+
+def test_chat_view_takes_a_code_action_turn_its_approval_and_stops_one_tool_call(
+    vs: Env, tmp_path: Path
+) -> None:
+    """A code action's turn streams into the conversation view: its approval is answered there,
+    the command's output shows while it runs, that one call is stopped from the view and the
+    turn goes on, its answer streaming in (the first half shown while the model holds back the
+    second)."""
+    gate = tmp_path / "go"
+    first, second = "call stopped", ", going on."  # split in two even pieces by the fake
+    vs.script(
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "echo started; sleep 300; echo finished"}}]},
+        {"text": first + second, "chunks": 2, "hold_until": str(gate)},
+    )
+    wb = vs.wb
+    wb.open_chat()
+    wb.open_file("calc.py")
+    wb.select_line("return a * b")
+    wb.code_action("ndomo: Fix with craftsman")
+    wb.wait_chat(".turn .meta", text="craftsman · autopilot")
+    wb.wait_chat("#approvals .approval", text="sleep 300")
+    wb.chat_click("#approvals .approval button", text=LABELS["once"])
+    wb.wait_chat("#approvals .approval", text="sleep 300", gone=True)
+    wb.chat_click("details.tool summary .name", text="bash")  # a call is collapsed: expand it
+    wb.wait_chat("details.tool .output", text="started")  # streamed while the command runs
+    assert "running" in wb.wait_chat("details.tool .status", text="running")
+    wb.chat_click("details.tool button", text="stop")
+    wb.wait_chat("details.tool .status", regex="^cancelled")
+    assert wb.wait_chat(".turn .text", text=first).strip() == first  # the rest is held back
+    assert "craftsman · autopilot" in wb.status()  # the turn goes on
+    gate.touch()
+    wb.wait_chat(".turn .text", text=first + second)
+    wb.wait_chat(".turn .outcome", regex="^done$")
+    wb.wait_status(r"^ndomo: foreman · discussion$")
+    tool = [m for m in vs.fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "tool"]
+    assert "cancel" in tool[-1]["content"] and "finished" not in tool[-1]["content"], tool
+
+
+def test_chat_view_after_killing_the_server_and_reloading_has_the_session_back(vs: Env) -> None:
+    """The server dies (SIGKILL) and the window is reloaded: the same session comes back, its
+    mode in the status bar and the view's header, its history in the view."""
+    import os
+    import signal
+
+    vs.script({"text": "noted: the answer is forty-two"})
+    wb = vs.wb
+    wb.d.call("click", selector='[id="ndomo.ndomo"]')
+    wb.pick("brainstorming")
+    wb.wait_status(r"^ndomo: foreman · brainstorming$")
+    wb.open_chat()
+    wb.chat_send("remember the answer")
+    wb.wait_chat(".turn .text", text="forty-two")
+    wb.wait_chat(".turn .outcome", regex="^done$")
+    wb.wait_status(r"^ndomo: foreman · brainstorming$")
+    starts = vs.runs.read_text(encoding="utf-8").splitlines()
+    pid = int(starts[-1].split()[0])  # the wrapper execs ndomo: its pid is the server's
+    os.kill(pid, signal.SIGKILL)
+    wb.palette("Developer: Reload Window")
+    wb.d.call("waitSelector", selector='[id="ndomo.ndomo"]')
+    wb.wait_status(r"^ndomo: foreman · brainstorming$")
+    assert len(vs.runs.read_text(encoding="utf-8").splitlines()) > len(starts)  # a new server
+    wb.open_chat()
+    wb.wait_chat(".turn .prompt", text="remember the answer")
+    wb.wait_chat(".turn .text", text="noted: the answer is forty-two")
+    wb.wait_chat("#head", regex="^foreman · brainstorming")

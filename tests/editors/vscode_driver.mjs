@@ -101,16 +101,16 @@ const ops = {
     return true;
   },
   /** waitText inside frames: some element matching `selector` there has matching text. */
-  async frameWaitText({ frames, selector, text, regex, timeout = DEFAULT_TIMEOUT }) {
+  async frameWaitText({ frames, selector, text, regex, gone = false, timeout = DEFAULT_TIMEOUT }) {
     const ok = matcher(text, regex);
     const deadline = Date.now() + timeout;
     let last = [];
     for (;;) {
       last = await scope(frames).locator(selector).allInnerTexts().catch(() => []);
       const hit = last.find(ok);
-      if (hit !== undefined) return hit;
+      if (gone ? hit === undefined : hit !== undefined) return gone ? true : hit;
       if (Date.now() > deadline) {
-        throw new Error(`never saw ${regex ? "/" + regex + "/" : JSON.stringify(text)} in ${JSON.stringify(frames)} ${selector}; last: ${JSON.stringify(last).slice(0, 1500)}`);
+        throw new Error(`${gone ? "still" : "never"} saw ${regex ? "/" + regex + "/" : JSON.stringify(text)} in ${JSON.stringify(frames)} ${selector}; last: ${JSON.stringify(last).slice(0, 1500)}`);
       }
       await page.waitForTimeout(200);
     }

@@ -564,5 +564,5 @@ class Workbench:
     def chat_click(self, selector: str, text: str | None = None) -> None:
         self.d.call("frameClick", frames=CHAT, selector=selector, text=text)
 
-    def wait_chat(self, selector: str, text: str | None = None, regex: str | None = None) -> str:
-        return self.d.call("frameWaitText", frames=CHAT, selector=selector, text=text, regex=regex)
+    def wait_chat(self, selector: str, text: str | None = None, regex: str | None = None, gone: bool = False) -> str:
+        return self.d.call("frameWaitText", frames=CHAT, selector=selector, text=text, regex=regex, gone=gone)
