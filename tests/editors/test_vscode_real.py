@@ -20,6 +20,7 @@ import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
@@ -129,6 +130,18 @@ def vs(env: Env, request, tmp_path) -> Iterator[Env]:
     wb.escape()
     if request.session.testsfailed > failed:
         print(f"screenshot: {wb.d.screenshot('failed')}")
+        print(_server_log_tail(env.server))
+
+
+def _server_log_tail(server: CodeServer, lines: int = 80) -> str:
+    """The end of the `ndomo` output channel (the server's log), for a failed test's report:
+    the temp directory holding it may be gone by the time anyone looks."""
+    logs = sorted((server.root / "user-data" / "logs").glob("*/exthost*/output_logging_*/*-ndomo.log"),
+                  key=lambda p: p.stat().st_mtime)
+    if not logs:
+        return "(no ndomo output channel log)"
+    tail = logs[-1].read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
+    return f"ndomo output channel ({logs[-1]}), last {len(tail)} lines:\n" + "\n".join(tail)
 
 
 def _seed_plan(ws: Path, files: list[str]) -> tuple[str, int]:
@@ -419,6 +432,18 @@ def test_chat_view_prompt_streams_its_answer_and_stop_ends_the_turn(vs: Env) -> 
     vs.script({"text": first + second, "chunks": 2, "chunk_delay": 300})
     wb = vs.wb
     wb.open_chat()
+    page = wb.chat_page()
+    rules = {r.split()[0]: r.split()[1:] for r in (page["csp"] or "").split("; ")}
+    assert rules.get("default-src") == ["'none'"] and all(s.startswith("'nonce-") for s in rules["script-src"]), page
+    # the page's one script and every resource it fetched are the installed extension's own
+    # files (VS Code's webview resource host, answered locally); the other script is the inline
+    # one VS Code adds to every webview
+    own = str(vs.server.root / "extensions")
+    assert [u for u in page["scripts"] if u] == [u for u in page["resources"] if u.endswith(".js")], page
+    assert any(u.endswith("/dist/chat.js") for u in page["scripts"]), page
+    for u in [*filter(None, page["scripts"]), *page["links"], *page["resources"]]:
+        url = urlparse(u)
+        assert url.netloc.endswith(".vscode-resource.vscode-cdn.net") and url.path.startswith(own + "/ndomo."), u
     wb.chat_send("stream me an answer")
     wb.wait_chat(".turn .prompt", text="stream me an answer")
     assert wb.wait_chat(".turn .text", text=first).strip() == first  # the second half is 300 s away

@@ -100,6 +100,17 @@ const ops = {
     await loc.first().click({ timeout });
     return true;
   },
+  /** What a framed page declares and loaded: its CSP meta, scripts, styles and every resource
+   * fetched (the function runs through the debugger protocol, not the page's own script). */
+  async framePage({ frames, timeout = DEFAULT_TIMEOUT }) {
+    return await scope(frames).locator(":root").first().evaluate(() => ({
+      csp: document.querySelector('meta[http-equiv="Content-Security-Policy"]')?.getAttribute("content") ?? null,
+      scripts: [...document.scripts].map((s) => s.src),
+      links: [...document.querySelectorAll("link[href]")].map((l) => l.href),
+      resources: performance.getEntriesByType("resource").map((e) => e.name),
+      origin: location.origin,
+    }), undefined, { timeout });
+  },
   /** waitText inside frames: some element matching `selector` there has matching text. */
   async frameWaitText({ frames, selector, text, regex, gone = false, timeout = DEFAULT_TIMEOUT }) {
     const ok = matcher(text, regex);

@@ -557,6 +557,10 @@ class Workbench:
         self.palette("ndomo: Focus on Conversation View")
         self.d.call("frameWaitText", frames=CHAT, selector="#send", text="Send")
 
+    def chat_page(self) -> dict[str, Any]:
+        """The view's page: its CSP meta, scripts, links, resources fetched and origin."""
+        return self.d.call("framePage", frames=CHAT)
+
     def chat_send(self, prompt: str) -> None:
         self.d.call("frameFill", frames=CHAT, selector="#prompt", text=prompt)
         self.d.call("frameClick", frames=CHAT, selector="#send")
