@@ -39,9 +39,12 @@ LABELS = {choice: label for label, choice in APPROVAL_CHOICES.items()}  # once/s
 
 
 def _wrapper(path: Path, log: Path) -> None:
-    """A workspace-local `ndomo` that notes it ran, then runs the real one."""
+    """A workspace-local `ndomo` that notes it ran, then runs the real one (a server with a
+    debug log of its own next to `log`, server-<pid>.log, for a failed test's report)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f'#!/bin/sh\necho "$$ $*" >> "{log}"\nexec "{NDOMO}" "$@"\n', encoding="utf-8")
+    debug = f'--log-level debug --log-file "{log.parent}/server-$$.log"'
+    path.write_text(f'#!/bin/sh\necho "$$ $*" >> "{log}"\n'
+                    f'[ "$*" = serve ] && exec "{NDOMO}" serve {debug}\nexec "{NDOMO}" "$@"\n', encoding="utf-8")
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
@@ -131,6 +134,9 @@ def vs(env: Env, request, tmp_path) -> Iterator[Env]:
     if request.session.testsfailed > failed:
         print(f"screenshot: {wb.d.screenshot('failed')}")
         print(_server_log_tail(env.server))
+        for log in sorted(env.root.glob("server-*.log"), key=lambda p: p.stat().st_mtime)[-2:]:
+            lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+            print(f"server debug log {log}, last 150 of {len(lines)} lines:\n" + "\n".join(lines[-150:]))
 
 
 def _server_log_tail(server: CodeServer, lines: int = 80) -> str:
@@ -144,14 +150,14 @@ def _server_log_tail(server: CodeServer, lines: int = 80) -> str:
     return f"ndomo output channel ({logs[-1]}), last {len(tail)} lines:\n" + "\n".join(tail)
 
 
-def _seed_plan(ws: Path, files: list[str]) -> tuple[str, int]:
+def _seed_plan(ws: Path, files: list[str], title: str = "Fix the calculator") -> tuple[str, int]:
     from ndomo.plans.models import PlanCreate, TaskCreate
     from ndomo.plans.store import PlanStore
 
     async def go() -> tuple[str, int]:
         store = await PlanStore.open(ws / ".ndomo" / "ndomo.db", workspace=ws)
         try:
-            plan = await store.create_plan(PlanCreate(title="Fix the calculator", overview="add must add"))
+            plan = await store.create_plan(PlanCreate(title=title, overview="add must add"))
             batch = await store.create_tasks(plan.id, [TaskCreate(description="Make add add", files=files)])
             return plan.slug, batch.tasks[0].id
         finally:
@@ -355,11 +361,13 @@ def test_open_plan_view_and_transcript_follow_the_server(vs: Env) -> None:
     """D3: files the server owns change in the editor while open (no stale buffer)."""
     wb = vs.wb
     views = ".editor-group-container .monaco-editor .view-lines"
-    slug, task = _seed_plan(vs.ws, ["calc.py"])
+    # a title of its own: the module's workspace keeps other tests' plans on calc.py, and each
+    # has its "Open plan <slug>" action there (a shared title's slugs are prefixes of each other)
+    slug, task = _seed_plan(vs.ws, ["calc.py"], title="Follow the server")
     wb.open_file("calc.py")
     wb.problems(f"plan {slug}")  # the server has seen the plan
     wb.select_line("def add")
-    wb.code_action("ndomo: Open plan")
+    wb.code_action(f"ndomo: Open plan {slug}")
     wb.d.call("waitText", selector=views, text="- [ ] 1. Make add add [pending]")
     # another process marks the task done: the open view shows it, and is not left unsaved
     out = subprocess.run([str(NDOMO), "task", "status", "--id", str(task), "--status", "done"], cwd=vs.ws,
