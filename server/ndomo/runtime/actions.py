@@ -17,11 +17,11 @@ class SessionParam(BaseModel):
 
 
 class ModeSetParams(SessionParam):
-    mode: str = Field(description="discussion, brainstorming or autopilot")
+    mode: str = Field(description="A mode's name (see `ndomo catalog`)")
 
 
 class AgentSetParams(SessionParam):
-    agent: str = Field(description="Agent name, e.g. foreman or craftsman")
+    agent: str = Field(description="An agent's name (see `ndomo catalog`)")
 
 
 class ModeInfo(BaseModel):
