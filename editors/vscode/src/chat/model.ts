@@ -190,7 +190,7 @@ export function removeApproval(state: ChatState, id: number): void {
 
 const QUIET = new Set(["", "idle", "done"]);
 
-/** The header: agent · mode, the craftsman's scope state or last outcome when notable, plan progress. */
+/** The header: agent · mode, the builder's scope state or last outcome when notable, plan progress. */
 export function describeStatus(s: StatusInfo | null): string {
   if (!s) return "ndomo: connecting…";
   const parts = [`${s.agent} · ${s.mode}`];
