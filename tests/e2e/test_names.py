@@ -43,15 +43,19 @@ async def test_initialize_and_catalog_advertise_the_throwaway_mode_and_agent(lsp
     assert (status["agent"], status["mode"]) == (throwaway.AGENT, throwaway.MODE)
 
 
-async def test_catalog_sees_an_agent_file_added_after_start_and_without_the_plugin(lsp, tmp_path):
+async def test_an_agent_file_added_after_start_is_offered_and_taken(lsp, tmp_path):
     (tmp_path / ".git").mkdir()
     client = await lsp.start(tmp_path)
     advertised = client.init_result.capabilities.experimental["ndomo"]
     assert throwaway.MODE not in names(advertised["modes"])  # only the plugin brings it
     assert throwaway.AGENT not in names(advertised["agents"])
+    await command(client, "ndomo.agent.set", {"agent": "foreman"})  # the agents are loaded
     throwaway.add_agent(tmp_path, default_mode=None)
     fresh = await command(client, "ndomo.catalog", {})
     assert throwaway.AGENT in names(fresh["agents"])
+    # what a menu offers, the session takes (the agents are read again for a new name)
+    status = await command(client, "ndomo.agent.set", {"agent": throwaway.AGENT})
+    assert status["agent"] == throwaway.AGENT
     # an agent whose default mode nobody registered is refused, with the modes there are
     throwaway.add_agent(tmp_path)
     listed = await command(client, "ndomo.agents.list", {})

@@ -157,6 +157,10 @@ class Runtime:
     async def check_agent(self, agent: str) -> Any:
         agents = await self.agents()
         found = agents.get(agent)
+        if found is None:  # an agent file written since they were loaded: read them again
+            self.app.services.pop("agents", None)
+            agents = await self.agents()
+            found = agents.get(agent)
         if found is None:
             raise RuntimeError_(
                 f"unknown agent {agent!r}; agents: {', '.join(sorted(agents.agents))}"
