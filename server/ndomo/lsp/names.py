@@ -29,7 +29,10 @@ def _catalog(server: NdomoServer) -> dict[str, Any]:
     plugins = server.plugins = warmup.plugins()
     settings, _problems = load_settings(root, server.init_options)  # reported at `initialized`
     agents = load_agents(root, plugins.modes)
-    return build_catalog(plugins.modes, agents, settings).model_dump()
+    cat = build_catalog(plugins.modes, agents, settings)
+    for problem in cat.problems:  # a default naming a mode or agent nobody registered
+        log.warning("config: %s", problem)
+    return cat.model_dump()
 
 
 async def advertise(server: NdomoServer) -> dict[str, Any]:
