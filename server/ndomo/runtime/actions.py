@@ -56,7 +56,7 @@ async def mode_get(app: App, p: SessionParam) -> ModeReport:
         ModeInfo(
             name=m.name,
             summary=m.contract.summary,
-            iteration_cap=caps.get(m.name, m.contract.iteration_cap),  # type: ignore[call-overload]  # ModeName keys; a plugin mode's name is any str
+            iteration_cap=caps.get(m.name, m.contract.iteration_cap),
         )
         for m in rt.plugins.modes.values()
     ]

@@ -90,13 +90,11 @@ def test_painter_only_via_craftsman_for_vue_design():
     assert route_agent(["App.vue"], design, role="planner") == "vue-smith"
     assert route_agent(["App.vue"], design) == "vue-smith"
     assert (
-        route_agent(["App.vue"], {"stack": "vue", "type": "logic"}, role="builder")
-        == "vue-smith"
+        route_agent(["App.vue"], {"stack": "vue", "type": "logic"}, role="builder") == "vue-smith"
     )
     assert route_agent(["App.vue"], {"type": "design"}, role="builder") == "vue-smith"
     assert (
-        route_agent(["a.tsx"], {"stack": "react", "type": "design"}, role="builder")
-        == "js-smith"
+        route_agent(["a.tsx"], {"stack": "react", "type": "design"}, role="builder") == "js-smith"
     )
 
 
