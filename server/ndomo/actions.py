@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 # the CLI and the slash registry see the same set.
 ACTION_MODULES: list[str] = [
     "ndomo.health",
+    "ndomo.catalog",
     "ndomo.runtime.actions",
     "ndomo.runtime.sessions",
     "ndomo.plans.actions",

@@ -16,7 +16,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 CONFIG_FILE = Path(".ndomo") / "config.yaml"
-ModeName = Literal["discussion", "brainstorming", "autopilot"]
+# A mode's name: any mode the runtime registered (`setup(plugins)`); checked against that
+# registry where it is used (the runtime, the catalog), not here — config loads without it.
+ModeName = str
 
 
 class _Section(BaseModel):
@@ -49,13 +51,11 @@ class ModelConfig(_Section):
         return self.api_key or env.get(self.api_key_env) or None
 
 
-def _default_caps() -> dict[ModeName, int]:
-    return {"discussion": 8, "brainstorming": 16, "autopilot": 40}
-
-
 class ModesConfig(_Section):
+    # The one place that names the default mode (the default agent: Settings.default_agent).
     default: ModeName = "discussion"
-    iteration_caps: dict[ModeName, int] = Field(default_factory=_default_caps)
+    # Overrides of a mode's own cap (its contract's iteration_cap), by mode name.
+    iteration_caps: dict[ModeName, int] = Field(default_factory=dict)
     # `.ndomo/**` and `.git/**` never count, whatever is listed here (security.control)
     design_globs: list[str] = Field(default_factory=lambda: ["**/*.md", "docs/**"])
     discussion_prose_cap: int = Field(default=1200, ge=100)

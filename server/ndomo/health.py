@@ -170,9 +170,11 @@ def _model_warnings(cfg, caps, facts: dict) -> list[str]:
 
 async def _agents(app: App) -> AgentsHealth:
     from ndomo.agents.loader import load_agents
+    from ndomo.runtime.runtime import Runtime
 
     try:
-        aset = await asyncio.to_thread(load_agents, app.root)
+        modes = Runtime.of(app).plugins.modes
+        aset = await asyncio.to_thread(load_agents, app.root, modes)
     except Exception as exc:  # noqa: BLE001 - health reports any failure as its answer, never raises
         return AgentsHealth(
             loaded=0,

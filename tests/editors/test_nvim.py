@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import throwaway
+
 HERE = Path(__file__).resolve().parent
 PLUGIN = HERE.parents[1] / "editors" / "nvim"
 NVIM = shutil.which("nvim", path=str(Path(sys.executable).parent)) or shutil.which("nvim")
@@ -114,8 +116,12 @@ def test_plugin_logic_without_server(unit: dict) -> None:
     assert "keymaps must be false" in r["bad_keymaps"]
     assert r["has_command"] is True
     assert {"ask", "fix", "plan", "mode", "agent", "cancel", "undo", "plans", "health"} <= set(r["complete_all"])
-    assert r["complete_mode"] == ["brainstorming"]
-    assert r["complete_agent"] == ["foreman", "craftsman"]
+    assert r["complete_mode"] == [] and r["complete_agent"] == []  # no server: no names
+    assert r["cat_modes"] == ["talk", "dig", "make"]
+    assert r["cat_agents"] == ["boss", "maker", "odd"]  # session agents: no sub-agents
+    assert r["cat_fix"] == {"agent": "odd", "mode": "make"}  # the default one with the role
+    assert r["cat_plan"] == {"agent": "boss", "mode": "talk"}
+    assert r["cat_none"] is True
     assert r["yielded"] is True and r["co_dead"] is True
     assert r["picked"] == "Always"
     assert "wants bash" in r["select_prompt"]
@@ -341,6 +347,27 @@ def test_agent_pick_is_asynchronous(workspace: Path, tmp_path: Path) -> None:
     assert {"foreman", "craftsman"} <= set(r["agent_items"]), r["agent_items"]
     assert "scout" in r["agent_items"]  # mode: all
     assert "python-smith" not in r["agent_items"]  # mode: subagent only runs delegated tasks
+
+
+def test_menus_offer_a_throwaway_mode_and_agent(workspace: Path, tmp_path: Path) -> None:
+    """A mode registered by a plugin outside ndomo and an agent file in the workspace show up
+    in completion and in the :Ndomo mode / :Ndomo agent pickers, and picking them works."""
+    throwaway.add_agent(workspace)
+    r = _run_e2e(
+        workspace,
+        tmp_path,
+        [],
+        ["attach", "names"],
+        PYTHONPATH=throwaway.env()["PYTHONPATH"],
+        NDOMO_TEST_MODE=throwaway.MODE,
+        NDOMO_TEST_AGENT=throwaway.AGENT,
+    )
+    assert not r["errors"], f"{r['errors']}\n{_server_log(tmp_path)}"
+    assert throwaway.MODE in r["names_complete_mode"] and "autopilot" in r["names_complete_mode"]
+    assert throwaway.AGENT in r["names_complete_agent"]
+    assert throwaway.MODE in r["names_mode_items"]
+    assert throwaway.AGENT in r["names_agent_items"]
+    assert r["names_status"].startswith(f"ndomo: {throwaway.AGENT} · {throwaway.MODE}")
 
 
 def test_plans_progress_and_open(workspace: Path, tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from urllib.parse import urlparse
 import pytest
 
 from ndomo.lsp.host import APPROVAL_CHOICES
+from tests import throwaway
 from tests.editors.vscode_harness import CodeServer, Driver, Workbench, extension_vsix, missing
 from tests.fakes.fake_model import FakeModel
 
@@ -96,7 +97,9 @@ def env(tmp_path_factory) -> Iterator[Env]:
     runs = root / "venv-ndomo-runs.log"
     ws = _workspace(root, runs)
     fake = FakeModel(default_text="ok").start()
-    server = CodeServer(root=root / "cs", workspace=ws, settings=dict(BASE_SETTINGS), env={"NDOMO_BASE_URL": fake.url})
+    # PYTHONPATH: a throwaway mode from a plugin outside ndomo (tests/throwaway.py)
+    server_env = {"NDOMO_BASE_URL": fake.url, "PYTHONPATH": throwaway.env()["PYTHONPATH"]}
+    server = CodeServer(root=root / "cs", workspace=ws, settings=dict(BASE_SETTINGS), env=server_env)
     (root / "cs").mkdir()
     driver = Driver(root)
     try:
@@ -201,6 +204,23 @@ def test_status_bar_shows_agent_and_mode_and_switches_both(vs: Env) -> None:
     wb.wait_status(r"^ndomo: craftsman · autopilot$")  # an agent brings its default mode
 
 
+def test_status_menu_offers_a_throwaway_mode_and_agent(vs: Env) -> None:
+    """The menu is the server's catalog: a mode a plugin registered (on the server's
+    PYTHONPATH) and an agent file written into the workspace now, both unknown to the
+    extension, are offered and switch the session."""
+    agent = throwaway.add_agent(vs.ws)
+    try:
+        wb = vs.wb
+        wb.d.call("click", selector='[id="ndomo.ndomo"]')
+        wb.pick(throwaway.MODE)
+        wb.wait_status(rf"^ndomo: foreman · {throwaway.MODE}$")
+        wb.d.call("click", selector='[id="ndomo.ndomo"]')
+        wb.pick(throwaway.AGENT)
+        wb.wait_status(rf"^ndomo: {throwaway.AGENT} · {throwaway.MODE}$")
+    finally:
+        agent.unlink()
+
+
 def test_palette_lists_the_ndomo_commands_and_they_run(vs: Env) -> None:
     pkg = json.loads((Path(__file__).parents[2] / "editors" / "vscode" / "package.json").read_text())
     want = [f"ndomo: {c['title']}" for c in pkg["contributes"]["commands"]]
@@ -252,7 +272,7 @@ def _approval_turn(vs: Env, name: str) -> str:
     wb = vs.wb
     wb.open_file("calc.py")
     wb.select_line("return a * b")
-    wb.palette("ndomo: Fix selection with craftsman")
+    wb.palette("ndomo: Fix selection with the builder agent")
     return wb.wait_toast(f"echo yes > {name}")
 
 
@@ -400,7 +420,7 @@ def test_agent_edit_is_minimal_cursor_stays(vs: Env) -> None:
     wb.input("41:5")
     before = wb.cursor()
     assert before.startswith("Ln 41, Col 5"), before
-    wb.palette("ndomo: Fix selection with craftsman")
+    wb.palette("ndomo: Fix selection with the builder agent")
     wb.wait_status(r"^ndomo: foreman · discussion")
     wb.d.call("waitText", selector=".editor-group-container .tab.dirty", text="long.py")  # in the buffer
     assert wb.cursor() == before
@@ -419,7 +439,7 @@ def test_edit_then_bash_sees_the_new_text(vs: Env) -> None:
     )
     wb.open_file("calc.py")
     wb.select_line("return a - b")
-    wb.palette("ndomo: Fix selection with craftsman")
+    wb.palette("ndomo: Fix selection with the builder agent")
     wb.wait_toast("seen.txt")
     wb.click_toast_button("seen.txt", LABELS["once"])
     wb.wait_status(r"^ndomo: foreman · discussion")

@@ -3,8 +3,7 @@
  * mapping is unit-tested. `extension.ts` binds these to the editor through `Ui` and `Lsp`.
  */
 
-export const MODES = ["discussion", "brainstorming", "autopilot"] as const;
-export const DEFAULT_AGENTS = ["foreman", "craftsman"];
+import { Catalog, EMPTY, ModeEntry, AgentEntry, parseCatalog, pickByRole, sessionAgents } from "./names";
 
 export interface Position {
   line: number;
@@ -55,58 +54,58 @@ export interface Context {
   ui: Ui;
   /** The last `ndomo/status` seen (for the current mode/agent in picks). */
   status(): Status | null;
+  /** The modes and agents the server advertised at initialize (`experimental.ndomo`). */
+  advertised?(): unknown;
 }
 
 /** Prompts that go with a selection; the same wording as the server's code actions. */
 export const FIX_PROMPT = "Fix the problems in the selected code.";
 export const PLAN_PROMPT = "Plan the change to the selected code as an atomic plan.";
 
-export function modePickItems(current?: string): PickItem[] {
-  const summaries: Record<string, string> = {
-    discussion: "talk and plan; edits only design notes",
-    brainstorming: "research: read, search, fetch; no edits",
-    autopilot: "build: edits, shell, runs the plan",
-  };
-  return MODES.map((m) => ({
-    label: m === current ? `$(check) ${m}` : m,
-    description: summaries[m],
+export function modePickItems(modes: ModeEntry[], current?: string): PickItem[] {
+  return modes.map((m) => ({
+    label: m.name === current ? `$(check) ${m.name}` : m.name,
+    description: m.description,
     command: "ndomo.mode.set",
-    args: { mode: m },
+    args: { mode: m.name },
   }));
 }
 
-export function agentPickItems(agents: string[], current?: string): PickItem[] {
+export function agentPickItems(agents: AgentEntry[], current?: string): PickItem[] {
   return agents.map((a) => ({
-    label: a === current ? `$(check) ${a}` : a,
-    description: "agent",
+    label: a.name === current ? `$(check) ${a.name}` : a.name,
+    description: a.description,
     command: "ndomo.agent.set",
-    args: { agent: a },
+    args: { agent: a.name },
   }));
 }
 
-/** One menu for the status-bar click: modes first, then agents. */
-export function statusMenuItems(agents: string[], status: Status | null): PickItem[] {
-  const modes = modePickItems(status?.mode).map((i) => ({ ...i, description: `mode — ${i.description}` }));
-  return [...modes, ...agentPickItems(agents, status?.agent)];
+/** One menu for the status-bar click: modes first, then the agents a session can switch to. */
+export function statusMenuItems(cat: Catalog, status: Status | null): PickItem[] {
+  const modes = modePickItems(cat.modes, status?.mode).map((i) => ({ ...i, description: `mode — ${i.description}` }));
+  const agents = agentPickItems(sessionAgents(cat), status?.agent).map((i) => ({ ...i, description: `agent — ${i.description}` }));
+  return [...modes, ...agents];
 }
 
-/** Agent names from `ndomo.agents.list` (when the server has it), else the built-in pair. */
-export async function listAgents(lsp: Lsp): Promise<string[]> {
+/**
+ * The modes and agents, fresh from `ndomo.catalog` (a new agent file shows up at once),
+ * else what the server advertised at initialize; never a list of our own.
+ */
+export async function catalog(ctx: Pick<Context, "lsp" | "advertised">): Promise<Catalog> {
   try {
-    const res = await lsp.execute("ndomo.agents.list", {});
-    const raw = Array.isArray(res) ? res : (res as { agents?: unknown })?.agents;
-    if (Array.isArray(raw)) {
-      const names = raw
-        // sub-agents only run delegated tasks: not a session agent to switch to
-        .filter((a) => (a as { mode?: unknown })?.mode !== "subagent")
-        .map((a) => (typeof a === "string" ? a : (a as { name?: unknown })?.name))
-        .filter((n): n is string => typeof n === "string" && n.length > 0);
-      if (names.length) return names;
-    }
+    const fresh = parseCatalog(await ctx.lsp.execute("ndomo.catalog", {}));
+    if (fresh) return fresh;
   } catch {
-    // older servers have no ndomo.agents.list
+    // not started yet, or busy: the initialize result's lists
   }
-  return DEFAULT_AGENTS;
+  return parseCatalog(ctx.advertised?.()) ?? EMPTY;
+}
+
+/** (agent, mode) for a job by purpose, or an error that says which agent file is missing. */
+async function byRole(ctx: Context, agentRole: string, modeRole: string): Promise<{ agent: string; mode: string } | null> {
+  const picked = pickByRole(await catalog(ctx), agentRole, modeRole);
+  if (!picked) ctx.ui.error(`ndomo: no ${agentRole} agent (see ndomo: Switch agent; agents are .ndomo/agents/*.md files)`);
+  return picked;
 }
 
 function selectionArgs(sel: Selection | undefined): Record<string, unknown> {
@@ -156,7 +155,7 @@ export const PALETTE: PaletteCommand[] = [
   },
   {
     id: "ndomo.fixSelection",
-    title: "Fix selection with craftsman",
+    title: "Fix selection with the builder agent",
     lsp: "ndomo.turn",
     async run(ctx) {
       const sel = ctx.ui.selection();
@@ -164,37 +163,41 @@ export const PALETTE: PaletteCommand[] = [
         ctx.ui.error("ndomo: open a file and select the code to fix");
         return undefined;
       }
-      return turn(ctx, { prompt: FIX_PROMPT, ...selectionArgs(sel), agent: "craftsman", mode: "autopilot" });
+      const who = await byRole(ctx, "builder", "build");
+      if (!who) return undefined;
+      return turn(ctx, { prompt: FIX_PROMPT, ...selectionArgs(sel), ...who });
     },
   },
   {
     id: "ndomo.planWithForeman",
-    title: "Plan with foreman",
+    title: "Plan with the planner agent",
     lsp: "ndomo.turn",
     async run(ctx) {
       const sel = ctx.ui.selection();
-      const what = await ctx.ui.input("Plan with foreman", "What should change? (empty: the selection)");
+      const who = await byRole(ctx, "planner", "plan");
+      if (!who) return undefined;
+      const what = await ctx.ui.input(`Plan with ${who.agent}`, "What should change? (empty: the selection)");
       if (what === undefined) return undefined;
       const prompt = what.trim() || PLAN_PROMPT;
       if (!what.trim() && (!sel || sel.empty)) {
         ctx.ui.error("ndomo: say what to plan, or select the code to change");
         return undefined;
       }
-      return turn(ctx, { prompt, ...(sel && !sel.empty ? selectionArgs(sel) : {}), agent: "foreman", mode: "discussion" });
+      return turn(ctx, { prompt, ...(sel && !sel.empty ? selectionArgs(sel) : {}), ...who });
     },
   },
   {
     id: "ndomo.switchMode",
     title: "Switch mode",
     lsp: "ndomo.mode.set",
-    run: (ctx) => runPick(ctx, modePickItems(ctx.status()?.mode), "ndomo: switch mode"),
+    run: async (ctx) => runPick(ctx, modePickItems((await catalog(ctx)).modes, ctx.status()?.mode), "ndomo: switch mode"),
   },
   {
     id: "ndomo.switchAgent",
     title: "Switch agent",
     lsp: "ndomo.agent.set",
     async run(ctx) {
-      const agents = await listAgents(ctx.lsp);
+      const agents = sessionAgents(await catalog(ctx));
       return runPick(ctx, agentPickItems(agents, ctx.status()?.agent), "ndomo: switch agent");
     },
   },
@@ -203,8 +206,7 @@ export const PALETTE: PaletteCommand[] = [
     title: "Switch mode or agent",
     lsp: "ndomo.mode.set",
     async run(ctx) {
-      const agents = await listAgents(ctx.lsp);
-      return runPick(ctx, statusMenuItems(agents, ctx.status()), "ndomo: switch mode or agent");
+      return runPick(ctx, statusMenuItems(await catalog(ctx), ctx.status()), "ndomo: switch mode or agent");
     },
   },
   {

@@ -249,8 +249,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
   const ui = makeUi(output);
   const lsp = makeLsp();
-  const ctx: Context = { lsp, ui, status: () => lastStatus };
+  const ctx: Context = {
+    lsp,
+    ui,
+    status: () => lastStatus,
+    // the modes and agents of `experimental.ndomo` (commands.ts asks ndomo.catalog first)
+    advertised: () => (client?.initializeResult?.capabilities?.experimental as { ndomo?: unknown } | undefined)?.ndomo,
+  };
   const chat = new ChatView(vscode.Uri.joinPath(context.extensionUri, "dist"), lsp);
+  chat.advertised = ctx.advertised!;
   context.subscriptions.push(
     vscode.window.registerWebviewViewProvider(VIEW_ID, chat, { webviewOptions: { retainContextWhenHidden: true } }),
   );

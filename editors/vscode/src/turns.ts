@@ -1,6 +1,6 @@
 /**
- * Which turn is running, from `ndomo/turn/event`: a "Fix with craftsman" turn runs as
- * craftsman · autopilot while the session stays foreman · discussion, and the status bar
+ * Which turn is running, from `ndomo/turn/event`: a "Fix with <builder>" turn runs as
+ * <builder> · <build mode> while the session stays <planner> · <plan mode>, and the status bar
  * must say what is actually running. Pure, so it is unit-tested.
  */
 

@@ -89,7 +89,11 @@ test("the view loads the history, sends prompts, stops turns and single tool cal
     async execute(command: string, args: any = {}) {
       calls.push([command, args]);
       if (command === "ndomo.session.open") return { session: "s", status: null, more: 0, turns: [{ id: 1, prompt: "earlier", status: "done", items: [] }] };
-      if (command === "ndomo.agents.list") return [{ name: "foreman", mode: "primary" }, { name: "scout", mode: "subagent" }];
+      if (command === "ndomo.catalog")
+        return {
+          modes: [{ name: "talk", description: "", default: true }, { name: "build", description: "", default: false }],
+          agents: [{ name: "foreman", description: "", default: true, primary: true }, { name: "scout", description: "", default: false, primary: false }],
+        };
       if (command === "ndomo.turn") return { turn_id: 2, status: "done" };
       return {};
     },
@@ -103,6 +107,7 @@ test("the view loads the history, sends prompts, stops turns and single tool cal
   const last = () => fv.posted.at(-1).state;
   assert.deepEqual(last().turns.map((t: any) => t.prompt), ["earlier"]);
   assert.deepEqual(last().agents, ["foreman"]);
+  assert.deepEqual(last().modes, ["talk", "build"]);
   await fv.send({ type: "send", prompt: "  now this  " });
   await fv.send({ type: "cancelCall", id: "call_1" });
   await fv.send({ type: "cancel" });

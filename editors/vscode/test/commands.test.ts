@@ -7,13 +7,27 @@ import {
   findCommand,
   FIX_PROMPT,
   formatPlans,
-  listAgents,
   modePickItems,
   PALETTE,
   PickItem,
   Selection,
   statusMenuItems,
 } from "../src/commands";
+import { Catalog } from "../src/names";
+
+// Names the extension has never heard of: every menu comes from the server's catalog.
+const CATALOG: Catalog = {
+  modes: [
+    { name: "talk", description: "plan by talking", default: true, role: "plan" },
+    { name: "dig", description: "research", default: false, role: "research" },
+    { name: "build", description: "edit and run", default: false, role: "build" },
+  ],
+  agents: [
+    { name: "boss", description: "plans", default: true, primary: true, default_mode: "talk", role: "planner" },
+    { name: "helper", description: "a sub-agent", default: false, primary: false, default_mode: "build", role: null },
+    { name: "maker", description: "builds", default: false, primary: true, default_mode: "build", role: "builder" },
+  ],
+};
 
 interface Fake {
   ctx: Context;
@@ -35,6 +49,7 @@ function fake(opts: {
   selection?: Selection;
   answers?: Record<string, unknown>;
   status?: { mode: string; agent: string };
+  advertised?: unknown;
 } = {}): Fake {
   const f: Fake = { calls: [], shown: [], errors: [], infos: [], ctx: undefined as unknown as Context };
   const inputs = [...(opts.inputs ?? [])];
@@ -42,7 +57,7 @@ function fake(opts: {
     lsp: {
       async execute(command, args) {
         f.calls.push({ command, args });
-        const a = opts.answers?.[command];
+        const a = opts.answers && command in opts.answers ? opts.answers[command] : command === "ndomo.catalog" ? CATALOG : undefined;
         if (a instanceof Error) throw a;
         return a ?? null;
       },
@@ -56,59 +71,69 @@ function fake(opts: {
       show: (_t, body) => f.shown.push(body),
     },
     status: () => opts.status ?? null,
+    advertised: () => opts.advertised,
   };
   return f;
 }
 
 const byMode = (mode: string) => (items: PickItem[]) => items.find((i) => i.args.mode === mode);
+const sent = (f: Fake) => f.calls.filter((c) => c.command !== "ndomo.catalog");
 
 test("mode pick issues ndomo.mode.set with the picked mode", async () => {
-  const f = fake({ pick: byMode("autopilot"), status: { mode: "discussion", agent: "foreman" } });
+  const f = fake({ pick: byMode("build"), status: { mode: "talk", agent: "boss" } });
   await findCommand("ndomo.switchMode")!.run(f.ctx);
-  assert.deepEqual(f.calls, [{ command: "ndomo.mode.set", args: { mode: "autopilot" } }]);
+  assert.deepEqual(f.calls, [
+    { command: "ndomo.catalog", args: {} },
+    { command: "ndomo.mode.set", args: { mode: "build" } },
+  ]);
 });
 
 test("dismissed pick sends nothing", async () => {
   const f = fake({ pick: () => undefined });
   await findCommand("ndomo.switchMode")!.run(f.ctx);
-  assert.deepEqual(f.calls, []);
+  assert.deepEqual(sent(f), []);
 });
 
-test("mode items mark the current mode and cover the three modes", () => {
-  const items = modePickItems("brainstorming");
-  assert.deepEqual(items.map((i) => i.args.mode), ["discussion", "brainstorming", "autopilot"]);
+test("mode items are the catalog's modes with their descriptions, the current one marked", () => {
+  const items = modePickItems(CATALOG.modes, "dig");
+  assert.deepEqual(items.map((i) => i.args.mode), ["talk", "dig", "build"]);
+  assert.equal(items[1].description, "research");
   assert.ok(items[1].label.includes("$(check)"));
   assert.ok(!items[0].label.includes("$(check)"));
 });
 
-test("status menu offers modes then agents", async () => {
-  const items = statusMenuItems(["foreman", "craftsman"], { mode: "autopilot", agent: "craftsman" });
+test("status menu offers the catalog's modes then its session agents (no sub-agents)", async () => {
+  const items = statusMenuItems(CATALOG, { mode: "build", agent: "maker" });
   assert.deepEqual(
     items.map((i) => [i.command, i.args.mode ?? i.args.agent]),
     [
-      ["ndomo.mode.set", "discussion"],
-      ["ndomo.mode.set", "brainstorming"],
-      ["ndomo.mode.set", "autopilot"],
-      ["ndomo.agent.set", "foreman"],
-      ["ndomo.agent.set", "craftsman"],
+      ["ndomo.mode.set", "talk"],
+      ["ndomo.mode.set", "dig"],
+      ["ndomo.mode.set", "build"],
+      ["ndomo.agent.set", "boss"],
+      ["ndomo.agent.set", "maker"],
     ],
   );
-  const f = fake({ pick: (its) => its.find((i) => i.args.agent === "craftsman") });
+  const f = fake({ pick: (its) => its.find((i) => i.args.agent === "maker") });
   await findCommand("ndomo.statusMenu")!.run(f.ctx);
-  assert.deepEqual(f.calls.at(-1), { command: "ndomo.agent.set", args: { agent: "craftsman" } });
+  assert.deepEqual(f.calls.at(-1), { command: "ndomo.agent.set", args: { agent: "maker" } });
 });
 
-test("agent list comes from ndomo.agents.list when the server has it", async () => {
-  const f = fake({ answers: { "ndomo.agents.list": { agents: [{ name: "foreman", mode: "primary" }, { name: "scout", mode: "subagent" }, { name: "reviewer", mode: "all" }] } } });
-  assert.deepEqual(await listAgents(f.ctx.lsp), ["foreman", "reviewer"]);
-  const g = fake({ answers: { "ndomo.agents.list": new Error("unknown command") } });
-  assert.deepEqual(await listAgents(g.ctx.lsp), ["foreman", "craftsman"]);
+test("menus use the initialize result's lists when ndomo.catalog does not answer", async () => {
+  let offered: PickItem[] = [];
+  const pick = (items: PickItem[]) => ((offered = items), undefined);
+  const f = fake({ pick, answers: { "ndomo.catalog": new Error("not started") }, advertised: CATALOG });
+  await findCommand("ndomo.switchAgent")!.run(f.ctx);
+  assert.deepEqual(offered.map((i) => i.args.agent), ["boss", "maker"]);
+  const g = fake({ pick, answers: { "ndomo.catalog": new Error("not started") } });
+  await findCommand("ndomo.switchMode")!.run(g.ctx);
+  assert.deepEqual(offered, []); // nothing advertised: an empty menu, never names of our own
 });
 
 test("switch agent issues ndomo.agent.set", async () => {
-  const f = fake({ pick: (items) => items.find((i) => i.args.agent === "craftsman") });
+  const f = fake({ pick: (items) => items.find((i) => i.args.agent === "maker") });
   await findCommand("ndomo.switchAgent")!.run(f.ctx);
-  assert.deepEqual(f.calls.at(-1), { command: "ndomo.agent.set", args: { agent: "craftsman" } });
+  assert.deepEqual(f.calls.at(-1), { command: "ndomo.agent.set", args: { agent: "maker" } });
 });
 
 test("ask sends the prompt with the selection and shows the answer", async () => {
@@ -129,23 +154,28 @@ test("ask without selection or with an empty prompt", async () => {
   assert.deepEqual(g.calls, []);
 });
 
-test("fix selection runs the craftsman in autopilot on the selection", async () => {
+test("fix selection runs the catalog's builder in the build mode on the selection", async () => {
   const f = fake({ selection: SEL });
   await findCommand("ndomo.fixSelection")!.run(f.ctx);
-  assert.deepEqual(f.calls, [
-    { command: "ndomo.turn", args: { prompt: FIX_PROMPT, uri: SEL.uri, range: SEL.range, agent: "craftsman", mode: "autopilot" } },
+  assert.deepEqual(sent(f), [
+    { command: "ndomo.turn", args: { prompt: FIX_PROMPT, uri: SEL.uri, range: SEL.range, agent: "maker", mode: "build" } },
   ]);
   const g = fake();
   await findCommand("ndomo.fixSelection")!.run(g.ctx);
   assert.deepEqual(g.calls, []);
   assert.equal(g.errors.length, 1);
+  const none = { ...CATALOG, agents: CATALOG.agents.filter((a) => a.role !== "builder") };
+  const h = fake({ selection: SEL, answers: { "ndomo.catalog": none } });
+  await findCommand("ndomo.fixSelection")!.run(h.ctx);
+  assert.deepEqual(sent(h), []);
+  assert.match(h.errors[0], /no builder agent/);
 });
 
-test("plan with foreman uses discussion mode", async () => {
+test("plan uses the catalog's planner in the plan mode", async () => {
   const f = fake({ inputs: ["add a cache"], selection: SEL });
   await findCommand("ndomo.planWithForeman")!.run(f.ctx);
-  assert.deepEqual(f.calls, [
-    { command: "ndomo.turn", args: { prompt: "add a cache", uri: SEL.uri, range: SEL.range, agent: "foreman", mode: "discussion" } },
+  assert.deepEqual(sent(f), [
+    { command: "ndomo.turn", args: { prompt: "add a cache", uri: SEL.uri, range: SEL.range, agent: "boss", mode: "talk" } },
   ]);
 });
 

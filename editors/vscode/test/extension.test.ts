@@ -23,6 +23,7 @@ beforeEach(async () => {
   stub.reset();
   clients.length = 0;
   LC.answers = {};
+  LC.advertised = undefined;
   LC.startError = undefined;
 });
 
@@ -55,16 +56,37 @@ test("ndomo/status drives the status-bar item", async () => {
   assert.equal(item.text, "ndomo: craftsman · autopilot");
 });
 
+const ADVERTISED = {
+  modes: [
+    { name: "discussion", description: "talk", default: true },
+    { name: "brainstorming", description: "research", default: false },
+  ],
+  agents: [{ name: "foreman", description: "plans", default: true, primary: true }],
+};
+
 test("status-bar click → pick a mode → ndomo.mode.set over executeCommand", async () => {
   const { client } = await start();
+  LC.answers = { "ndomo.catalog": ADVERTISED };
   client.notify("ndomo/status", { session: "s", mode: "discussion", agent: "foreman", busy: false, state: "idle", plan: null });
   stub.pickBy = (items: any[]) => items.find((i) => i.args.mode === "brainstorming");
   await vscode.commands.executeCommand("ndomo.statusMenu");
-  const sent = client.requests.filter((r: any) => r.params.command !== "ndomo.agents.list");
+  const sent = client.requests.filter((r: any) => r.params.command !== "ndomo.catalog");
   assert.deepEqual(sent, [
     { method: "workspace/executeCommand", params: { command: "ndomo.mode.set", arguments: [{ mode: "brainstorming" }] } },
   ]);
   assert.ok(stub.picked[0][0].label.includes("$(check) discussion"));
+});
+
+test("the menus fall back to the modes and agents of the initialize result", async () => {
+  await start();
+  LC.answers = { "ndomo.catalog": new Error("busy") };
+  LC.advertised = ADVERTISED;
+  stub.pickBy = () => undefined;
+  await vscode.commands.executeCommand("ndomo.statusMenu");
+  assert.deepEqual(
+    stub.picked[0].map((i: any) => i.args.mode ?? i.args.agent),
+    ["discussion", "brainstorming", "foreman"],
+  );
 });
 
 test("a server error becomes an error message, not an exception", async () => {

@@ -92,7 +92,11 @@ def describe_agents(
                 source=_source(a, workspace),
                 path=a.source,
                 permissions=permission_summary(a.permission),
-                threshold=a.threshold.model_dump() if a.threshold else None,
+                threshold=(
+                    own.model_dump()
+                    if (own := a.own_threshold())
+                    else ({} if a.threshold else None)  # `true`: the settings' numbers
+                ),
                 writes=a.writes,
             )
             for a in agents
@@ -122,5 +126,7 @@ def render_agents(result: Any) -> str:
 )
 async def agents_list(app: App, params: NoParams) -> AgentList:
     """Read fresh from disk, so an edited agent file shows up without a restart."""
-    aset = await load_agents_async(app.root)
+    from ndomo.runtime.runtime import Runtime  # lazy: the runtime imports the agent features
+
+    aset = await load_agents_async(app.root, Runtime.of(app).plugins.modes)
     return describe_agents([aset.agents[n] for n in aset.names()], aset.problems, app.root)

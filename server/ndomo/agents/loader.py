@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.resources
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Literal
 
@@ -160,9 +161,12 @@ def _validation_problems(
 
 
 def parse_agent_text(
-    text: str, *, name: str, source: str
+    text: str, *, name: str, source: str, modes: Collection[str] | None = None
 ) -> tuple[AgentDef | None, list[AgentProblem]]:
-    """Parse one definition; on any error return None and the problems (never raises)."""
+    """Parse one definition; on any error return None and the problems (never raises).
+
+    `modes`: the registered mode names, to check `default_mode` against (None: unchecked).
+    """
 
     def fail(message: str, line: int = 0) -> tuple[None, list[AgentProblem]]:
         return None, [AgentProblem(path=source, line=line, message=message)]
@@ -204,7 +208,9 @@ def parse_agent_text(
             )
         )
     try:
-        front = AgentFrontmatter.model_validate(data)
+        front = AgentFrontmatter.model_validate(
+            data, context=None if modes is None else {"modes": modes}
+        )
     except ValidationError as exc:
         return None, problems + _validation_problems(exc, data, node, source, offset)
     prompt = body.strip()
@@ -221,7 +227,9 @@ def parse_agent_text(
     return agent, problems
 
 
-def parse_agent_file(path: Path) -> tuple[AgentDef | None, list[AgentProblem]]:
+def parse_agent_file(
+    path: Path, modes: Collection[str] | None = None
+) -> tuple[AgentDef | None, list[AgentProblem]]:
     path = Path(path)
     try:
         text = path.read_bytes().decode("utf-8")
@@ -233,33 +241,42 @@ def parse_agent_file(path: Path) -> tuple[AgentDef | None, list[AgentProblem]]:
         ]
     except OSError as exc:
         return None, [AgentProblem(path=str(path), message=f"cannot read: {exc.strerror or exc}")]
-    return parse_agent_text(text, name=path.stem, source=str(path))
+    return parse_agent_text(text, name=path.stem, source=str(path), modes=modes)
 
 
-def _load_dir(folder: Path, agents: dict[str, AgentDef], problems: list[AgentProblem]) -> None:
+def _load_dir(
+    folder: Path,
+    agents: dict[str, AgentDef],
+    problems: list[AgentProblem],
+    modes: Collection[str] | None,
+) -> None:
     if not folder.is_dir():
         return
     for path in sorted(folder.glob("*.md")):
         if not path.is_file():
             continue
-        agent, found = parse_agent_file(path)
+        agent, found = parse_agent_file(path, modes)
         problems.extend(found)
         if agent is not None:
             agents[agent.name] = agent  # same name: the later folder (project) wins
 
 
-def load_agents(workspace: Path | None) -> AgentSet:
+def load_agents(workspace: Path | None, modes: Collection[str] | None = None) -> AgentSet:
     """Built-in agents, then `<workspace>/.ndomo/agents/*.md` overrides/additions.
+
+    `modes`: the registered mode names, to check each `default_mode` against.
 
     Blocking file I/O: from async code use `load_agents_async`.
     """
     agents: dict[str, AgentDef] = {}
     problems: list[AgentProblem] = []
-    _load_dir(builtin_agents_dir(), agents, problems)
+    _load_dir(builtin_agents_dir(), agents, problems, modes)
     if workspace is not None:
-        _load_dir(project_agents_dir(Path(workspace)), agents, problems)
+        _load_dir(project_agents_dir(Path(workspace)), agents, problems, modes)
     return AgentSet(agents=agents, problems=problems)
 
 
-async def load_agents_async(workspace: Path | None) -> AgentSet:
-    return await asyncio.to_thread(load_agents, workspace)
+async def load_agents_async(
+    workspace: Path | None, modes: Collection[str] | None = None
+) -> AgentSet:
+    return await asyncio.to_thread(load_agents, workspace, modes)

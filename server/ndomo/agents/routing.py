@@ -1,6 +1,6 @@
 """Which sub-agent builds a task: by file extension, `metadata.stack` overriding.
 
-`make_router(caller)` is what the plan store's `create_tasks(..., router=...)` calls on
+`make_router(role)` is what the plan store's `create_tasks(..., router=...)` calls on
 each task: split multi-stack tasks, then fill in the agent of tasks that have none.
 """
 
@@ -128,13 +128,14 @@ def _stack_agent(stack: str | None) -> str:
 
 
 def route_agent(
-    files: list[str] | None, metadata: Mapping[str, Any] | None = None, *, caller: str | None = None
+    files: list[str] | None, metadata: Mapping[str, Any] | None = None, *, role: str | None = None
 ) -> str:
     """The sub-agent for a task. `metadata.stack` wins over extensions; painter only when
-    the craftsman routes a `stack: vue`, `type: design` task. Files of several stacks go to
+    a builder (the calling agent's role, see AgentFrontmatter.role) routes a `stack: vue`,
+    `type: design` task. Files of several stacks go to
     the stack with the most files (the first seen on a tie) — split such tasks first."""
     stack = metadata_stack(metadata)
-    if caller == "craftsman" and stack == "vue" and isinstance(metadata, Mapping):
+    if role == "builder" and stack == "vue" and isinstance(metadata, Mapping):
         kind = metadata.get("type")
         if isinstance(kind, str) and kind.strip().lower() == "design":
             return PAINTER
@@ -150,7 +151,7 @@ def route_agent(
     return _stack_agent(max(counts, key=lambda s: counts[s]))  # max keeps the first on ties
 
 
-def split_by_stack(task: Any, *, caller: str | None = None) -> list[Any]:
+def split_by_stack(task: Any, *, role: str | None = None) -> list[Any]:
     """One task per stack when the files span several (description suffixed with the
     stack, `metadata.stack` set); a single-stack task, or one whose `metadata.stack` names a
     stack, comes back unchanged. Agents the router picked are re-routed per part; any other
@@ -168,7 +169,7 @@ def split_by_stack(task: Any, *, caller: str | None = None) -> list[Any]:
         part_meta = {**dict(metadata), "stack": stack}
         part_agent = agent
         if agent in ROUTED_AGENTS:
-            part_agent = route_agent(files, part_meta, caller=caller)
+            part_agent = route_agent(files, part_meta, role=role)
         parts.append(
             _with(
                 task,
@@ -181,18 +182,16 @@ def split_by_stack(task: Any, *, caller: str | None = None) -> list[Any]:
     return parts
 
 
-def make_router(caller: str | None) -> Callable[[Any], list[Any]]:
+def make_router(role: str | None) -> Callable[[Any], list[Any]]:
     """Router for `create_tasks(..., router=...)`: split by stack, then route agentless tasks."""
 
     def router(task: Any) -> list[Any]:
         out = []
-        for part in split_by_stack(task, caller=caller):
+        for part in split_by_stack(task, role=role):
             if not _field(part, "agent"):
                 part = _with(
                     part,
-                    agent=route_agent(
-                        _field(part, "files"), _field(part, "metadata"), caller=caller
-                    ),
+                    agent=route_agent(_field(part, "files"), _field(part, "metadata"), role=role),
                 )
             out.append(part)
         return out

@@ -9,11 +9,21 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, InstanceOf, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    InstanceOf,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 Action = Literal["allow", "ask", "deny"]
 AgentKind = Literal["primary", "subagent", "all"]
-ModeName = Literal["discussion", "brainstorming", "autopilot"]
+# Any registered mode; checked against the registry when the loader is given the mode
+# names (validation context "modes"), and again when a session switches to the agent.
+ModeName = str
 
 # The agent name is the file stem; keep it usable as a task-map key and a CLI argument.
 AGENT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -125,9 +135,31 @@ class AgentFrontmatter(BaseModel):
     temperature: float | None = Field(default=None, ge=0, le=2)
     default_mode: ModeName | None = None
     permission: AgentPermission = Field(default_factory=AgentPermission)
-    threshold: Threshold | None = None
+    # The file-count scope the agent works under (a builder): its own numbers, or `true` for
+    # the configured `threshold` settings; unset: not scoped.
+    threshold: Threshold | Literal[True] | None = None
     # the agent's write contract: any (default) or design (a planner: design artifacts and plans only)
     writes: Literal["any", "design"] = "any"
+
+    @field_validator("default_mode")
+    @classmethod
+    def _known_mode(cls, value: str | None, info: ValidationInfo) -> str | None:
+        modes = (info.context or {}).get("modes")
+        if value is not None and modes is not None and value not in modes:
+            raise ValueError(f"unknown mode {value!r}; modes: {', '.join(sorted(modes))}")
+        return value
+
+    @property
+    def role(self) -> str | None:
+        """What the agent is for, from its contract rather than its name: "planner" (writes
+        design artifacts and plans only), "builder" (works under a file-count threshold)."""
+        if self.writes == "design":
+            return "planner"
+        return "builder" if self.threshold is not None else None
+
+    def own_threshold(self) -> Threshold | None:
+        """The agent's own numbers (None: unscoped, or scoped with the settings' numbers)."""
+        return self.threshold if isinstance(self.threshold, Threshold) else None
 
 
 class AgentDef(AgentFrontmatter):

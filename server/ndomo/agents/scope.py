@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from ndomo.runtime.tools import ToolDescriptor
 
 from .routing import EXTENSION_STACKS
+from .schema import Threshold
 
 if TYPE_CHECKING:
     from ndomo.runtime.context import TurnContext
@@ -77,9 +78,7 @@ class Scope:
 
 def is_scoped(ctx: TurnContext) -> bool:
     agent = ctx.agent
-    return agent is not None and (
-        getattr(agent, "threshold", None) is not None or ctx.agent_name == "craftsman"
-    )
+    return agent is not None and getattr(agent, "threshold", None) is not None
 
 
 def scope_owner(ctx: TurnContext | None) -> TurnContext | None:
@@ -97,7 +96,8 @@ def scope_of(ctx: TurnContext) -> Scope | None:
         return None
     scope = owner.state.get(SCOPE_KEY)
     if scope is None:
-        th = getattr(owner.agent, "threshold", None) or owner.app.settings.threshold
+        own = getattr(owner.agent, "threshold", None)
+        th = own if isinstance(own, Threshold) else owner.app.settings.threshold
         scope = owner.state[SCOPE_KEY] = Scope(
             direct=th.direct, planned=th.planned, direct_lines=getattr(th, "direct_lines", 50)
         )

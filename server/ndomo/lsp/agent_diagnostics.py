@@ -62,8 +62,9 @@ class AgentDiagnosticsFeature(Feature):
 
     async def reload(self, app: App) -> None:
         from ndomo.agents.loader import load_agents_async
+        from ndomo.runtime.runtime import Runtime
 
-        agents = await load_agents_async(app.root)
+        agents = await load_agents_async(app.root, Runtime.of(app).plugins.modes)
         app.services["agents"] = agents
         diags = agent_diagnostics(agents)
         for uri in sorted(set(diags) | self.published):

@@ -1,4 +1,4 @@
-"""Code actions on a selection: ask, research, fix with craftsman, plan with foreman.
+"""Code actions on a selection: ask, research, fix with the builder, plan with the planner.
 
 None of them runs anything until chosen: each carries an `ndomo.turn` command with the
 selection's uri and range.
@@ -8,32 +8,29 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from ndomo.lsp.names import pick
 from ndomo.lsp.server import Feature
 
+# title ({agent}: the agent picked), agent role, mode role, prompt — by purpose, never by
+# name (ndomo.catalog.pick): a workspace's own planner or builder gets the same actions.
 SELECTION_ACTIONS = [
-    # title, agent, mode, prompt
     (
         "ndomo: Ask about this",
-        "foreman",
-        "discussion",
+        "planner",
+        "plan",
         "Explain the selected code and answer questions about it.",
     ),
     (
         "ndomo: Research this",
-        "foreman",
-        "brainstorming",
+        "planner",
+        "research",
         "Research the selected code: how it works, what uses it, risks.",
     ),
+    ("ndomo: Fix with {agent}", "builder", "build", "Fix the problems in the selected code."),
     (
-        "ndomo: Fix with craftsman",
-        "craftsman",
-        "autopilot",
-        "Fix the problems in the selected code.",
-    ),
-    (
-        "ndomo: Plan with foreman",
-        "foreman",
-        "discussion",
+        "ndomo: Plan with {agent}",
+        "planner",
+        "plan",
         "Plan the change to the selected code as an atomic plan.",
     ),
 ]
@@ -59,7 +56,12 @@ class CodeActionsFeature(Feature):
             return []
         uri, rng = params.text_document.uri, params.range
         out = []
-        for title, agent, mode, prompt in SELECTION_ACTIONS:
+        for title, agent_role, mode_role, prompt in SELECTION_ACTIONS:
+            picked = pick(self.server, agent_role=agent_role, mode_role=mode_role)
+            if picked is None:
+                continue
+            agent, mode = picked
+            title = title.format(agent=agent)
             args = {
                 "prompt": prompt,
                 "uri": uri,

@@ -9,6 +9,7 @@ them after `initialized`. tests/unit/editor/test_lazy_start.py fails when this l
 LSP_ACTION_NAMES: tuple[str, ...] = (
     "agent.set",
     "agents.list",
+    "catalog",
     "approvals.list",
     "approvals.revoke",
     "cancel",
@@ -46,6 +47,7 @@ READ_ONLY_ACTIONS: frozenset[str] = frozenset(
     {
         "agents.list",
         "approvals.list",
+        "catalog",
         "commands",
         "health",
         "memory.list",

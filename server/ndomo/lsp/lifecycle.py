@@ -69,9 +69,8 @@ class LifecycleFeature(Feature):
         from ndomo.runtime.runtime import Runtime
 
         try:  # the runtime's plugins import every tool module: in a thread, not on the loop
-            app.services.setdefault(
-                "runtime", Runtime(app, await asyncio.to_thread(warmup.plugins))
-            )
+            plugins = ls.plugins or await asyncio.to_thread(warmup.plugins)
+            app.services.setdefault("runtime", Runtime(app, plugins))
         except Exception:  # a broken feature module: the first command reports it
             log.exception("building the runtime's plugins failed")
         ls.app = app

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
+from ndomo.lsp.names import pick
 from ndomo.lsp.server import Feature
 
 if TYPE_CHECKING:  # the store and runtime load after `initialized`, not before initialize
@@ -366,17 +367,14 @@ class PlanDiagnosticsFeature(Feature):
             prompt = f"Do task {ord_} of plan {slug} (task id {tid}): {desc}"
             # Several tasks can mark one line: each title names its task, so the menu tells them apart.
             which = f"task {ord_} ({_short(desc)})"
+            builder = pick(self.server, agent_role="builder", mode_role="build")
+            run = []
+            if builder is not None:  # the builder agent in the build mode (by role, not name)
+                agent, mode = builder
+                turn = {"prompt": prompt, "agent": agent, "mode": mode, "task_id": str(tid)}
+                run.append((f"Run {which} with {agent}", "ndomo.turn", turn))
             for title, command, args in (
-                (
-                    f"Run {which} with craftsman",
-                    "ndomo.turn",
-                    {
-                        "prompt": prompt,
-                        "agent": "craftsman",
-                        "mode": "autopilot",
-                        "task_id": str(tid),
-                    },
-                ),
+                *run,
                 (f"Mark {which} done", "ndomo.task.status", {"id": tid, "status": "done"}),
                 (f"Open plan {slug}", "ndomo.plan.open", {"plan": slug}),
             ):

@@ -20,6 +20,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, cast
 
 from lsprotocol import types
@@ -38,6 +39,18 @@ CLOSE_GRACE_S = 10.0  # how long closing the App may take before the process exi
 
 class NdomoProtocol(LanguageServerProtocol):
     """pygls' protocol, with an `exit` that winds the server down instead of `sys.exit`."""
+
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, Any]:
+        """pygls' initialize, plus the modes and agents (`experimental.ndomo`)."""
+        from ndomo.lsp.names import advertise
+
+        server = cast("NdomoServer", self._server)
+        result = yield from super().lsp_initialize(params)
+        names = yield advertise, (server,), None
+        server.catalog = names
+        result.capabilities.experimental = {"ndomo": names}
+        return result
 
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args: Any) -> None:  # type: ignore[override]  # pygls' is a generator that calls sys.exit; ours only asks Life to wind down

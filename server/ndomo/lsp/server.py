@@ -38,6 +38,8 @@ class NdomoServer(LanguageServer):
         self.log_handler: LogMessageHandler | None = None  # installed by `ndomo serve`
         self.app: App | None = None
         self.init_options: Any = None
+        self.plugins: Any = None  # the runtime's registries, built for the initialize result
+        self.catalog: dict[str, Any] | None = None  # modes and agents advertised at initialize
         self._ready: asyncio.Future[App] | None = None
         self.features: list[Feature] = []
         # Features that offer quick fixes on their own diagnostics (plan tasks …).

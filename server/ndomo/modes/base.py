@@ -16,8 +16,17 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ModeContract:
+    """What a mode promises, advertised to editors and read by the core instead of its name.
+
+    role: what the mode is for, so a feature can pick "the research mode" without naming
+    it: "plan", "research", "build" or None. requires_tools: the mode cannot work with a
+    model that has no tool calling (the turn is refused instead of answered without tools).
+    """
+
     summary: str
     iteration_cap: int
+    role: str | None = None
+    requires_tools: bool = False
 
 
 class AgentMode:
@@ -29,7 +38,7 @@ class AgentMode:
 
     def iteration_cap(self, ctx: TurnContext) -> int:
         caps = ctx.app.settings.modes.iteration_caps
-        return caps.get(self.name, self.contract.iteration_cap)  # type: ignore[call-overload]  # keys are the built-in ModeName literals; a plugin mode's name is any str
+        return caps.get(self.name, self.contract.iteration_cap)
 
     def tools(self) -> list[ToolDescriptor]:
         return []

@@ -17,11 +17,11 @@ class SessionParam(BaseModel):
 
 
 class ModeSetParams(SessionParam):
-    mode: str = Field(description="discussion, brainstorming or autopilot")
+    mode: str = Field(description="A mode's name (see `ndomo catalog`)")
 
 
 class AgentSetParams(SessionParam):
-    agent: str = Field(description="Agent name, e.g. foreman or craftsman")
+    agent: str = Field(description="An agent's name (see `ndomo catalog`)")
 
 
 class ModeInfo(BaseModel):
@@ -56,7 +56,7 @@ async def mode_get(app: App, p: SessionParam) -> ModeReport:
         ModeInfo(
             name=m.name,
             summary=m.contract.summary,
-            iteration_cap=caps.get(m.name, m.contract.iteration_cap),  # type: ignore[call-overload]  # ModeName keys; a plugin mode's name is any str
+            iteration_cap=caps.get(m.name, m.contract.iteration_cap),
         )
         for m in rt.plugins.modes.values()
     ]

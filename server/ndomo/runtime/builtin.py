@@ -125,7 +125,7 @@ async def _mode(ctx: TurnContext, args: list[str]) -> Any:
     if not args:
         return {"mode": ctx.session.mode, "modes": sorted(rt.plugins.modes)}
     if len(args) != 1:
-        raise SlashError("usage: /mode <discussion|brainstorming|autopilot>")
+        raise SlashError(f"usage: /mode <{'|'.join(rt.plugins.modes)}>")
     try:
         state = await rt.set_mode(args[0], ctx.session.id)
     except (RuntimeError_, StoreError) as exc:  # an unknown name or session: the user's error

@@ -114,13 +114,18 @@ async def run_call(ctx: TurnContext, call: ToolCall) -> ToolResult:
     return result
 
 
+def _requires_tools(ctx: TurnContext) -> bool:
+    mode = ctx.runtime.plugins.modes.get(ctx.mode)
+    return mode is not None and mode.contract.requires_tools
+
+
 async def _ask(ctx: TurnContext, client: Any, specs: list[ToolSpec]) -> tuple[str, list[ToolCall]]:
     """One model call that fits the context window; a context error learns the window and
-    tries once smaller; a tool-less model answers without tools outside autopilot."""
+    tries once smaller; a tool-less model answers without tools unless the mode requires them."""
     retried = False
     while True:
         if specs and client.caps.tools is False:
-            if ctx.mode == "autopilot":
+            if _requires_tools(ctx):
                 raise ModelError(mf.tools_refusal(ctx, client))
             specs = []  # known tool-less: answer without them
         fitted = await mf.fit_request(ctx, client, specs)
@@ -143,7 +148,7 @@ async def _ask(ctx: TurnContext, client: Any, specs: list[ToolSpec]) -> tuple[st
             await mf.save_caps(ctx, client)
         except ModelToolsUnsupported:
             await mf.save_caps(ctx, client)
-            if not specs or ctx.mode == "autopilot":
+            if not specs or _requires_tools(ctx):
                 raise ModelError(mf.tools_refusal(ctx, client)) from None
             specs = []
             await ctx.runtime.emit(

@@ -98,9 +98,14 @@ def learn_window_from_error(client: Any, err: Any, sent_tokens: int) -> None:
 
 
 def tools_refusal(ctx: TurnContext, client: Any) -> str:
+    modes = ctx.runtime.plugins.modes.values()
+    without = [m.name for m in modes if not m.contract.requires_tools]
+    switch = (
+        f" or switch to a mode that works without them ({', '.join(without)})" if without else ""
+    )
     return (
         f"model '{client.cfg.name}' at {client.url} does not support tool calling, and {ctx.mode} mode needs "
-        "tools to act; use a model with tool support (e.g. qwen2.5-coder) or switch to discussion mode"
+        f"tools to act; use a model with tool support (e.g. qwen2.5-coder){switch}"
     )
 
 

@@ -1,12 +1,15 @@
 """The registries a runtime is built from, and the one list of features that fill them.
 
 Adding a mode, a tool set or a hook means a new folder plus one line in FEATURES; the
-runtime's core never changes.
+runtime's core never changes. A package outside ndomo adds its own the same way without
+touching ndomo: an entry point in the `ndomo.features` group naming a module with
+`setup(plugins)` (loaded after the built-ins, in name order).
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -19,6 +22,11 @@ from ndomo.runtime.tools import ToolRegistry
 if TYPE_CHECKING:
     from ndomo.modes.base import AgentMode
     from ndomo.runtime.runtime import Runtime
+
+log = logging.getLogger("ndomo.plugins")
+
+# Entry-point group of features from other packages (same `setup(plugins)` contract).
+ENTRY_POINT_GROUP = "ndomo.features"
 
 # Each module exposes `setup(plugins: Plugins) -> None`.
 FEATURES: list[str] = [
@@ -58,9 +66,19 @@ class Plugins:
         mode.setup(self)
 
 
+def installed_features() -> list[str]:
+    """Modules named by the `ndomo.features` entry points of installed packages."""
+    from importlib.metadata import entry_points
+
+    found = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+    return [ep.value for ep in found if ep.value not in FEATURES]
+
+
 def build_plugins(features: list[str] | None = None) -> Plugins:
+    """The built-in FEATURES plus installed ones (or exactly `features`, for tests)."""
     plugins = Plugins()
-    for mod in FEATURES if features is None else features:
+    for mod in [*FEATURES, *installed_features()] if features is None else features:
+        log.debug("feature %s", mod)
         importlib.import_module(mod).setup(plugins)
     plugins.hooks.validate()  # a cycle is a start-up error, not a mid-turn surprise
     return plugins

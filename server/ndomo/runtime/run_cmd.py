@@ -9,26 +9,68 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections.abc import Collection, Iterator
 
 from ndomo.cli import EXIT_FAILED, EXIT_USAGE, WORKSPACE_HELP, resolve_workspace, subcommand
 
 TURN_EXIT = {"done": 0, "blocked": 3, "capped": 4, "cancelled": 130}
 
 
+class _Modes(Collection[str]):
+    """The registered modes (`ndomo catalog`), built only when argparse needs them: to check
+    a `--mode` value, or to print the help or a usage error — not for every command."""
+
+    def __init__(self) -> None:
+        self._names: list[str] | None = None
+
+    def names(self) -> list[str]:
+        if self._names is None:
+            from ndomo.runtime.plugins import build_plugins
+
+            self._names = list(build_plugins().modes)
+        return self._names
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self.names())
+
+
+def _here_agents() -> str:
+    """The agents of the workspace this folder belongs to, for `ndomo run --help`."""
+    from ndomo.agents.loader import load_agents
+
+    root, _error = resolve_workspace(None)
+    return ", ".join(a.name for a in load_agents(root).primaries())
+
+
+class _RunHelp(argparse.HelpFormatter):
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help
+        if action.dest == "agent" and text:
+            text += f"; here: {_here_agents()}"
+        return text
+
+
 def _setup(p: argparse.ArgumentParser) -> None:
+    p.formatter_class = _RunHelp
     p.add_argument("prompt", help="what to ask; a /slash command runs without the model")
     p.add_argument(
         "--agent",
         "-a",
         default=None,
-        help="agent to run the turn (default: the session's agent; `ndomo agents list` names them)",
+        help="agent to run the turn (default: the session's agent; `ndomo catalog` lists them)",
     )
     p.add_argument(
         "--mode",
         "-m",
         default=None,
-        choices=["discussion", "brainstorming", "autopilot"],
-        help="mode of this turn, which fences the tools (default: the session's mode)",
+        choices=_Modes(),
+        help="mode of this turn, which fences the tools (default: the session's mode): %(choices)s",
     )
     p.add_argument("--workspace", "-w", default=None, help=WORKSPACE_HELP)
     p.add_argument(

@@ -86,7 +86,14 @@ class Runtime:
     # -- sessions ---------------------------------------------------------------------
 
     def default_mode(self) -> str:
-        return self.app.settings.modes.default
+        """The configured default mode; one no feature registered falls back to the first
+        registered mode (the catalog reports the bad setting)."""
+        mode = self.app.settings.modes.default
+        if mode in self.plugins.modes or not self.plugins.modes:
+            return mode
+        fallback = next(iter(self.plugins.modes))
+        log.warning("modes.default %r is not a mode; using %r", mode, fallback)
+        return fallback
 
     def default_agent(self) -> str:
         return self.app.settings.default_agent
@@ -150,6 +157,10 @@ class Runtime:
     async def check_agent(self, agent: str) -> Any:
         agents = await self.agents()
         found = agents.get(agent)
+        if found is None:  # an agent file written since they were loaded: read them again
+            self.app.services.pop("agents", None)
+            agents = await self.agents()
+            found = agents.get(agent)
         if found is None:
             raise RuntimeError_(
                 f"unknown agent {agent!r}; agents: {', '.join(sorted(agents.agents))}"
@@ -162,7 +173,7 @@ class Runtime:
         cached = self.app.services.get("agents")
         if cached is None:
             cached = self.app.services["agents"] = await asyncio.to_thread(
-                load_agents, self.app.root
+                load_agents, self.app.root, self.plugins.modes
             )
         return cached
 

@@ -205,6 +205,26 @@ function S.agent_pick()
   pick = nil
 end
 
+-- Menus from the server's lists only: completion and the pickers of :Ndomo mode and
+-- :Ndomo agent offer the mode and agent named in NDOMO_TEST_MODE / NDOMO_TEST_AGENT (which
+-- the plugin has never heard of), and picking them switches the session.
+function S.names()
+  local cmds = require("ndomo.commands")
+  results.names_complete_mode = cmds.complete("", "Ndomo mode ", 11)
+  results.names_complete_agent = cmds.complete("", "Ndomo agent ", 12)
+  for _, which in ipairs({ "mode", "agent" }) do
+    pick = assert(os.getenv(which == "mode" and "NDOMO_TEST_MODE" or "NDOMO_TEST_AGENT"))
+    local before = #results.selects
+    vim.cmd("Ndomo " .. which)
+    wait(10000, function() return #results.selects > before end, "the " .. which .. " pick")
+    results["names_" .. which .. "_items"] = results.selects[before + 1].items
+    local want = pick
+    wait(10000, function() return ndomo.last_status and ndomo.last_status[which] == want end, which .. " " .. want)
+  end
+  results.names_status = ndomo.status()
+  pick = nil
+end
+
 -- :Ndomo plans: progress per plan; <CR> opens the plan's markdown view.
 function S.plans()
   vim.cmd("Ndomo plans")

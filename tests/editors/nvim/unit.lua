@@ -23,8 +23,24 @@ require("ndomo").setup({ cmd = { "ndomo-does-not-exist" } })
 r.has_command = vim.fn.exists(":Ndomo") == 2
 local cmds = require("ndomo.commands")
 r.complete_all = cmds.complete("", "Ndomo ", 6)
+-- No server, nothing advertised: no names of the plugin's own to complete.
 r.complete_mode = cmds.complete("b", "Ndomo mode b", 12)
 r.complete_agent = cmds.complete("", "Ndomo agent ", 12)
+-- Menus and jobs from a catalog with names the plugin has never heard of.
+local cat = {
+  modes = { { name = "talk", role = "plan" }, { name = "dig", role = "research" }, { name = "make", role = "build" } },
+  agents = {
+    { name = "boss", primary = true, role = "planner", default = true },
+    { name = "helper", primary = false, role = "builder" },
+    { name = "maker", primary = true, role = "builder", default_mode = "make" },
+    { name = "odd", primary = true, role = "builder", default = true },
+  },
+}
+r.cat_modes = cmds.mode_names(cat)
+r.cat_agents = cmds.agent_names(cat)
+r.cat_fix = cmds.by_role(cat, "builder", "build")
+r.cat_plan = cmds.by_role(cat, "planner", "plan")
+r.cat_none = cmds.by_role(cat, "reviewer", "plan") == nil
 r.no_keymaps = vim.fn.maparg("<leader>na", "n") == ""
 
 -- vim.ui.select answers a server request from inside a coroutine (as Neovim ≥ 0.11 runs them).

@@ -15,6 +15,8 @@ from ndomo.agents.loader import (
     parse_agent_text,
 )
 
+MODES = ("discussion", "brainstorming", "autopilot")
+
 GOOD = """---
 description: A project helper
 mode: subagent
@@ -119,7 +121,8 @@ def test_workspace_without_overrides_gives_builtins(tmp_path):
 def test_malformed_override_is_reported_and_others_load(tmp_path, text, line, fragment):
     write(tmp_path, "helper", GOOD)
     bad = write(tmp_path, "broken", text)
-    agents = load_agents(tmp_path)
+    # the registered modes, which `default_mode` is checked against (the runtime passes them)
+    agents = load_agents(tmp_path, MODES)
     assert agents.get("broken") is None
     assert agents.get("helper") is not None
     assert len(agents.agents) == 17
@@ -228,3 +231,18 @@ async def test_async_loader_matches_sync(tmp_path):
     agents = await load_agents_async(tmp_path)
     assert agents.get("helper") is not None
     assert agents == load_agents(tmp_path)
+
+
+def test_default_mode_is_checked_against_the_registered_modes(tmp_path):
+    """No fixed list: a mode a plugin registered is fine, one nobody registered is not."""
+    from ndomo.runtime.plugins import build_plugins
+
+    modes = build_plugins().modes
+    text = "---\ndescription: ok\ndefault_mode: {}\n---\nbody\n"
+    write(tmp_path, "known", text.format("brainstorming"))
+    write(tmp_path, "extra", text.format("sketching"))
+    agents = load_agents(tmp_path, modes)
+    assert agents.get("known") is not None and agents.get("extra") is None
+    assert any("unknown mode 'sketching'" in p.message for p in agents.problems)
+    agents = load_agents(tmp_path, [*modes, "sketching"])
+    assert agents.get("extra") is not None and not agents.problems

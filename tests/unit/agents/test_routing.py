@@ -86,17 +86,15 @@ def test_unknown_stack_falls_back_to_files():
 
 def test_painter_only_via_craftsman_for_vue_design():
     design = {"stack": "vue", "type": "design"}
-    assert route_agent(["App.vue"], design, caller="craftsman") == "painter"
-    assert route_agent(["App.vue"], design, caller="foreman") == "vue-smith"
+    assert route_agent(["App.vue"], design, role="builder") == "painter"
+    assert route_agent(["App.vue"], design, role="planner") == "vue-smith"
     assert route_agent(["App.vue"], design) == "vue-smith"
     assert (
-        route_agent(["App.vue"], {"stack": "vue", "type": "logic"}, caller="craftsman")
-        == "vue-smith"
+        route_agent(["App.vue"], {"stack": "vue", "type": "logic"}, role="builder") == "vue-smith"
     )
-    assert route_agent(["App.vue"], {"type": "design"}, caller="craftsman") == "vue-smith"
+    assert route_agent(["App.vue"], {"type": "design"}, role="builder") == "vue-smith"
     assert (
-        route_agent(["a.tsx"], {"stack": "react", "type": "design"}, caller="craftsman")
-        == "js-smith"
+        route_agent(["a.tsx"], {"stack": "react", "type": "design"}, role="builder") == "js-smith"
     )
 
 
@@ -165,7 +163,7 @@ def test_split_reroutes_router_agents_but_keeps_explicit_ones():
 
 
 def test_router_on_pydantic_tasks():
-    router = make_router("craftsman")
+    router = make_router("builder")
     task = TaskCreate(
         description="ship it",
         files=["svc/main.go", "ui/App.vue"],
@@ -184,7 +182,7 @@ def test_router_on_pydantic_tasks():
 
 
 def test_router_routes_agentless_single_stack_and_keeps_given_agent():
-    router = make_router("foreman")
+    router = make_router("planner")
     assert [p.agent for p in router(TaskCreate(description="x", files=["a.rs"]))] == ["rust-smith"]
     assert [
         p.agent for p in router(TaskCreate(description="x", files=["a.rs"], agent="craftsman"))

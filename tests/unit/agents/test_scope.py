@@ -142,8 +142,11 @@ permission:
     from ndomo.agents.loader import builtin_agents_dir
 
     text = (builtin_agents_dir() / "craftsman.md").read_text()
-    text = text.replace("threshold:\n  direct: 2\n  planned: 5\n  direct_lines: 50\n", "")
-    assert "threshold:" not in text
+    # `threshold: true`: scoped, with the configured numbers (a property, not the name)
+    text = text.replace(
+        "threshold:\n  direct: 2\n  planned: 5\n  direct_lines: 50\n", "threshold: true\n"
+    )
+    assert "threshold: true\n" in text
     (app.root / ".ndomo" / "agents" / "craftsman.md").write_text(text)
     app.settings.threshold.direct = 0
     fake.push(call("put", path="a.py", content="a\n"))

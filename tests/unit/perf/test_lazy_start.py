@@ -60,6 +60,7 @@ async def test_start_builds_the_runtime_plugins_off_the_event_loop(tmp_path, mon
     class _Server:
         closing = False
         init_options = None
+        plugins = None  # built for the initialize result when there was one
         features: list = []
         app = None
 

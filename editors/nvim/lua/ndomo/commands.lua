@@ -4,8 +4,6 @@ local ui = require("ndomo.ui")
 
 local M = {}
 
-M.MODES = { "discussion", "brainstorming", "autopilot" }
-M.DEFAULT_AGENTS = { "foreman", "craftsman" }
 -- The same wording as the server's code actions.
 M.FIX_PROMPT = "Fix the problems in the selected code."
 M.PLAN_PROMPT = "Plan the change to the selected code as an atomic plan."
@@ -52,35 +50,76 @@ local function set(command, key, value)
   end)
 end
 
---- Agent names from ndomo.agents.list (sub-agents left out: they only run delegated tasks).
---- Asynchronous: `cb(names)` on the main loop; the foreman/craftsman pair when the server
---- cannot say. The last answer is cached for completion, which must not wait.
-local agents_cache
+--- Modes and agents come from the server, never from this plugin: the initialize result's
+--- `capabilities.experimental.ndomo` and, fresh, `ndomo.catalog` ({modes, agents}, each
+--- entry {name, description, default, ...}). The last answer is cached for completion,
+--- which must not wait.
+local catalog_cache
 
-local function agent_names(res)
-  local raw = type(res) == "table" and (res.agents or res) or nil
+local function valid(cat)
+  return type(cat) == "table" and type(cat.modes) == "table" and type(cat.agents) == "table"
+end
+
+--- What the server advertised at initialize (nil before it did).
+function M.advertised()
+  local c = client.get()
+  local exp = c and c.server_capabilities and c.server_capabilities.experimental
+  local cat = type(exp) == "table" and exp.ndomo or nil
+  return valid(cat) and cat or nil
+end
+
+--- Asynchronous: `cb(catalog)` on the main loop, fresh from ndomo.catalog, else the last
+--- one known, else the initialize result's, else empty lists.
+function M.catalog(cb)
+  client.execute("ndomo.catalog", {}, function(err, res)
+    if not err and valid(res) then catalog_cache = res end
+    if cb then cb(catalog_cache or M.advertised() or { modes = {}, agents = {} }) end
+  end)
+end
+
+--- The catalog known now (cache, else the initialize result's), refreshed in the background.
+function M.known()
+  if client.get() then M.catalog() end
+  return catalog_cache or M.advertised() or { modes = {}, agents = {} }
+end
+
+--- Mode names, in the server's order.
+function M.mode_names(cat)
+  return vim.tbl_map(function(m) return m.name end, cat.modes)
+end
+
+--- Agents a session can switch to (sub-agents only run delegated tasks).
+function M.agent_names(cat)
   local names = {}
-  if type(raw) == "table" then
-    for _, a in ipairs(raw) do
-      local name = type(a) == "table" and a.name or a
-      if type(name) == "string" and not (type(a) == "table" and a.mode == "subagent") then table.insert(names, name) end
-    end
+  for _, a in ipairs(cat.agents) do
+    if a.primary ~= false then table.insert(names, a.name) end
   end
   return names
 end
 
-function M.agents(cb)
-  client.execute("ndomo.agents.list", {}, function(err, res)
-    local names = not err and agent_names(res) or {}
-    if #names > 0 then agents_cache = names end
-    if cb then cb(#names > 0 and names or M.DEFAULT_AGENTS) end
-  end)
+--- {agent, mode} for a job by purpose (the server's rule, ndomo.catalog.pick): the default
+--- agent with `agent_role`, else the first session agent with it; the first mode with
+--- `mode_role`, else that agent's own default mode. nil when no agent has the role.
+function M.by_role(cat, agent_role, mode_role)
+  local found
+  for _, a in ipairs(cat.agents) do
+    if a.primary ~= false and a.role == agent_role and (not found or (a.default and not found.default)) then found = a end
+  end
+  if not found then return nil end
+  local mode = found.default_mode
+  for _, m in ipairs(cat.modes) do
+    if m.role == mode_role then mode = m.name break end
+  end
+  if type(mode) ~= "string" then return nil end
+  return { agent = found.name, mode = mode }
 end
 
---- The agents known now (cache, else the pair), refreshing the cache in the background.
-function M.known_agents()
-  if not agents_cache and client.get() then M.agents() end
-  return agents_cache or M.DEFAULT_AGENTS
+local function with_role(agent_role, mode_role, fn)
+  M.catalog(function(cat)
+    local who = M.by_role(cat, agent_role, mode_role)
+    if not who then return fail(("no %s agent (agents are .ndomo/agents/*.md files; :Ndomo agent lists them)"):format(agent_role)) end
+    fn(who)
+  end)
 end
 
 local function pick(items, prompt, fn)
@@ -100,26 +139,33 @@ M.subcommands = {
   fix = function(a)
     local args = M.selection(a.line1, a.line2)
     args.prompt = (a.rest ~= "" and a.rest) or M.FIX_PROMPT
-    args.agent, args.mode = "craftsman", "autopilot"
-    M.turn(args)
+    with_role("builder", "build", function(who)
+      args.agent, args.mode = who.agent, who.mode
+      M.turn(args)
+    end)
   end,
   plan = function(a)
-    local function go(prompt)
-      local args = { prompt = prompt, agent = "foreman", mode = "discussion" }
-      if a.range > 0 then args = vim.tbl_extend("force", args, M.selection(a.line1, a.line2)) end
-      M.turn(args)
-    end
-    if a.rest == "" and a.range > 0 then return go(M.PLAN_PROMPT) end
-    with_prompt(a.rest, "Plan with foreman: ", go)
+    local sel = a.range > 0 and M.selection(a.line1, a.line2) or nil
+    with_role("planner", "plan", function(who)
+      local function go(prompt)
+        local args = { prompt = prompt, agent = who.agent, mode = who.mode }
+        if sel then args = vim.tbl_extend("force", args, sel) end
+        M.turn(args)
+      end
+      if a.rest == "" and sel then return go(M.PLAN_PROMPT) end
+      with_prompt(a.rest, ("Plan with %s: "):format(who.agent), go)
+    end)
   end,
   mode = function(a)
     if a.rest ~= "" then return set("ndomo.mode.set", "mode", a.rest) end
-    pick(M.MODES, "ndomo mode", function(m) set("ndomo.mode.set", "mode", m) end)
+    M.catalog(function(cat)
+      pick(M.mode_names(cat), "ndomo mode", function(m) set("ndomo.mode.set", "mode", m) end)
+    end)
   end,
   agent = function(a)
     if a.rest ~= "" then return set("ndomo.agent.set", "agent", a.rest) end
-    M.agents(function(names)
-      pick(names, "ndomo agent", function(name) set("ndomo.agent.set", "agent", name) end)
+    M.catalog(function(cat)
+      pick(M.agent_names(cat), "ndomo agent", function(name) set("ndomo.agent.set", "agent", name) end)
     end)
   end,
   cancel = function()
@@ -261,8 +307,8 @@ function M.complete(arglead, cmdline, _)
     return vim.tbl_filter(function(x) return vim.startswith(x, arglead) end, list)
   end
   if #words <= 1 then return match(M.names()) end
-  if words[1] == "mode" and #words == 2 then return match(M.MODES) end
-  if words[1] == "agent" and #words == 2 then return match(M.known_agents()) end
+  if words[1] == "mode" and #words == 2 then return match(M.mode_names(M.known())) end
+  if words[1] == "agent" and #words == 2 then return match(M.agent_names(M.known())) end
   return {}
 end
 

@@ -12,7 +12,7 @@ local tick = 0
 M.SPIN_MS = 120
 local spinner -- uv timer, alive only while some client is busy
 
---- Statusline text, e.g. "ndomo: craftsman · autopilot · 2/5" ("" before the first status).
+--- Statusline text, e.g. "ndomo: <agent> · <mode> · 2/5" ("" before the first status).
 --- The status of the current buffer's server when it has one, else the latest.
 function M.status()
   local s = M.last_status

@@ -48,14 +48,14 @@ export interface ChatState {
   turns: TurnView[];
   approvals: Approval[];
   agents: string[];
+  modes: string[]; // both from the server's catalog (names.ts), never a list of our own
   more: number; // older turns not loaded
 }
 
-export const MODES = ["discussion", "brainstorming", "autopilot"];
 export const OUTPUT_CAP = 20000; // characters of live tool output kept per call in the view
 
 export function emptyState(): ChatState {
-  return { session: null, status: null, turns: [], approvals: [], agents: [], more: 0 };
+  return { session: null, status: null, turns: [], approvals: [], agents: [], modes: [], more: 0 };
 }
 
 function turnFor(state: ChatState, id: number | null | undefined): TurnView | undefined {
@@ -190,7 +190,7 @@ export function removeApproval(state: ChatState, id: number): void {
 
 const QUIET = new Set(["", "idle", "done"]);
 
-/** The header: agent · mode, the craftsman's scope state or last outcome when notable, plan progress. */
+/** The header: agent · mode, the builder's scope state or last outcome when notable, plan progress. */
 export function describeStatus(s: StatusInfo | null): string {
   if (!s) return "ndomo: connecting…";
   const parts = [`${s.agent} · ${s.mode}`];

@@ -10,7 +10,8 @@
 
 import * as vscode from "vscode";
 
-import type { Lsp } from "../commands";
+import { catalog, type Lsp } from "../commands";
+import { sessionAgents } from "../names";
 import { chatHtml } from "./html";
 import {
   addApproval,
@@ -40,6 +41,8 @@ export class ChatView {
   private view: any;
   private pending = new Map<number, (choice: string | null) => void>();
   private loaded = false;
+  /** The modes and agents advertised at initialize, when `ndomo.catalog` does not answer. */
+  advertised: () => unknown = () => undefined;
 
   constructor(
     private readonly dist: vscode.Uri, // the extension's dist/ folder (chat.js lives there)
@@ -146,12 +149,9 @@ export class ChatView {
       if (at >= 0) this.state.turns[at] = t;
       else this.state.turns.push(t);
     }
-    try {
-      const agents = (await this.lsp.execute("ndomo.agents.list", {})) as any[];
-      this.state.agents = (agents ?? []).filter((a) => a.mode !== "subagent").map((a) => a.name);
-    } catch {
-      this.state.agents = [];
-    }
+    const names = await catalog({ lsp: this.lsp, advertised: this.advertised });
+    this.state.modes = names.modes.map((m) => m.name);
+    this.state.agents = sessionAgents(names).map((a) => a.name);
     this.loaded = true;
   }
 

@@ -5,7 +5,7 @@
  * extension posts and sends back what the user does. No network, no remote resources.
  */
 
-import { ChatState, describeOutcome, describeStatus, Item, MODES, TurnView } from "./model";
+import { ChatState, describeOutcome, describeStatus, Item, TurnView } from "./model";
 
 declare function acquireVsCodeApi(): { postMessage(m: unknown): void };
 
@@ -81,8 +81,8 @@ function draw(): void {
       return box;
     }),
   );
-  fill($("mode") as HTMLSelectElement, MODES, state.status?.mode);
-  fill($("agent") as HTMLSelectElement, state.agents.length ? state.agents : ["foreman", "craftsman"], state.status?.agent);
+  fill($("mode") as HTMLSelectElement, state.modes, state.status?.mode);
+  fill($("agent") as HTMLSelectElement, state.agents, state.status?.agent);
   ($("stop") as HTMLButtonElement).disabled = !state.status?.busy;
 }
 

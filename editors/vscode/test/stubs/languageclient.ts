@@ -55,6 +55,11 @@ export class LanguageClient {
   static answers: Record<string, unknown> = {};
   /** The commands the server advertises in its initialize result. */
   static serverCommands: string[] = serverCommands.commands;
+  /** The modes and agents the server advertises in its initialize result (`experimental.ndomo`). */
+  static advertised: unknown = undefined;
+  get initializeResult() {
+    return { capabilities: { experimental: { ndomo: LanguageClient.advertised } } };
+  }
   /** Decide whether `start()` fails for this client (e.g. `spawn … ENOENT`). */
   static startError: ((client: LanguageClient) => Error | undefined) | undefined;
 

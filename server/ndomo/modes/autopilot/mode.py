@@ -70,6 +70,8 @@ class AutopilotMode(AgentMode):
     contract = ModeContract(
         summary="Full autonomy end to end. Re-plans on failure. Hands back only when truly blocked.",
         iteration_cap=40,
+        role="build",
+        requires_tools=True,
     )
 
     def prompt_contributors(self):

@@ -28,6 +28,7 @@ class BrainstormingMode(AgentMode):
     contract = ModeContract(
         summary="Deep research: web, code tools and memory. Findings externalised to notes.",
         iteration_cap=16,
+        role="research",
     )
 
     def prompt_contributors(self):

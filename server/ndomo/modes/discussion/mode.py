@@ -96,6 +96,7 @@ class DiscussionMode(AgentMode):
     contract = ModeContract(
         summary="Ultra-concise planning. Writes limited to design artifacts. Crystallises into a committed plan.",
         iteration_cap=8,
+        role="plan",
     )
 
     def guards(self):

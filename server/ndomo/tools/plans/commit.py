@@ -124,7 +124,7 @@ async def commit_steps(
     )
     try:
         batch = await store.create_tasks(
-            plan.id, [_task(s) for s in steps], router=make_router(ctx.agent_name)
+            plan.id, [_task(s) for s in steps], router=make_router(getattr(ctx.agent, "role", None))
         )
     except Exception:
         # no half plan: a plan without its tasks would mislead the planner
@@ -195,7 +195,9 @@ async def commit_plan_file(ctx: TurnContext, rel: str, text: str) -> str | None:
             return f"(plan {old.slug} from {rel} already has these {len(steps)} steps; unchanged)"
         if old.status != "draft":
             batch = await store.create_tasks(
-                old.id, [_task(s) for s in steps], router=make_router(ctx.agent_name)
+                old.id,
+                [_task(s) for s in steps],
+                router=make_router(getattr(ctx.agent, "role", None)),
             )
             await _announce(ctx, old.id)
             added = ", ".join(f"{t.ord}. {t.description}" for t in batch.tasks) or "none"

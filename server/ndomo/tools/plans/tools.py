@@ -172,7 +172,9 @@ class TaskBatchParams(_P):
 @tool("task_create_batch", TaskBatchParams, description="Append tasks to a plan (≤5 best).", **PLAN)
 async def task_create_batch(ctx: TurnContext, p: TaskBatchParams) -> str:
     async with _store(ctx) as store:
-        batch = await store.create_tasks(p.plan_id, p.tasks, router=make_router(ctx.agent_name))
+        batch = await store.create_tasks(
+            p.plan_id, p.tasks, router=make_router(getattr(ctx.agent, "role", None))
+        )
         plan = await store.get_plan(p.plan_id)
     await _changed(ctx, plan.id)
     out = [f"added {len(batch.tasks)} tasks to {plan.slug}:"] + [

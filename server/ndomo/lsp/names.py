@@ -1,0 +1,65 @@
+"""The modes and agents the server advertises in its `initialize` result.
+
+`capabilities.experimental.ndomo = {"modes": [...], "agents": [...]}` (ndomo.catalog's
+lists): editors build their mode and agent menus from it before any command runs. The
+runtime's plugins built here are kept for the App the `initialized` notification builds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ndomo.lsp import warmup
+
+if TYPE_CHECKING:
+    from ndomo.catalog import Catalog
+    from ndomo.lsp.server import NdomoServer
+
+log = logging.getLogger("ndomo.lsp")
+
+
+def _catalog(server: NdomoServer) -> dict[str, Any]:
+    from ndomo.agents.loader import load_agents
+    from ndomo.catalog import build_catalog
+    from ndomo.config import load_settings
+
+    root = server.workspace_root()
+    plugins = server.plugins = warmup.plugins()
+    settings, _problems = load_settings(root, server.init_options)  # reported at `initialized`
+    agents = load_agents(root, plugins.modes)
+    cat = build_catalog(plugins.modes, agents, settings)
+    for problem in cat.problems:  # a default naming a mode or agent nobody registered
+        log.warning("config: %s", problem)
+    return cat.model_dump()
+
+
+async def advertise(server: NdomoServer) -> dict[str, Any]:
+    """The `experimental.ndomo` capability; never fails the initialize request."""
+    try:
+        return await asyncio.to_thread(_catalog, server)
+    except Exception as exc:  # a broken feature or agent folder: the first command reports it
+        log.exception("listing modes and agents for the initialize result failed")
+        return {"modes": [], "agents": [], "problems": [f"{type(exc).__name__}: {exc}"]}
+
+
+def current(server: NdomoServer) -> Catalog | None:
+    """The catalog without waiting: from the App's runtime and loaded agents once there,
+    else the lists advertised at initialize (None before that)."""
+    from ndomo.catalog import Catalog, build_catalog
+
+    app = server.app
+    if app is not None:
+        rt, agents = app.services.get("runtime"), app.services.get("agents")
+        if rt is not None and agents is not None:
+            return build_catalog(rt.plugins.modes, agents, app.settings)
+    return Catalog.model_validate(server.catalog) if server.catalog else None
+
+
+def pick(server: NdomoServer, *, agent_role: str, mode_role: str) -> tuple[str, str] | None:
+    """(agent, mode) by purpose (see ndomo.catalog.pick); None when unknown yet or none fits."""
+    from ndomo.catalog import pick as pick_in
+
+    cat = current(server)
+    return None if cat is None else pick_in(cat, agent_role=agent_role, mode_role=mode_role)
