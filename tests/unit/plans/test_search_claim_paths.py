@@ -1,7 +1,5 @@
 """The indexed search and claim paths (migration 12) keep their results right."""
 
-import sqlite3
-
 from ndomo.plans.migrations import migrate
 from ndomo.plans.models import TaskCreate
 from ndomo.plans.plan_ops import search_sql
@@ -72,25 +70,26 @@ async def test_claim_skips_closed_plans(store):
 
 
 async def test_upgrade_builds_search_docs_from_existing_rows(tmp_path):
-    import aiosqlite
+    from ndomo.plans.db import connect
 
-    path = tmp_path / "old.db"
-    async with aiosqlite.connect(path) as conn:
-        conn.row_factory = sqlite3.Row
-        await migrate(conn, target=11)
-        await conn.execute(
+    conn = connect(tmp_path / "old.db")
+    try:
+        migrate(conn, target=11)
+        conn.execute(
             "INSERT INTO plans(id, slug, title, overview, created_at, updated_at)"
             " VALUES ('p1', 'p1', 'Legacy', 'Old overview', 't', 't')"
         )
-        await conn.execute(
+        conn.execute(
             "INSERT INTO plan_tasks(plan_id, ord, description) VALUES ('p1', 1, 'tune the zeppelin')"
         )
-        await conn.commit()
-        await migrate(conn)
+        migrate(conn)
         sql, params = search_sql("zeppelin", None, False)
-        async with conn.execute(sql, (*params, 10)) as cur:
-            assert [r["id"] for r in await cur.fetchall()] == ["p1"]
-        async with conn.execute(
-            "SELECT name FROM sqlite_master WHERE name IN ('plans_fts', 'tasks_fts')"
-        ) as cur:
-            assert await cur.fetchall() == []
+        assert [r["id"] for r in conn.execute(sql, (*params, 10))] == ["p1"]
+        assert (
+            conn.execute(
+                "SELECT name FROM sqlite_master WHERE name IN ('plans_fts', 'tasks_fts')"
+            ).fetchall()
+            == []
+        )
+    finally:
+        conn.close()
