@@ -1,9 +1,11 @@
 """The store's one way to run statements: a plain `sqlite3` connection on a thread of its own.
 
 Every store call is one synchronous function `fn(conn, *args)` sent to that thread in one
-hop (`loop.run_in_executor` on a one-worker `ThreadPoolExecutor`): the event loop never
-blocks, statements of one call never interleave with another call's (the thread runs one
-function at a time), and no coroutine can leave a transaction half done.
+hop (a queue in, `call_soon_threadsafe` back): the event loop never blocks, statements of
+one call never interleave with another call's (the thread runs one function at a time),
+and no coroutine can leave a transaction half done. (`loop.run_in_executor` on a
+one-worker pool would do the same with more machinery: measured 2× the hop, ~50 µs
+against ~25 µs, and a small query costs about one hop.)
 
 Several processes (editors, the CLI) share one file, so every write is a
 `BEGIN IMMEDIATE` transaction: the write lock is taken up front, `busy_timeout` waits for
@@ -14,11 +16,13 @@ held while waiting).
 from __future__ import annotations
 
 import asyncio
+import logging
+import queue
 import random
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
@@ -111,31 +115,55 @@ def transaction(conn: sqlite3.Connection, fn: Fn[P, T], *args: P.args, **kw: P.k
     return result
 
 
-class Db:
-    """One sqlite3 connection and the one thread that uses it."""
+Job = tuple[asyncio.Future, Callable[[], object]]
 
-    def __init__(self, pool: ThreadPoolExecutor, conn: sqlite3.Connection) -> None:
-        self._pool: ThreadPoolExecutor | None = pool
-        self._conn = conn
+
+class Db:
+    """One sqlite3 connection and the one thread that uses it.
+
+    The thread is a daemon: a store left open (an editor's `exit` ending the loop first)
+    cannot keep the process alive; SQLite's journal makes dying mid-write safe.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+        self._thread = threading.Thread(target=self._serve, name="ndomo-store", daemon=True)
 
     @classmethod
     async def open(cls, path: Path) -> Db:
-        # A pool worker is not a daemon, but an idle one ends at interpreter exit: a store
-        # left open cannot keep the process alive (only a statement still running can).
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ndomo-store")
+        db = cls()
+        db._thread.start()
         try:
-            conn = await asyncio.get_running_loop().run_in_executor(pool, connect, Path(path))
+            db._conn = await db._submit(connect, Path(path))
         except BaseException:
-            pool.shutdown(wait=False)
+            db._jobs.put(None)
             raise
-        return cls(pool, conn)
+        return db
+
+    def _serve(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            fut, fn = job
+            try:
+                result, error = fn(), None
+            except BaseException as exc:  # noqa: BLE001 — handed to the awaiting caller
+                result, error = None, exc
+            try:
+                fut.get_loop().call_soon_threadsafe(_settle, fut, result, error)
+            except RuntimeError:  # the loop closed meanwhile: nobody is waiting any more
+                logging.getLogger("ndomo.plans").debug("store answer dropped: loop closed")
+
+    def _submit(self, fn: Callable[P, T], *args: P.args, **kw: P.kwargs) -> asyncio.Future[T]:
+        if self._closed:
+            raise sqlite3.ProgrammingError("the plan store is closed")
+        fut: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._jobs.put((fut, lambda: fn(*args, **kw)))
+        return fut
 
     async def call(self, fn: Fn[P, T], *args: P.args, **kw: P.kwargs) -> T:
         """Run `fn(conn, *args)` on the store's thread: one hop, as is (autocommit)."""
-        if self._pool is None:
-            raise sqlite3.ProgrammingError("the plan store is closed")
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, lambda: fn(self._conn, *args, **kw))
+        return await self._submit(lambda: fn(self._conn, *args, **kw))  # type: ignore[arg-type]  # set by open
 
     async def read(self, fn: Fn[P, T], *args: P.args, **kw: P.kwargs) -> T:
         """`fn` in one read transaction, one hop."""
@@ -155,18 +183,25 @@ class Db:
         raise AssertionError("unreachable")
 
     async def close(self) -> None:
-        """Close the connection on its thread, then let the thread end. Safe to repeat."""
-        if self._pool is None:
+        """Close the connection on its thread, then end the thread. Safe to repeat; a
+        cancelled close still closes (the jobs are queued before the first await)."""
+        if self._closed:
             return
-        pool, self._pool = self._pool, None  # closed: no more calls
-        try:
-            await asyncio.get_running_loop().run_in_executor(pool, self._conn.close)
-        finally:
-            pool.shutdown(wait=False)
+        conn = self._conn
+        done = self._submit(conn.close) if conn is not None else None
+        self._closed = True
+        self._jobs.put(None)
+        if done is not None:
+            await done
 
-    @property
-    def closed(self) -> bool:
-        return self._pool is None
+
+def _settle(fut: asyncio.Future, result: object, error: BaseException | None) -> None:
+    if fut.done():  # the caller was cancelled
+        return
+    if error is None:
+        fut.set_result(result)
+    else:
+        fut.set_exception(error)
 
 
 def split_sql(script: str) -> list[str]:
