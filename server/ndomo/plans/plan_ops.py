@@ -282,14 +282,7 @@ def _search(
     include_archived: bool,
     limit: int,
 ) -> list[sqlite3.Row]:
-    common = False
-    if query is not None and query.strip() and not (file_path and file_path.strip()):
-        match = fts_query(query)
-        if match is None:
-            return []
-        (n,) = conn.execute(COMMON_SQL, (match, COMMON_HITS)).fetchone()
-        common = n >= COMMON_HITS
-    sql, params = search_sql(query, file_path, include_archived, common=common)
+    sql, params = search_sql(query, file_path, include_archived)
     if sql is None:
         return []
     return conn.execute(sql, (*params, limit)).fetchall()
@@ -352,12 +345,12 @@ CHANGED_PLANS_SQL = (
     " WHERE updated_at >= ?1"
     " UNION ALL SELECT plan_id, at, 0 FROM plan_deletions WHERE at >= ?2"
 )
-# A word matching at least this many plans is "common": its search collects only the
-# COMMON_HITS newest-created matches (FTS rowid order, read backwards) and returns the most
-# recently updated of those, so its cost stays flat however many plans match (a probe of
-# the FTS index per plan was measured 15× slower). A rarer word collects all its hits.
+# A text search ranks at most this many matches: the COMMON_HITS newest-created (FTS rowid
+# order, read backwards, stopping there), of which it returns the most recently updated.
+# A word matching fewer plans is ranked exactly; a common word's cost stays flat however
+# many plans match (walking plans by recency and probing the FTS index per plan was
+# measured 15× slower, and collecting every hit grows with the table).
 COMMON_HITS = 1000
-COMMON_SQL = "SELECT count(*) FROM (SELECT 1 FROM plan_search WHERE plan_search MATCH ? LIMIT ?)"
 
 
 def list_sql(status: str | None, include_archived: bool) -> tuple[str, list[object]]:
@@ -380,15 +373,15 @@ def list_sql(status: str | None, include_archived: bool) -> tuple[str, list[obje
 
 
 def search_sql(
-    query: str | None, file_path: str | None, include_archived: bool, *, common: bool = False
+    query: str | None, file_path: str | None, include_archived: bool
 ) -> tuple[str | None, list[object]]:
     """The search statement (its last parameter is the limit); None when nothing can match.
 
-    Newest first. A text-only search walks idx_plans_recent (updated_at, search_key)
-    backwards, stopping at the limit, instead of fetching and sorting every matching
-    plan. `common` (the words match ≥ COMMON_HITS plans): only the COMMON_HITS
-    newest-created matches are considered (a bounded walk); otherwise every hit is.
-    A file filter matches few plans, which are fetched by id and sorted.
+    Newest first (updated_at, then search_key). Text only: the ≤ COMMON_HITS keys from the
+    FTS index are ranked on the covering index idx_plans_search_rank (search_key,
+    updated_at, archived_at), and only the plans returned are read from the table: the
+    cost is bounded by COMMON_HITS, not by the table. A file filter matches few plans,
+    which are fetched by id and sorted.
     """
     where: list[str] = []
     params: list[object] = []
@@ -398,14 +391,18 @@ def search_sql(
         match = fts_query(query or "")
         if match is None:
             return None, []
-        if common and not by_file:
-            where.append(
-                "search_key IN (SELECT rowid FROM plan_search WHERE plan_search MATCH ?"
-                f" ORDER BY rowid DESC LIMIT {COMMON_HITS})"
-            )
-        else:
-            where.append("search_key IN (SELECT rowid FROM plan_search WHERE plan_search MATCH ?)")
         params.append(match)
+    live = "" if include_archived else " AND archived_at IS NULL"
+    order = " ORDER BY updated_at DESC, search_key DESC"
+    if by_text and not by_file:
+        return (
+            "SELECT * FROM plans WHERE search_key IN (SELECT search_key FROM plans"
+            " INDEXED BY idx_plans_search_rank WHERE search_key IN (SELECT rowid FROM"
+            f" plan_search WHERE plan_search MATCH ? ORDER BY rowid DESC LIMIT {COMMON_HITS})"
+            f"{live}{order} LIMIT ?){order}"
+        ), params
+    if by_text:
+        where.append("search_key IN (SELECT rowid FROM plan_search WHERE plan_search MATCH ?)")
     if by_file:
         fp = (file_path or "").strip().rstrip("/")
         # A range, not substr(): the plan_files(file_path) index serves both arms.
@@ -415,12 +412,7 @@ def search_sql(
             " OR (file_path >= ? AND file_path < ?))"
         )
         params += [fp, fp + "/", fp + "0"]
-    source = "plans"
     if not include_archived:
         where.append("archived_at IS NULL")
-        if by_text and not by_file:  # common: fetch the ≤ COMMON_HITS keys and sort them (bounded)
-            source = "plans INDEXED BY " + (
-                "idx_plans_search_key" if common else "idx_plans_recent"
-            )
-    sql = f"SELECT * FROM {source}" + (" WHERE " + " AND ".join(where) if where else "")
-    return sql + " ORDER BY updated_at DESC, search_key DESC LIMIT ?", params
+    sql = "SELECT * FROM plans" + (" WHERE " + " AND ".join(where) if where else "")
+    return sql + order + " LIMIT ?", params

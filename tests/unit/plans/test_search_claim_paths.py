@@ -34,9 +34,13 @@ async def test_new_plans_get_unique_search_keys(store):
     assert ids(await store.search_plans("widget"))[0] == c.id
 
 
-def test_text_only_search_walks_the_recency_index(tmp_path):
+async def test_text_only_search_ranks_its_hits_on_the_covering_index(store):
+    """v16: the hits are ranked on idx_plans_search_rank; plans is never scanned."""
     sql, params = search_sql("word", None, include_archived=False)
-    assert "INDEXED BY idx_plans_recent" in sql
+    assert "INDEXED BY idx_plans_search_rank" in sql
+    steps = [r[3] for r in await store._all("EXPLAIN QUERY PLAN " + sql, (*params, 50))]
+    assert any("COVERING INDEX idx_plans_search_rank" in s for s in steps), steps
+    assert not any(s.startswith("SCAN plans") for s in steps), steps
     file_sql, _ = search_sql("word", "src/a.py", include_archived=False)
     assert "INDEXED BY" not in file_sql  # few plans touch a file: fetch them by id
     assert search_sql("?!", None, False) == (None, [])
