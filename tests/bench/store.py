@@ -36,8 +36,6 @@ from pathlib import Path
 from ndomo.plans.db import PRAGMAS, now
 from ndomo.plans.plan_ops import (
     CHANGED_PLANS_SQL,
-    COMMON_HITS,
-    COMMON_SQL,
     GET_PLAN_SQL,
     PROGRESS_SQL,
     list_sql,
@@ -45,7 +43,6 @@ from ndomo.plans.plan_ops import (
 )
 from ndomo.plans.store import PlanStore
 from ndomo.plans.task_ops import ANY_PENDING_SQL, CLAIM_SQL, PLAN_STARTED_SQL
-from ndomo.plans.text import fts_query
 from tests.bench.common import Result, summary
 
 PLANS = 10_000
@@ -135,9 +132,8 @@ class Raw:
             self.c.execute(f"PRAGMA {pragma}")
 
     def search(self, word: str) -> list:
-        """The store's two statements: how common the word is, then the bounded search."""
-        (n,) = self.c.execute(COMMON_SQL, (fts_query(word), COMMON_HITS)).fetchone()
-        sql, params = search_sql(word, None, include_archived=False, common=n >= COMMON_HITS)
+        """The store's statement: the bounded search, ranked on the covering index."""
+        sql, params = search_sql(word, None, include_archived=False)
         return self.c.execute(sql, (*params, 50)).fetchall()
 
     def list(self, status: str | None) -> list:
