@@ -13,7 +13,14 @@ from ndomo.plans.errors import Invalid, NotFound, Refused
 from ndomo.plans.models import TASK_STATUSES, TERMINAL_PLAN_STATUSES, Task, TaskBatch, TaskCreate
 from ndomo.plans.text import norm_description
 
-__all__ = ["ANY_PENDING_SQL", "CLAIM_SQL", "PLAN_STARTED_SQL", "READY_SQL", "TaskOps"]
+__all__ = [
+    "ANY_PENDING_SQL",
+    "CLAIM_PICKED_SQL",
+    "CLAIM_SQL",
+    "PLAN_STARTED_SQL",
+    "READY_SQL",
+    "TaskOps",
+]
 
 SOFT_TASK_LIMIT = 5
 Router = Callable[[TaskCreate], list[TaskCreate]]
@@ -48,6 +55,15 @@ CLAIM_SQL = f"""
 UPDATE plan_tasks SET status = 'running', claimed_by = ?1, started_at = ?3,
   finished_at = NULL, duration_ms = NULL
 WHERE id = (SELECT t.id {_READY_WALK} LIMIT 1) AND status = 'pending'
+RETURNING *
+"""
+# Claim one picked task (?2) if it is still pending and ready (another process may have
+# taken it since it was picked outside the write lock).
+CLAIM_PICKED_SQL = f"""
+UPDATE plan_tasks SET status = 'running', claimed_by = ?1, started_at = ?3,
+  finished_at = NULL, duration_ms = NULL
+WHERE id = (SELECT t.id FROM plan_tasks t JOIN plans p ON p.id = t.plan_id
+            WHERE t.id = ?2 AND t.agent = ?1 AND {_READY})
 RETURNING *
 """
 # "Has the agent any pending task at all?" — the cheap check before a claim.
@@ -150,11 +166,13 @@ class TaskOps(StoreBase):
         """
         if not isinstance(agent, str) or not agent.strip():
             raise Invalid("agent must be a non-empty string", field="agent")
-        # Nothing pending for the agent: answered by one probe of idx_tasks_pending, without
-        # taking the write lock (a claim that finds nothing must not hold up writers).
-        if plan_id is None and not await self._one(ANY_PENDING_SQL, (agent,)):
+        # "Anything ready?" is answered outside the write lock (a claim that finds nothing
+        # must not hold up writers); the write then claims the task picked, or walks again
+        # if another process took it meanwhile.
+        picked = await self._read(_pick, agent, plan_id)
+        if picked is None:
             return None
-        row = await self._write(_claim, agent, plan_id, session_id)
+        row = await self._write(_claim, agent, plan_id, session_id, picked)
         return None if row is None else task_from_row(row)
 
 
@@ -323,12 +341,29 @@ def _ready(
     return conn.execute(READY_SQL, (agent, pid, limit)).fetchall()
 
 
+def _pick(conn: sqlite3.Connection, agent: str, plan_id: str | None) -> int | None:
+    """The first ready task's id, or None; for an agent with no pending task at all, one
+    probe of idx_tasks_pending answers without walking the open plans."""
+    if plan_id is None and not conn.execute(ANY_PENDING_SQL, (agent,)).fetchall():
+        return None
+    rows = _ready(conn, agent, plan_id, 1)
+    return rows[0]["id"] if rows else None
+
+
 def _claim(
-    conn: sqlite3.Connection, agent: str, plan_id: str | None, session_id: str | None
+    conn: sqlite3.Connection,
+    agent: str,
+    plan_id: str | None,
+    session_id: str | None,
+    picked: int,
 ) -> sqlite3.Row | None:
-    """Inside BEGIN IMMEDIATE: pick and mark the first ready task, put its plan to work."""
-    pid = None if plan_id is None else plan_row(conn, plan_id)["id"]
-    rows = conn.execute(CLAIM_SQL, (agent, pid, now())).fetchall()
+    """Inside BEGIN IMMEDIATE: mark the picked task (else the first ready one) running and
+    put its plan to work."""
+    ts = now()
+    rows = conn.execute(CLAIM_PICKED_SQL, (agent, picked, ts)).fetchall()
+    if not rows:  # taken or blocked meanwhile: walk again, under the lock this time
+        pid = None if plan_id is None else plan_row(conn, plan_id)["id"]
+        rows = conn.execute(CLAIM_SQL, (agent, pid, ts)).fetchall()
     if not rows:
         return None
     plan_started(conn, rows[0]["plan_id"], agent, session_id)

@@ -1,5 +1,7 @@
 """The indexed search and claim paths (migration 12) keep their results right."""
 
+import sqlite3
+
 from ndomo.plans.migrations import migrate
 from ndomo.plans.models import TaskCreate
 from ndomo.plans.plan_ops import search_sql
@@ -97,3 +99,38 @@ async def test_upgrade_builds_search_docs_from_existing_rows(tmp_path):
         )
     finally:
         conn.close()
+
+
+async def test_a_claim_with_nothing_ready_never_takes_the_write_lock(store):
+    """Pending but blocked tasks: "anything ready?" is answered outside the write lock, so
+    a claim that finds nothing succeeds while another process holds the lock."""
+    plan = await make_plan(store, "Blocked")
+    await store.create_tasks(
+        plan.id,
+        [
+            TaskCreate(description="first", agent="mason"),
+            TaskCreate(description="second", agent="smith", dependencies=[1]),
+        ],
+    )
+    await store._exec("PRAGMA busy_timeout = 0")  # a write would fail at once, not wait
+    other = sqlite3.connect(store.db_path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        assert await store.next_task_for_agent("smith") is None
+        assert await store.next_task_for_agent("smith", plan_id=plan.id) is None
+        other.execute("COMMIT")
+    finally:
+        other.close()
+
+
+async def test_a_picked_task_taken_meanwhile_is_replaced_by_the_next_ready_one(store, monkeypatch):
+    from ndomo.plans import task_ops
+
+    plan = await make_plan(store, "Race", tasks=2)
+    first, second = await store.list_tasks(plan.id)
+    taken = await store.next_task_for_agent("smith")  # another process's claim, say
+    assert taken.id == first.id
+    monkeypatch.setattr(task_ops, "_pick", lambda conn, agent, plan_id: first.id)  # stale pick
+    got = await store.next_task_for_agent("smith")
+    assert got.id == second.id and got.status == "running"
+    assert await store.next_task_for_agent("smith") is None
