@@ -380,8 +380,8 @@ def search_sql(
     Newest first (updated_at, then search_key). Text only: the ≤ COMMON_HITS keys from the
     FTS index are ranked on the covering index idx_plans_search_rank (search_key,
     updated_at, archived_at), and only the plans returned are read from the table: the
-    cost is bounded by COMMON_HITS, not by the table. A file filter matches few plans,
-    which are fetched by id and sorted.
+    cost is bounded by COMMON_HITS, not by the table. With a file (or folder) filter, the
+    plans touching it are ranked on idx_plans_id_rank the same way.
     """
     where: list[str] = []
     params: list[object] = []
@@ -394,7 +394,9 @@ def search_sql(
         params.append(match)
     live = "" if include_archived else " AND archived_at IS NULL"
     order = " ORDER BY updated_at DESC, search_key DESC"
-    if by_text and not by_file:
+    if not by_file:
+        if not by_text:  # no filter at all: the newest plans, as list_plans
+            return list_sql(None, include_archived)
         return (
             "SELECT * FROM plans WHERE search_key IN (SELECT search_key FROM plans"
             " INDEXED BY idx_plans_search_rank WHERE search_key IN (SELECT rowid FROM"
@@ -403,16 +405,15 @@ def search_sql(
         ), params
     if by_text:
         where.append("search_key IN (SELECT rowid FROM plan_search WHERE plan_search MATCH ?)")
-    if by_file:
-        fp = (file_path or "").strip().rstrip("/")
-        # A range, not substr(): the plan_files(file_path) index serves both arms.
-        # '0' is the character after '/', so [fp/, fp0) is exactly "under fp/".
-        where.append(
-            "id IN (SELECT plan_id FROM plan_files WHERE file_path = ?"
-            " OR (file_path >= ? AND file_path < ?))"
-        )
-        params += [fp, fp + "/", fp + "0"]
-    if not include_archived:
-        where.append("archived_at IS NULL")
-    sql = "SELECT * FROM plans" + (" WHERE " + " AND ".join(where) if where else "")
-    return sql + order + " LIMIT ?", params
+    fp = (file_path or "").strip().rstrip("/")
+    # A range, not substr(): idx_plan_files_path_plan serves both arms. '0' is the
+    # character after '/', so [fp/, fp0) is exactly "under fp/".
+    where.append(
+        "id IN (SELECT plan_id FROM plan_files WHERE file_path = ?"
+        " OR (file_path >= ? AND file_path < ?))"
+    )
+    params += [fp, fp + "/", fp + "0"]
+    return (
+        "SELECT * FROM plans WHERE id IN (SELECT id FROM plans INDEXED BY idx_plans_id_rank"
+        f" WHERE {' AND '.join(where)}{live}{order} LIMIT ?){order}"
+    ), params

@@ -43,8 +43,12 @@ async def test_text_only_search_ranks_its_hits_on_the_covering_index(store):
     steps = [r[3] for r in await store._all("EXPLAIN QUERY PLAN " + sql, (*params, 50))]
     assert any("COVERING INDEX idx_plans_search_rank" in s for s in steps), steps
     assert not any(s.startswith("SCAN plans") for s in steps), steps
-    file_sql, _ = search_sql("word", "src/a.py", include_archived=False)
-    assert "INDEXED BY" not in file_sql  # few plans touch a file: fetch them by id
+    file_sql, file_params = search_sql("word", "src/a.py", include_archived=False)
+    assert "INDEXED BY idx_plans_id_rank" in file_sql  # the plans touching it, ranked
+    steps = [r[3] for r in await store._all("EXPLAIN QUERY PLAN " + file_sql, (*file_params, 9))]
+    assert any("COVERING INDEX idx_plans_id_rank" in s for s in steps), steps
+    assert any("COVERING INDEX idx_plan_files_path_plan" in s for s in steps), steps
+    assert not any(s.startswith(("SCAN plans", "SCAN plan_files")) for s in steps), steps
     assert search_sql("?!", None, False) == (None, [])
 
 
@@ -134,3 +138,16 @@ async def test_a_picked_task_taken_meanwhile_is_replaced_by_the_next_ready_one(s
     got = await store.next_task_for_agent("smith")
     assert got.id == second.id and got.status == "running"
     assert await store.next_task_for_agent("smith") is None
+
+
+async def test_short_prefixes_and_file_or_folder_searches_stay_newest_first(store):
+    a = await make_plan(store, "Ledger export", files=["src/a.py"])
+    b = await make_plan(store, "Legacy import", files=["src/b/c.py"])
+    c = await make_plan(store, "Router", files=["docs/x.md"])
+    assert ids(await store.search_plans("l")) == [b.id, a.id]
+    assert ids(await store.search_plans("le")) == [b.id, a.id]
+    assert ids(await store.search_plans("led")) == [a.id]
+    assert ids(await store.search_plans(file_path="src")) == [b.id, a.id]
+    assert ids(await store.search_plans("leg", file_path="src")) == [b.id]
+    assert ids(await store.search_plans(file_path="src/b/c.py", limit=1)) == [b.id]
+    assert ids(await store.search_plans()) == [c.id, b.id, a.id]  # no filter: newest plans
