@@ -384,10 +384,13 @@ def _make_db(server: Path, db: Path) -> None:
     subprocess.run([sys.executable, "-c", code, str(db)], check=True, env=env, cwd=ROOT)
 
 
-def compare(ref: str, plans: int = PLANS, rounds: int = 7, n: int = 100) -> list[Result]:
+def compare(
+    ref: str, plans: int = PLANS, rounds: int = 7, n: int = 100, only: str = ""
+) -> list[Result]:
     """Rows "<case> current/baseline": the median over rounds of the paired median ratio."""
     from tests.bench.store_worker import _cases
 
+    names = [c for c in _cases() if only in c]
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         old_tree = extract(ref, tmp / "tree")
@@ -407,7 +410,7 @@ def compare(ref: str, plans: int = PLANS, rounds: int = 7, n: int = 100) -> list
             ratios: dict[str, list[float]] = {}
             medians: dict[str, dict[str, list[float]]] = {}
             for r in range(rounds + 1):  # round 0 warms both sides up and is dropped
-                for k, case in enumerate(_cases()):
+                for k, case in enumerate(names):
                     order = sides if (r + k) % 2 == 0 else sides[::-1]
                     got = {s.name: s.run(case, n, seed=1000 * r + k, plans=plans) for s in order}
                     if r == 0:
@@ -460,10 +463,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", choices=["10k", "100k"], default="10k")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("-n", type=int, default=100, help="calls per case per round and side")
+    parser.add_argument("--case", default="", help="only the cases whose name contains this")
     args = parser.parse_args(argv)
     plans = {"10k": 10_000, "100k": 100_000}[args.scale]
     print("load:", os.getloadavg(), flush=True)
-    rows = compare(args.baseline, plans, args.rounds, args.n)
+    rows = compare(args.baseline, plans, args.rounds, args.n, args.case)
     for row in rows:
         print(row.line(), flush=True)
     print("load:", os.getloadavg(), flush=True)

@@ -49,6 +49,7 @@ WHERE p.status IN ('draft', 'approved', 'executing') AND (?2 IS NULL OR p.id = ?
 ORDER BY p.created_at, p.rowid, t.ord
 """
 READY_SQL = f"SELECT t.* {_READY_WALK} LIMIT ?3"
+PICK_SQL = f"SELECT t.id {_READY_WALK} LIMIT 1"
 # The claim in one statement (?3 is the start time): inside BEGIN IMMEDIATE nobody else
 # can write between the pick and the update, and RETURNING hands back the claimed row.
 CLAIM_SQL = f"""
@@ -169,7 +170,7 @@ class TaskOps(StoreBase):
         # "Anything ready?" is answered outside the write lock (a claim that finds nothing
         # must not hold up writers); the write then claims the task picked, or walks again
         # if another process took it meanwhile.
-        picked = await self._read(_pick, agent, plan_id)
+        picked = await self._db.call(_pick, agent, plan_id)  # no snapshot needed: re-checked
         if picked is None:
             return None
         row = await self._write(_claim, agent, plan_id, session_id, picked)
@@ -346,8 +347,9 @@ def _pick(conn: sqlite3.Connection, agent: str, plan_id: str | None) -> int | No
     probe of idx_tasks_pending answers without walking the open plans."""
     if plan_id is None and not conn.execute(ANY_PENDING_SQL, (agent,)).fetchall():
         return None
-    rows = _ready(conn, agent, plan_id, 1)
-    return rows[0]["id"] if rows else None
+    pid = None if plan_id is None else plan_row(conn, plan_id)["id"]
+    rows = conn.execute(PICK_SQL, (agent, pid)).fetchall()
+    return rows[0][0] if rows else None
 
 
 def _claim(
