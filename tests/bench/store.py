@@ -385,7 +385,12 @@ def _make_db(server: Path, db: Path) -> None:
 
 
 def compare(
-    ref: str, plans: int = PLANS, rounds: int = 7, n: int = 100, only: str = ""
+    ref: str,
+    plans: int = PLANS,
+    rounds: int = 7,
+    n: int = 100,
+    only: str = "",
+    loaded: Path | None = None,
 ) -> list[Result]:
     """Rows "<case> current/baseline": the median over rounds of the paired median ratio."""
     from tests.bench.store_worker import _cases
@@ -399,8 +404,11 @@ def compare(
         for name in ("baseline", "current"):
             dbs[name] = tmp / name / "ws" / ".ndomo" / "ndomo.db"
             dbs[name].parent.mkdir(parents=True)
-        _make_db(old_tree, dbs["baseline"])
-        load(dbs["baseline"], plans)
+        if loaded is None:
+            _make_db(old_tree, dbs["baseline"])
+            load(dbs["baseline"], plans)
+        else:  # a database loaded earlier (at the baseline's schema, closed cleanly)
+            shutil.copyfile(loaded, dbs["baseline"])
         shutil.copyfile(dbs["baseline"], dbs["current"])
         sides = [
             Side("baseline", old_tree, dbs["baseline"]),
@@ -464,10 +472,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("-n", type=int, default=100, help="calls per case per round and side")
     parser.add_argument("--case", default="", help="only the cases whose name contains this")
+    parser.add_argument(
+        "--db", type=Path, help="reuse this loaded database (baseline schema) instead of loading"
+    )
     args = parser.parse_args(argv)
     plans = {"10k": 10_000, "100k": 100_000}[args.scale]
     print("load:", os.getloadavg(), flush=True)
-    rows = compare(args.baseline, plans, args.rounds, args.n, args.case)
+    rows = compare(args.baseline, plans, args.rounds, args.n, args.case, args.db)
     for row in rows:
         print(row.line(), flush=True)
     print("load:", os.getloadavg(), flush=True)
