@@ -135,9 +135,9 @@ class TaskOps(StoreBase):
         _task_status_arg(status)
         tid = _task_id_arg(task_id)
         artifact = None
-        if artifacts.needs_spill(result):
+        if result is not None and artifacts.needs_spill(result):
             await self._read(_task_row, tid)  # a missing task writes no file
-            result, artifact = await artifacts.spill(self.workspace, tid, result)  # type: ignore[arg-type]
+            result, artifact = await artifacts.spill(self.workspace, tid, result)
         row = await self._write(
             _set_status,
             tid,

@@ -80,10 +80,7 @@ class DbWatch:
     # -- inotify -----------------------------------------------------------------------------
     def _start_inotify(self) -> bool:
         try:
-            from inotify_simple import (  # type: ignore[import-untyped]  # ships no types
-                INotify,
-                flags,
-            )
+            from inotify_simple import INotify, flags
         except ImportError:
             return False
         try:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-
 import pytest
 
 from ndomo.plans.errors import Invalid, NotFound
