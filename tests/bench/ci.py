@@ -112,10 +112,9 @@ async def query_plans() -> list[str]:
         root = Path(d)
         store = await PlanStore.open(root / ".ndomo" / "ndomo.db", workspace=root)
         try:
-            raw = store._conn._conn  # aiosqlite's sqlite3 connection
-            await store._conn._execute(raw.set_trace_callback, seen.append)
+            await store.trace(seen.append)
             await _workload(store)
-            await store._conn._execute(raw.set_trace_callback, None)
+            await store.trace(None)
             statements = sorted(
                 {
                     s.strip()
@@ -126,7 +125,7 @@ async def query_plans() -> list[str]:
             problems = []
             for sql in statements:
                 try:
-                    rows = await store._conn.execute_fetchall("EXPLAIN QUERY PLAN " + sql)
+                    rows = await store._all("EXPLAIN QUERY PLAN " + sql)
                 except sqlite3.Error as exc:
                     problems.append(f"cannot explain {sql[:120]!r}: {exc}")
                     continue

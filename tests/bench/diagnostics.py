@@ -11,6 +11,7 @@ round's result is checked (diagnostics published for the changed task, nothing e
 
 from __future__ import annotations
 
+import sqlite3
 import statistics
 import tempfile
 import time
@@ -43,12 +44,14 @@ async def _load(store) -> None:
     plans = [
         (f"open{i:05d}", f"open-{i}", f"Open plan {i}", "o", ts, ts) for i in range(OPEN_PLANS)
     ]
-    await store._conn.execute("BEGIN")
-    await store._conn.executemany(
+    await store._exec("BEGIN")
+    await store._db.call(
+        sqlite3.Connection.executemany,
         "INSERT INTO plans(id, slug, title, overview, status, created_at, updated_at) VALUES (?,?,?,?,'executing',?,?)",
         plans,
     )
-    await store._conn.executemany(
+    await store._db.call(
+        sqlite3.Connection.executemany,
         "INSERT INTO plan_tasks(plan_id, ord, description, files, agent) VALUES (?, ?, ?, ?, 'smith')",
         [
             (p[0], k, f"step {k} of {p[2]}", f'["src/f{(i * 3 + k) % 1000}.py"]')
@@ -56,7 +59,7 @@ async def _load(store) -> None:
             for k in range(1, 4)
         ],
     )
-    await store._conn.execute("COMMIT")
+    await store._exec("COMMIT")
 
 
 async def run() -> list[Result]:

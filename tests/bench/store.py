@@ -7,14 +7,28 @@ statements (imported from the store: `search_sql`, `list_sql`, `GET_PLAN_SQL`,
 `PROGRESS_SQL`, `CLAIM_SQL`, `PLAN_STARTED_SQL`, …) on a plain synchronous sqlite3
 connection with the store's PRAGMAs (`ndomo.plans.db.PRAGMAS`: synchronous=NORMAL …) — in
 the same loop iteration, the order alternating. Every answer is checked for content.
+
+Before/after (`python -m tests.bench.store --baseline REF [--scale 10k|100k]`): the
+`server/` tree of git REF is extracted with `git archive` into a temporary folder; two
+worker processes (`tests/bench/store_worker.py`), one importing that tree's `ndomo` and one
+the current tree's, each open their own copy of one loaded database and run the same
+store calls. Rounds alternate which side goes first; each row is the median over rounds
+of the paired ratio current/baseline (target ≤ 1.1), so the shared machine's load moves
+both sides of a pair alike.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-import itertools
+import json
+import os
 import random
+import shutil
 import sqlite3
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,8 +36,6 @@ from pathlib import Path
 from ndomo.plans.db import PRAGMAS, now
 from ndomo.plans.plan_ops import (
     CHANGED_PLANS_SQL,
-    COMMON_HITS,
-    COMMON_SQL,
     GET_PLAN_SQL,
     PROGRESS_SQL,
     list_sql,
@@ -31,7 +43,6 @@ from ndomo.plans.plan_ops import (
 )
 from ndomo.plans.store import PlanStore
 from ndomo.plans.task_ops import ANY_PENDING_SQL, CLAIM_SQL, PLAN_STARTED_SQL
-from ndomo.plans.text import fts_query
 from tests.bench.common import Result, summary
 
 PLANS = 10_000
@@ -121,9 +132,8 @@ class Raw:
             self.c.execute(f"PRAGMA {pragma}")
 
     def search(self, word: str) -> list:
-        """The store's two statements: how common the word is, then the bounded search."""
-        (n,) = self.c.execute(COMMON_SQL, (fts_query(word), COMMON_HITS)).fetchone()
-        sql, params = search_sql(word, None, include_archived=False, common=n >= COMMON_HITS)
+        """The store's statement: the bounded search, ranked on the covering index."""
+        sql, params = search_sql(word, None, include_archived=False)
         return self.c.execute(sql, (*params, 50)).fetchall()
 
     def list(self, status: str | None) -> list:
@@ -160,7 +170,7 @@ class Raw:
                 steps = {"draft": ["approved", "executing"], "approved": ["executing"]}.get(
                     status, []
                 )
-                for frm, to in itertools.pairwise([status, *steps]):
+                for frm, to in zip([status] + steps, steps, strict=False):
                     self.c.execute(
                         "SELECT * FROM plans WHERE id = ? OR slug = ?", (pid, pid)
                     ).fetchone()
@@ -297,3 +307,183 @@ def _rows(name: str, ours: list[float], base: list[float], total: bool = False) 
             )
         )
     return rows
+
+
+# ------------------------------------------------------------ before/after, side by side
+
+ROOT = Path(__file__).resolve().parents[2]
+AB_TARGET = 1.1
+
+
+def extract(ref: str, into: Path) -> Path:
+    """`server/` of git `ref`, unpacked under `into`; returns the folder to put on PYTHONPATH."""
+    tar = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", ref, "server/ndomo"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    into.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=tar, check=True)
+    return into / "server"
+
+
+class Side:
+    """A worker process running one tree's PlanStore on its own copy of the database."""
+
+    def __init__(self, name: str, server: Path, db: Path) -> None:
+        self.name = name
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(server), str(ROOT)])}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.bench.store_worker", str(db)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env=env,
+        )
+        hello = json.loads(self._line())
+        self.tree = hello["ready"]
+        if not self.tree.startswith(str(server)):
+            raise RuntimeError(f"{name} side imported ndomo from {self.tree}, not {server}")
+
+    def _line(self) -> str:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the {self.name} store worker died (exit {self.proc.wait()})")
+        return line
+
+    def run(self, case: str, n: int, seed: int, plans: int) -> list[float]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"case": case, "n": n, "seed": seed, "plans": plans}))
+        self.proc.stdin.write("\n")
+        self.proc.stdin.flush()
+        return json.loads(self._line())["t"]
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _make_db(server: Path, db: Path) -> None:
+    """A fresh database made by `server`'s own migrations (the older schema opens in both)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(server), str(ROOT)])}
+    code = (
+        "import asyncio, pathlib, sys\n"
+        "from ndomo.plans.store import PlanStore\n"
+        "async def main():\n"
+        "    db = pathlib.Path(sys.argv[1])\n"
+        "    await (await PlanStore.open(db, workspace=db.parent.parent)).close()\n"
+        "asyncio.run(main())\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(db)], check=True, env=env, cwd=ROOT)
+
+
+def compare(
+    ref: str,
+    plans: int = PLANS,
+    rounds: int = 7,
+    n: int = 100,
+    only: str = "",
+    loaded: Path | None = None,
+) -> list[Result]:
+    """Rows "<case> current/baseline": the median over rounds of the paired median ratio."""
+    from tests.bench.store_worker import _cases
+
+    names = [c for c in _cases() if only in c]
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        old_tree = extract(ref, tmp / "tree")
+        new_tree = ROOT / "server"
+        dbs = {}
+        for name in ("baseline", "current"):
+            dbs[name] = tmp / name / "ws" / ".ndomo" / "ndomo.db"
+            dbs[name].parent.mkdir(parents=True)
+        if loaded is None:
+            _make_db(old_tree, dbs["baseline"])
+            load(dbs["baseline"], plans)
+        else:  # a database loaded earlier (at the baseline's schema, closed cleanly)
+            shutil.copyfile(loaded, dbs["baseline"])
+        shutil.copyfile(dbs["baseline"], dbs["current"])
+        sides = [
+            Side("baseline", old_tree, dbs["baseline"]),
+            Side("current", new_tree, dbs["current"]),
+        ]
+        try:
+            ratios: dict[str, list[float]] = {}
+            medians: dict[str, dict[str, list[float]]] = {}
+            for r in range(rounds + 1):  # round 0 warms both sides up and is dropped
+                for k, case in enumerate(names):
+                    order = sides if (r + k) % 2 == 0 else sides[::-1]
+                    got = {s.name: s.run(case, n, seed=1000 * r + k, plans=plans) for s in order}
+                    if r == 0:
+                        continue
+                    old, new = (statistics.median(got[x]) for x in ("baseline", "current"))
+                    ratios.setdefault(case, []).append(new / old)
+                    for x in ("baseline", "current"):
+                        medians.setdefault(case, {}).setdefault(x, []).append(
+                            statistics.median(got[x])
+                        )
+        finally:
+            for s in sides:
+                s.close()
+    rows = []
+    for case, rs in ratios.items():
+        ratio = statistics.median(rs)
+        old = statistics.median(medians[case]["baseline"]) * 1000
+        new = statistics.median(medians[case]["current"]) * 1000
+        rows.append(
+            Result(
+                "store",
+                f"[{plans // 1000}k] {case}: current vs {ref}",
+                new,
+                old,
+                "ms",
+                f"paired ×{ratio:.2f} ≤ {AB_TARGET}",
+                ratio <= AB_TARGET,
+                {"paired_ratios": [round(x, 3) for x in rs]},
+            )
+        )
+    all_ratios = [statistics.median(rs) for rs in ratios.values()]
+    geo = statistics.geometric_mean(all_ratios)
+    rows.append(
+        Result(
+            "store",
+            f"[{plans // 1000}k] all cases: geometric mean of paired ratios vs {ref}",
+            geo,
+            1.0,
+            "×",
+            f"≤ {AB_TARGET}",
+            geo <= AB_TARGET,
+        )
+    )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.bench.store")
+    parser.add_argument("--baseline", required=True, help="git ref of the store to compare with")
+    parser.add_argument("--scale", choices=["10k", "100k"], default="10k")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("-n", type=int, default=100, help="calls per case per round and side")
+    parser.add_argument("--case", default="", help="only the cases whose name contains this")
+    parser.add_argument(
+        "--db", type=Path, help="reuse this loaded database (baseline schema) instead of loading"
+    )
+    args = parser.parse_args(argv)
+    plans = {"10k": 10_000, "100k": 100_000}[args.scale]
+    print("load:", os.getloadavg(), flush=True)
+    rows = compare(args.baseline, plans, args.rounds, args.n, args.case, args.db)
+    for row in rows:
+        print(row.line(), flush=True)
+    print("load:", os.getloadavg(), flush=True)
+    return 0 if all(r.met for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

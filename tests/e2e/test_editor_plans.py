@@ -42,7 +42,7 @@ async def test_plan_diagnostics_follow_tasks_other_processes_the_view_and_archiv
     view_path = tmp_path / ".ndomo" / "plans" / f"{slug}.md"
     view = from_fs_path(str(view_path))
 
-    # a plan made by another connection shows up (data_version poll), on files open or not
+    # a plan made by another connection shows up (seen through the database watch), on files open or not
     await wait_for(
         lambda: len(client.diagnostics.get(src, [])) == 2, what="diagnostics for the new plan"
     )

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sqlite3
 from fnmatch import fnmatchcase
 
 from ndomo.plans.base import StoreBase
+from ndomo.plans.core import ensure_session_row
 from ndomo.plans.db import now
 from ndomo.plans.errors import Invalid, NotFound
 from ndomo.plans.models import Approval
@@ -28,35 +30,7 @@ class ApprovalOps(StoreBase):
             raise Invalid("a session-scoped approval needs a session_id", field="session_id")
         if not permission or not pattern:
             raise Invalid("permission and pattern must be non-empty", field="pattern")
-        async with self._tx():
-            if session_id:
-                await self._ensure_session_row(session_id)  # type: ignore[attr-defined]  # a sibling mixin of PlanStore provides it
-            existing = await self._one(
-                "SELECT id FROM approvals WHERE scope = ? AND coalesce(session_id, '') = ?"
-                " AND permission = ? AND pattern = ?",
-                (scope, session_id or "", permission, pattern),
-            )
-            if existing:
-                await self._exec(
-                    "UPDATE approvals SET action = ?, created_at = ? WHERE id = ?",
-                    (action, now(), existing[0]),
-                )
-                aid = existing[0]
-            else:
-                aid = await self._insert(
-                    "INSERT INTO approvals(scope, session_id, permission, pattern, action, created_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    (
-                        scope,
-                        session_id if scope == "session" else None,
-                        permission,
-                        pattern,
-                        action,
-                        now(),
-                    ),
-                )
-            row = await self._one("SELECT * FROM approvals WHERE id = ?", (aid,))
-        assert row is not None  # written in this transaction
+        row = await self._write(_save, permission, pattern, action, scope, session_id)
         return Approval.model_validate(dict(row))
 
     async def list_approvals(self, session_id: str | None = None) -> list[Approval]:
@@ -68,9 +42,7 @@ class ApprovalOps(StoreBase):
         return [Approval.model_validate(dict(r)) for r in rows]
 
     async def revoke_approval(self, approval_id: int) -> None:
-        async with self._tx():
-            if await self._exec("DELETE FROM approvals WHERE id = ?", (approval_id,)) != 1:
-                raise NotFound(f"no approval with id {approval_id}", field="id")
+        await self._write(_revoke, approval_id)
 
     async def find_approval(
         self, permission: str, subject: str, session_id: str | None = None
@@ -85,3 +57,41 @@ class ApprovalOps(StoreBase):
         if "deny" in hits:
             return "deny"
         return "allow" if "allow" in hits else None
+
+
+# ------------------------------------------------------------ on the store's thread
+
+
+def _save(
+    conn: sqlite3.Connection,
+    permission: str,
+    pattern: str,
+    action: str,
+    scope: str,
+    session_id: str | None,
+) -> sqlite3.Row:
+    if session_id:
+        ensure_session_row(conn, session_id)
+    existing = conn.execute(
+        "SELECT id FROM approvals WHERE scope = ? AND coalesce(session_id, '') = ?"
+        " AND permission = ? AND pattern = ?",
+        (scope, session_id or "", permission, pattern),
+    ).fetchall()
+    if existing:
+        aid = existing[0][0]
+        conn.execute(
+            "UPDATE approvals SET action = ?, created_at = ? WHERE id = ?", (action, now(), aid)
+        )
+    else:
+        aid = conn.execute(
+            "INSERT INTO approvals(scope, session_id, permission, pattern, action, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (scope, session_id if scope == "session" else None, permission, pattern, action, now()),
+        ).lastrowid
+    (row,) = conn.execute("SELECT * FROM approvals WHERE id = ?", (aid,)).fetchall()
+    return row
+
+
+def _revoke(conn: sqlite3.Connection, approval_id: int) -> None:
+    if conn.execute("DELETE FROM approvals WHERE id = ?", (approval_id,)).rowcount != 1:
+        raise NotFound(f"no approval with id {approval_id}", field="id")

@@ -1,30 +1,29 @@
-"""Shared plumbing for the store's parts: one connection, one lock, row decoding.
+"""Shared plumbing for the store's parts: how a call reaches the database, row decoding.
 
-One aiosqlite connection per process-side store; an asyncio lock serialises its use so
-a coroutine never reads another's half-done transaction. The lock is re-entrant per
-task and a nested `_tx` joins the open transaction, so operations can compose.
+Each store method is one synchronous function of the connection, run in one hop on the
+store's thread (`Db`): `_read` (one snapshot) or `_write` (one BEGIN IMMEDIATE
+transaction). Operations compose by calling each other's functions, not by nesting
+transactions.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
-import aiosqlite
 from pydantic import BaseModel, ValidationError
 from pydantic_core import from_json
 
-from ndomo.plans.db import BEGIN_ATTEMPTS, begin_backoff, write_tx
+from ndomo.plans.db import Db, Fn
 from ndomo.plans.errors import Invalid, WriteOnceViolation
-from ndomo.plans.program import BeginBusy, Program, run_program, run_write
 
 T = TypeVar("T")
+P = ParamSpec("P")
+log = logging.getLogger("ndomo.plans")
 
 
 def loads(value: Any, default: Any) -> Any:
@@ -43,7 +42,7 @@ def loads(value: Any, default: Any) -> Any:
 
 def row_dict(row: sqlite3.Row) -> dict[str, Any]:
     """A row as a dict; `dict(zip(...))` is ~2.5× faster than `dict(row)`."""
-    return dict(zip(row.keys(), row, strict=True))
+    return dict(zip(row.keys(), row, strict=False))
 
 
 def dumps(value: Any) -> str:
@@ -67,152 +66,52 @@ def validate(model: type[BaseModel], data: Any, where: str = "") -> Any:
         ) from None
 
 
-@contextmanager
-def _write_once_errors() -> Iterator[None]:
-    """The write-once triggers abort with a message naming the rule: a typed error."""
-    try:
-        yield
-    except sqlite3.IntegrityError as exc:
-        if "write-once" in str(exc):
-            raise WriteOnceViolation(str(exc)) from exc
-        raise
-
-
 class StoreBase:
-    _conn: aiosqlite.Connection
+    _db: Db
     workspace: Path
     db_path: Path
 
-    def _init_base(self, conn: aiosqlite.Connection, db_path: Path, workspace: Path) -> None:
-        self._conn = conn
+    def _init_base(self, db: Db, db_path: Path, workspace: Path) -> None:
+        self._db = db
         self.db_path = db_path
         self.workspace = workspace
-        self._lock = asyncio.Lock()
-        self._owner: asyncio.Task | None = None
         # Called (synchronously, on the event loop) after each write transaction this store
         # commits: what shows the store's data (plan diagnostics) wakes without polling.
         self.commit_listeners: list[Callable[[], None]] = []
 
-    def _committed(self) -> None:
+    async def _read(self, fn: Fn[P, T], *args: P.args, **kw: P.kwargs) -> T:
+        """`fn(conn, *args)` as one read snapshot, one hop to the store's thread."""
+        return await self._db.read(fn, *args, **kw)
+
+    async def _write(self, fn: Fn[P, T], *args: P.args, **kw: P.kwargs) -> T:
+        """`fn(conn, *args)` as one write transaction; the write-once triggers' aborts
+        become WriteOnceViolation; commit listeners run after the commit."""
+        try:
+            result = await self._db.write(fn, *args, **kw)
+        except sqlite3.IntegrityError as exc:
+            if "write-once" in str(exc):
+                raise WriteOnceViolation(str(exc)) from exc
+            raise
         for listener in list(self.commit_listeners):
             try:
                 listener()
-            except Exception:  # a listener must never fail a committed write
-                logging.getLogger("ndomo.plans").exception("commit listener failed")
+            except Exception:  # noqa: BLE001 — a listener must never fail a committed write
+                log.exception("commit listener failed")
+        return result
 
-    @asynccontextmanager
-    async def _locked(self) -> AsyncIterator[None]:
-        me = asyncio.current_task()
-        if me is not None and self._owner is me:
-            yield
-            return
-        async with self._lock:
-            self._owner = me
-            try:
-                yield
-            finally:
-                self._owner = None
-
-    @asynccontextmanager
-    async def _tx(self) -> AsyncIterator[aiosqlite.Connection]:
-        async with self._locked():
-            if self._conn.in_transaction:
-                yield self._conn
-                return
-            with _write_once_errors():
-                async with write_tx(self._conn) as conn:
-                    yield conn
-            self._committed()
-
-    def _hop(self) -> tuple[Callable[..., Awaitable[Any]], sqlite3.Connection] | None:
-        """aiosqlite's private "run this callable on your thread" and its sqlite3 connection.
-
-        The public API has no "run these statements together"; None on an aiosqlite
-        without them, and callers then take the public, slower path.
-        """
-        hop = getattr(self._conn, "_execute", None)
-        raw = getattr(self._conn, "_conn", None)
-        return None if hop is None or raw is None else (hop, raw)
-
-    async def _run(self, program: Program[T]) -> T:
-        """Run a statement program in the caller's transaction (or autocommit), one hop."""
-        async with self._locked():
-            fast = self._hop()
-            if fast is not None:
-                hop, raw = fast
-                return await hop(run_program, raw, program)
-            try:  # the public path: one hop per statement
-                step = next(program)
-                while True:
-                    step = program.send(list(await self._conn.execute_fetchall(*step)))
-            except StopIteration as done:
-                return done.value
-
-    async def _write(self, make: Callable[[], Program[T]]) -> T:
-        """Run `make()` as one write transaction, joining the caller's if one is open.
-
-        Same semantics as `_tx` (BEGIN IMMEDIATE retried while busy, rollback on any
-        error, write-once errors mapped), but BEGIN, the statements and COMMIT are one
-        hop. If the caller is cancelled meanwhile, the transaction still completes
-        (as one in flight at COMMIT would).
-        """
-        async with self._locked():
-            fast = self._hop()
-            if self._conn.in_transaction or fast is None:
-                async with self._tx():
-                    return await self._run(make())
-            hop, raw = fast
-            with _write_once_errors():
-                for attempt in range(BEGIN_ATTEMPTS):
-                    try:
-                        result = await hop(run_write, raw, make)
-                        self._committed()
-                        return result
-                    except BeginBusy as exc:
-                        if attempt == BEGIN_ATTEMPTS - 1:
-                            raise exc.__cause__ or exc from None
-                    await asyncio.sleep(begin_backoff(attempt))
-            raise AssertionError("unreachable")
-
-    # Reads are one `execute_fetchall`: one hop to aiosqlite's thread instead of three
-    # (execute, fetch, close), which is most of a small query's cost.
     async def _all(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
-        async with self._locked():
-            return list(await self._conn.execute_fetchall(sql, tuple(params)))
+        """One read statement's rows."""
+        return await self._db.call(_fetch, sql, tuple(params))
 
     async def _one(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None:
         """The first row; callers' queries return one row (by key, LIMIT 1 or an aggregate)."""
-        async with self._locked():
-            rows = await self._conn.execute_fetchall(sql, tuple(params))
-        return next(iter(rows), None)
-
-    async def _reads(self, *queries: tuple[str, Iterable[Any]]) -> list[list[sqlite3.Row]]:
-        """Several reads in one hop to aiosqlite's thread, as one consistent snapshot."""
-
-        def run(conn: sqlite3.Connection) -> list[list[sqlite3.Row]]:
-            own_tx = not conn.in_transaction
-            if own_tx:  # one read transaction: no writer commits between the statements
-                conn.execute("BEGIN")
-            try:
-                return [conn.execute(sql, tuple(params)).fetchall() for sql, params in queries]
-            finally:
-                if own_tx:
-                    conn.execute("COMMIT")
-
-        async with self._locked():
-            fast = self._hop()
-            if fast is None:  # another aiosqlite: the public, slower path
-                return [
-                    list(await self._conn.execute_fetchall(sql, tuple(p))) for sql, p in queries
-                ]
-            hop, raw = fast
-            return await hop(run, raw)
+        rows = await self._db.call(_fetch, sql, tuple(params))
+        return rows[0] if rows else None
 
     async def _exec(self, sql: str, params: Iterable[Any] = ()) -> int:
-        """Run one statement inside the caller's transaction; returns rowcount."""
-        async with self._conn.execute(sql, tuple(params)) as cur:
-            return cur.rowcount
+        """One statement in autocommit (maintenance, tests); returns its rowcount."""
+        return await self._db.call(lambda c: c.execute(sql, tuple(params)).rowcount)
 
-    async def _insert(self, sql: str, params: Iterable[Any] = ()) -> int:
-        async with self._conn.execute(sql, tuple(params)) as cur:
-            return int(cur.lastrowid or 0)
+
+def _fetch(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> list[sqlite3.Row]:
+    return conn.execute(sql, params).fetchall()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sqlite3
 from difflib import SequenceMatcher
 
 from ndomo.plans.base import StoreBase
+from ndomo.plans.core import ensure_session_row
 from ndomo.plans.db import now
 from ndomo.plans.errors import Invalid, NotFound
 from ndomo.plans.models import Memory
@@ -25,35 +27,8 @@ class MemoryOps(StoreBase):
         content = (content or "").strip()
         if not content:
             raise Invalid("memory content must not be empty", field="content")
-        key = normalise(content)
-        async with self._tx():
-            if session_id:
-                await self._ensure_session_row(session_id)  # type: ignore[attr-defined]  # a sibling mixin of PlanStore provides it
-            rows = await self._all(
-                "SELECT id, content FROM memories WHERE category = ?", (category,)
-            )
-            match = None
-            for r in rows:
-                other = normalise(r["content"])
-                if other == key or SequenceMatcher(None, other, key).ratio() >= SIMILAR:
-                    match = r["id"]
-                    break
-            ts = now()
-            if match is not None:
-                await self._exec(
-                    "UPDATE memories SET content = ?, updated_at = ?, hits = hits + 1 WHERE id = ?",
-                    (content, ts, match),
-                )
-                mid = match
-            else:
-                mid = await self._insert(
-                    "INSERT INTO memories(session_id, category, content, created_at, updated_at)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    (session_id, category, content, ts, ts),
-                )
-            row = await self._one("SELECT * FROM memories WHERE id = ?", (mid,))
-        assert row is not None  # written in this transaction
-        return Memory.model_validate({**dict(row), "merged": match is not None})
+        row, merged = await self._write(_remember, session_id, category, content)
+        return Memory.model_validate({**dict(row), "merged": merged})
 
     async def search_memories(
         self, query: str, limit: int = 10, *, category: str | None = None, any_word: bool = False
@@ -75,12 +50,7 @@ class MemoryOps(StoreBase):
 
     async def delete_memory(self, memory_id: int) -> Memory:
         """Forget one note; returns what was deleted."""
-        async with self._tx():
-            row = await self._one("SELECT * FROM memories WHERE id = ?", (memory_id,))
-            if row is None:
-                raise NotFound(f"no note #{memory_id}", field="id")
-            await self._exec("DELETE FROM memories WHERE id = ?", (memory_id,))
-        return Memory.model_validate(dict(row))
+        return Memory.model_validate(dict(await self._write(_delete, memory_id)))
 
     async def list_memories(self, category: str | None = None, limit: int = 100) -> list[Memory]:
         if category is not None and category not in CATEGORIES:
@@ -89,3 +59,45 @@ class MemoryOps(StoreBase):
         params = ([category] if category else []) + [limit]
         rows = await self._all(sql + " ORDER BY updated_at DESC, id DESC LIMIT ?", params)
         return [Memory.model_validate(dict(r)) for r in rows]
+
+
+# ------------------------------------------------------------ on the store's thread
+
+
+def _remember(
+    conn: sqlite3.Connection, session_id: str | None, category: str, content: str
+) -> tuple[sqlite3.Row, bool]:
+    """The new or merged memory's row, and whether it was merged into a near-duplicate."""
+    if session_id:
+        ensure_session_row(conn, session_id)
+    key = normalise(content)
+    rows = conn.execute("SELECT id, content FROM memories WHERE category = ?", (category,))
+    match = None
+    for r in rows:
+        other = normalise(r["content"])
+        if other == key or SequenceMatcher(None, other, key).ratio() >= SIMILAR:
+            match = r["id"]
+            break
+    ts = now()
+    if match is not None:
+        conn.execute(
+            "UPDATE memories SET content = ?, updated_at = ?, hits = hits + 1 WHERE id = ?",
+            (content, ts, match),
+        )
+        mid = match
+    else:
+        mid = conn.execute(
+            "INSERT INTO memories(session_id, category, content, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (session_id, category, content, ts, ts),
+        ).lastrowid
+    (row,) = conn.execute("SELECT * FROM memories WHERE id = ?", (mid,)).fetchall()
+    return row, match is not None
+
+
+def _delete(conn: sqlite3.Connection, memory_id: int) -> sqlite3.Row:
+    rows = conn.execute("SELECT * FROM memories WHERE id = ?", (memory_id,)).fetchall()
+    if not rows:
+        raise NotFound(f"no note #{memory_id}", field="id")
+    conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+    return rows[0]

@@ -12,11 +12,13 @@ is taken over (its turn was interrupted).
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 from pydantic import Field
 
 from ndomo.plans.base import StoreBase, dumps, loads, row_dict
+from ndomo.plans.core import ensure_session_row
 from ndomo.plans.db import now
 from ndomo.plans.errors import Invalid, Refused
 from ndomo.plans.models import _Out
@@ -72,25 +74,9 @@ class MessageOps(StoreBase):
             raise Invalid(
                 f"message role must be one of {', '.join(ROLES)}, got {role!r}", field="role"
             )
-        async with self._tx():
-            await self._ensure_session_row(session_id)  # type: ignore[attr-defined]  # a sibling mixin of PlanStore provides it
-            ts = now()
-            mid = await self._insert(
-                "INSERT INTO session_messages(session_id, turn_id, role, content, tool_calls, tool_call_id, name,"
-                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    session_id,
-                    turn_id,
-                    role,
-                    content,
-                    dumps(tool_calls or []),
-                    tool_call_id,
-                    name,
-                    ts,
-                ),
-            )
-            await self._exec("UPDATE sessions SET used_at = ? WHERE id = ?", (ts, session_id))
-            return mid
+        return await self._write(
+            _add, session_id, turn_id, role, content, dumps(tool_calls or []), tool_call_id, name
+        )
 
     async def session_messages(
         self, session_id: str, *, top_level: bool = True
@@ -108,9 +94,7 @@ class MessageOps(StoreBase):
 
     async def touch_session(self, session_id: str) -> None:
         """Mark the session as the latest used (what `ndomo run` and a fresh server resume)."""
-        async with self._tx():
-            await self._ensure_session_row(session_id)  # type: ignore[attr-defined]  # a sibling mixin of PlanStore provides it
-            await self._exec("UPDATE sessions SET used_at = ? WHERE id = ?", (now(), session_id))
+        await self._write(_touch, session_id, now())
 
     # -- one turn at a time, across processes ------------------------------------------------
     async def claim_session(
@@ -118,28 +102,19 @@ class MessageOps(StoreBase):
     ) -> None:
         """Claim the session for a turn; SessionBusy when a live process holds it."""
         owner = owner or process_owner()
-        async with self._tx():
-            await self._ensure_session_row(session_id)  # type: ignore[attr-defined]  # a sibling mixin of PlanStore provides it
-            row = await self._one(
-                "SELECT owner FROM session_claims WHERE session_id = ?", (session_id,)
-            )
-            if row is not None:
-                holder = row["owner"]
-                if not owner_is_gone(holder, host=hostname(), alive=alive):
-                    raise SessionBusy(session_id, holder)
-                await self._exec("DELETE FROM session_claims WHERE session_id = ?", (session_id,))
-            await self._exec(
-                "INSERT INTO session_claims(session_id, owner, claimed_at) VALUES (?, ?, ?)",
-                (session_id, owner, now()),
-            )
+        await self._write(_claim, session_id, owner, alive)
 
     async def release_session(self, session_id: str, *, owner: str | None = None) -> bool:
         """Drop this owner's claim; True when there was one."""
         owner = owner or process_owner()
-        async with self._tx():
-            n = await self._exec(
-                "DELETE FROM session_claims WHERE session_id = ? AND owner = ?", (session_id, owner)
+        n = await self._write(
+            lambda c: (
+                c.execute(
+                    "DELETE FROM session_claims WHERE session_id = ? AND owner = ?",
+                    (session_id, owner),
+                ).rowcount
             )
+        )
         return n > 0
 
     async def session_claim(self, session_id: str) -> str | None:
@@ -147,3 +122,48 @@ class MessageOps(StoreBase):
             "SELECT owner FROM session_claims WHERE session_id = ?", (session_id,)
         )
         return row["owner"] if row else None
+
+
+# ------------------------------------------------------------ on the store's thread
+
+
+def _touch(conn: sqlite3.Connection, session_id: str, ts: str) -> None:
+    ensure_session_row(conn, session_id)
+    conn.execute("UPDATE sessions SET used_at = ? WHERE id = ?", (ts, session_id))
+
+
+def _add(
+    conn: sqlite3.Connection,
+    session_id: str,
+    turn_id: int | None,
+    role: str,
+    content: str | None,
+    tool_calls: str,
+    tool_call_id: str | None,
+    name: str | None,
+) -> int:
+    ts = now()
+    ensure_session_row(conn, session_id)
+    mid = conn.execute(
+        "INSERT INTO session_messages(session_id, turn_id, role, content, tool_calls,"
+        " tool_call_id, name, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (session_id, turn_id, role, content, tool_calls, tool_call_id, name, ts),
+    ).lastrowid
+    conn.execute("UPDATE sessions SET used_at = ? WHERE id = ?", (ts, session_id))
+    return int(mid or 0)
+
+
+def _claim(conn: sqlite3.Connection, session_id: str, owner: str, alive: PidAlive) -> None:
+    ensure_session_row(conn, session_id)
+    rows = conn.execute(
+        "SELECT owner FROM session_claims WHERE session_id = ?", (session_id,)
+    ).fetchall()
+    if rows:
+        holder = rows[0]["owner"]
+        if not owner_is_gone(holder, host=hostname(), alive=alive):
+            raise SessionBusy(session_id, holder)
+        conn.execute("DELETE FROM session_claims WHERE session_id = ?", (session_id,))
+    conn.execute(
+        "INSERT INTO session_claims(session_id, owner, claimed_at) VALUES (?, ?, ?)",
+        (session_id, owner, now()),
+    )

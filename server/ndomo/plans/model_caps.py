@@ -20,6 +20,13 @@ CREATE TABLE IF NOT EXISTS model_caps (
 """
 
 
+_SAVE_SQL = (
+    "INSERT INTO model_caps(endpoint, model, caps, updated_at) VALUES (?, ?, ?, ?)"
+    " ON CONFLICT(endpoint, model) DO UPDATE SET caps = excluded.caps,"
+    " updated_at = excluded.updated_at"
+)
+
+
 class ModelCapsOps(StoreBase):
     async def model_caps(self, endpoint: str, model: str) -> dict[str, Any] | None:
         """The remembered capabilities (stream_tools, tools, context_window …) or None."""
@@ -35,9 +42,5 @@ class ModelCapsOps(StoreBase):
         return value if isinstance(value, dict) else None
 
     async def save_model_caps(self, endpoint: str, model: str, caps: dict[str, Any]) -> None:
-        async with self._tx():
-            await self._exec(
-                "INSERT INTO model_caps(endpoint, model, caps, updated_at) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT(endpoint, model) DO UPDATE SET caps = excluded.caps, updated_at = excluded.updated_at",
-                (endpoint, model, json.dumps(caps, sort_keys=True), now()),
-            )
+        args = (endpoint, model, json.dumps(caps, sort_keys=True), now())
+        await self._write(lambda c: c.execute(_SAVE_SQL, args))

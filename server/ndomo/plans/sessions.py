@@ -7,20 +7,12 @@ import uuid
 from typing import Any
 
 from ndomo.plans.base import StoreBase, dumps, loads
+from ndomo.plans.core import change_status, ensure_session_row
 from ndomo.plans.db import now
 from ndomo.plans.errors import Invalid, NotFound
 from ndomo.plans.models import Session
-from ndomo.plans.program import Program
 
 _UNSET: Any = object()
-
-
-def ensure_session_row(session_id: str) -> Program[None]:
-    """Make sure the session exists before something references it."""
-    yield (
-        "INSERT OR IGNORE INTO sessions(id, created_at, metadata) VALUES (?, ?, '{}')",
-        (session_id, now()),
-    )
 
 
 def session_from_row(row: sqlite3.Row) -> Session:
@@ -30,18 +22,11 @@ def session_from_row(row: sqlite3.Row) -> Session:
 
 
 class SessionOps(StoreBase):
-    async def _ensure_session_row(self, session_id: str) -> None:
-        """Inside a transaction: make sure the session exists before something references it."""
-        await self._run(ensure_session_row(session_id))
-
     async def ensure_session(self, session_id: str | None = None) -> Session:
         """Return the session, creating it (or a fresh one when id is None) if needed."""
         if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
             raise Invalid("session id must be a non-empty string", field="session_id")
-        sid = session_id or str(uuid.uuid4())
-        async with self._tx():
-            await self._ensure_session_row(sid)
-            return await self.get_session(sid)
+        return session_from_row(await self._write(_ensure, session_id or str(uuid.uuid4())))
 
     async def start_session(
         self,
@@ -52,15 +37,11 @@ class SessionOps(StoreBase):
         title: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> Session:
-        async with self._tx():
-            s = await self.ensure_session(session_id)
-            await self._exec(
-                "UPDATE sessions SET mode = coalesce(?, mode), agent = coalesce(?, agent),"
-                " title = coalesce(?, title), metadata = coalesce(?, metadata), ended_at = NULL"
-                " WHERE id = ?",
-                (mode, agent, title, dumps(metadata) if metadata is not None else None, s.id),
-            )
-            return await self.get_session(s.id)
+        if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
+            raise Invalid("session id must be a non-empty string", field="session_id")
+        meta = dumps(metadata) if metadata is not None else None
+        row = await self._write(_start, session_id or str(uuid.uuid4()), mode, agent, title, meta)
+        return session_from_row(row)
 
     async def get_session(self, session_id: str) -> Session:
         row = await self._one("SELECT * FROM sessions WHERE id = ?", (session_id,))
@@ -91,51 +72,86 @@ class SessionOps(StoreBase):
         committed_plan_id: str | None = _UNSET,
         title: str | None = _UNSET,
     ) -> Session:
-        sets, params = [], []
-        for col, val in (
-            ("mode", mode),
-            ("agent", agent),
-            ("committed_plan_id", committed_plan_id),
-            ("title", title),
-        ):
-            if val is not _UNSET:
-                sets.append(f"{col} = ?")
-                params.append(val)
-        async with self._tx():
-            await self._ensure_session_row(session_id)
-            if sets:
-                await self._exec(
-                    f"UPDATE sessions SET {', '.join(sets)} WHERE id = ?", (*params, session_id)
-                )
-            return await self.get_session(session_id)
+        sets = {
+            col: val
+            for col, val in (
+                ("mode", mode),
+                ("agent", agent),
+                ("committed_plan_id", committed_plan_id),
+                ("title", title),
+            )
+            if val is not _UNSET
+        }
+        return session_from_row(await self._write(_update, session_id, sets))
 
     async def end_session(self, session_id: str, *, actor: str = "system") -> Session:
         """Close the session and abandon its plans still approved or executing."""
-        from ndomo.plans.plan_ops import change_status  # plan_ops imports this module
-
-        async with self._tx():
-            await self._ensure_session_row(session_id)
-            await self._exec(
-                "UPDATE sessions SET ended_at = coalesce(ended_at, ?) WHERE id = ?",
-                (now(), session_id),
-            )
-            rows = await self._all(
-                "SELECT id FROM plans WHERE status IN ('approved', 'executing')"
-                " AND (session_id = ? OR executed_by_session = ?)",
-                (session_id, session_id),
-            )
-            abandoned = [r["id"] for r in rows]
-            for pid in abandoned:
-                await self._run(
-                    change_status(
-                        pid,
-                        "abandoned",
-                        actor=actor,
-                        session_id=session_id,
-                        force=False,
-                        reason=f"session {session_id} ended",
-                    )
-                )
+        row, abandoned = await self._write(_end, session_id, actor)
         for pid in abandoned:
-            await self._archive_quietly(pid)  # type: ignore[attr-defined]  # a sibling mixin of PlanStore provides it
-        return await self.get_session(session_id)
+            await self._archive_quietly(pid)  # type: ignore[attr-defined]  # PlanOps, in PlanStore
+        return session_from_row(row)
+
+
+# ------------------------------------------------------------ on the store's thread
+
+
+def _get(conn: sqlite3.Connection, session_id: str) -> sqlite3.Row:
+    (row,) = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchall()
+    return row
+
+
+def _ensure(conn: sqlite3.Connection, session_id: str) -> sqlite3.Row:
+    ensure_session_row(conn, session_id)
+    return _get(conn, session_id)
+
+
+def _start(
+    conn: sqlite3.Connection,
+    session_id: str,
+    mode: str | None,
+    agent: str | None,
+    title: str | None,
+    metadata: str | None,
+) -> sqlite3.Row:
+    ensure_session_row(conn, session_id)
+    conn.execute(
+        "UPDATE sessions SET mode = coalesce(?, mode), agent = coalesce(?, agent),"
+        " title = coalesce(?, title), metadata = coalesce(?, metadata), ended_at = NULL"
+        " WHERE id = ?",
+        (mode, agent, title, metadata, session_id),
+    )
+    return _get(conn, session_id)
+
+
+def _update(conn: sqlite3.Connection, session_id: str, sets: dict[str, Any]) -> sqlite3.Row:
+    ensure_session_row(conn, session_id)
+    if sets:
+        conn.execute(
+            f"UPDATE sessions SET {', '.join(f'{c} = ?' for c in sets)} WHERE id = ?",
+            (*sets.values(), session_id),
+        )
+    return _get(conn, session_id)
+
+
+def _end(conn: sqlite3.Connection, session_id: str, actor: str) -> tuple[sqlite3.Row, list[str]]:
+    ensure_session_row(conn, session_id)
+    conn.execute(
+        "UPDATE sessions SET ended_at = coalesce(ended_at, ?) WHERE id = ?", (now(), session_id)
+    )
+    rows = conn.execute(
+        "SELECT id FROM plans WHERE status IN ('approved', 'executing')"
+        " AND (session_id = ? OR executed_by_session = ?)",
+        (session_id, session_id),
+    ).fetchall()
+    abandoned = [r["id"] for r in rows]
+    for pid in abandoned:
+        change_status(
+            conn,
+            pid,
+            "abandoned",
+            actor=actor,
+            session_id=session_id,
+            force=False,
+            reason=f"session {session_id} ended",
+        )
+    return _get(conn, session_id), abandoned

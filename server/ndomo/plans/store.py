@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
+import sqlite3
+import time
+from collections.abc import Callable
 from pathlib import Path
 
-import aiosqlite
-
 from ndomo.plans.approvals import ApprovalOps
-from ndomo.plans.db import connect
+from ndomo.plans.db import Db
 from ndomo.plans.memories import MemoryOps
 from ndomo.plans.messages import MessageOps
 from ndomo.plans.migrations import migrate
@@ -17,6 +17,7 @@ from ndomo.plans.plan_ops import PlanOps
 from ndomo.plans.sessions import SessionOps
 from ndomo.plans.task_ops import TaskOps
 from ndomo.plans.turns import TurnOps
+from ndomo.plans.watch import Stamp, file_stamp
 
 STAMP_SETTLE_NS = 50_000_000  # 50 ms: well above the kernel's coarse mtime tick
 
@@ -24,74 +25,49 @@ STAMP_SETTLE_NS = 50_000_000  # 50 ms: well above the kernel's coarse mtime tick
 class PlanStore(
     SessionOps, PlanOps, TaskOps, TurnOps, ApprovalOps, MemoryOps, MessageOps, ModelCapsOps
 ):
-    def __init__(self, conn: aiosqlite.Connection, db_path: Path, workspace: Path) -> None:
-        self._init_base(conn, db_path, workspace)
-        self._watch: aiosqlite.Connection | None = None
-        self._closed = False
+    def __init__(self, db: Db, db_path: Path, workspace: Path) -> None:
+        self._init_base(db, db_path, workspace)
 
     @classmethod
     async def open(cls, db_path: Path, *, workspace: Path) -> PlanStore:
         """Open (creating parent folders and the file) and migrate to the latest schema."""
         db_path = Path(db_path)
-        conn = await connect(db_path)
+        db = await Db.open(db_path)
         try:
-            await migrate(conn)
+            await db.call(migrate)
         except BaseException:
-            await conn.close()
+            await db.close()
             raise
-        return cls(conn, db_path, Path(workspace))
+        return cls(db, db_path, Path(workspace))
 
     async def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        # The main connection closes even when closing the watcher is cancelled or fails:
-        # an unclosed aiosqlite connection leaves its worker thread waiting.
-        watch, self._watch = self._watch, None
-        try:
-            if watch is not None:
-                await watch.close()
-        finally:
-            await self._conn.close()
+        """Close the connection and end the store's thread; safe to call twice."""
+        await self._db.close()
 
-    async def data_version(self) -> int:
-        """Changes whenever any connection (this process or another) commits a write.
+    def change_stamp(self) -> Stamp | None:
+        """A cheap signature of the database files (size, mtime, inode of the db and its WAL).
 
-        A dedicated connection is used because PRAGMA data_version ignores the
-        asking connection's own commits.
+        The store's one way to tell that something was committed, by any process: every
+        commit appends to the WAL or rewrites the db, so an unchanged stamp means nothing
+        was committed since — callers may reuse what they read then. `DbWatch` is woken by
+        changes to the same files. Two `stat`s, no query. None when it cannot be trusted: a
+        file changed within the last `STAMP_SETTLE_NS` (mtime is coarse; a later write
+        could keep the same stamp).
         """
-        if self._watch is None:
-            self._watch = await connect(self.db_path)
-        async with self._watch.execute("PRAGMA data_version") as cur:
-            row = await cur.fetchone()
-        assert row is not None  # a PRAGMA that reads a value always returns one row
-        return int(row[0])
+        stamp = file_stamp(self.db_path)
+        newest = max((s[1] for s in stamp if s is not None), default=0)
+        if time.time_ns() - newest < STAMP_SETTLE_NS:
+            return None
+        return stamp
 
-    def change_stamp(self) -> tuple | None:
-        """A cheap signature of the database files (size, mtime of the db and its WAL).
-
-        Any commit, by any process, appends to the WAL or rewrites the db, so an unchanged
-        stamp means nothing was committed since — callers may reuse what they read then.
-        Two `stat`s, no query. None when it cannot be trusted: a file changed within the
-        last `STAMP_SETTLE_NS` (mtime is coarse; a later write could keep the same stamp).
-        """
-        import time
-
-        stamp: list[tuple[int, int, int] | None] = []
-        for p in (self.db_path, self.db_path.with_name(self.db_path.name + "-wal")):
-            try:
-                st = os.stat(p)
-            except OSError:
-                stamp.append(None)
-                continue
-            if time.time_ns() - st.st_mtime_ns < STAMP_SETTLE_NS:
-                return None
-            stamp.append((st.st_size, st.st_mtime_ns, st.st_ino))
-        return tuple(stamp)
+    async def trace(self, callback: Callable[[str], object] | None) -> None:
+        """Report every statement the store runs to `callback` (None stops): the CI's
+        query-plan budget reads them."""
+        await self._db.call(sqlite3.Connection.set_trace_callback, callback)
 
     async def ping(self) -> bool:
         try:
             row = await self._one("SELECT 1")
-        except Exception:  # noqa: BLE001 — a health probe answers, it does not raise
+        except (sqlite3.Error, OSError):  # a health probe answers, it does not raise
             return False
         return row is not None and row[0] == 1

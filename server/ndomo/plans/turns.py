@@ -5,11 +5,11 @@ from __future__ import annotations
 import sqlite3
 
 from ndomo.plans.base import StoreBase
+from ndomo.plans.core import ensure_session_row
 from ndomo.plans.db import now
 from ndomo.plans.errors import Invalid, NotFound
 from ndomo.plans.models import TURN_STATUSES, Turn, TurnEdit
 from ndomo.plans.owner import PidAlive, hostname, owner_is_gone, pid_alive, process_owner
-from ndomo.plans.program import Program
 
 
 class TurnOps(StoreBase):
@@ -26,9 +26,7 @@ class TurnOps(StoreBase):
         """`owner` defaults to this process ("<hostname>:<pid>"). One hop: it is on every
         turn's way to its first token."""
         owner = owner or process_owner()
-        row = await self._write(
-            lambda: _start(session_id, agent, mode, prompt, parent_turn_id, owner)
-        )
+        row = await self._write(_start, session_id, agent, mode, prompt, parent_turn_id, owner)
         return Turn.model_validate(dict(row))
 
     async def get_turn(self, turn_id: int) -> Turn:
@@ -52,10 +50,8 @@ class TurnOps(StoreBase):
                 field="status",
             )
         finished = None if status == "running" else now()
-        rows = await self._write(
-            lambda: _finish(turn_id, status, finished, tokens_in, tokens_out, error)
-        )
-        return Turn.model_validate(dict(rows[0]))
+        row = await self._write(_finish, turn_id, status, finished, tokens_in, tokens_out, error)
+        return Turn.model_validate(dict(row))
 
     async def mark_interrupted_turns(
         self, *, alive: PidAlive = pid_alive, host: str | None = None
@@ -67,35 +63,12 @@ class TurnOps(StoreBase):
         Returns how many turns were marked.
         """
         host = hostname() if host is None else host
-        async with self._tx():
-            rows = await self._all("SELECT id, owner FROM turns WHERE status = 'running'")
-            dead = [int(r["id"]) for r in rows if owner_is_gone(r["owner"], host=host, alive=alive)]
-            marked = 0
-            stamp = now()
-            for i in range(0, len(dead), 500):
-                chunk = dead[i : i + 500]
-                marked += await self._exec(
-                    "UPDATE turns SET status = 'interrupted', finished_at = ?,"
-                    " error = coalesce(error, 'interrupted: the process running it stopped')"
-                    f" WHERE status = 'running' AND id IN ({','.join('?' * len(chunk))})",
-                    (stamp, *chunk),
-                )
-            return marked
+        return await self._write(_mark_interrupted, host, alive)
 
     async def add_turn_edit(
         self, turn_id: int, path: str, before: str | None, after: str | None
     ) -> TurnEdit:
-        async with self._tx():
-            await self.get_turn(turn_id)
-            row = await self._one(
-                "SELECT coalesce(max(seq), 0) + 1 FROM turn_edits WHERE turn_id = ?", (turn_id,)
-            )
-            assert row is not None  # an aggregate always returns one row
-            seq = int(row[0])
-            await self._exec(
-                "INSERT INTO turn_edits(turn_id, seq, path, before, after) VALUES (?, ?, ?, ?, ?)",
-                (turn_id, seq, path, before, after),
-            )
+        seq = await self._write(_add_edit, turn_id, path, before, after)
         return TurnEdit(turn_id=turn_id, seq=seq, path=path, before=before, after=after)
 
     async def turn_edits(self, turn_id: int) -> list[TurnEdit]:
@@ -119,45 +92,77 @@ class TurnOps(StoreBase):
         return [Turn.model_validate(dict(r)) for r in rows]
 
 
-# ------------------------------------------------------------ statement programs (one hop each)
+# ------------------------------------------------------------ on the store's thread
 
 
 def _start(
+    conn: sqlite3.Connection,
     session_id: str,
     agent: str | None,
     mode: str | None,
     prompt: str | None,
     parent_turn_id: int | None,
     owner: str,
-) -> Program[sqlite3.Row]:
-    from ndomo.plans.sessions import ensure_session_row
-
-    yield from ensure_session_row(session_id)
-    if parent_turn_id is not None and not (
-        yield "SELECT id FROM turns WHERE id = ?", (parent_turn_id,)
+) -> sqlite3.Row:
+    ensure_session_row(conn, session_id)
+    if (
+        parent_turn_id is not None
+        and not conn.execute("SELECT id FROM turns WHERE id = ?", (parent_turn_id,)).fetchall()
     ):
         raise NotFound(f"no turn with id {parent_turn_id}", field="turn_id")
-    (row,) = yield (
+    (row,) = conn.execute(
         "INSERT INTO turns(session_id, parent_turn_id, agent, mode, prompt, status, started_at, owner)"
         " VALUES (?, ?, ?, ?, ?, 'running', ?, ?) RETURNING *",
         (session_id, parent_turn_id, agent, mode, prompt, now(), owner),
-    )
+    ).fetchall()
     return row
 
 
 def _finish(
+    conn: sqlite3.Connection,
     turn_id: int,
     status: str,
     finished: str | None,
     tokens_in: int | None,
     tokens_out: int | None,
     error: str | None,
-) -> Program[list[sqlite3.Row]]:
-    rows = yield (
+) -> sqlite3.Row:
+    rows = conn.execute(
         "UPDATE turns SET status = ?, finished_at = ?, tokens_in = coalesce(?, tokens_in),"
         " tokens_out = coalesce(?, tokens_out), error = coalesce(?, error) WHERE id = ? RETURNING *",
         (status, finished, tokens_in, tokens_out, error, turn_id),
-    )
+    ).fetchall()
     if not rows:
         raise NotFound(f"no turn with id {turn_id}", field="turn_id")
-    return rows
+    return rows[0]
+
+
+def _mark_interrupted(conn: sqlite3.Connection, host: str, alive: PidAlive) -> int:
+    rows = conn.execute("SELECT id, owner FROM turns WHERE status = 'running'").fetchall()
+    dead = [int(r["id"]) for r in rows if owner_is_gone(r["owner"], host=host, alive=alive)]
+    marked = 0
+    stamp = now()
+    for i in range(0, len(dead), 500):
+        chunk = dead[i : i + 500]
+        marked += conn.execute(
+            "UPDATE turns SET status = 'interrupted', finished_at = ?,"
+            " error = coalesce(error, 'interrupted: the process running it stopped')"
+            f" WHERE status = 'running' AND id IN ({','.join('?' * len(chunk))})",
+            (stamp, *chunk),
+        ).rowcount
+    return marked
+
+
+def _add_edit(
+    conn: sqlite3.Connection, turn_id: int, path: str, before: str | None, after: str | None
+) -> int:
+    if not conn.execute("SELECT 1 FROM turns WHERE id = ?", (turn_id,)).fetchall():
+        raise NotFound(f"no turn with id {turn_id}", field="turn_id")
+    ((seq,),) = conn.execute(
+        "SELECT coalesce(max(seq), 0) + 1 FROM turn_edits WHERE turn_id = ?", (turn_id,)
+    ).fetchall()
+    conn.execute(
+        "INSERT INTO turn_edits(turn_id, seq, path, before, after) VALUES (?, ?, ?, ?, ?)",
+        (turn_id, seq, path, before, after),
+    )
+    return int(seq)

@@ -1,10 +1,11 @@
 """Tell when another process may have committed to the database, without polling.
 
-Every commit appends to the `-wal` file (or, after a checkpoint or in another journal
-mode, rewrites the database file), so an inotify watch on their folder, read through the
-event loop (`loop.add_reader`), wakes the caller only when one of them changes: an idle
-server gets no wake-ups at all. Where inotify is unavailable (not Linux, the library
-missing, the watch limit reached) a slow poll of the files' size and mtime stands in.
+The store has one change signal: the database files. Every commit appends to the `-wal`
+file (or, after a checkpoint or in another journal mode, rewrites the database file), so
+an inotify watch on their folder, read through the event loop (`loop.add_reader`), wakes
+the caller only when one of them changes: an idle server gets no wake-ups at all.
+Where inotify is unavailable (not Linux, the library missing, the watch limit reached) a
+slow poll of the files' signature (`file_stamp`) stands in.
 
 Own writes are announced directly by the store (`commit_listeners`); they also show up
 here, and callers debounce.
@@ -24,6 +25,21 @@ log = logging.getLogger("ndomo.plans")
 FALLBACK_POLL_S = 5.0
 
 Kind = Literal["inotify", "poll"]
+# (size, mtime_ns, inode) of the db and its WAL; None for a missing file.
+Stamp = tuple[tuple[int, int, int] | None, ...]
+
+
+def file_stamp(db_path: Path) -> Stamp:
+    """The database files' signature: it changes whenever anything is committed."""
+    out: list[tuple[int, int, int] | None] = []
+    for path in (db_path, db_path.with_name(db_path.name + "-wal")):
+        try:
+            st = os.stat(path)
+        except OSError:
+            out.append(None)
+            continue
+        out.append((st.st_size, st.st_mtime_ns, st.st_ino))
+    return tuple(out)
 
 
 class DbWatch:
@@ -38,7 +54,7 @@ class DbWatch:
         self._inotify = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timer: asyncio.TimerHandle | None = None
-        self._stamp: tuple | None = None
+        self._stamp: Stamp | None = None
 
     def start(self, *, inotify: bool = True) -> Kind:
         """Start watching on the running loop; returns how ("inotify" or "poll")."""
@@ -46,7 +62,7 @@ class DbWatch:
         if inotify and self._start_inotify():
             self.kind = "inotify"
         else:
-            self._stamp = self._read_stamp()
+            self._stamp = file_stamp(self.db_path)
             self._timer = self._loop.call_later(self.poll_s, self._poll)
             self.kind = "poll"
         return self.kind
@@ -102,19 +118,9 @@ class DbWatch:
             self.on_change()
 
     # -- fallback ---------------------------------------------------------------------------
-    def _read_stamp(self) -> tuple:
-        out: list[tuple[int, int, int] | None] = []
-        for name in sorted(self._names):
-            try:
-                st = os.stat(self.db_path.with_name(name))
-                out.append((st.st_size, st.st_mtime_ns, st.st_ino))
-            except OSError:
-                out.append(None)
-        return tuple(out)
-
     def _poll(self) -> None:
         assert self._loop is not None
-        stamp = self._read_stamp()
+        stamp = file_stamp(self.db_path)
         if stamp != self._stamp:
             self._stamp = stamp
             self.on_change()

@@ -31,7 +31,7 @@ async def _updated(store, pid):
 
 
 async def _age(store, pid):
-    await store._conn.execute(
+    await store._exec(
         "UPDATE plans SET updated_at = '2000-01-01T00:00:00.000Z' WHERE id = ?", (pid,)
     )
 
@@ -42,16 +42,10 @@ async def test_every_write_to_a_plan_or_its_tasks_moves_updated_at(store):
     tid = batch.tasks[0].id
     writes = [
         lambda: store.update_task_status(tid, "done"),
-        lambda: store._conn.execute(
-            "UPDATE plan_tasks SET description = 'raw' WHERE id = ?", (tid,)
-        ),
-        lambda: store._conn.execute(
-            "INSERT INTO plan_tags(plan_id, tag) VALUES (?, 'x')", (plan.id,)
-        ),
-        lambda: store._conn.execute("DELETE FROM plan_files WHERE plan_id = ?", (plan.id,)),
-        lambda: store._conn.execute(
-            "UPDATE plans SET archived_at = 'now' WHERE id = ?", (plan.id,)
-        ),
+        lambda: store._exec("UPDATE plan_tasks SET description = 'raw' WHERE id = ?", (tid,)),
+        lambda: store._exec("INSERT INTO plan_tags(plan_id, tag) VALUES (?, 'x')", (plan.id,)),
+        lambda: store._exec("DELETE FROM plan_files WHERE plan_id = ?", (plan.id,)),
+        lambda: store._exec("UPDATE plans SET archived_at = 'now' WHERE id = ?", (plan.id,)),
     ]
     for write in writes:
         await _age(store, plan.id)
@@ -141,15 +135,20 @@ async def _bulk(store, n: int, start: int = 0) -> None:
         (f"bulk{i:05d}", f"bulk-{i}", f"Bulk {i}", "o", "2001-01-01T00:00:00.000Z")
         for i in range(start, start + n)
     ]
-    await store._conn.executemany(
-        "INSERT INTO plans(id, slug, title, overview, status, created_at, updated_at) VALUES (?,?,?,?,'approved',?,?)",
-        [r + (r[-1],) for r in rows],
+    await store._write(
+        lambda c: c.executemany(
+            "INSERT INTO plans(id, slug, title, overview, status, created_at, updated_at)"
+            " VALUES (?,?,?,?,'approved',?,?)",
+            [r + (r[-1],) for r in rows],
+        )
     )
-    await store._conn.executemany(
-        "INSERT INTO plan_tasks(plan_id, ord, description, files) VALUES (?, 1, 'do it', ?)",
-        [(r[0], f'["src/f{i}.py"]') for i, r in enumerate(rows, start)],
+    await store._write(
+        lambda c: c.executemany(
+            "INSERT INTO plan_tasks(plan_id, ord, description, files) VALUES (?, 1, 'do it', ?)",
+            [(r[0], f'["src/f{i}.py"]') for i, r in enumerate(rows, start)],
+        )
     )
-    await store._conn.execute(
+    await store._exec(
         "UPDATE plans SET updated_at = '2001-01-01T00:00:00.000Z' WHERE id LIKE 'bulk%'"
     )
 
@@ -180,7 +179,7 @@ async def test_diagnostics_reread_only_moved_plans_and_cover_every_open_plan(tmp
         assert feat.server.sent - sent == 2  # the file and the plan's view, nothing else
 
         # a plan deleted by another process: its deletion is in the feed
-        await store._conn.execute("DELETE FROM plans WHERE id = 'bulk00003'")
+        await store._exec("DELETE FROM plans WHERE id = 'bulk00003'")
         await feat.refresh(app)
         assert "bulk00003" not in feat.plans
         uri = next(u for u in feat.server.published if u.endswith("/src/f3.py"))
@@ -212,17 +211,17 @@ async def test_search_for_a_common_word_is_bounded_and_newest_first(store, monke
 
 
 async def test_turn_start_and_finish_are_one_hop_each(store, monkeypatch):
-    """Both are on every turn's path (start: before its first token): one trip to aiosqlite's thread."""
+    """Both are on every turn's path (start: before its first token): one trip to the store's thread."""
     from ndomo.plans.errors import NotFound
 
     hops = []
-    real = store._conn._execute
+    real = store._db.call
 
     async def counting(fn, *args, **kwargs):
         hops.append(fn)
         return await real(fn, *args, **kwargs)
 
-    monkeypatch.setattr(store._conn, "_execute", counting)
+    monkeypatch.setattr(store._db, "call", counting)
     turn = await store.start_turn("s-one-hop", "craftsman", "autopilot", "hi")
     assert len(hops) == 1 and turn.status == "running" and turn.session_id == "s-one-hop"
     hops.clear()
@@ -241,7 +240,7 @@ async def test_turn_start_and_finish_are_one_hop_each(store, monkeypatch):
 
 def test_a_process_that_leaves_the_store_open_still_exits(tmp_path):
     """An editor's `exit` can end the event loop before the store is closed: the process
-    must end anyway (aiosqlite's worker thread would otherwise block interpreter exit)."""
+    must end anyway (an idle store thread must not block interpreter exit)."""
     import subprocess
     import sys
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-
 import pytest
 
 from ndomo.plans.errors import Invalid, NotFound
@@ -70,36 +68,6 @@ async def test_session_cache_sees_a_write_by_another_connection(app, monkeypatch
     assert calls == [state.id]
 
 
-class _PublicOnly:
-    """An aiosqlite connection seen through its public API only."""
-
-    def __init__(self, conn):
-        self._wrapped = conn
-
-    def __getattr__(self, name):
-        if name in ("_execute", "_conn"):
-            raise AttributeError(name)
-        return getattr(self._wrapped, name)
-
-
-async def test_get_plan_without_aiosqlite_private_hop(tmp_path, monkeypatch):
-    """If aiosqlite stops offering `_execute`, reads fall back to the public API."""
-    from ndomo.plans.store import PlanStore
-
-    store = await PlanStore.open(tmp_path / "db.sqlite", workspace=tmp_path)
-    try:
-        plan = await store.create_plan({"title": "Fallback", "overview": "public path"})
-        await store.create_tasks(plan.id, [{"description": "one"}, {"description": "two"}])
-        real = store._conn
-        monkeypatch.setattr(store, "_conn", _PublicOnly(real))
-        detail = await store.get_plan(plan.slug)
-        assert [t.description for t in detail.tasks] == ["one", "two"]
-        assert detail.progress.total == 2
-    finally:
-        monkeypatch.undo()
-        await store.close()
-
-
 async def _claim_and_finish(store):
     plan = await store.create_plan(
         {"title": "Paths", "overview": "both paths", "created_by_agent": "foreman"}
@@ -122,25 +90,20 @@ async def _claim_and_finish(store):
     return detail
 
 
-def _write_once_program(plan_id):
-    yield "UPDATE plans SET created_by_agent = 'someone else' WHERE id = ?", (plan_id,)
-    return None
-
-
-async def test_writes_take_the_same_path_with_or_without_the_private_hop(tmp_path, monkeypatch):
-    """Claims, transitions and the write-once mapping behave alike on both paths."""
+async def test_claims_transitions_and_write_once_mapping_in_one_path(tmp_path):
+    """Claims, transitions and the write-once mapping, each a single hop to the store's thread."""
     from ndomo.plans.errors import WriteOnceViolation
     from ndomo.plans.store import PlanStore
 
-    for public_only in (False, True):
-        store = await PlanStore.open(tmp_path / f"db{public_only}.sqlite", workspace=tmp_path)
-        try:
-            if public_only:
-                monkeypatch.setattr(store, "_conn", _PublicOnly(store._conn))
-            detail = await _claim_and_finish(store)
-            with pytest.raises(WriteOnceViolation):
-                await store._write(functools.partial(_write_once_program, detail.id))
-            assert (await store.get_plan(detail.id)).created_by_agent == "foreman"  # rolled back
-        finally:
-            monkeypatch.undo()
-            await store.close()
+    store = await PlanStore.open(tmp_path / "db.sqlite", workspace=tmp_path)
+    try:
+        detail = await _claim_and_finish(store)
+        with pytest.raises(WriteOnceViolation):
+            await store._write(
+                lambda c: c.execute(
+                    "UPDATE plans SET created_by_agent = 'someone else' WHERE id = ?", (detail.id,)
+                )
+            )
+        assert (await store.get_plan(detail.id)).created_by_agent == "foreman"  # rolled back
+    finally:
+        await store.close()

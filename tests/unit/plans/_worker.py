@@ -40,8 +40,8 @@ async def batch(db: Path, workspace: Path, plan_id: str, n: int, stall_at: int) 
             time.sleep(60)
         return 0
 
-    await store._conn.create_function("ndomo_probe", 1, probe)
-    await store._conn.execute(
+    await store._db.call(lambda c: c.create_function("ndomo_probe", 1, probe))
+    await store._exec(
         "CREATE TEMP TRIGGER probe AFTER INSERT ON main.plan_tasks BEGIN SELECT ndomo_probe(NEW.ord); END"
     )
     await store.create_tasks(

@@ -86,7 +86,7 @@ async def test_archive_does_not_clobber_another_plans_file(store, tmp_path):
     await store.approve_plan((b := await make_plan(store, "Other")).id)
     # Deleting and re-creating would reuse the slug; simulate with a rename of b.
     await store.delete_plan(a.id, True)
-    await store._conn.execute("UPDATE plans SET slug = 'same' WHERE id = ?", (b.id,))
+    await store._exec("UPDATE plans SET slug = 'same' WHERE id = ?", (b.id,))
     change = await store.update_plan_status(b.id, "abandoned")
     assert change.archive_path.endswith("-2.md")
     assert len(list((tmp_path / ".ndomo/archives/plans").glob("same-*.md"))) == 2

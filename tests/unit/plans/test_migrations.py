@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 
 import pytest
 
@@ -62,12 +63,12 @@ TABLES = [
 ]
 
 
-async def _counts(conn) -> dict[str, int]:
+def _counts(conn) -> dict[str, int]:
     out = {}
     for t in TABLES:
         try:
-            async with conn.execute(f"SELECT count(*) FROM {t}") as cur:
-                out[t] = (await cur.fetchone())[0]
+            with closing(conn.execute(f"SELECT count(*) FROM {t}")) as cur:
+                out[t] = (cur.fetchone())[0]
         except sqlite3.OperationalError:
             pass
     return out
@@ -86,19 +87,19 @@ def test_versions_are_numbered_in_order():
 @pytest.mark.parametrize("start", VERSIONS[:-1])
 async def test_upgrade_from_every_earlier_version_keeps_rows(tmp_path, start):
     db = tmp_path / "old.db"
-    conn = await connect(db)
-    assert await migrate(conn, target=start) == start
+    conn = connect(db)
+    assert migrate(conn, target=start) == start
     for v in range(1, start + 1):
         for sql in SEEDS.get(v, []):
-            await conn.execute(sql)
-    before = await _counts(conn)
+            conn.execute(sql)
+    before = _counts(conn)
     assert before["plans"] == 1
-    await conn.close()
+    conn.close()
 
     store = await PlanStore.open(db, workspace=tmp_path)
     try:
-        assert await current_version(store._conn) == LATEST_VERSION
-        after = await _counts(store._conn)
+        assert await store._db.call(current_version) == LATEST_VERSION
+        after = await store._db.call(_counts)
         assert {k: after[k] for k in before} == before
         plan = await store.get_plan("old-plan")
         assert plan.tags == ["legacy"] and [t.description for t in plan.tasks][:2] == [
@@ -109,9 +110,7 @@ async def test_upgrade_from_every_earlier_version_keeps_rows(tmp_path, start):
         assert [p.id for p in await store.search_plans("legacy")] == ["p1"]
         if start >= 4:
             with pytest.raises(sqlite3.IntegrityError):
-                await store._conn.execute(
-                    "UPDATE plans SET original_plan_data = 'x' WHERE id = 'p1'"
-                )
+                await store._exec("UPDATE plans SET original_plan_data = 'x' WHERE id = 'p1'")
         t = await store.next_task_for_agent("smith")
         assert t.description == "legacy task alpha"
         await store.update_task_status(t.id, "done")
@@ -124,48 +123,50 @@ async def test_upgrade_from_every_earlier_version_keeps_rows(tmp_path, start):
 
 
 async def test_migrate_is_idempotent_and_rejects_newer_db(tmp_path):
-    conn = await connect(tmp_path / "x.db")
+    conn = connect(tmp_path / "x.db")
     try:
-        assert await migrate(conn) == LATEST_VERSION
-        assert await migrate(conn) == LATEST_VERSION
-        await conn.execute("INSERT INTO schema_version VALUES (999, 'future', 'x')")
+        assert migrate(conn) == LATEST_VERSION
+        assert migrate(conn) == LATEST_VERSION
+        conn.execute("INSERT INTO schema_version VALUES (999, 'future', 'x')")
         with pytest.raises(RuntimeError, match="newer"):
-            await migrate(conn)
+            migrate(conn)
         with pytest.raises(ValueError):
-            await migrate(conn, target=LATEST_VERSION + 1)
+            migrate(conn, target=LATEST_VERSION + 1)
     finally:
-        await conn.close()
+        conn.close()
 
 
 async def test_failed_step_rolls_back_alone(tmp_path, monkeypatch):
     from ndomo.plans import migrations as m
 
-    async def boom(conn):
-        await conn.execute("CREATE TABLE half_done(x)")
+    def boom(conn):
+        conn.execute("CREATE TABLE half_done(x)")
         raise RuntimeError("step failed")
 
     broken = list(m.MIGRATIONS)
     broken[4] = m.Migration(5, "broken", boom)
     monkeypatch.setattr(m, "MIGRATIONS", broken)
-    conn = await connect(tmp_path / "y.db")
+    conn = connect(tmp_path / "y.db")
     try:
         with pytest.raises(RuntimeError, match="step failed"):
-            await m.migrate(conn)
-        assert await current_version(conn) == 4
-        async with conn.execute("SELECT name FROM sqlite_master WHERE name = 'half_done'") as cur:
-            assert await cur.fetchone() is None
+            m.migrate(conn)
+        assert current_version(conn) == 4
+        with closing(
+            conn.execute("SELECT name FROM sqlite_master WHERE name = 'half_done'")
+        ) as cur:
+            assert cur.fetchone() is None
     finally:
-        await conn.close()
+        conn.close()
 
 
 async def test_add_column_if_missing(tmp_path):
-    conn = await connect(tmp_path / "z.db")
+    conn = connect(tmp_path / "z.db")
     try:
-        await conn.execute("CREATE TABLE t(a)")
-        assert await add_column_if_missing(conn, "t", "b", "TEXT") is True
-        assert await add_column_if_missing(conn, "t", "b", "TEXT") is False
+        conn.execute("CREATE TABLE t(a)")
+        assert add_column_if_missing(conn, "t", "b", "TEXT") is True
+        assert add_column_if_missing(conn, "t", "b", "TEXT") is False
     finally:
-        await conn.close()
+        conn.close()
 
 
 async def test_a_lower_numbered_migration_merged_late_is_still_applied(tmp_path, monkeypatch):
@@ -175,29 +176,29 @@ async def test_a_lower_numbered_migration_merged_late_is_still_applied(tmp_path,
     later = m.Migration(LATEST_VERSION + 2, "later", "CREATE TABLE later_t(x)")
     monkeypatch.setattr(m, "MIGRATIONS", [*MIGRATIONS, later])
     monkeypatch.setattr(m, "LATEST_VERSION", later.version)
-    conn = await connect(tmp_path / "a.db")
+    conn = connect(tmp_path / "a.db")
     try:
-        assert await m.migrate(conn) == later.version
+        assert m.migrate(conn) == later.version
         late = m.Migration(LATEST_VERSION + 1, "late", "CREATE TABLE late_t(x)")
         monkeypatch.setattr(m, "MIGRATIONS", [*MIGRATIONS, late, later])
-        assert await m.migrate(conn) == later.version
-        async with conn.execute("SELECT version FROM schema_version ORDER BY version") as cur:
-            assert [r[0] for r in await cur.fetchall()][-2:] == [late.version, later.version]
-        await conn.execute("SELECT x FROM late_t")
+        assert m.migrate(conn) == later.version
+        with closing(conn.execute("SELECT version FROM schema_version ORDER BY version")) as cur:
+            assert [r[0] for r in cur.fetchall()][-2:] == [late.version, later.version]
+        conn.execute("SELECT x FROM late_t")
     finally:
-        await conn.close()
+        conn.close()
 
 
 async def test_a_step_missing_below_the_highest_is_still_applied(tmp_path):
     """A database from a build that had v14 but not v13 (numbers reserved across branches)."""
     db = tmp_path / "gap.db"
-    conn = await connect(db)
-    assert await migrate(conn) == LATEST_VERSION
-    await conn.execute("DROP TABLE session_messages")
-    await conn.execute("DROP TABLE session_claims")
-    await conn.execute("DELETE FROM schema_version WHERE version = 13")
-    await conn.commit()
-    await conn.close()
+    conn = connect(db)
+    assert migrate(conn) == LATEST_VERSION
+    conn.execute("DROP TABLE session_messages")
+    conn.execute("DROP TABLE session_claims")
+    conn.execute("DELETE FROM schema_version WHERE version = 13")
+    conn.commit()
+    conn.close()
     store = await PlanStore.open(db, workspace=tmp_path)
     try:
         versions = [

@@ -234,7 +234,7 @@ async def test_fts_search_plans_and_tasks_and_file_filter(store):
 
 async def test_fts_follows_updates(store):
     a = await make_plan(store, "Alpha", overview="first words")
-    await store._conn.execute("UPDATE plans SET overview = 'second words' WHERE id = ?", (a.id,))
+    await store._exec("UPDATE plans SET overview = 'second words' WHERE id = ?", (a.id,))
     assert await store.search_plans("first") == []
     assert [p.id for p in await store.search_plans("second")] == [a.id]
 

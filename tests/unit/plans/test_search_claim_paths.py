@@ -36,11 +36,19 @@ async def test_new_plans_get_unique_search_keys(store):
     assert ids(await store.search_plans("widget"))[0] == c.id
 
 
-def test_text_only_search_walks_the_recency_index(tmp_path):
+async def test_text_only_search_ranks_its_hits_on_the_covering_index(store):
+    """v16: the hits are ranked on idx_plans_search_rank; plans is never scanned."""
     sql, params = search_sql("word", None, include_archived=False)
-    assert "INDEXED BY idx_plans_recent" in sql
-    file_sql, _ = search_sql("word", "src/a.py", include_archived=False)
-    assert "INDEXED BY" not in file_sql  # few plans touch a file: fetch them by id
+    assert "INDEXED BY idx_plans_search_rank" in sql
+    steps = [r[3] for r in await store._all("EXPLAIN QUERY PLAN " + sql, (*params, 50))]
+    assert any("COVERING INDEX idx_plans_search_rank" in s for s in steps), steps
+    assert not any(s.startswith("SCAN plans") for s in steps), steps
+    file_sql, file_params = search_sql("word", "src/a.py", include_archived=False)
+    assert "INDEXED BY idx_plans_id_rank" in file_sql  # the plans touching it, ranked
+    steps = [r[3] for r in await store._all("EXPLAIN QUERY PLAN " + file_sql, (*file_params, 9))]
+    assert any("COVERING INDEX idx_plans_id_rank" in s for s in steps), steps
+    assert any("COVERING INDEX idx_plan_files_path_plan" in s for s in steps), steps
+    assert not any(s.startswith(("SCAN plans", "SCAN plan_files")) for s in steps), steps
     assert search_sql("?!", None, False) == (None, [])
 
 
@@ -72,25 +80,74 @@ async def test_claim_skips_closed_plans(store):
 
 
 async def test_upgrade_builds_search_docs_from_existing_rows(tmp_path):
-    import aiosqlite
+    from ndomo.plans.db import connect
 
-    path = tmp_path / "old.db"
-    async with aiosqlite.connect(path) as conn:
-        conn.row_factory = sqlite3.Row
-        await migrate(conn, target=11)
-        await conn.execute(
+    conn = connect(tmp_path / "old.db")
+    try:
+        migrate(conn, target=11)
+        conn.execute(
             "INSERT INTO plans(id, slug, title, overview, created_at, updated_at)"
             " VALUES ('p1', 'p1', 'Legacy', 'Old overview', 't', 't')"
         )
-        await conn.execute(
+        conn.execute(
             "INSERT INTO plan_tasks(plan_id, ord, description) VALUES ('p1', 1, 'tune the zeppelin')"
         )
-        await conn.commit()
-        await migrate(conn)
+        migrate(conn)
         sql, params = search_sql("zeppelin", None, False)
-        async with conn.execute(sql, (*params, 10)) as cur:
-            assert [r["id"] for r in await cur.fetchall()] == ["p1"]
-        async with conn.execute(
-            "SELECT name FROM sqlite_master WHERE name IN ('plans_fts', 'tasks_fts')"
-        ) as cur:
-            assert await cur.fetchall() == []
+        assert [r["id"] for r in conn.execute(sql, (*params, 10))] == ["p1"]
+        assert (
+            conn.execute(
+                "SELECT name FROM sqlite_master WHERE name IN ('plans_fts', 'tasks_fts')"
+            ).fetchall()
+            == []
+        )
+    finally:
+        conn.close()
+
+
+async def test_a_claim_with_nothing_ready_never_takes_the_write_lock(store):
+    """Pending but blocked tasks: "anything ready?" is answered outside the write lock, so
+    a claim that finds nothing succeeds while another process holds the lock."""
+    plan = await make_plan(store, "Blocked")
+    await store.create_tasks(
+        plan.id,
+        [
+            TaskCreate(description="first", agent="mason"),
+            TaskCreate(description="second", agent="smith", dependencies=[1]),
+        ],
+    )
+    await store._exec("PRAGMA busy_timeout = 0")  # a write would fail at once, not wait
+    other = sqlite3.connect(store.db_path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        assert await store.next_task_for_agent("smith") is None
+        assert await store.next_task_for_agent("smith", plan_id=plan.id) is None
+        other.execute("COMMIT")
+    finally:
+        other.close()
+
+
+async def test_a_picked_task_taken_meanwhile_is_replaced_by_the_next_ready_one(store, monkeypatch):
+    from ndomo.plans import task_ops
+
+    plan = await make_plan(store, "Race", tasks=2)
+    first, second = await store.list_tasks(plan.id)
+    taken = await store.next_task_for_agent("smith")  # another process's claim, say
+    assert taken.id == first.id
+    monkeypatch.setattr(task_ops, "_pick", lambda conn, agent, plan_id: first.id)  # stale pick
+    got = await store.next_task_for_agent("smith")
+    assert got.id == second.id and got.status == "running"
+    assert await store.next_task_for_agent("smith") is None
+
+
+async def test_short_prefixes_and_file_or_folder_searches_stay_newest_first(store):
+    a = await make_plan(store, "Ledger export", files=["src/a.py"])
+    b = await make_plan(store, "Legacy import", files=["src/b/c.py"])
+    c = await make_plan(store, "Router", files=["docs/x.md"])
+    assert ids(await store.search_plans("l")) == [b.id, a.id]
+    assert ids(await store.search_plans("le")) == [b.id, a.id]
+    assert ids(await store.search_plans("led")) == [a.id]
+    assert ids(await store.search_plans(file_path="src")) == [b.id, a.id]
+    assert ids(await store.search_plans("leg", file_path="src")) == [b.id]
+    assert ids(await store.search_plans(file_path="src/b/c.py", limit=1)) == [b.id]
+    assert ids(await store.search_plans()) == [c.id, b.id, a.id]  # no filter: newest plans

@@ -125,19 +125,28 @@ async def test_memories_merge_near_duplicates(store):
         await store.remember("s", "gossip", "x")
 
 
-async def test_data_version_sees_other_connections(store, tmp_path):
-    v0 = await store.data_version()
-    assert await store.data_version() == v0
+async def test_change_stamp_sees_every_connections_commits(store, tmp_path, monkeypatch):
+    import ndomo.plans.store as store_mod
+
+    monkeypatch.setattr(store_mod, "STAMP_SETTLE_NS", 0)  # trust the stamp at once
+    v0 = store.change_stamp()
+    await store.list_plans()  # reading commits nothing
+    assert store.change_stamp() == v0
     other = await PlanStore.open(store.db_path, workspace=tmp_path)
     try:
         await make_plan(other, "From elsewhere")
     finally:
         await other.close()
-    v1 = await store.data_version()
+    v1 = store.change_stamp()
     assert v1 != v0
     await make_plan(store, "From here")
-    assert await store.data_version() != v1
+    assert store.change_stamp() != v1
     assert await store.ping() is True
+
+
+async def test_change_stamp_is_withheld_while_the_files_just_changed(store):
+    await make_plan(store, "Just now")
+    assert store.change_stamp() is None  # mtime is coarse: a later write could look the same
 
 
 async def test_wal_and_pragmas(store):
@@ -151,7 +160,7 @@ async def test_write_waits_for_a_lock_held_by_another_process(store):
     import sqlite3
     import threading
 
-    await store._conn.execute("PRAGMA busy_timeout = 0")
+    await store._exec("PRAGMA busy_timeout = 0")
     other = sqlite3.connect(store.db_path, check_same_thread=False, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")
     timer = threading.Timer(0.3, other.execute, ("COMMIT",))

@@ -1,9 +1,11 @@
-"""Closing the store is exception-safe: whatever goes wrong closing the change watcher, the
-main connection closes, and no aiosqlite worker thread can keep the process alive."""
+"""Closing the store is exception-safe: a cancelled close still closes the connection and
+ends the store's thread, and an App whose other service fails to close still closes it."""
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import threading
 
 import pytest
 
@@ -11,38 +13,29 @@ from ndomo.app import App
 from ndomo.plans.store import PlanStore
 
 
-async def test_close_closes_the_connection_when_the_watcher_close_is_cancelled(tmp_path):
+async def _thread(store: PlanStore) -> threading.Thread:
+    return await store._db.call(lambda _c: threading.current_thread())
+
+
+async def test_a_cancelled_close_still_closes_the_connection_and_ends_the_thread(tmp_path):
     store = await PlanStore.open(tmp_path / ".ndomo" / "ndomo.db", workspace=tmp_path)
-    await store.data_version()  # opens the watcher connection
-    main_thread = store._conn._thread
-
-    async def cancelled() -> None:
-        raise asyncio.CancelledError
-
-    watch = store._watch
-    real_close = watch.close
-    watch.close = cancelled
-    try:
-        with pytest.raises(asyncio.CancelledError):
-            await store.close()
-        main_thread.join(10)
-        assert not main_thread.is_alive()
-    finally:
-        await real_close()
-
-
-async def test_connection_threads_never_hold_the_process(tmp_path):
-    store = await PlanStore.open(tmp_path / ".ndomo" / "ndomo.db", workspace=tmp_path)
-    try:
-        await store.data_version()
-        assert store._conn._thread.daemon and store._watch._thread.daemon
-    finally:
-        await store.close()
+    thread = await _thread(store)
+    closing = asyncio.ensure_future(store.close())
+    await asyncio.sleep(0)  # the close is on its way to the store's thread
+    closing.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await closing
+    thread.join(10)
+    assert not thread.is_alive()
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        await store.list_plans()
+    await store.close()  # closing twice is fine
 
 
 async def test_app_closes_the_store_when_a_service_fails(tmp_path):
     app = App(tmp_path)
     store = await app.store()
+    thread = await _thread(store)
 
     class Broken:
         async def aclose(self) -> None:
@@ -50,5 +43,5 @@ async def test_app_closes_the_store_when_a_service_fails(tmp_path):
 
     app.services["broken"] = Broken()
     await app.aclose()
-    store._conn._thread.join(10)
-    assert not store._conn._thread.is_alive()
+    thread.join(10)
+    assert not thread.is_alive()

@@ -26,7 +26,7 @@ async def test_raw_sql_cannot_overwrite_plan_field(store, field, new):
     before = (await store._one(f"SELECT {field} FROM plans WHERE id = ?", (plan.id,)))[0]
     assert before is not None
     with pytest.raises(sqlite3.IntegrityError, match=f"write-once: plans.{field}"):
-        await store._conn.execute(f"UPDATE plans SET {field} = ? WHERE id = ?", (new, plan.id))
+        await store._exec(f"UPDATE plans SET {field} = ? WHERE id = ?", (new, plan.id))
     assert (await store._one(f"SELECT {field} FROM plans WHERE id = ?", (plan.id,)))[0] == before
 
 
@@ -34,23 +34,21 @@ async def test_raw_sql_cannot_overwrite_plan_field(store, field, new):
 async def test_null_to_value_allowed_once(store, field):
     plan = await make_plan(store)
     await store.ensure_session("s1")
-    await store._conn.execute(
+    await store._exec(
         f"UPDATE plans SET {field} = NULL WHERE id = ? AND {field} IS NULL", (plan.id,)
     )
     if field == "original_plan_data":
-        await store._conn.execute(
+        await store._exec(
             "INSERT INTO plans(id, slug, title, overview, created_at, updated_at)"
             " VALUES ('p2', 'p2', 't', 'o', 'x', 'x')"
         )
         pid = "p2"
     else:
         pid = plan.id
-    await store._conn.execute(f"UPDATE plans SET {field} = 's1' WHERE id = ?", (pid,))
-    await store._conn.execute(
-        f"UPDATE plans SET {field} = 's1' WHERE id = ?", (pid,)
-    )  # same value: no-op
+    await store._exec(f"UPDATE plans SET {field} = 's1' WHERE id = ?", (pid,))
+    await store._exec(f"UPDATE plans SET {field} = 's1' WHERE id = ?", (pid,))  # same value: no-op
     with pytest.raises(sqlite3.IntegrityError):
-        await store._conn.execute(f"UPDATE plans SET {field} = 'other' WHERE id = ?", (pid,))
+        await store._exec(f"UPDATE plans SET {field} = 'other' WHERE id = ?", (pid,))
 
 
 @pytest.mark.parametrize("new", ["{}", None])
@@ -58,17 +56,16 @@ async def test_task_original_plan_data_write_once(store, new):
     plan = await make_plan(store, tasks=1)
     (t,) = await store.list_tasks(plan.id)
     with pytest.raises(sqlite3.IntegrityError, match="write-once: plan_tasks.original_plan_data"):
-        await store._conn.execute(
-            "UPDATE plan_tasks SET original_plan_data = ? WHERE id = ?", (new, t.id)
-        )
+        await store._exec("UPDATE plan_tasks SET original_plan_data = ? WHERE id = ?", (new, t.id))
     assert (await store.get_task(t.id)).original_plan_data == t.original_plan_data
 
 
 async def test_store_code_paths_surface_write_once_as_store_error(store):
     plan = await _full_plan(store)
     with pytest.raises(WriteOnceViolation):
-        async with store._tx():
-            await store._exec("UPDATE plans SET created_by_agent = 'x' WHERE id = ?", (plan.id,))
+        await store._write(
+            lambda c: c.execute("UPDATE plans SET created_by_agent = 'x' WHERE id = ?", (plan.id,))
+        )
     p = await store.get_plan(plan.id)
     assert p.created_by_agent == "foreman"
     # status changes and task updates keep working and never overwrite

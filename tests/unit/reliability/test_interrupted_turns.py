@@ -85,7 +85,7 @@ async def test_only_turns_of_dead_processes_on_this_host_are_marked(store):
     finished = await store.start_turn("s", "a", "autopilot", "done", owner=f"{hostname()}:4242")
     await store.finish_turn(finished.id, "done")
     legacy = await store.start_turn("s", "a", "autopilot", "pre-v11")
-    await store._conn.execute("UPDATE turns SET owner = NULL WHERE id = ?", (legacy.id,))
+    await store._exec("UPDATE turns SET owner = NULL WHERE id = ?", (legacy.id,))
 
     marked = await store.mark_interrupted_turns(alive=lambda pid: pid == os.getpid())
     assert marked == 2
