@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from .capabilities import estimate_tokens
 from .errors import ModelContextTooSmall
@@ -94,9 +95,20 @@ class Window:
 class Fitted:
     messages: list[Message]
     tools: list[ToolSpec]
-    size: int
-    tokens: int
+    window: Window | None = None
     steps: list[str] = field(default_factory=list)  # what gave way, for a notice
+
+    # Measured only when asked (a context error): serialising the whole request costs
+    # time before every model call otherwise, and the first token waits for it.
+    @cached_property
+    def size(self) -> int:
+        return request_size(self.messages, self.tools)
+
+    @cached_property
+    def tokens(self) -> int:
+        if self.window is not None:
+            return self.window.estimate(self.messages, self.tools)
+        return estimate_tokens(self.size)
 
 
 def fit(
@@ -110,9 +122,7 @@ def fit(
     """The request to send: `messages` (system first) and `tools`, cut down until it fits."""
 
     def done(ms: list[Message], ts: list[ToolSpec], steps: list[str]) -> Fitted:
-        size = request_size(ms, ts)
-        tokens = window.estimate(ms, ts) if window else estimate_tokens(size)
-        return Fitted(ms, ts, size, tokens, steps)
+        return Fitted(ms, ts, window, steps)
 
     if window is None:
         return done(messages, tools, [])

@@ -15,7 +15,7 @@ import httpx
 import openai
 
 from .assembly import ToolCallAssembler
-from .budget import request_size
+from .budget import json_size
 from .capabilities import Capabilities
 from .client import Probe
 from .errors import (
@@ -213,18 +213,17 @@ class OpenAIClient:
         temperature: float | None = None,
     ) -> AsyncIterator[StreamEvent]:
         model_name = model or self.cfg.name
-        size = request_size(messages, tools)
         try:
             if not self.streams(tools):
                 async for event in self._whole(
-                    self._params(messages, tools, model_name, temperature, False), size
+                    self._params(messages, tools, model_name, temperature, False)
                 ):
                     yield event
                 return
             sent = False
             try:
                 async for event in self._streamed(
-                    self._params(messages, tools, model_name, temperature, True), size
+                    self._params(messages, tools, model_name, temperature, True)
                 ):
                     sent = True
                     yield event
@@ -238,7 +237,7 @@ class OpenAIClient:
             # auto: the server could not stream this request with tools; once more, whole.
             try:
                 async for event in self._whole(
-                    self._params(messages, tools, model_name, temperature, False), size
+                    self._params(messages, tools, model_name, temperature, False)
                 ):
                     yield event
             except ModelError as err:
@@ -252,15 +251,18 @@ class OpenAIClient:
         if tools:
             self.caps.tools = True
 
-    def _calibrate(self, size: int, usage: Usage | None) -> None:
+    def _calibrate(self, params: dict[str, Any], usage: Usage | None) -> None:
         if usage is not None and usage.prompt_tokens > 0:
+            # the request's size (`request_size`), measured only now: not before the request
+            tools = params.get("tools")
+            size = json_size(params["messages"]) + (json_size(tools) if tools else 0)
             ratio = size / usage.prompt_tokens
             known = self.caps.bytes_per_token
             # outside 1..8 the server counts something else; small drifts are not worth a store write
             if 1.0 <= ratio <= 8.0 and (known is None or abs(ratio - known) > 0.05 * known):
                 self.caps.bytes_per_token = round(ratio, 3)
 
-    async def _whole(self, params: dict[str, Any], size: int) -> AsyncIterator[StreamEvent]:
+    async def _whole(self, params: dict[str, Any]) -> AsyncIterator[StreamEvent]:
         reply = await self._open(params)
         choices = getattr(reply, "choices", None)
         if not choices:
@@ -286,21 +288,21 @@ class OpenAIClient:
                 prompt_tokens=reply.usage.prompt_tokens or 0,
                 completion_tokens=reply.usage.completion_tokens or 0,
             )
-            self._calibrate(size, usage)
+            self._calibrate(params, usage)
             yield UsageEvent(usage=usage)
         finish = choice.finish_reason or "stop"
         yield Finished(reason="tool_calls" if calls and finish == "stop" else finish)
 
-    async def _streamed(self, params: dict[str, Any], size: int) -> AsyncIterator[StreamEvent]:
+    async def _streamed(self, params: dict[str, Any]) -> AsyncIterator[StreamEvent]:
         sdk_stream = await self._open(params)
         try:
-            async for event in self._events(sdk_stream, size):
+            async for event in self._events(sdk_stream, params):
                 yield event
         finally:
             # Runs on completion, error, cancellation and aclose(): the socket never outlives us.
             await sdk_stream.close()
 
-    async def _events(self, sdk_stream: Any, size: int) -> AsyncIterator[StreamEvent]:
+    async def _events(self, sdk_stream: Any, params: dict[str, Any]) -> AsyncIterator[StreamEvent]:
         calls = ToolCallAssembler()
         finish: str | None = None
         usage: Usage | None = None
@@ -391,7 +393,7 @@ class OpenAIClient:
                 url=self.url,
             )
         if usage is not None:
-            self._calibrate(size, usage)
+            self._calibrate(params, usage)
             yield UsageEvent(usage=usage)
         yield Finished(reason=finish)
 

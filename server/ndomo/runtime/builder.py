@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from ndomo.llm.messages import Message
 from ndomo.runtime.context import TurnContext
-from ndomo.runtime.history import load_history, model_history, record
+from ndomo.runtime.history import load_history, model_history, record_soon
 
 
 def uri_to_path(uri: str) -> Path | None:
@@ -42,19 +43,28 @@ async def selection_context(ctx: TurnContext) -> str | None:
     return f"Selection from {shown} lines {start + 1}-{end + 1}:\n```\n{snippet}\n```"
 
 
+async def _no_history() -> list[Message]:
+    return []
+
+
 async def build_turn(ctx: TurnContext) -> None:
     rt = ctx.runtime
     ctx.agent = await rt.check_agent(ctx.agent_name)
     ctx.tools = rt.plugins.tools.filter(ctx)
-    ctx.system_prompt = await rt.plugins.prompts.build(ctx)
+    # Independent reads (prompt files, the open buffer, the stored history) wait together:
+    # each is a hop to another thread, and the first token waits for all of them.
+    ctx.system_prompt, selection, turn, stored = await asyncio.gather(
+        rt.plugins.prompts.build(ctx),
+        selection_context(ctx),
+        rt.plugins.prompts.build(ctx, placement="turn"),
+        load_history(ctx) if ctx.depth == 0 else _no_history(),
+    )
     prompt = ctx.request.prompt
-    selection = await selection_context(ctx)
     if selection:
         prompt = f"{prompt}\n\n{selection}"
-    turn = await rt.plugins.prompts.build(ctx, placement="turn")
     if turn:
         prompt = f"{prompt}\n\n{turn}"
-    history = model_history(ctx, await load_history(ctx)) if ctx.depth == 0 else []
+    history = model_history(ctx, stored) if ctx.depth == 0 else []
     user = Message(role="user", content=prompt)
     ctx.messages = [Message(role="system", content=ctx.system_prompt), *history, user]
-    await record(ctx, user)
+    record_soon(ctx, user)  # stored while the model request goes out

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ndomo.plans.errors import StoreError
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.events import TurnFinished, TurnStarted
+from ndomo.runtime.history import settle
 from ndomo.runtime.hooks import HookResult, LifecycleHook, Phase
 from ndomo.runtime.plugins import Plugins
 from ndomo.runtime.prompts import PromptContributor
@@ -53,6 +54,7 @@ class TurnFinishHook(LifecycleHook):
     priority = 90
 
     async def run(self, ctx: TurnContext) -> HookResult | None:
+        await settle(ctx)  # the user message's write, started while the request went out
         if not ctx.turn_id:
             return None
         store = await ctx.app.store()

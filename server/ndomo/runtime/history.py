@@ -7,6 +7,7 @@ budget in tokens) replaces one function.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING
 
@@ -54,8 +55,39 @@ def model_history(ctx: TurnContext, history: list[Message]) -> list[Message]:
     return trim_history(history, ctx.app.settings.history_chars)
 
 
+PENDING = "history.pending"  # ctx.state: the write `record_soon` started, not awaited yet
+
+
+def record_soon(ctx: TurnContext, message: Message) -> None:
+    """Store `message` without waiting for the write: the turn's user message is stored while
+    the model request goes out (its store transaction is several hops to the database thread,
+    which the first token used to wait for). The next `record` and the turn's end (`settle`)
+    wait for it, so the stored order is the turn's order and nothing is lost."""
+    previous = ctx.state.get(PENDING)
+
+    async def write() -> None:
+        if previous is not None:
+            await previous
+        await _store(ctx, message)
+
+    # Not the turn's task: a cancelled turn still stores what it was asked.
+    ctx.state[PENDING] = asyncio.ensure_future(write())
+
+
+async def settle(ctx: TurnContext) -> None:
+    """Wait for the write `record_soon` started (no-op when none)."""
+    pending = ctx.state.pop(PENDING, None)
+    if pending is not None:
+        await asyncio.shield(pending)
+
+
 async def record(ctx: TurnContext, message: Message) -> None:
     """Store one message of the turn as it happens; a store failure is logged, the turn goes on."""
+    await settle(ctx)
+    await _store(ctx, message)
+
+
+async def _store(ctx: TurnContext, message: Message) -> None:
     if message.role == "system":
         return
     try:

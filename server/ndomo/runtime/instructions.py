@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from ndomo.runtime import prefetch
 from ndomo.runtime.prompts import PromptContributor
 
 if TYPE_CHECKING:
@@ -86,8 +87,17 @@ class ProjectInstructions(PromptContributor):
     priority = 50  # after the agent's own prompt, before the environment line
 
     async def contribute(self, ctx: TurnContext) -> str | None:
-        return (await asyncio.to_thread(read_instructions, ctx.app)).text or None
+        # read at the turn's start (the Prefetch hook), while the turn's rows are written
+        return (await prefetch.take(ctx, PREFETCH_KEY, _read)).text or None
+
+
+PREFETCH_KEY = "instructions.read"
+
+
+async def _read(ctx: TurnContext) -> Instructions:
+    return await asyncio.to_thread(read_instructions, ctx.app)
 
 
 def setup(plugins: Plugins) -> None:
     plugins.prompts.add(ProjectInstructions())
+    plugins.hooks.add(prefetch.Prefetch("instructions.prefetch", PREFETCH_KEY, _read))

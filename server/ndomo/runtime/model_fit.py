@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ndomo.llm.budget import Fitted, Window, fit
 from ndomo.llm.capabilities import Capabilities
+from ndomo.llm.errors import ModelContextTooSmall
 from ndomo.llm.messages import Message, ToolSpec
 
 if TYPE_CHECKING:
@@ -78,14 +79,14 @@ def core_tools(ctx: TurnContext, specs: list[ToolSpec]) -> list[ToolSpec]:
 
 
 async def fit_request(ctx: TurnContext, client: Any, specs: list[ToolSpec]) -> Fitted:
-    compact = await ctx.runtime.plugins.prompts.build(ctx, compact=True)
-    return fit(
-        ctx.messages,
-        specs,
-        window_for(ctx, client),
-        core_tools=core_tools(ctx, specs),
-        compact_system=compact,
-    )
+    window, core = window_for(ctx, client), core_tools(ctx, specs)
+    try:
+        return fit(ctx.messages, specs, window, core_tools=core)
+    except ModelContextTooSmall:
+        # The compact system prompt is built only when the request must give way that far
+        # (building it reads the prompt files again: a hop every turn otherwise).
+        compact = await ctx.runtime.plugins.prompts.build(ctx, compact=True)
+        return fit(ctx.messages, specs, window, core_tools=core, compact_system=compact)
 
 
 def learn_window_from_error(client: Any, err: Any, sent_tokens: int) -> None:

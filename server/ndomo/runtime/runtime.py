@@ -364,9 +364,12 @@ class Runtime:
     async def _run(self, ctx: TurnContext) -> TurnSummary:
         hooks = self.plugins.hooks
         top = ctx.depth == 0
+        busy: asyncio.Future | None = None
         if top:
             ctx.session.busy = True
-            await self.publish_status(ctx.session)
+            # Told while the turn is set up (not before: the first token would wait for it);
+            # the end's status waits for it, so the two arrive in order.
+            busy = asyncio.ensure_future(self.publish_status(ctx.session))
         try:
             skip = False
             result = await hooks.run_phase(Phase.PRE_DISPATCH, ctx)
@@ -426,6 +429,8 @@ class Runtime:
             if ctx.turn_id is not None:
                 self.coordinator.forget_turn(ctx.turn_id)
             if top:
+                if busy is not None:
+                    await asyncio.shield(busy)
                 ctx.session.busy = False
                 if ctx.turn_id:
                     ctx.session.last_outcome = self.final_state(ctx)

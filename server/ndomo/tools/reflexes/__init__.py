@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ndomo.tools.reflexes.catalog import RefreshReflexes, catalog_for, provide
+from ndomo.tools.reflexes.catalog import RefreshReflexes, catalog_for, prefetch_hook, provide
 from ndomo.tools.reflexes.loader import load_reflexes
 from ndomo.tools.reflexes.model import Reflex, ReflexProblem, ReflexRun
 from ndomo.tools.reflexes.runner import run_reflex
@@ -27,3 +27,4 @@ __all__ = [
 def setup(plugins: Plugins) -> None:
     plugins.tools.providers.append(provide)
     plugins.hooks.add(RefreshReflexes())
+    plugins.hooks.add(prefetch_hook())

@@ -7,6 +7,7 @@ import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ndomo.runtime import prefetch
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.hooks import HookResult, LifecycleHook, Phase
 from ndomo.runtime.tools import ToolDescriptor, ToolResult
@@ -91,5 +92,17 @@ class RefreshReflexes(LifecycleHook):
     priority = 20
 
     async def run(self, ctx: TurnContext) -> HookResult | None:
-        await catalog_for(ctx.app).refresh()
+        await prefetch.take(ctx, PREFETCH_KEY, _refresh)  # started at the turn's start
         return None
+
+
+PREFETCH_KEY = "reflexes.refresh"
+
+
+async def _refresh(ctx: TurnContext) -> ReflexCatalog:
+    return await catalog_for(ctx.app).refresh()
+
+
+def prefetch_hook() -> prefetch.Prefetch:
+    """Checks the reflex files' stamps (a thread hop) while the turn's rows are written."""
+    return prefetch.Prefetch("reflexes.prefetch", PREFETCH_KEY, _refresh)

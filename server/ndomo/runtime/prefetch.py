@@ -1,0 +1,60 @@
+"""Reads a turn needs later, started when the turn starts.
+
+A turn's set-up waits on several hops to other threads in a row (the store's turn rows,
+prompt files, the reflex folder's stamps), and the first token waits for all of them. A
+read that does not depend on the store's bookkeeping is started by a `Prefetch` hook at
+PRE_DISPATCH, so it runs while those hops do; the feature that needs it later calls
+`take`, which waits for the started read (or runs it, when nothing started it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from ndomo.runtime.hooks import HookResult, LifecycleHook, Phase
+
+if TYPE_CHECKING:
+    from ndomo.runtime.context import TurnContext
+
+log = logging.getLogger("ndomo.runtime")
+
+Read = Callable[["TurnContext"], Awaitable[Any]]
+
+
+def _retrieved(fut: asyncio.Future) -> None:
+    """A read nobody took (a slash command ended the turn) must not warn at exit;
+    whoever takes it gets its error as if it had run the read itself."""
+    if not fut.cancelled() and fut.exception() is not None:
+        log.debug("prefetched read failed", exc_info=fut.exception())
+
+
+def start(ctx: TurnContext, key: str, read: Read) -> None:
+    fut = asyncio.ensure_future(read(ctx))
+    fut.add_done_callback(_retrieved)
+    ctx.state[key] = fut
+
+
+async def take(ctx: TurnContext, key: str, read: Read) -> Any:
+    """The result of the read started for this turn under `key`, else of `read` now."""
+    fut = ctx.state.get(key)
+    if fut is None:
+        return await read(ctx)
+    return await asyncio.shield(fut)
+
+
+class Prefetch(LifecycleHook):
+    """Starts `read` at the turn's start; the feature reads the result with `take`."""
+
+    phase = Phase.PRE_DISPATCH
+
+    def __init__(self, name: str, key: str, read: Read) -> None:
+        self.name = name
+        self.key = key
+        self.read = read
+
+    async def run(self, ctx: TurnContext) -> HookResult | None:
+        start(ctx, self.key, self.read)
+        return None

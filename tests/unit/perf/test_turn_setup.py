@@ -1,0 +1,177 @@
+"""What the first token no longer waits for: the user message's store write, the busy
+status, the compact system prompt and the request's size; the prompt files and the reflex
+folder are read while the turn's rows are written. Nothing is lost or reordered."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from ndomo.llm import budget
+from ndomo.llm.budget import Window, fit
+from ndomo.llm.messages import Message
+from ndomo.runtime import instructions, prefetch
+from ndomo.runtime.context import TurnRequest
+from ndomo.runtime.plugins import build_plugins
+from ndomo.runtime.prompts import PromptContributor
+from ndomo.runtime.runtime import Runtime
+from ndomo.tools.reflexes import catalog
+
+WAIT_S = 20.0  # only how long a broken build may hang before failing (not a timing check)
+
+
+async def _until(cond) -> bool:
+    end = time.monotonic() + WAIT_S
+    while not cond():
+        if time.monotonic() > end:
+            return False
+        await asyncio.sleep(0.01)
+    return True
+
+
+async def test_the_request_goes_out_before_the_user_message_is_stored_and_order_holds(app, fake):
+    store = await app.store()
+    original = store.add_message
+    seen: dict[str, bool] = {}
+
+    async def slow_add(session_id, role, content=None, **kw):
+        if role == "user":  # held until the model has the request: it must not wait for this
+            seen["request_first"] = await _until(lambda: len(fake.chat_requests()) > 0)
+        return await original(session_id, role, content, **kw)
+
+    store.add_message = slow_add  # type: ignore[method-assign]
+    fake.push({"tool_calls": [{"name": "handback", "arguments": {"reason": "need more"}}]})
+    summary = await Runtime(app, build_plugins()).run(TurnRequest(prompt="plan the move"))
+    assert seen == {"request_first": True}
+    assert summary.status == "blocked"
+    stored = await store.session_messages(summary.session)
+    assert [m.role for m in stored] == ["user", "assistant", "tool"]  # the turn's order
+    assert stored[0].content == "plan the move" and stored[0].turn_id == summary.turn_id
+
+
+async def test_a_failed_turn_still_stores_its_user_message(app, fake):
+    fake.push({"status": 401})
+    summary = await Runtime(app, build_plugins()).run(TurnRequest(prompt="hello?"))
+    assert summary.status == "failed"
+    stored = await (await app.store()).session_messages(summary.session)
+    assert [(m.role, m.content) for m in stored] == [("user", "hello?")]
+
+
+async def test_the_busy_status_does_not_hold_the_request_and_comes_before_the_idle_one(app, fake):
+    rt = Runtime(app, build_plugins())
+    got: list[tuple[bool, bool]] = []
+
+    async def listener(status) -> None:
+        if status.busy:  # a slow editor must not delay the model request
+            got.append((True, await _until(lambda: len(fake.chat_requests()) > 0)))
+        else:
+            got.append((False, True))
+
+    rt.status_listeners.append(listener)
+    fake.push({"text": "hi there"})
+    summary = await rt.run(TurnRequest(prompt="hi"))
+    assert summary.status == "done"
+    assert got == [(True, True), (False, True)]
+
+
+class _Counting(PromptContributor):
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.compact_calls = 0
+
+    async def contribute(self, ctx) -> str:
+        return "the full prompt " * 20
+
+    async def compact(self, ctx) -> str:
+        self.compact_calls += 1
+        return "short"
+
+
+async def test_the_compact_prompt_is_built_only_when_the_request_must_shrink(app, fake):
+    plugins = build_plugins()
+    counting = _Counting()
+    plugins.prompts.add(counting)
+    rt = Runtime(app, plugins)
+    fake.push({"text": "ok"})
+    assert (await rt.run(TurnRequest(prompt="hi"))).status == "done"
+    assert counting.compact_calls == 0
+    # A window too small for the full request: the compact prompt is tried.
+    app.settings.model.context_window = 512
+    fake.push({"text": "ok"})
+    await rt.run(TurnRequest(prompt="hi"))
+    assert counting.compact_calls >= 1
+
+
+def test_fit_does_not_measure_the_request_unless_asked(monkeypatch):
+    calls = []
+    real = budget.request_size
+    monkeypatch.setattr(budget, "request_size", lambda *a: calls.append(1) or real(*a))
+    messages = [Message.system("s"), Message.user("hello")]
+    fitted = fit(messages, [], None)
+    assert calls == [] and fitted.messages == messages
+    assert fitted.size == real(messages, []) and fitted.tokens > 0  # measured when asked
+    assert fit(messages, [], Window(100_000, "test")).tokens == Window(100_000, "test").estimate(
+        messages, []
+    )
+
+
+async def test_prompt_files_and_reflexes_are_read_while_the_turn_row_is_written(
+    app, fake, monkeypatch
+):
+    """Both reads start at PRE_DISPATCH: the turn row's write can wait for them to begin."""
+    (app.root / "AGENTS.md").write_text("Be brief.\n")
+    reads: list[str] = []
+    read, sig = instructions.read_instructions, catalog.signature
+    monkeypatch.setattr(
+        instructions, "read_instructions", lambda a: reads.append("instructions") or read(a)
+    )
+    monkeypatch.setattr(catalog, "signature", lambda r: reads.append("reflexes") or sig(r))
+    store = await app.store()
+    start_turn = store.start_turn
+    began: list[bool] = []
+
+    async def waiting_start(*a, **kw):
+        began.append(await _until(lambda: {"instructions", "reflexes"} <= set(reads)))
+        return await start_turn(*a, **kw)
+
+    store.start_turn = waiting_start  # type: ignore[method-assign]
+    fake.push({"text": "ok"})
+    assert (await Runtime(app, build_plugins()).run(TurnRequest(prompt="hi"))).status == "done"
+    assert began == [True]
+    assert reads.count("instructions") == 1  # once a turn (the compact prompt was not built)
+    assert "Be brief." in fake.chat_requests()[-1]["body"]["messages"][0]["content"]
+
+
+async def test_take_without_a_started_read_runs_it_and_a_started_one_runs_once():
+    class Ctx:
+        state: dict = {}
+
+    runs = []
+
+    async def read(ctx) -> int:
+        runs.append(1)
+        return len(runs)
+
+    ctx = Ctx()
+    assert await prefetch.take(ctx, "k", read) == 1  # nothing started: read now
+    prefetch.start(ctx, "k", read)
+    assert await prefetch.take(ctx, "k", read) == 2
+    assert await prefetch.take(ctx, "k", read) == 2 and len(runs) == 2
+
+
+async def test_a_failed_prefetched_read_fails_whoever_takes_it():
+    class Ctx:
+        state: dict = {}
+
+    async def broken(ctx):
+        raise OSError("unreadable")
+
+    ctx = Ctx()
+    prefetch.start(ctx, "k", broken)
+    try:
+        await prefetch.take(ctx, "k", broken)
+    except OSError as exc:
+        assert "unreadable" in str(exc)
+    else:
+        raise AssertionError("the read's error was lost")
