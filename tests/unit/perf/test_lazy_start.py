@@ -100,3 +100,17 @@ def test_building_the_tool_registry_does_not_import_bashlex():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "False"
+
+
+def test_building_the_tool_registry_leaves_page_libraries_unimported():
+    """bs4 (with soupsieve) and httpx were ~60% of building the plugins at start-up, which the
+    first useful answer waits for; they load when a page is first fetched or read."""
+    code = (
+        "import sys; from ndomo.runtime.plugins import build_plugins; p = build_plugins();"
+        "print('web_fetch' in p.tools.names(), 'check_page' in p.tools.names());"
+        "print(','.join(m for m in ('bs4', 'soupsieve', 'httpx') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    assert out[0] == "True True" and out[1] == ""

@@ -7,7 +7,6 @@ import asyncio
 from collections.abc import Callable
 from urllib.parse import urljoin, urlsplit
 
-import httpx
 from pydantic import BaseModel
 
 MAX_BYTES = 2 * 1024 * 1024
@@ -71,6 +70,8 @@ async def fetch(
 async def _fetch(
     url: str, max_bytes: int, check_hop: Callable[[str], object] | None = None
 ) -> Fetched:
+    import httpx  # when a page is fetched, not when the tool is registered (start-up)
+
     hops: list[str] = []
     timeout = httpx.Timeout(15.0, connect=10.0)
     async with httpx.AsyncClient(

@@ -4,8 +4,12 @@ items and links kept recognisable, whitespace collapsed."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from bs4 import BeautifulSoup, NavigableString, Tag
+# bs4 (with soupsieve) is ~40% of building the runtime's tool registry at start-up: it is
+# imported when a page is first read, not when the tool is registered.
+if TYPE_CHECKING:
+    from bs4 import BeautifulSoup, Tag
 
 _DROP = ("script", "style", "noscript", "template", "svg", "canvas", "iframe", "head")
 _BLOCK = {
@@ -40,6 +44,8 @@ _BLANKS = re.compile(r"\n{3,}")
 
 
 def parse(html: str) -> BeautifulSoup:
+    from bs4 import BeautifulSoup
+
     return BeautifulSoup(html, "html.parser")
 
 
@@ -62,6 +68,8 @@ def to_text(soup: BeautifulSoup) -> str:
 
 
 def _walk(node: Tag, out: list[str]) -> None:
+    from bs4 import NavigableString, Tag
+
     for child in node.children:
         if isinstance(child, NavigableString):
             if type(child) is NavigableString:  # not comments, CDATA, doctype
