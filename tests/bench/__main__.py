@@ -1,5 +1,6 @@
 """Run the benchmarks: `python -m tests.bench [NAME …] [--scale 10k|100k] [--json FILE]`,
-or the timing-free budgets: `python -m tests.bench --ci`.
+or the timing-free budgets: `python -m tests.bench --ci`; `--inject-delay MS` proves a
+slowed path fails the run.
 
 Names: turns, lsp, startup, idle, diagnostics, store, overhead, grep, memory, reqsize (default:
 all). Exits non-zero when a target is missed or a benchmark fails to run. See
@@ -34,6 +35,24 @@ BENCHES = {
 SCALES = {"10k": 10_000, "100k": 100_000}
 
 
+def inject_delay(seconds: float) -> None:
+    """Slow the timed paths down in this process only (the benchmark's own patch, never a
+    switch in ndomo): a run with it must report MISSED and exit 1."""
+    from ndomo.lsp.plan_diagnostics import PlanDiagnosticsFeature
+    from ndomo.runtime.coordinator import ToolCallCoordinator
+
+    def slowed(method):
+        async def slow(*args, **kwargs):
+            await asyncio.sleep(seconds)
+            return await method(*args, **kwargs)
+
+        return slow
+
+    ToolCallCoordinator.run = slowed(ToolCallCoordinator.run)  # type: ignore[method-assign]
+    PlanDiagnosticsFeature.refresh = slowed(PlanDiagnosticsFeature.refresh)  # type: ignore[method-assign]
+    print(f"injected: +{seconds * 1000:g} ms per tool call and per diagnostics refresh")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tests.bench", description=__doc__.splitlines()[0]
@@ -46,6 +65,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--ci", action="store_true", help="only the budgets that do not depend on timing"
     )
+    parser.add_argument(
+        "--inject-delay",
+        type=float,
+        metavar="MS",
+        help="prove the run can fail: add MS of sleep to the paths the in-process benchmarks "
+        "time (overhead: each tool call; diagnostics: each refresh); the run must exit 1",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     logging.getLogger("pygls").setLevel(logging.CRITICAL)
@@ -56,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in args.names if n not in BENCHES]
     if unknown:
         parser.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(BENCHES)}")
+    if args.inject_delay:
+        inject_delay(args.inject_delay / 1000)
     print("machine:", machine())
     results: list[Result] = []
     failed = []

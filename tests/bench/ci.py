@@ -4,7 +4,7 @@
 - query plans: every statement the store runs during a workload that touches each of its
   operations is traced (`set_trace_callback`) and its `EXPLAIN QUERY PLAN` must not scan
   the plans or plan_tasks table without an index;
-- more budgets join through `BUDGETS` (e.g. request bytes per agent/mode).
+- request bytes: a turn's first model request per agent and mode stays under 10,000 B.
 
 Each budget returns a list of problems; any problem makes the run exit 1.
 """
@@ -146,10 +146,28 @@ async def query_plans() -> list[str]:
             await store.close()
 
 
-# Timing-free budgets; other helpers add theirs here (e.g. request bytes per agent/mode).
+async def request_bytes() -> list[str]:
+    """A turn's first model request per agent and mode (messages + tool schemas, bytes of
+    JSON as sent) stays under the budget: the prompt and schemas cannot grow unnoticed."""
+    from tests.bench.request_size import CASES, TARGET, measure
+
+    rows = await measure()
+    problems = [
+        f"{r['agent']} · {r['mode']}: first request {r['total']:,} B (budget < {TARGET:,} B; "
+        f"tools {r['tools']:,} B, system prompt {r['system']:,} B)"
+        for r in rows
+        if r["total"] >= TARGET
+    ]
+    if len(rows) != len(CASES):
+        problems.append(f"measured {len(rows)} of {len(CASES)} agent/mode cases")
+    return problems
+
+
+# Timing-free budgets: each returns its problems (none: within budget).
 BUDGETS: dict[str, Budget] = {
     "query plans use indexes": query_plans,
     "idle wake-ups": idle_wakeups,
+    "request bytes per agent/mode": request_bytes,
 }
 
 
