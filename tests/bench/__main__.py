@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.bench.common import Result, dump, machine
+from tests.bench.common import Result, conditions, dump, machine
 
 BENCHES = {
     "turns": "tests.bench.turns",
@@ -84,10 +84,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(BENCHES)}")
     if args.inject_delay:
         inject_delay(args.inject_delay / 1000)
-    print("machine:", machine())
+    names = args.names or list(BENCHES)
+    start = conditions()
+    print("machine:", machine(), "load:", start["load"])
     results: list[Result] = []
     failed = []
-    for name in args.names or list(BENCHES):
+    for name in names:
         t = time.perf_counter()
         run = importlib.import_module(BENCHES[name]).run
         kwargs = (
@@ -103,12 +105,22 @@ def main(argv: list[str] | None = None) -> int:
             print(r.line(), flush=True)
         print(f"# {name}: {time.perf_counter() - t:.0f} s", flush=True)
         results += rows
-    dump(results, args.json)
     missed = [r for r in results if not r.met]
+    code = 1 if failed or missed else 0
+    run_info = {
+        "benchmarks": names,
+        "scale": args.scale,
+        "inject_delay_ms": args.inject_delay,
+        "start": start,
+        "end": conditions(),
+        "failed": failed,
+        "exit": code,
+    }
+    dump(results, args.json, run_info)
     print(f"{len(results) - len(missed)} met, {len(missed)} missed, {len(failed)} failed to run")
     for r in missed:
         print(f"MISSED: {r.bench} {r.case}: {r.value:.3f} {r.unit} [{r.target}]", file=sys.stderr)
-    return 1 if failed or missed else 0
+    return code
 
 
 if __name__ == "__main__":

@@ -103,8 +103,18 @@ def env_for_server(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def dump(results: list[Result], path: Path | None) -> None:
+def conditions() -> dict[str, Any]:
+    """When and under what load: the load average (1, 5, 15 min) and the time, now."""
+    return {
+        "time": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "load": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def dump(results: list[Result], path: Path | None, run: dict[str, Any] | None = None) -> None:
+    """The rows and how the run went (`run`: names, scale, conditions at start and end,
+    exit code) for `python -m tests.bench.report`."""
     if path is None:
         return
     rows = [asdict(r) | {"ratio": r.ratio} for r in results]
-    path.write_text(json.dumps({"machine": machine(), "results": rows}, indent=2))
+    path.write_text(json.dumps({"machine": machine(), "run": run or {}, "results": rows}, indent=2))

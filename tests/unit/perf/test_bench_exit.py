@@ -64,3 +64,16 @@ def test_a_deliberately_slowed_tool_call_path_makes_the_run_fail(monkeypatch, ca
     assert bench.main(["overhead", "--inject-delay", "5"]) == 1
     err = capsys.readouterr().err
     assert "MISSED: overhead tool call added, mean" in err
+
+
+def test_the_report_states_the_runs_conditions_and_every_row(tmp_path, monkeypatch, capsys):
+    from tests.bench.report import report
+
+    _fake_bench(monkeypatch, "fake", [_row(True), _row(False)])
+    out = tmp_path / "pass.json"
+    assert bench.main(["fake", "--json", str(out)]) == 1
+    text = report([out])
+    assert "`python -m tests.bench fake`" in text and "load average (1/5/15 min)" in text
+    assert "exited 1 (1 targets missed, 0 benchmarks failed to run)" in text
+    assert text.count("| case | 2.00 ms | 1.00 ms | 2.00× | ≤ 1 ms |") == 2
+    assert "**MISSED**" in text
