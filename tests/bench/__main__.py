@@ -38,8 +38,11 @@ SCALES = {"10k": 10_000, "100k": 100_000}
 def inject_delay(seconds: float) -> None:
     """Slow the timed paths down in this process only (the benchmark's own patch, never a
     switch in ndomo): a run with it must report MISSED and exit 1."""
-    from ndomo.lsp.plan_diagnostics import PlanDiagnosticsFeature
+    from ndomo.lsp import plan_diagnostics as pd
     from ndomo.runtime.coordinator import ToolCallCoordinator
+
+    # the class whose `refresh` tests/bench/diagnostics.py times (one folder's plans)
+    plans = getattr(pd, "FolderPlans", None) or pd.PlanDiagnosticsFeature
 
     def slowed(method):
         async def slow(*args, **kwargs):
@@ -49,7 +52,7 @@ def inject_delay(seconds: float) -> None:
         return slow
 
     ToolCallCoordinator.run = slowed(ToolCallCoordinator.run)  # type: ignore[method-assign]
-    PlanDiagnosticsFeature.refresh = slowed(PlanDiagnosticsFeature.refresh)  # type: ignore[method-assign]
+    plans.refresh = slowed(plans.refresh)  # type: ignore[method-assign]
     print(f"injected: +{seconds * 1000:g} ms per tool call and per diagnostics refresh")
 
 

@@ -58,6 +58,30 @@ class NdomoProtocol(LanguageServerProtocol):
         life.request_exit(0 if life.shutdown_requested else 1, "exit received")
 
 
+STDIN_LINE_LIMIT = 1 << 20  # a header line longer than this is not LSP
+
+
+class _LoopStdin:
+    """asyncio's StreamReader with what pygls's message loop expects of a file: a body cut
+    short by the editor going away comes back short (pygls stops on it) instead of raising,
+    and each line read lets the loop run once first — messages already buffered would
+    otherwise be handled back to back, before the tasks the previous one started have begun
+    (`exit` right behind `shutdown` would not see the shutdown)."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self._reader = reader
+
+    async def readline(self) -> bytes:
+        await asyncio.sleep(0)
+        return await self._reader.readline()
+
+    async def readexactly(self, n: int) -> bytes:
+        try:
+            return await self._reader.readexactly(n)
+        except asyncio.IncompleteReadError as exc:
+            return exc.partial
+
+
 class Life:
     """One per server: runs the stdio loop and ends it once, whatever asked first."""
 
@@ -118,23 +142,50 @@ class Life:
 
     # -- the stdio loop ------------------------------------------------------------------
     def serve_stdio(self) -> int:
-        from pygls.io_ import StdinAsyncReader, StdoutWriter
+        from pygls.io_ import StdoutWriter
 
-        reader = StdinAsyncReader(sys.stdin.buffer, self.server.thread_pool)
         self.server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
         try:
-            asyncio.run(self._run(reader))
+            asyncio.run(self._run(None))
         except KeyboardInterrupt:
             self.exit_code = 130
         except BrokenPipeError:
             log.warning("the editor closed the connection")
         return self.exit_code
 
+    async def _stdin(self):
+        """stdin read by the event loop: pygls's reader hops to a thread for each header line
+        and body (three wake-ups of another thread per message, each one a wait for a core on
+        a busy machine, in front of every request). Where the loop cannot watch stdin (a
+        regular file, or stdin and stdout the same socket, which non-blocking mode would
+        break for writes), pygls's threaded reader."""
+        from pygls.io_ import StdinAsyncReader
+
+        loop = asyncio.get_running_loop()
+        try:
+            same = os.path.sameopenfile(sys.stdin.fileno(), sys.stdout.fileno())
+        except (OSError, ValueError):
+            same = True
+        if not same:
+            reader = asyncio.StreamReader(limit=STDIN_LINE_LIMIT)
+            try:
+                await loop.connect_read_pipe(
+                    lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer
+                )
+                return _LoopStdin(reader)
+            except (OSError, ValueError) as exc:  # e.g. a regular file
+                log.debug(
+                    "stdin cannot be watched by the event loop (%s): reading in a thread", exc
+                )
+        return StdinAsyncReader(sys.stdin.buffer, self.server.thread_pool)
+
     async def _run(self, reader) -> None:
         from pygls.io_ import run_async
 
         self._main = asyncio.current_task()
         loop = asyncio.get_running_loop()
+        if reader is None:
+            reader = await self._stdin()
         for sig in (signal.SIGTERM, signal.SIGHUP) if os.name == "posix" else ():
             loop.add_signal_handler(sig, self.request_exit, 0, f"signal {sig.name}")
         stop = threading.Event()

@@ -11,7 +11,7 @@ import types
 import pytest
 
 import tests.bench.__main__ as bench
-from ndomo.lsp.plan_diagnostics import PlanDiagnosticsFeature
+from ndomo.lsp import plan_diagnostics as pd
 from ndomo.runtime.coordinator import ToolCallCoordinator
 from tests.bench import overhead
 from tests.bench.common import Result
@@ -59,7 +59,8 @@ def test_the_exit_code_says_whether_every_target_was_met(monkeypatch, capsys, ro
 def test_a_deliberately_slowed_tool_call_path_makes_the_run_fail(monkeypatch, capsys):
     # the injected patch is undone after the test
     monkeypatch.setattr(ToolCallCoordinator, "run", ToolCallCoordinator.run)
-    monkeypatch.setattr(PlanDiagnosticsFeature, "refresh", PlanDiagnosticsFeature.refresh)
+    plans = getattr(pd, "FolderPlans", None) or pd.PlanDiagnosticsFeature
+    monkeypatch.setattr(plans, "refresh", plans.refresh)
     monkeypatch.setattr(overhead, "N", 30)
     assert bench.main(["overhead", "--inject-delay", "5"]) == 1
     err = capsys.readouterr().err
