@@ -3,7 +3,8 @@
 The floor is a minimal pygls server (tests/bench/floor_server.py) answering the same two
 requests with constant answers of ndomo's shape: what pygls + JSON-RPC over stdio cost.
 Both servers run at once and are sampled interleaved (one ndomo request, one floor
-request, …) in the same window, so machine load hits both alike. The fake model streams
+request, …) in the same window, so machine load hits both alike; sampling starts once both
+have settled (ndomo's background warm-up done). The fake model streams
 from its own process. An error answer is not a sample: the run fails. While streaming,
 the turn must still be streaming when the last sample is taken (asserted).
 """
@@ -21,11 +22,11 @@ from pygls.uris import from_fs_path
 
 from tests.bench.common import Result, summary
 from tests.bench.fake_proc import FakeProc
-from tests.bench.lsp_client import FLOOR, NDOMO, start, stop
+from tests.bench.idle import settle
+from tests.bench.lsp_client import FLOOR, NDOMO, server_pid, start, stop
 
 N = 400
 WARMUP = 40
-SETTLE_S = 3.0
 STREAM = {"text": "token " * 6000, "chunks": 6000, "chunk_delay": 0.005}  # ~30 s of deltas
 
 
@@ -95,9 +96,14 @@ async def run() -> list[Result]:
                 "floor": _requests(floor, await open_doc(floor, Path(d1))),
                 "ndomo": _requests(ndomo, await open_doc(ndomo, Path(d2))),
             }
-            await asyncio.sleep(
-                SETTLE_S
-            )  # both up and idle (ndomo imports the rest after `initialized`)
+            await ndomo.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="ndomo.mode.get", arguments=[{}])
+            )
+            # Both settled: ndomo's background warm-up after `initialized` (the rest of its
+            # imports, agents, the model client) takes seconds on a busy machine and must not
+            # land in the idle window. Settled = no thread switched for a while (idle.settle).
+            for client in (ndomo, floor):
+                await settle(server_pid(client))
             await sample(pairs, WARMUP)
             idle = await sample(pairs, N)
             fake.push(STREAM)
