@@ -10,7 +10,6 @@ import asyncio
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
-from soupsieve import SelectorSyntaxError
 
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, ToolResult, tool
@@ -89,6 +88,8 @@ def _read_paths(p: CheckPageParams) -> list[str]:
 def run_checks(
     html: str, expect: list[str], missing: list[str]
 ) -> tuple[str, str, list[SelectorCheck]]:
+    from soupsieve import SelectorSyntaxError  # with bs4, when a page is read (start-up)
+
     soup = html_text.parse(html)
     checks = []
     for want, sels in (("present", expect), ("absent", missing)):
