@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
-from ndomo.lsp.server import Feature
+from ndomo.lsp.feature import Feature
 
 if TYPE_CHECKING:
     from ndomo.app import App

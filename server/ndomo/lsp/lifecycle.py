@@ -10,7 +10,7 @@ import logging
 from lsprotocol import types
 
 from ndomo.lsp import warmup
-from ndomo.lsp.server import Feature
+from ndomo.lsp.feature import Feature
 
 log = logging.getLogger("ndomo.lsp")
 

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
+from ndomo.lsp.feature import Feature
 from ndomo.lsp.names import pick
-from ndomo.lsp.server import Feature
 
 if TYPE_CHECKING:  # the store and runtime load after `initialized`, not before initialize
     from ndomo.app import App

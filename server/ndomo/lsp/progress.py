@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, cast
 
 from lsprotocol import types
 
-from ndomo.lsp.server import Feature
+from ndomo.lsp.feature import Feature
 
 if TYPE_CHECKING:  # the runtime loads after `initialized`, not before initialize
     from ndomo.app import App

@@ -1,6 +1,6 @@
 """The ndomo language server: a thin pygls shell around the `App`.
 
-Features are small classes listed in `FEATURES`; each registers its handlers in one
+Features are small classes (`lsp.feature.Feature`) listed in `lsp.features.FEATURES`; each registers its handlers in one
 place and its failures are isolated (logged, reported, never fatal to the server).
 """
 
@@ -19,6 +19,7 @@ from ndomo import __version__
 
 if TYPE_CHECKING:  # the App (config, pydantic, yaml) loads after `initialized`
     from ndomo.app import App
+    from ndomo.lsp.feature import Feature
     from ndomo.lsp.logs import LogMessageHandler
 
 log = logging.getLogger("ndomo.lsp")
@@ -109,48 +110,11 @@ class NdomoServer(LanguageServer):
         )
 
 
-class Feature:
-    """One concern of the editor surface. Subclasses register handlers in `register`."""
-
-    name = "feature"
-
-    def __init__(self, server: NdomoServer) -> None:
-        self.server = server
-
-    def register(self) -> None:  # pragma: no cover - interface
-        raise NotImplementedError
-
-    async def on_ready(self, app: App) -> None:
-        """Called once the App exists (after `initialized`)."""
-
-
-def _feature_classes() -> list[type[Feature]]:
-    from ndomo.lsp.agent_diagnostics import AgentDiagnosticsFeature
-    from ndomo.lsp.code_actions import CodeActionsFeature
-    from ndomo.lsp.commands import CommandsFeature
-    from ndomo.lsp.config_report import ConfigReportFeature
-    from ndomo.lsp.documents import DocumentsFeature
-    from ndomo.lsp.lifecycle import LifecycleFeature
-    from ndomo.lsp.plan_diagnostics import PlanDiagnosticsFeature
-    from ndomo.lsp.progress import TurnProgressFeature
-    from ndomo.lsp.status import StatusFeature
-
-    return [
-        LifecycleFeature,
-        ConfigReportFeature,
-        CommandsFeature,
-        CodeActionsFeature,
-        StatusFeature,
-        DocumentsFeature,
-        TurnProgressFeature,
-        PlanDiagnosticsFeature,
-        AgentDiagnosticsFeature,
-    ]
-
-
 def create_server() -> NdomoServer:
+    from ndomo.lsp.features import FEATURES
+
     server = NdomoServer()
-    for cls in _feature_classes():
+    for cls in FEATURES:
         feat = cls(server)
         feat.register()
         server.features.append(feat)

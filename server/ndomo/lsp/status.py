@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ndomo.lsp.server import Feature
+from ndomo.lsp.feature import Feature
 
 if TYPE_CHECKING:
     from ndomo.app import App
