@@ -32,7 +32,9 @@ class NdomoServer(LanguageServer):
         super().__init__(
             "ndomo",
             __version__,
-            text_document_sync_kind=types.TextDocumentSyncKind.Full,
+            # Editors send only the changed ranges; pygls applies them to its copy, which
+            # every reader (LspHost, owned files, didSave) takes its text and version from.
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             protocol_cls=NdomoProtocol,
         )
         self.life = Life(self)  # stdio loop, wind-down, the editor's process
