@@ -49,6 +49,7 @@ class CodeActionsFeature(Feature):
             ),
         )
         def code_actions(params: types.CodeActionParams) -> list[types.CodeAction]:
+            ls.touch(params.text_document.uri)  # editors ask as the cursor moves: the active file
             return self.selection_actions(params) + self.diagnostic_fixes(params)
 
     def selection_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
