@@ -29,3 +29,6 @@ class Feature:
 
     async def on_close(self, app: App) -> None:
         """Called when a workspace folder is removed, before its App closes."""
+
+    async def on_settings(self, app: App) -> None:
+        """Called after `app.settings` changed (workspace/didChangeConfiguration)."""

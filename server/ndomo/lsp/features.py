@@ -11,10 +11,12 @@ from ndomo.lsp.feature import Feature
 from ndomo.lsp.lifecycle import LifecycleFeature
 from ndomo.lsp.plan_diagnostics import PlanDiagnosticsFeature
 from ndomo.lsp.progress import TurnProgressFeature
+from ndomo.lsp.settings import SettingsFeature
 from ndomo.lsp.status import StatusFeature
 
 FEATURES: tuple[type[Feature], ...] = (
     LifecycleFeature,
+    SettingsFeature,
     ConfigReportFeature,
     CommandsFeature,
     CodeActionsFeature,
