@@ -21,6 +21,9 @@ import {
 } from "vscode-languageclient/node";
 import type {
   ClientCapabilities,
+  ConfigurationParams,
+  ConfigurationRequest,
+  ResponseError,
   FeatureState,
   LanguageClientOptions,
   ServerOptions,
@@ -33,7 +36,16 @@ import type {
 } from "vscode-languageclient/node";
 
 import { Context, Lsp, PALETTE, PickItem, Selection, Ui } from "./commands";
-import { affectsServer, initializationOptions, ServerCommand, serverCommand, startFailure, Where } from "./config";
+import {
+  affectsServer,
+  configurationAnswers,
+  initializationOptions,
+  ServerCommand,
+  serverCommand,
+  SETTINGS_SECTION,
+  startFailure,
+  Where,
+} from "./config";
 import { SAVE_DOCUMENTS, saveDocuments } from "./save";
 import { formatStatus, parseStatus, StatusPayload } from "./status";
 import { describeEvent } from "./transcript";
@@ -119,6 +131,20 @@ async function showDocumentBeside(
   }
 }
 
+/** The server's `workspace/configuration` pull: `ndomo` in the config.yaml shape, per folder. */
+async function answerConfiguration(
+  params: ConfigurationParams,
+  token: CancellationToken,
+  next: ConfigurationRequest.HandlerSignature,
+): Promise<unknown[] | ResponseError<void>> {
+  const answers = await next(params, token);
+  if (!Array.isArray(answers)) return answers;
+  return configurationAnswers(params.items, answers, (scopeUri) => {
+    const cfg = vscode.workspace.getConfiguration(SETTINGS_SECTION, scopeUri ? vscode.Uri.parse(scopeUri) : undefined);
+    return (key) => cfg.get(key);
+  });
+}
+
 function createClient(output: vscode.OutputChannel, cmd: ServerCommand): LanguageClient {
   const cfg = settings();
   const serverOptions: ServerOptions = {
@@ -130,7 +156,13 @@ function createClient(output: vscode.OutputChannel, cmd: ServerCommand): Languag
     documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
     initializationOptions: initializationOptions((key) => cfg.get(key)),
     outputChannel: output,
-    middleware: { window: { showDocument: showDocumentBeside } },
+    // Setting changes go to the running server (workspace/didChangeConfiguration); it pulls
+    // each folder's `ndomo` section, answered in the config.yaml shape.
+    synchronize: { configurationSection: SETTINGS_SECTION },
+    middleware: {
+      window: { showDocument: showDocumentBeside },
+      workspace: { configuration: answerConfiguration },
+    },
   };
   const c = new LanguageClient("ndomo", "ndomo", serverOptions, clientOptions);
   c.registerFeature(saveDocumentsCapability);

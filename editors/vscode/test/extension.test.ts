@@ -189,6 +189,24 @@ test("after a failed start, fixing ndomo.server.command starts the server", asyn
   assert.equal(stub.errors.length, 1);
 });
 
+test("a model setting change reaches the running server without a restart", async () => {
+  stub.config = { "ndomo.model.name": "first" };
+  const { client } = await start();
+  assert.equal(client.clientOptions.synchronize.configurationSection, "ndomo");
+  stub.config = { "ndomo.model.name": "second", "ndomo.modes.default": "autopilot" };
+  await stub.changeConfig(["ndomo.model.name", "ndomo.modes.default", "ndomo.initializationOptions"]);
+  assert.equal(clients.length, 1, "the server was restarted");
+  assert.equal(client.internalState, "running");
+  // the server's pull (workspace/configuration) gets the new values in the config shape
+  const pull = client.clientOptions.middleware.workspace.configuration;
+  const next = async (params: any) => params.items.map(() => ({ model: { name: "raw VS Code shape" } }));
+  const answers = await pull({ items: [{ section: "ndomo", scopeUri: "file:///ws" }] }, undefined, next);
+  assert.deepEqual(answers, [{ model: { name: "second" }, modes: { default: "autopilot" } }]);
+
+  await stub.changeConfig(["ndomo.server.args"]);  // how the server starts: a restart
+  assert.equal(clients.length, 2);
+});
+
 test("a restart that fails again says so and a later one still works", async () => {
   await start();
   LC.startError = () => new Error("server crashed during initialize");
