@@ -47,13 +47,15 @@ import {
   Where,
 } from "./config";
 import { SAVE_DOCUMENTS, saveDocuments } from "./save";
-import { formatStatus, parseStatus, StatusPayload } from "./status";
+import { formatStatus, parseStatus, pickStatus, StatusPayload } from "./status";
 import { describeEvent } from "./transcript";
 import { ChatView, VIEW_ID } from "./chat/view";
 import { TurnTracker } from "./turns";
 
 let client: LanguageClient | undefined;
 let lastStatus: StatusPayload | null = null;
+/** The latest status of each workspace folder ("" for a server without folders), oldest first. */
+const statuses = new Map<string, StatusPayload>();
 /** Stops whatever the current session started (client, progress notifications). */
 let stopCurrent: (() => Promise<void>) | undefined;
 
@@ -263,7 +265,12 @@ function showTurnProgress(c: LanguageClient, token: string | number, cancel: () 
   return done;
 }
 
+function activeUri(): string | undefined {
+  return vscode.window.activeTextEditor?.document.uri.toString();
+}
+
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  statuses.clear();
   const output = vscode.window.createOutputChannel("ndomo");
   const transcript = vscode.window.createOutputChannel("ndomo transcript");
   const item = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 100);
@@ -345,9 +352,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     c.onNotification("ndomo/status", (raw: unknown) => {
       const status = parseStatus(raw);
       if (status) {
-        lastStatus = status;
+        statuses.delete(status.folder ?? "");
+        statuses.set(status.folder ?? "", status);
+        lastStatus = pickStatus([...statuses.values()], activeUri());
         render();
-        chat.onStatus(status);
+        if (lastStatus) chat.onStatus(lastStatus);
       }
     });
     c.onNotification("ndomo/turn/event", (event: unknown) => {
@@ -393,6 +402,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const restart = async () => {
     await stop();
     lastStatus = null;
+    statuses.clear();
     connected = true;
     render();
     try {
@@ -404,6 +414,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
   context.subscriptions.push(
     vscode.commands.registerCommand("ndomo.restartServer", restart),
+    // with several folders, the status bar follows the folder of the active editor
+    vscode.window.onDidChangeActiveTextEditor(() => {
+      const picked = pickStatus([...statuses.values()], activeUri());
+      if (picked === lastStatus) return;
+      lastStatus = picked;
+      render();
+      if (picked) chat.onStatus(picked);
+    }),
     vscode.workspace.onDidChangeConfiguration(async (e) => {
       if (affectsServer((s) => e.affectsConfiguration(s))) await restart();
     }),

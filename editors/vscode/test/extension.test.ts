@@ -89,6 +89,20 @@ test("the menus fall back to the modes and agents of the initialize result", asy
   );
 });
 
+test("with several folders the status bar shows the active editor's folder", async () => {
+  const { client } = await start();
+  const item = stub.statusItems[0];
+  client.notify("ndomo/status", { ...STATUS, mode: "autopilot", folder: "file:///ws/a" });
+  client.notify("ndomo/status", { ...STATUS, mode: "brainstorming", folder: "file:///ws/b" });
+  assert.equal(item.text, "ndomo: foreman · brainstorming"); // no editor: the latest
+  stub.activate("file:///ws/a/x.py");
+  assert.equal(item.text, "ndomo: foreman · autopilot");
+  client.notify("ndomo/status", { ...STATUS, mode: "discussion", folder: "file:///ws/b" });
+  assert.equal(item.text, "ndomo: foreman · autopilot"); // b changed; a's file is active
+  stub.activate("file:///ws/b/y.py");
+  assert.equal(item.text, "ndomo: foreman · discussion");
+});
+
 test("a server error becomes an error message, not an exception", async () => {
   const { client } = await start();
   LC.answers = { "ndomo.undo": new Error("nothing to undo") };
