@@ -4,8 +4,6 @@ next request and turn use them — in the same server process, without a restart
 
 from __future__ import annotations
 
-import asyncio
-
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
@@ -20,12 +18,10 @@ async def _model_name(client, folder) -> str:
     return report["model"]["name"]
 
 
-async def _until_model(client, folder, name: str) -> None:
-    for _ in range(200):
-        if await _model_name(client, folder) == name:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{folder}: the model is still {await _model_name(client, folder)!r}")
+async def _assert_model(client, folder, name: str) -> None:
+    """The request right after the change already sees it: requests wait for a settings
+    change the server received before them."""
+    assert await _model_name(client, folder) == name
 
 
 def _change(client, settings=None) -> None:
@@ -60,7 +56,7 @@ async def test_pulled_settings_apply_per_folder_without_a_restart(lsp, tmp_path)
 
         client.set_configuration({"model": {"name": "second"}}, section="ndomo", scope_uri=ua)
         _change(client, {"ndomo": {"model": {"name": "ignored: the client offers a pull"}}})
-        await _until_model(client, a, "second")
+        await _assert_model(client, a, "second")
         assert pulls[-2:] == [(ua, "ndomo"), (ub, "ndomo")]
         assert await _model_name(client, b) == "first"  # b's editor settings name no model
 
@@ -72,7 +68,7 @@ async def test_pulled_settings_apply_per_folder_without_a_restart(lsp, tmp_path)
         # a setting removed in the editor falls back to the lower layers
         client.set_configuration(None, section="ndomo", scope_uri=ua)
         _change(client)
-        await _until_model(client, a, "first")
+        await _assert_model(client, a, "first")
 
 
 async def test_pushed_settings_apply_when_the_client_cannot_be_asked(lsp, tmp_path):
@@ -82,7 +78,7 @@ async def test_pushed_settings_apply_when_the_client_cannot_be_asked(lsp, tmp_pa
     client = await lsp.start(tmp_path, env={"HOME": str(tmp_path.parent)}, capabilities=no_pull)
     pid = client._server.pid
     _change(client, {"ndomo": {"model": {"name": "pushed"}}})
-    await _until_model(client, tmp_path, "pushed")
+    await _assert_model(client, tmp_path, "pushed")
     assert client._server.pid == pid and client._server.returncode is None
 
 
@@ -91,7 +87,7 @@ async def test_bad_settings_are_reported_and_the_rest_applied(lsp, tmp_path):
         tmp_path, capabilities=lambda c: setattr(c.workspace, "configuration", False)
     )
     _change(client, {"ndomo": {"model": {"name": "good", "timeout_s": "soon"}}})
-    await _until_model(client, tmp_path, "good")
+    await _assert_model(client, tmp_path, "good")
     report = await command(client, "ndomo.health", {"probe_model": False})
     assert {p["key"] for p in report["config"]["problems"]} == {"model.timeout_s"}
     errors = [m for m in client.messages if m.type == types.MessageType.Error]

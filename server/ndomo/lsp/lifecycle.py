@@ -50,8 +50,7 @@ class LifecycleFeature(Feature):
         async def on_folders(params: types.DidChangeWorkspaceFoldersParams) -> None:
             # pygls has updated `workspace.folders` already; requests that arrive meanwhile
             # wait for the change (a uri in an added folder must find its App)
-            ls.folders_changing = asyncio.ensure_future(self.folders_changed())
-            await asyncio.shield(ls.folders_changing)
+            await ls.apply_change(self.folders_changed())
 
         @ls.feature(types.SHUTDOWN)
         async def on_shutdown(*args) -> None:

@@ -43,7 +43,9 @@ class NdomoServer(LanguageServer):
         # None is the App without a root (no store) when the client sent no usable folder.
         self.apps: dict[Path | None, App] = {}
         self.active_uri: str | None = None  # the document the user last worked in
-        self.folders_changing: asyncio.Future | None = None  # a workspace-folders change
+        # Folder and settings changes being applied: requests wait for them, so a request
+        # sent after a change sees it.
+        self.changes: set[asyncio.Future] = set()
         self.init_options: Any = None
         self.plugins: Any = None  # the runtime's registries, built for the initialize result
         self.catalog: dict[str, Any] | None = None  # modes and agents advertised at initialize
@@ -74,10 +76,17 @@ class NdomoServer(LanguageServer):
     async def wait_app(self, uri: str | None = None) -> App:
         """The App for `uri` (see `app_for`), once start-up has built the Apps."""
         first = await asyncio.shield(self.ready_future())
-        changing = self.folders_changing
-        if changing is not None and not changing.done():
-            await asyncio.wait([changing])  # its failure is logged by its handler, not here
+        pending = [c for c in self.changes if not c.done()]
+        if pending:
+            await asyncio.wait(pending)  # a change's failure is logged by its handler, not here
         return self.app_for(uri) or first
+
+    async def apply_change(self, coro) -> None:
+        """Run a folder or settings change that later requests wait for (see `wait_app`)."""
+        change = asyncio.ensure_future(coro)
+        self.changes.add(change)
+        change.add_done_callback(self.changes.discard)
+        await asyncio.shield(change)
 
     @property
     def app(self) -> App | None:

@@ -42,9 +42,13 @@ class SettingsFeature(Feature):
 
         @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
         async def on_change(params: types.DidChangeConfigurationParams) -> None:
-            await ls.wait_app()
-            async with self._lock:
-                await self.apply(params.settings)
+            async def change() -> None:
+                await asyncio.shield(ls.ready_future())  # not wait_app: it waits for this
+                async with self._lock:  # one change after the other, in the order they came
+                    await self.apply(params.settings)
+
+            # registered at once: requests sent after this notification see the new settings
+            await ls.apply_change(change())
 
     def supports_pull(self) -> bool:
         caps = self.server.client_capabilities
