@@ -107,8 +107,9 @@ class App:
         env: Mapping[str, str] | None = None,
         *,
         origin: str = "cli",
+        client_settings: Any = None,
     ) -> App:
-        settings, problems = load_settings(root, init_options, env)
+        settings, problems = load_settings(root, init_options, env, client_settings)
         return cls(root, settings, problems, origin=origin)
 
     @property

@@ -354,8 +354,10 @@ def load_settings(
     root: Path | None,
     init_options: Any = None,
     env: Mapping[str, str] | None = None,
+    client_settings: Any = None,
 ) -> tuple[Settings, list[ConfigProblem]]:
-    """Merge the four sources; bad keys fall back to defaults and are reported."""
+    """Merge the sources (config.yaml < initializationOptions < the editor's live settings
+    < environment); bad keys fall back to defaults and are reported."""
     env = os.environ if env is None else env
     problems: list[ConfigProblem] = []
     layers: list[dict] = []
@@ -371,6 +373,13 @@ def load_settings(
                 ConfigProblem(
                     key="(all)", message="must be an object", source="initializationOptions"
                 )
+            )
+    if client_settings is not None:  # workspace/configuration or didChangeConfiguration
+        if isinstance(client_settings, dict):
+            layers.append(_clean_layer(client_settings, "editor settings", None, problems))
+        else:
+            problems.append(
+                ConfigProblem(key="(all)", message="must be an object", source="editor settings")
             )
     layers.append(_clean_layer(env_layer(env), "environment", None, problems))
     merged: dict = {}

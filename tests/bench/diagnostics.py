@@ -1,6 +1,6 @@
 """Plan diagnostics refresh at 1,000 open plans (3 tasks each, 1,000 files).
 
-The real feature (`PlanDiagnosticsFeature.refresh`) on a real App and store, publishing to
+The real feature (`FolderPlans.refresh`, one folder's plans) on a real App and store, publishing to
 a recording stand-in for the language server. A round is what one tool call costs it:
 - "nothing changed": a tool call that wrote nothing (one index read, no plan re-read);
 - "one task changed": a task status update, then the refresh (one plan re-read, its view
@@ -72,7 +72,7 @@ async def run() -> list[Result]:
         try:
             store = await app.store()
             await _load(store)
-            feat = pd.PlanDiagnosticsFeature(_Server())
+            feat = pd.FolderPlans(_Server())
             t = time.perf_counter()
             await feat.refresh(app)
             first = (time.perf_counter() - t) * 1000

@@ -67,8 +67,12 @@ class Session:
         experimental: Any = None,
         send_root: bool = True,
         cwd: Path | None = None,
+        folders: list[Path] | None = None,
+        capabilities: Any = None,
     ) -> LanguageClient:
-        """`send_root=False`: single-file mode (no rootUri, no folders); `cwd`: the server's folder."""
+        """`send_root=False`: single-file mode (no rootUri, no folders); `cwd`: the server's
+        folder; `folders`: the workspace folders (default: `workspace` alone);
+        `capabilities(caps)`: changes the profile's client capabilities."""
         command = [sys.executable, "-m", "ndomo", "serve"]
         if cwd is not None:
             command = [
@@ -91,11 +95,16 @@ class Session:
         caps = client_capabilities(self.client_name)
         if experimental is not None:
             caps.experimental = experimental
+        if capabilities is not None:
+            capabilities(caps)
+        sent = folders or [workspace]
         client.init_result = await client.initialize_session(
             types.InitializeParams(
                 capabilities=caps,
                 root_uri=uri if send_root else None,
-                workspace_folders=[types.WorkspaceFolder(uri=uri, name=workspace.name)]
+                workspace_folders=[
+                    types.WorkspaceFolder(uri=from_fs_path(str(f)), name=f.name) for f in sent
+                ]
                 if send_root
                 else None,
                 initialization_options=init_options,

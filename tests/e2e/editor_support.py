@@ -58,13 +58,33 @@ class EditorDisk:
         return uri
 
     def type_into(self, uri: str, text: str) -> None:
-        """The user edits an open buffer."""
+        """The user edits an open buffer (sent as the whole new text, which Incremental
+        sync allows too)."""
         version = self.buffers[uri][0] + 1
         self.buffers[uri] = (version, text)
         self.client.text_document_did_change(
             types.DidChangeTextDocumentParams(
                 text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
                 content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+            )
+        )
+
+    def edit_into(self, uri: str, edits: list) -> None:
+        """Apply `edits` to an open buffer and send only the changed ranges, as an editor
+        does with Incremental sync: last edit first, so each range is still valid when it
+        is applied."""
+        version, text = self.buffers[uri]
+        ordered = sorted(
+            edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True
+        )
+        self.buffers[uri] = (version + 1, apply_text_edits(text, edits))
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version + 1),
+                content_changes=[
+                    types.TextDocumentContentChangePartial(range=e.range, text=e.new_text)
+                    for e in ordered
+                ],
             )
         )
 
@@ -75,10 +95,10 @@ class EditorDisk:
                 self.open(
                     self.client, path, path.read_text(encoding="utf-8") if path.exists() else ""
                 )
-            self.type_into(uri, apply_text_edits(self.buffers[uri][1], edits))
+            self.edit_into(uri, edits)
             return
         if uri in self.buffers:
-            self.type_into(uri, apply_text_edits(self.buffers[uri][1], edits))
+            self.edit_into(uri, edits)
             new = self.buffers[uri][1]
         else:
             new = apply_text_edits(path.read_text(encoding="utf-8") if path.exists() else "", edits)

@@ -15,12 +15,12 @@ from pygls.uris import from_fs_path
 from tests.e2e.conftest import command
 
 
-async def test_initialize_advertises_commands_code_actions_and_full_sync(lsp, tmp_path):
+async def test_initialize_advertises_commands_code_actions_and_incremental_sync(lsp, tmp_path):
     client = await lsp.start(tmp_path)
     caps = client.init_result.capabilities
     assert caps.code_action_provider
     sync = caps.text_document_sync
-    assert (sync.change if hasattr(sync, "change") else sync) == types.TextDocumentSyncKind.Full
+    assert sync.change == types.TextDocumentSyncKind.Incremental
     result = await command(client, "ndomo.commands")
     names = {c["command"] for c in result}
     assert set(caps.execute_command_provider.commands) == names

@@ -99,3 +99,48 @@ async def test_open_session_export_follows_the_conversation_in_the_editor(lsp, t
     await wait_for(lambda: "again" in disk.buffers[uri][1], what="the open export got the new turn")
     assert disk.buffers[uri][1] == path.read_text(encoding="utf-8")
     assert "second" in disk.buffers[uri][1]
+
+
+async def test_incremental_changes_are_what_the_server_reads_and_versions(
+    lsp, tmp_path, client_name
+):
+    """With Incremental sync the editor sends only the changed range: the user ticks one box
+    (a one-character change) and saves without sending the text; the server's copy — built
+    from the ranges — is what it reads, and its next edit carries the version those changes
+    reached (a stale version would be refused by the editor)."""
+    disk = EditorDisk()
+    client = await lsp.start(
+        tmp_path, handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)}
+    )
+    slug, (t1, t2) = await seed_plan(tmp_path, [{"description": "one"}, {"description": "two"}])
+    view_path = tmp_path / ".ndomo" / "plans" / f"{slug}.md"
+    await wait_for(lambda: view_path.exists(), what="the view")
+    text = view_path.read_text(encoding="utf-8")
+    uri = disk.open(client, view_path, text)
+    line = next(i for i, ln in enumerate(text.split("\n")) if ln.startswith("- [ ] 1."))
+    tick = types.TextEdit(
+        range=types.Range(
+            start=types.Position(line=line, character=3),
+            end=types.Position(line=line, character=4),
+        ),
+        new_text="x",
+    )
+    disk.edit_into(uri, [tick])
+    view_path.write_text(disk.buffers[uri][1], encoding="utf-8")
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    await wait_for(lambda: disk.requests, what="the view updated after the save")
+    assert await _status(tmp_path, t1) == "done"
+
+    await command(client, "ndomo.task.status", {"id": t2, "status": "done"})
+    await wait_for(lambda: "- [x] 2." in disk.buffers[uri][1], what="the next update applied")
+    assert "- [x] 1." in disk.buffers[uri][1]
+    versions = [
+        c.text_document.version
+        for r in disk.requests
+        for c in r.edit.document_changes or []
+        if isinstance(c, types.TextDocumentEdit)
+    ]
+    if client_name == "visual-studio-code":  # Neovim's profile has no versioned edits
+        assert versions and all(v is not None and v >= 2 for v in versions)

@@ -265,6 +265,15 @@ def test_status_mode_health(workspace: Path, tmp_path: Path) -> None:
     assert Path(r["root"]) == workspace
 
 
+def test_live_settings_without_a_restart(workspace: Path, tmp_path: Path) -> None:
+    """require("ndomo").set_settings sends workspace/didChangeConfiguration; the server pulls
+    the new settings and applies them in the same process."""
+    r = _run_e2e(workspace, tmp_path, [], ["attach", "settings"])
+    assert not r["errors"], f"{r['errors']}\n{_server_log(tmp_path)}"
+    assert r["model_before"] != "changed-live"
+    assert r["settings_same_client"] and r["settings_pid_same"] and r["settings_clients"] == 1, r
+
+
 def test_documented_setup_with_init_options(workspace: Path, tmp_path: Path) -> None:
     """docs/editors.md's setup (init_options in the .ndomo/config.yaml shape) is accepted."""
     r = _run_e2e(workspace, tmp_path, [], ["attach", "health"], NDOMO_TEST_SETUP="docs")

@@ -331,6 +331,22 @@ def test_bad_server_command_then_fixing_the_setting_recovers(vs: Env) -> None:
     wb.d.call("waitText", selector=".panel .monaco-editor .view-lines", regex="ndomo plans")
 
 
+def test_a_model_setting_applies_without_restarting_the_server(vs: Env) -> None:
+    """ndomo.model.name changed in settings.json reaches the running server
+    (workspace/didChangeConfiguration, then its pull): the next turn asks the new model and
+    no new server process was started."""
+    wb = vs.wb
+    started = vs.runs.read_text(encoding="utf-8").splitlines()
+    vs.settings(**{"ndomo.model.name": "live-model"})
+    vs.script({"text": "answered by the live model"})
+    wb.palette("ndomo: Ask…")
+    wb.input("which model are you")
+    wb.d.call("waitText", selector=".panel .monaco-editor .view-lines", text="answered by the live model")
+    assert vs.fake.chat_requests()[-1]["body"]["model"] == "live-model"
+    assert vs.runs.read_text(encoding="utf-8").splitlines() == started, "the server was restarted"
+    wb.wait_status(r"^ndomo: foreman · discussion")
+
+
 def test_bad_server_command_then_restart_server_recovers(vs: Env, tmp_path: Path) -> None:
     wb = vs.wb
     later = tmp_path / "later" / "ndomo"

@@ -117,8 +117,27 @@ export function startFailure(cmd: ServerCommand, err: unknown): string {
   return `ndomo: could not start the server (${[cmd.command, ...cmd.args].join(" ")}): ${text}. See the "ndomo" output; check "${COMMAND_SETTING}" and "ndomo.server.args", then run "ndomo: Restart server".`;
 }
 
-/** Settings whose change needs a server restart. */
+/**
+ * Settings whose change needs a server restart: only how the server process is started
+ * (`ndomo.server.*`). Every other `ndomo.*` setting reaches the running server through
+ * `workspace/didChangeConfiguration` and is applied there without a restart.
+ */
 export function affectsServer(changed: (section: string) => boolean): boolean {
-  return changed("ndomo.server") || changed("ndomo.model") || changed("ndomo.modes") ||
-    changed("ndomo.defaultAgent") || changed("ndomo.initializationOptions");
+  return changed("ndomo.server");
+}
+
+/** The configuration section the language client keeps in sync with the server. */
+export const SETTINGS_SECTION = "ndomo";
+
+/**
+ * Answers to the server's `workspace/configuration` pull: for the `ndomo` section, the
+ * folder's settings in the `.ndomo/config.yaml` shape (as sent in initializationOptions);
+ * other sections keep VS Code's own answer.
+ */
+export function configurationAnswers(
+  items: { section?: string; scopeUri?: string }[],
+  answers: unknown[],
+  getFor: (scopeUri: string | undefined) => Get,
+): unknown[] {
+  return items.map((item, i) => (item.section === SETTINGS_SECTION ? initializationOptions(getFor(item.scopeUri)) : answers[i]));
 }

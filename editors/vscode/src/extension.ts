@@ -21,6 +21,9 @@ import {
 } from "vscode-languageclient/node";
 import type {
   ClientCapabilities,
+  ConfigurationParams,
+  ConfigurationRequest,
+  ResponseError,
   FeatureState,
   LanguageClientOptions,
   ServerOptions,
@@ -33,15 +36,26 @@ import type {
 } from "vscode-languageclient/node";
 
 import { Context, Lsp, PALETTE, PickItem, Selection, Ui } from "./commands";
-import { affectsServer, initializationOptions, ServerCommand, serverCommand, startFailure, Where } from "./config";
+import {
+  affectsServer,
+  configurationAnswers,
+  initializationOptions,
+  ServerCommand,
+  serverCommand,
+  SETTINGS_SECTION,
+  startFailure,
+  Where,
+} from "./config";
 import { SAVE_DOCUMENTS, saveDocuments } from "./save";
-import { formatStatus, parseStatus, StatusPayload } from "./status";
+import { formatStatus, parseStatus, pickStatus, StatusPayload } from "./status";
 import { describeEvent } from "./transcript";
 import { ChatView, VIEW_ID } from "./chat/view";
 import { TurnTracker } from "./turns";
 
 let client: LanguageClient | undefined;
 let lastStatus: StatusPayload | null = null;
+/** The latest status of each workspace folder ("" for a server without folders), oldest first. */
+const statuses = new Map<string, StatusPayload>();
 /** Stops whatever the current session started (client, progress notifications). */
 let stopCurrent: (() => Promise<void>) | undefined;
 
@@ -119,6 +133,20 @@ async function showDocumentBeside(
   }
 }
 
+/** The server's `workspace/configuration` pull: `ndomo` in the config.yaml shape, per folder. */
+async function answerConfiguration(
+  params: ConfigurationParams,
+  token: CancellationToken,
+  next: ConfigurationRequest.HandlerSignature,
+): Promise<unknown[] | ResponseError<void>> {
+  const answers = await next(params, token);
+  if (!Array.isArray(answers)) return answers;
+  return configurationAnswers(params.items, answers, (scopeUri) => {
+    const cfg = vscode.workspace.getConfiguration(SETTINGS_SECTION, scopeUri ? vscode.Uri.parse(scopeUri) : undefined);
+    return (key) => cfg.get(key);
+  });
+}
+
 function createClient(output: vscode.OutputChannel, cmd: ServerCommand): LanguageClient {
   const cfg = settings();
   const serverOptions: ServerOptions = {
@@ -130,7 +158,13 @@ function createClient(output: vscode.OutputChannel, cmd: ServerCommand): Languag
     documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
     initializationOptions: initializationOptions((key) => cfg.get(key)),
     outputChannel: output,
-    middleware: { window: { showDocument: showDocumentBeside } },
+    // Setting changes go to the running server (workspace/didChangeConfiguration); it pulls
+    // each folder's `ndomo` section, answered in the config.yaml shape.
+    synchronize: { configurationSection: SETTINGS_SECTION },
+    middleware: {
+      window: { showDocument: showDocumentBeside },
+      workspace: { configuration: answerConfiguration },
+    },
   };
   const c = new LanguageClient("ndomo", "ndomo", serverOptions, clientOptions);
   c.registerFeature(saveDocumentsCapability);
@@ -231,7 +265,12 @@ function showTurnProgress(c: LanguageClient, token: string | number, cancel: () 
   return done;
 }
 
+function activeUri(): string | undefined {
+  return vscode.window.activeTextEditor?.document.uri.toString();
+}
+
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  statuses.clear();
   const output = vscode.window.createOutputChannel("ndomo");
   const transcript = vscode.window.createOutputChannel("ndomo transcript");
   const item = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 100);
@@ -313,9 +352,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     c.onNotification("ndomo/status", (raw: unknown) => {
       const status = parseStatus(raw);
       if (status) {
-        lastStatus = status;
+        statuses.delete(status.folder ?? "");
+        statuses.set(status.folder ?? "", status);
+        lastStatus = pickStatus([...statuses.values()], activeUri());
         render();
-        chat.onStatus(status);
+        if (lastStatus) chat.onStatus(lastStatus);
       }
     });
     c.onNotification("ndomo/turn/event", (event: unknown) => {
@@ -361,6 +402,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const restart = async () => {
     await stop();
     lastStatus = null;
+    statuses.clear();
     connected = true;
     render();
     try {
@@ -372,6 +414,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
   context.subscriptions.push(
     vscode.commands.registerCommand("ndomo.restartServer", restart),
+    // with several folders, the status bar follows the folder of the active editor
+    vscode.window.onDidChangeActiveTextEditor(() => {
+      const picked = pickStatus([...statuses.values()], activeUri());
+      if (picked === lastStatus) return;
+      lastStatus = picked;
+      render();
+      if (picked) chat.onStatus(picked);
+    }),
     vscode.workspace.onDidChangeConfiguration(async (e) => {
       if (affectsServer((s) => e.affectsConfiguration(s))) await restart();
     }),

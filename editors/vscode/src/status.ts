@@ -18,6 +18,8 @@ export interface StatusPayload {
   busy: boolean;
   state: string;
   plan: PlanProgress | null;
+  /** The workspace folder (uri) this status is of: the server has one session per folder. */
+  folder?: string;
 }
 
 export interface StatusView {
@@ -86,5 +88,22 @@ export function parseStatus(raw: unknown): StatusPayload | null {
     busy: r.busy === true,
     state: typeof r.state === "string" ? r.state : "",
     plan,
+    ...(typeof r.folder === "string" ? { folder: r.folder } : {}),
   };
+}
+
+/**
+ * The status to show: the one of the folder holding the active document (the innermost,
+ * for nested folders), else the one received last. `received` is in arrival order.
+ */
+export function pickStatus(received: StatusPayload[], activeUri?: string): StatusPayload | null {
+  if (received.length === 0) return null;
+  let best: StatusPayload | undefined;
+  if (activeUri) {
+    for (const s of received) {
+      const f = s.folder?.replace(/\/+$/, "");
+      if (f && (activeUri === f || activeUri.startsWith(f + "/")) && (!best || f.length > (best.folder ?? "").length)) best = s;
+    }
+  }
+  return best ?? received[received.length - 1];
 }

@@ -1,7 +1,7 @@
 import { strict as assert } from "node:assert";
 import { test } from "node:test";
 
-import { affectsServer, expandVars, initializationOptions, serverCommand, startFailure, venvCandidates } from "../src/config";
+import { affectsServer, configurationAnswers, expandVars, initializationOptions, serverCommand, startFailure, venvCandidates } from "../src/config";
 
 const getter = (m: Record<string, unknown>) => <T>(k: string) => m[k] as T | undefined;
 
@@ -86,7 +86,17 @@ test("a start failure names the setting that fixes it", () => {
   assert.match(other, /could not start the server \(ndomo serve\): boom/);
 });
 
-test("which setting changes restart the server", () => {
-  assert.equal(affectsServer((s) => s === "ndomo.model"), true);
-  assert.equal(affectsServer((s) => s === "editor.fontSize"), false);
+test("only ndomo.server.* changes restart the server", () => {
+  assert.equal(affectsServer((s) => s === "ndomo.server"), true);
+  for (const other of ["ndomo.model", "ndomo.modes", "ndomo.defaultAgent", "ndomo.initializationOptions", "editor.fontSize"]) {
+    assert.equal(affectsServer((s) => s === other), false, other);
+  }
+});
+
+test("the server's workspace/configuration pull gets ndomo in the config shape", () => {
+  const items = [{ section: "ndomo", scopeUri: "file:///a" }, { section: "editor" }];
+  const answers = configurationAnswers(items, [{ model: { baseUrl: "raw" } }, { tabSize: 2 }], (scope) =>
+    getter(scope === "file:///a" ? { "model.name": "qwen", initializationOptions: { review_edits: true } } : {}),
+  );
+  assert.deepEqual(answers, [{ review_edits: true, model: { name: "qwen" } }, { tabSize: 2 }]);
 });

@@ -89,6 +89,20 @@ test("the menus fall back to the modes and agents of the initialize result", asy
   );
 });
 
+test("with several folders the status bar shows the active editor's folder", async () => {
+  const { client } = await start();
+  const item = stub.statusItems[0];
+  client.notify("ndomo/status", { ...STATUS, mode: "autopilot", folder: "file:///ws/a" });
+  client.notify("ndomo/status", { ...STATUS, mode: "brainstorming", folder: "file:///ws/b" });
+  assert.equal(item.text, "ndomo: foreman · brainstorming"); // no editor: the latest
+  stub.activate("file:///ws/a/x.py");
+  assert.equal(item.text, "ndomo: foreman · autopilot");
+  client.notify("ndomo/status", { ...STATUS, mode: "discussion", folder: "file:///ws/b" });
+  assert.equal(item.text, "ndomo: foreman · autopilot"); // b changed; a's file is active
+  stub.activate("file:///ws/b/y.py");
+  assert.equal(item.text, "ndomo: foreman · discussion");
+});
+
 test("a server error becomes an error message, not an exception", async () => {
   const { client } = await start();
   LC.answers = { "ndomo.undo": new Error("nothing to undo") };
@@ -187,6 +201,24 @@ test("after a failed start, fixing ndomo.server.command starts the server", asyn
   assert.equal(fixed.serverOptions.command, "/venv/bin/ndomo");
   assert.equal(fixed.internalState, "running");
   assert.equal(stub.errors.length, 1);
+});
+
+test("a model setting change reaches the running server without a restart", async () => {
+  stub.config = { "ndomo.model.name": "first" };
+  const { client } = await start();
+  assert.equal(client.clientOptions.synchronize.configurationSection, "ndomo");
+  stub.config = { "ndomo.model.name": "second", "ndomo.modes.default": "autopilot" };
+  await stub.changeConfig(["ndomo.model.name", "ndomo.modes.default", "ndomo.initializationOptions"]);
+  assert.equal(clients.length, 1, "the server was restarted");
+  assert.equal(client.internalState, "running");
+  // the server's pull (workspace/configuration) gets the new values in the config shape
+  const pull = client.clientOptions.middleware.workspace.configuration;
+  const next = async (params: any) => params.items.map(() => ({ model: { name: "raw VS Code shape" } }));
+  const answers = await pull({ items: [{ section: "ndomo", scopeUri: "file:///ws" }] }, undefined, next);
+  assert.deepEqual(answers, [{ model: { name: "second" }, modes: { default: "autopilot" } }]);
+
+  await stub.changeConfig(["ndomo.server.args"]);  // how the server starts: a restart
+  assert.equal(clients.length, 2);
 });
 
 test("a restart that fails again says so and a later one still works", async () => {

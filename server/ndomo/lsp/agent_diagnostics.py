@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
-from ndomo.lsp.server import Feature
+from ndomo.lsp.feature import Feature
 
 if TYPE_CHECKING:
     from ndomo.agents.loader import AgentSet
@@ -44,7 +44,7 @@ class AgentDiagnosticsFeature(Feature):
 
     def __init__(self, server) -> None:
         super().__init__(server)
-        self.published: set[str] = set()
+        self.published: dict[Path, set[str]] = {}  # folder root → uris with diagnostics
 
     def register(self) -> None:
         self.server.save_listeners.append(self.on_save)
@@ -52,8 +52,14 @@ class AgentDiagnosticsFeature(Feature):
     async def on_ready(self, app: App) -> None:
         await self.reload(app)
 
+    async def on_close(self, app: App) -> None:
+        for uri in sorted(self.published.pop(app.root, set())):
+            self.server.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
+            )
+
     async def on_save(self, path: str, text: str) -> None:
-        app = self.server.app
+        app = self.server.app_of(path)
         p = Path(path)
         from ndomo.agents.loader import PROJECT_AGENTS_DIR
 
@@ -67,8 +73,8 @@ class AgentDiagnosticsFeature(Feature):
         agents = await load_agents_async(app.root, Runtime.of(app).plugins.modes)
         app.services["agents"] = agents
         diags = agent_diagnostics(agents)
-        for uri in sorted(set(diags) | self.published):
+        for uri in sorted(set(diags) | self.published.get(app.root, set())):
             self.server.text_document_publish_diagnostics(
                 types.PublishDiagnosticsParams(uri=uri, diagnostics=diags.get(uri, []))
             )
-        self.published = set(diags)
+        self.published[app.root] = set(diags)

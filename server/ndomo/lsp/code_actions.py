@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from ndomo.lsp.feature import Feature
 from ndomo.lsp.names import pick
-from ndomo.lsp.server import Feature
 
 # title ({agent}: the agent picked), agent role, mode role, prompt — by purpose, never by
 # name (ndomo.catalog.pick): a workspace's own planner or builder gets the same actions.
@@ -49,6 +49,7 @@ class CodeActionsFeature(Feature):
             ),
         )
         def code_actions(params: types.CodeActionParams) -> list[types.CodeAction]:
+            ls.touch(params.text_document.uri)  # editors ask as the cursor moves: the active file
             return self.selection_actions(params) + self.diagnostic_fixes(params)
 
     def selection_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:

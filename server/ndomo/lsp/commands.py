@@ -1,5 +1,10 @@
 """Every declared action becomes the LSP command `ndomo.<name>` (one object argument).
 
+With several workspace folders a command runs in one folder's App: the folder holding the
+argument's `uri` (a routing key every command accepts; actions that declare `uri`, such as
+`turn`, also receive it), else the folder of the document the user last worked in, else the
+first folder.
+
 Handlers are registered from `command_names` so `initialize` does not wait for the action
 modules; each handler finds its action in the registry on first use (the registry is
 normally imported already by the background warm-up started at `initialized`).
@@ -13,7 +18,7 @@ from typing import Any
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from ndomo.lsp.command_names import LSP_ACTION_NAMES, READ_ONLY_ACTIONS
-from ndomo.lsp.server import Feature
+from ndomo.lsp.feature import Feature
 
 REQUEST_FAILED = -32803  # LSP ErrorCodes.RequestFailed
 
@@ -36,14 +41,18 @@ class CommandsFeature(Feature):
                 raise JsonRpcInvalidParams(
                     message=f"{command} takes one object argument, got {len(args)}"
                 )
-            app = await ls.wait_app()
+            raw = args[0] if args else None
+            uri = raw.get("uri") if isinstance(raw, dict) else None
+            app = await ls.wait_app(uri if isinstance(uri, str) else None)
             from ndomo.actions import ActionError, load_actions
 
             act = load_actions().get(name)
             if act is None:  # the manifest names an action nobody declares any more
                 raise JsonRpcException(message=f"{command}: no such action", code=REQUEST_FAILED)
+            if isinstance(raw, dict) and uri is not None and "uri" not in act.params.model_fields:
+                raw = {k: v for k, v in raw.items() if k != "uri"}  # routing only
             try:
-                return await act.invoke(app, args[0] if args else None)
+                return await act.invoke(app, raw)
             except ActionError as exc:
                 if exc.kind == "invalid":
                     raise JsonRpcInvalidParams(message=f"{command}: {exc.message}") from None

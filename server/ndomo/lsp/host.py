@@ -47,9 +47,10 @@ TEXT_FLUSH_S = 0.05
 
 
 class LspHost(BaseHost):
-    def __init__(self, server) -> None:
+    def __init__(self, server, app=None) -> None:
         super().__init__()
         self.server = server
+        self.app = app  # the folder's App this host's turn runs in (its settings apply)
         self.listeners: list = []  # progress etc. subscribe to events here
         self.progress: _Open | None = (
             None  # the open work-done progress of this host's turn (lsp.progress)
@@ -75,7 +76,7 @@ class LspHost(BaseHost):
 
     def _review(self) -> bool:
         """`review_edits`: the editor asks the user to confirm each edit before applying it."""
-        app = self.server.app
+        app = self.app if self.app is not None else self.server.app
         return bool(app is not None and app.settings.review_edits and self.supports_annotations())
 
     def supports(self, op: types.ResourceOperationKind) -> bool:

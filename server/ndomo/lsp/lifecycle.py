@@ -1,4 +1,5 @@
-"""initialize → remember options; initialized → build the App and start every feature."""
+"""initialize → remember options; initialized → build one App per workspace folder and
+start every feature on each; workspace/didChangeWorkspaceFolders → open and close Apps."""
 
 from __future__ import annotations
 
@@ -6,11 +7,16 @@ import asyncio
 import contextlib
 import gc
 import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 from ndomo.lsp import warmup
-from ndomo.lsp.server import Feature
+from ndomo.lsp.feature import Feature
+
+if TYPE_CHECKING:
+    from ndomo.app import App
 
 log = logging.getLogger("ndomo.lsp")
 
@@ -19,12 +25,17 @@ class LifecycleFeature(Feature):
     name = "lifecycle"
     _starting: asyncio.Future | None = None
 
+    def __init__(self, server) -> None:
+        super().__init__(server)
+        self._folders_lock = asyncio.Lock()  # start-up and folder changes, one at a time
+
     def register(self) -> None:
         ls = self.server
 
         @ls.feature(types.INITIALIZE)
         def on_initialize(params: types.InitializeParams) -> None:
             ls.init_options = params.initialization_options
+            ls.sent_folders = bool(params.workspace_folders or params.root_uri or params.root_path)
             ls.ready_future()
             ls.life.watch_parent(params.process_id)
 
@@ -34,6 +45,12 @@ class LifecycleFeature(Feature):
                 ls.log_handler.ready()
             self._starting = asyncio.ensure_future(self.start())
             await asyncio.shield(self._starting)
+
+        @ls.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+        async def on_folders(params: types.DidChangeWorkspaceFoldersParams) -> None:
+            # pygls has updated `workspace.folders` already; requests that arrive meanwhile
+            # wait for the change (a uri in an added folder must find its App)
+            await ls.apply_change(self.folders_changed())
 
         @ls.feature(types.SHUTDOWN)
         async def on_shutdown(*args) -> None:
@@ -52,29 +69,51 @@ class LifecycleFeature(Feature):
                 await asyncio.shield(ls.life.close_app())
 
     async def start(self) -> None:
+        """Build one App per workspace folder root, publish them, then start every feature
+        on each (in the client's folder order)."""
         ls = self.server
         fut = ls.ready_future()
         if fut.done():
             return
-        root = ls.workspace_root()
         await asyncio.to_thread(warmup.core)  # what every command needs, off the loop
-        from ndomo.app import App
+        async with self._folders_lock:
+            apps = [await self._load(root) for root in ls.workspace_roots()]
+            for app in apps:
+                ls.apps[app.root if app.has_root else None] = app
+            fut.set_result(apps[0])
+            for app in apps:
+                await self._start_features(app)
+        if not ls.closing:  # the first turn's imports, agents and model client, in the background
+            ls.spawn(self._warm(apps))
 
+    async def _load(self, root: Path | None) -> App:
+        """The App of one folder root, with its runtime; configuration errors fall back to
+        defaults (reported by the config feature), never failing the folder."""
+        from ndomo.app import App
+        from ndomo.runtime.runtime import Runtime
+
+        ls = self.server
         try:
-            app = await asyncio.to_thread(App.load, root, ls.init_options, origin="lsp")
+            app = await asyncio.to_thread(
+                App.load,
+                root,
+                ls.init_options,
+                origin="lsp",
+                client_settings=ls.client_settings.get(root),
+            )
         except Exception as exc:  # never die at start-up: run on defaults
             log.exception("loading configuration failed")
             app = App(root, origin="lsp")
             ls.notify_error(f"ndomo: configuration could not be loaded: {exc}")
-        from ndomo.runtime.runtime import Runtime
-
         try:  # the runtime's plugins import every tool module: in a thread, not on the loop
             plugins = ls.plugins or await asyncio.to_thread(warmup.plugins)
             app.services.setdefault("runtime", Runtime(app, plugins))
         except Exception:  # a broken feature module: the first command reports it
             log.exception("building the runtime's plugins failed")
-        ls.app = app
-        fut.set_result(app)
+        return app
+
+    async def _start_features(self, app: App) -> None:
+        ls = self.server
         if app.no_store_reason:  # said once; commands that need the store repeat why
             ls.window_show_message(
                 types.ShowMessageParams(
@@ -89,19 +128,47 @@ class LifecycleFeature(Feature):
             except Exception as exc:  # one broken feature must not take the others down
                 log.exception("feature %s failed to start", feat.name)
                 ls.notify_error(f"ndomo: {feat.name} failed to start: {exc}")
-        if not ls.closing:  # the first turn's imports, agents and model client, in the background
-            ls.spawn(self._warm(app))
 
-    async def _warm(self, app) -> None:
+    async def folders_changed(self) -> None:
+        """Open an App for each folder the client added, close the Apps of removed ones
+        (features first, then the App: its services and store)."""
+        ls = self.server
+        await asyncio.shield(ls.ready_future())  # not wait_app: that waits for this change
+        async with self._folders_lock:
+            if ls.closing:
+                return
+            wanted = ls.workspace_roots()
+            for key in [k for k in ls.apps if k not in wanted]:
+                app = ls.apps.pop(key)
+                log.info("workspace folder %s removed: closing its store", app.root)
+                for feat in ls.features:
+                    try:
+                        await feat.on_close(app)
+                    except Exception:
+                        log.exception("feature %s failed to let go of %s", feat.name, app.root)
+                await app.aclose()
+            added = [root for root in wanted if root not in ls.apps]
+            for root in added:
+                app = await self._load(root)
+                ls.apps[root] = app
+                log.info("workspace folder %s added", app.root)
+                await self._start_features(app)
+            # keep the client's order: the first folder is the default
+            ls.apps = {k: ls.apps[k] for k in wanted}
+        if added and not ls.closing:
+            ls.spawn(self._warm([ls.apps[r] for r in added]))
+
+    async def _warm(self, apps: list[App]) -> None:
         from ndomo.runtime.executor import shared_client
         from ndomo.runtime.runtime import Runtime
 
         await asyncio.to_thread(warmup.extras)
-        try:
-            await Runtime.of(app).agents()
-            await asyncio.to_thread(shared_client, app)
-        except Exception:  # a bad agent file or model setting is reported by the first turn
-            log.debug("warm-up of agents / model client failed", exc_info=True)
+        for app in apps:
+            try:
+                await Runtime.of(app).agents()
+                await asyncio.to_thread(shared_client, app)
+            except Exception:  # a bad agent file or model setting is reported by the first turn
+                log.debug("warm-up of agents / model client failed", exc_info=True)
         # The start-up heap (modules, classes, schemas: most of the process) never becomes
         # garbage: frozen, it is left out of every later collection, so a full collection
         # while a turn streams no longer walks it (a pause that delayed editor requests).

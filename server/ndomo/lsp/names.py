@@ -25,7 +25,7 @@ def _catalog(server: NdomoServer) -> dict[str, Any]:
     from ndomo.catalog import build_catalog
     from ndomo.config import load_settings
 
-    root = server.workspace_root()
+    root = server.workspace_roots()[0]  # the first folder's (each folder may add its own agents)
     plugins = server.plugins = warmup.plugins()
     settings, _problems = load_settings(root, server.init_options)  # reported at `initialized`
     agents = load_agents(root, plugins.modes)

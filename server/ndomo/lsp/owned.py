@@ -38,7 +38,7 @@ async def write_owned(server: NdomoServer, path: Path, text: str) -> bool:
             await asyncio.to_thread(write_atomic, path, text)
         return True
     if doc.source != text:
-        host = server.new_host()
+        host = server.new_host(server.app_for(path))
         outcome = await host.apply_edit(path, text, doc.source)
         if not outcome.applied:
             return False

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
+from ndomo.lsp.feature import Feature
 from ndomo.lsp.names import pick
-from ndomo.lsp.server import Feature
 
 if TYPE_CHECKING:  # the store and runtime load after `initialized`, not before initialize
     from ndomo.app import App
@@ -87,7 +87,8 @@ class _Stopper:
 
     async def aclose(self) -> None:
         if self.watch is not None:
-            self.watch.close()
+            watch, self.watch = self.watch, None
+            watch.close()
         self.task.cancel()
         outcome: object = (await asyncio.gather(self.task, return_exceptions=True))[0]
         if isinstance(outcome, Exception):
@@ -107,10 +108,52 @@ class _PlanEntry:
 
 
 class PlanDiagnosticsFeature(Feature):
+    """Routes the server's events to each folder's `FolderPlans` (one per App with a store)."""
+
     name = "plan-diagnostics"
 
     def __init__(self, server) -> None:
         super().__init__(server)
+        self.folders: dict[Path, FolderPlans] = {}  # folder root → its plans
+
+    def register(self) -> None:
+        self.server.quick_fix_providers.append(self.quick_fixes)
+        self.server.save_listeners.append(self.on_save)
+        self.server.command_listeners.append(self.on_command)
+
+    async def on_ready(self, app: App) -> None:
+        plans = FolderPlans(self.server)
+        if await plans.start(app):
+            self.folders[app.root] = plans
+
+    async def on_close(self, app: App) -> None:
+        plans = self.folders.pop(app.root, None)
+        if plans is not None:
+            await plans.close()
+
+    async def on_command(self, name: str) -> None:
+        for plans in self.folders.values():  # a command may have changed any folder's store
+            plans.poke()
+
+    async def on_save(self, path: str, text: str) -> None:
+        app = self.server.app_of(path)
+        plans = self.folders.get(app.root) if app is not None else None
+        if plans is not None:
+            await plans.on_save(path, text)
+
+    def quick_fixes(self, params: types.CodeActionParams) -> list[types.CodeAction]:
+        app = self.server.app_for(params.text_document.uri)
+        plans = self.folders.get(app.root) if app is not None else None
+        return plans.quick_fixes(params) if plans is not None else []
+
+
+class FolderPlans:
+    """One folder's open plans: their diagnostics, views and status, kept current."""
+
+    def __init__(self, server) -> None:
+        self.server = server
+        self.app: App | None = None
+        self._stopper: _Stopper | None = None
         self.published: dict[str, list[types.Diagnostic]] = {}
         self.plans: dict[str, _PlanEntry] = {}  # open plan id → what it contributes
         self.by_uri: dict[str, set[str]] = {}  # uri → open plan ids with diagnostics there
@@ -133,18 +176,15 @@ class PlanDiagnosticsFeature(Feature):
         """Task id → task of every open plan, for quick-fix prompts."""
         return {tid: t for e in self.plans.values() for tid, t in e.tasks.items()}
 
-    def register(self) -> None:
-        self.server.quick_fix_providers.append(self.quick_fixes)
-        self.server.save_listeners.append(self.on_save)
-        self.server.command_listeners.append(self.on_command)
-
-    async def on_ready(self, app: App) -> None:
+    async def start(self, app: App) -> bool:
+        """Watch `app`'s store and publish its plans; False: no store, nothing to show."""
         from ndomo.plans.watch import DbWatch
         from ndomo.runtime.runtime import Runtime
 
+        self.app = app
         Runtime.of(app).event_listeners.append(self.on_event)
         if app.no_store_reason is not None:  # no store: no plans to show
-            return
+            return False
         store = await app.store()
         store.commit_listeners.append(self.poke)
         watch = None
@@ -153,15 +193,24 @@ class PlanDiagnosticsFeature(Feature):
             watch = DbWatch(Path(db_path), self.poke)
             self.watch_kind = watch.start()
         task = self.server.spawn(self._worker(app))
-        app.services["plan_diagnostics"] = _Stopper(task, watch)
+        self._stopper = app.services["plan_diagnostics"] = _Stopper(task, watch)
         self.poke()  # the first refresh
+        return True
+
+    async def close(self) -> None:
+        """The folder left the workspace: its diagnostics are cleared in the editor (the
+        worker and watch stop first, so no refresh publishes them again)."""
+        if self._stopper is not None:
+            await self._stopper.aclose()
+        for uri in sorted(self.published):
+            self.server.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
+            )
+        self.published.clear()
 
     # -- triggers ------------------------------------------------------------------------------
     def poke(self) -> None:
         self._wake.set()
-
-    async def on_command(self, name: str) -> None:
-        self.poke()
 
     async def on_event(self, ctx: TurnContext, event: TurnEvent) -> None:
         if event.kind in ("plan_changed", "tool_finished", "turn_finished"):
@@ -320,7 +369,7 @@ class PlanDiagnosticsFeature(Feature):
         from ndomo.plans.errors import StoreError
         from ndomo.runtime.plan_view import VIEW_DIR, task_lines, wanted_changes
 
-        app = self.server.app
+        app = self.app
         p = Path(path)
         if app is None or p.suffix != ".md" or p.parent != app.root / VIEW_DIR:
             return

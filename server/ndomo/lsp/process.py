@@ -116,9 +116,12 @@ class Life:
 
     async def _close_app(self) -> None:
         self.server.closing = True
-        app = self.server.app
-        if app is not None:
-            await app.aclose()
+        apps = list(self.server.apps.values())
+        for app in apps:  # each folder's store; one failing does not keep the others open
+            try:
+                await app.aclose()
+            except Exception:
+                log.exception("closing the workspace %s failed", app.root)
 
     async def _wind_down(self) -> None:
         self.server.closing = True

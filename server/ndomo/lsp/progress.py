@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, cast
 
 from lsprotocol import types
 
-from ndomo.lsp.server import Feature
+from ndomo.lsp.feature import Feature
 
 if TYPE_CHECKING:  # the runtime loads after `initialized`, not before initialize
     from ndomo.app import App
@@ -32,6 +32,7 @@ class _Open:
     token: str
     session: str
     title: str
+    app: App  # the folder whose runtime runs the turn
 
 
 class TurnProgressFeature(Feature):
@@ -47,7 +48,7 @@ class TurnProgressFeature(Feature):
         @ls.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
         async def on_cancel(params: types.WorkDoneProgressCancelParams) -> None:
             entry = self.by_token.get(str(params.token))
-            if entry is None or ls.app is None:
+            if entry is None:
                 return
             log.info(
                 "progress %s cancelled by the client: cancelling session %s",
@@ -56,7 +57,7 @@ class TurnProgressFeature(Feature):
             )
             from ndomo.runtime.runtime import Runtime
 
-            Runtime.of(ls.app).cancel(entry.session)
+            Runtime.of(entry.app).cancel(entry.session)
 
     async def on_ready(self, app: App) -> None:
         from ndomo.runtime.runtime import Runtime
@@ -147,7 +148,12 @@ class TurnProgressFeature(Feature):
         except Exception:
             log.debug("client refused progress token", exc_info=True)
             return
-        entry = _Open(token=token, session=ctx.session.id, title=f"{ctx.agent_name} · {ctx.mode}")
+        entry = _Open(
+            token=token,
+            session=ctx.session.id,
+            title=f"{ctx.agent_name} · {ctx.mode}",
+            app=ctx.app,
+        )
         host.progress = entry
         self.by_token[token] = entry
         message, percent = await self._message(ctx, ctx.request.prompt.splitlines()[0][:80])

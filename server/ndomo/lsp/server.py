@@ -1,6 +1,6 @@
 """The ndomo language server: a thin pygls shell around the `App`.
 
-Features are small classes listed in `FEATURES`; each registers its handlers in one
+Features are small classes (`lsp.feature.Feature`) listed in `lsp.features.FEATURES`; each registers its handlers in one
 place and its failures are isolated (logged, reported, never fatal to the server).
 """
 
@@ -19,6 +19,7 @@ from ndomo import __version__
 
 if TYPE_CHECKING:  # the App (config, pydantic, yaml) loads after `initialized`
     from ndomo.app import App
+    from ndomo.lsp.feature import Feature
     from ndomo.lsp.logs import LogMessageHandler
 
 log = logging.getLogger("ndomo.lsp")
@@ -31,15 +32,28 @@ class NdomoServer(LanguageServer):
         super().__init__(
             "ndomo",
             __version__,
-            text_document_sync_kind=types.TextDocumentSyncKind.Full,
+            # Editors send only the changed ranges; pygls applies them to its copy, which
+            # every reader (LspHost, owned files, didSave) takes its text and version from.
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             protocol_cls=NdomoProtocol,
         )
         self.life = Life(self)  # stdio loop, wind-down, the editor's process
         self.log_handler: LogMessageHandler | None = None  # installed by `ndomo serve`
-        self.app: App | None = None
+        # One App (one store) per workspace folder root, in the client's order; the key
+        # None is the App without a root (no store) when the client sent no usable folder.
+        self.apps: dict[Path | None, App] = {}
+        self.active_uri: str | None = None  # the document the user last worked in
+        # Folder and settings changes being applied: requests wait for them, so a request
+        # sent after a change sees it.
+        self.changes: set[asyncio.Future] = set()
         self.init_options: Any = None
         self.plugins: Any = None  # the runtime's registries, built for the initialize result
         self.catalog: dict[str, Any] | None = None  # modes and agents advertised at initialize
+        # The editor's `ndomo` settings (workspace/configuration or didChangeConfiguration),
+        # per folder root; layered over initializationOptions (see lsp.settings).
+        self.client_settings: dict[Path | None, Any] = {}
+        # The client named folders (or a root) at initialize: markers never decide the root.
+        self.sent_folders = False
         self._ready: asyncio.Future[App] | None = None
         self.features: list[Feature] = []
         # Features that offer quick fixes on their own diagnostics (plan tasks …).
@@ -53,32 +67,88 @@ class NdomoServer(LanguageServer):
         self._background: set[asyncio.Task] = set()
         self.closing = False  # shutdown requested: background work stops, nothing reopens the store
 
-    # -- the App is built once the client said `initialized`; handlers wait for it
+    # -- the Apps are built once the client said `initialized`; handlers wait for them
     def ready_future(self) -> asyncio.Future[App]:
         if self._ready is None:
             self._ready = asyncio.get_running_loop().create_future()
         return self._ready
 
-    async def wait_app(self) -> App:
-        return await asyncio.shield(self.ready_future())
+    async def wait_app(self, uri: str | None = None) -> App:
+        """The App for `uri` (see `app_for`), once start-up has built the Apps."""
+        first = await asyncio.shield(self.ready_future())
+        pending = [c for c in self.changes if not c.done()]
+        if pending:
+            await asyncio.wait(pending)  # a change's failure is logged by its handler, not here
+        return self.app_for(uri) or first
 
-    def workspace_root(self) -> Path | None:
-        """The folder the client sent (never $HOME or /); with none (single-file mode) the
-        nearest project marker above the server's folder; None: no root, no store."""
+    async def apply_change(self, coro) -> None:
+        """Run a folder or settings change that later requests wait for (see `wait_app`)."""
+        change = asyncio.ensure_future(coro)
+        self.changes.add(change)
+        change.add_done_callback(self.changes.discard)
+        await asyncio.shield(change)
+
+    @property
+    def app(self) -> App | None:
+        """The App for what names no document: the folder of the document the user last
+        worked in (opened, changed, saved, asked code actions for), else the first folder."""
+        if self.active_uri is not None:
+            app = self.app_of(self.active_uri)
+            if app is not None:
+                return app
+        return next(iter(self.apps.values()), None)
+
+    def app_of(self, uri_or_path: str | Path) -> App | None:
+        """The App whose root holds `uri_or_path` (the innermost, for nested folders)."""
+        if isinstance(uri_or_path, str) and ":" in uri_or_path.split("/", 1)[0]:
+            fs = to_fs_path(uri_or_path) if uri_or_path.startswith("file:") else None
+            if fs is None:
+                return None
+            path = Path(fs)
+        else:
+            path = Path(uri_or_path)
+        best: App | None = None
+        for root, app in self.apps.items():
+            if root is None or not path.is_relative_to(root):
+                continue
+            if best is None or len(root.parts) > len(best.root.parts):
+                best = app
+        return best
+
+    def app_for(self, uri: str | Path | None) -> App | None:
+        """The App a request about `uri` goes to: its folder's, else the default (`app`)."""
+        return (self.app_of(uri) if uri else None) or self.app
+
+    def touch(self, uri: str) -> None:
+        """The user works in `uri`: commands without a uri go to its folder from now on."""
+        if self.app_of(uri) is not None:
+            self.active_uri = uri
+
+    def workspace_roots(self) -> list[Path | None]:
+        """Every folder the client sent, in its order (never $HOME or /); with none
+        (single-file mode) the nearest project marker above the server's folder; `[None]`:
+        no root, no store."""
         from ndomo.app import find_root, given_root
 
-        folders = list(self.workspace.folders.values())
-        uri = folders[0].uri if folders else self.workspace.root_uri
-        path = to_fs_path(uri) if uri else None
-        if path:
-            return given_root(Path(path))
-        return find_root(Path.cwd())
+        uris = [f.uri for f in self.workspace.folders.values()]
+        if not uris and self.workspace.root_uri:
+            uris = [self.workspace.root_uri]
+        if not uris and not self.sent_folders:
+            return [find_root(Path.cwd())]
+        roots: list[Path | None] = []
+        for uri in uris:
+            path = to_fs_path(uri) if uri.startswith("file:") else None
+            root = given_root(Path(path)) if path else None
+            if root is not None and root not in roots:
+                roots.append(root)
+        return roots or [None]
 
-    def new_host(self):
-        """The Host for one editor-started turn, with every feature's listeners attached."""
+    def new_host(self, app: App | None = None):
+        """The Host for one editor-started turn in `app`'s folder, with every feature's
+        listeners attached."""
         from ndomo.lsp.host import LspHost
 
-        host = LspHost(self)
+        host = LspHost(self, app if app is not None else self.app)
         for setup in self.host_setups:
             setup(host)
         return host
@@ -109,48 +179,11 @@ class NdomoServer(LanguageServer):
         )
 
 
-class Feature:
-    """One concern of the editor surface. Subclasses register handlers in `register`."""
-
-    name = "feature"
-
-    def __init__(self, server: NdomoServer) -> None:
-        self.server = server
-
-    def register(self) -> None:  # pragma: no cover - interface
-        raise NotImplementedError
-
-    async def on_ready(self, app: App) -> None:
-        """Called once the App exists (after `initialized`)."""
-
-
-def _feature_classes() -> list[type[Feature]]:
-    from ndomo.lsp.agent_diagnostics import AgentDiagnosticsFeature
-    from ndomo.lsp.code_actions import CodeActionsFeature
-    from ndomo.lsp.commands import CommandsFeature
-    from ndomo.lsp.config_report import ConfigReportFeature
-    from ndomo.lsp.documents import DocumentsFeature
-    from ndomo.lsp.lifecycle import LifecycleFeature
-    from ndomo.lsp.plan_diagnostics import PlanDiagnosticsFeature
-    from ndomo.lsp.progress import TurnProgressFeature
-    from ndomo.lsp.status import StatusFeature
-
-    return [
-        LifecycleFeature,
-        ConfigReportFeature,
-        CommandsFeature,
-        CodeActionsFeature,
-        StatusFeature,
-        DocumentsFeature,
-        TurnProgressFeature,
-        PlanDiagnosticsFeature,
-        AgentDiagnosticsFeature,
-    ]
-
-
 def create_server() -> NdomoServer:
+    from ndomo.lsp.features import FEATURES
+
     server = NdomoServer()
-    for cls in _feature_classes():
+    for cls in FEATURES:
         feat = cls(server)
         feat.register()
         server.features.append(feat)

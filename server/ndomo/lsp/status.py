@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ndomo.lsp.server import Feature
+from pygls.uris import from_fs_path
+
+from ndomo.lsp.feature import Feature
 
 if TYPE_CHECKING:
     from ndomo.app import App
@@ -21,7 +23,7 @@ class StatusFeature(Feature):
         from ndomo.runtime.runtime import Runtime
 
         rt = Runtime.of(app)
-        app.services["host_factory"] = self.server.new_host
+        app.services["host_factory"] = lambda: self.server.new_host(app)
 
         async def owned_writer(path, text: str) -> bool:  # session exports open in this editor
             from ndomo.lsp.owned import write_owned
@@ -30,8 +32,12 @@ class StatusFeature(Feature):
 
         app.services["owned_writer"] = owned_writer
 
-        async def send(status: Status) -> None:
-            self.server.protocol.notify("ndomo/status", status.model_dump(mode="json"))
+        folder = from_fs_path(str(app.root)) if app.has_root else None
+
+        async def send(status: Status) -> None:  # `folder`: whose status, with several folders
+            self.server.protocol.notify(
+                "ndomo/status", {**status.model_dump(mode="json"), "folder": folder}
+            )
 
         rt.status_listeners.append(send)
         if app.no_store_reason is None:  # no store, no session to show

@@ -98,6 +98,24 @@ function S.attach()
   save()
 end
 
+-- Live settings: the same server process applies a new model name without a restart.
+function S.settings()
+  local buf = vim.fn.bufnr(file)
+  local c = require("ndomo.client").get(buf)
+  local pid = c.rpc and c.rpc.pid or nil
+  local before = require("ndomo.client").execute_sync("ndomo.health", { probe_model = false }, 10000, buf)
+  results.model_before = before and before.model.name
+  ndomo.set_settings({ model = { name = "changed-live" } })
+  wait(15000, function()
+    local r = require("ndomo.client").execute_sync("ndomo.health", { probe_model = false }, 10000, buf)
+    return r and r.model.name == "changed-live"
+  end, "the new model name")
+  local after = require("ndomo.client").get(buf)
+  results.settings_same_client = after ~= nil and after.id == c.id and not after:is_stopped()
+  results.settings_clients = #vim.lsp.get_clients({ name = "ndomo" })
+  results.settings_pid_same = pid == nil or (after.rpc and after.rpc.pid) == pid
+end
+
 function S.mode()
   vim.cmd("Ndomo mode autopilot")
   wait(10000, function() return ndomo.last_status and ndomo.last_status.mode == "autopilot" end, "mode autopilot")

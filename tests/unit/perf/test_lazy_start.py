@@ -62,32 +62,33 @@ async def test_start_builds_the_runtime_plugins_off_the_event_loop(tmp_path, mon
         init_options = None
         plugins = None  # built for the initialize result when there was one
         features: list = []
-        app = None
 
         def __init__(self):
             import asyncio
 
             self._fut = asyncio.get_running_loop().create_future()
+            self.apps: dict = {}
+            self.client_settings: dict = {}
 
         def ready_future(self):
             return self._fut
 
-        def workspace_root(self):
-            return tmp_path
+        def workspace_roots(self):
+            return [tmp_path]
 
         def spawn(self, coro):
             coro.close()
 
     server = _Server()
-    feat = LifecycleFeature.__new__(LifecycleFeature)
-    feat.server = server
+    feat = LifecycleFeature(server)
     await feat.start()
+    (app,) = server.apps.values()
     try:
         assert built_on == [False]
-        assert isinstance(server.app.services["runtime"], Runtime)
-        assert Runtime.of(server.app).plugins.modes  # the one built in the thread
+        assert isinstance(app.services["runtime"], Runtime)
+        assert Runtime.of(app).plugins.modes  # the one built in the thread
     finally:
-        await server.app.aclose()
+        await app.aclose()
 
 
 def test_building_the_tool_registry_does_not_import_bashlex():

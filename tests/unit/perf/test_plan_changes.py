@@ -159,7 +159,7 @@ async def test_diagnostics_reread_only_moved_plans_and_cover_every_open_plan(tmp
     try:
         store = await app.store()
         await _bulk(store, 1050)  # more than the 1,000 the old refresh silently kept
-        feat = pd.PlanDiagnosticsFeature(_Server())
+        feat = pd.FolderPlans(_Server())
         await feat.refresh(app)
         assert len(feat.plans) == 1050 and feat.reread == 1050
         files = [u for u in feat.server.published if u.endswith(".py")]
@@ -275,7 +275,7 @@ async def test_an_open_view_that_refused_an_update_is_written_again(tmp_path, mo
     try:
         store = await app.store()
         await _bulk(store, 1)
-        feat = pd.PlanDiagnosticsFeature(_Server())
+        feat = pd.FolderPlans(_Server())
         pokes: list[int] = []
         feat.poke = lambda: pokes.append(1)  # type: ignore[method-assign]
         monkeypatch.setattr(pd, "VIEW_RETRY_S", 0)

@@ -84,6 +84,7 @@ function M.attach(bufnr, opts, handlers)
     cmd_env = opts.cmd_env,
     root_dir = root,
     init_options = M.object(opts.init_options),
+    settings = opts.settings and { ndomo = opts.settings } or nil,
     capabilities = M.capabilities(opts.capabilities),
     handlers = handlers,
     on_exit = function(_, _, cid)
@@ -94,6 +95,20 @@ function M.attach(bufnr, opts, handlers)
   }, { bufnr = bufnr })
   if id and not exited[id] then M.running[id] = true end
   return id
+end
+
+--- Replace the live settings (config.yaml shape) of every running ndomo server: each gets
+--- `workspace/didChangeConfiguration`, pulls `ndomo` (answered from `client.settings`) and
+--- applies it without a restart.
+function M.set_settings(settings)
+  for _, c in ipairs(vim.lsp.get_clients({ name = M.NAME })) do
+    c.settings = { ndomo = settings or vim.empty_dict() }
+    if has_011 then
+      c:notify("workspace/didChangeConfiguration", { settings = c.settings })
+    else
+      c.notify("workspace/didChangeConfiguration", { settings = c.settings })
+    end
+  end
 end
 
 --- Stop every ndomo server and wait until their processes are gone (bounded by `timeout`

@@ -13,6 +13,10 @@ M.defaults = {
   -- { model = { base_url = ..., name = ..., api_key_env = ... }, modes = { default = ... } }
   -- Empty (the default) goes out as the JSON object {}.
   init_options = {},
+  -- Live settings in the same shape, sent as `settings = { ndomo = ... }`: the server pulls
+  -- them (workspace/configuration) and applies them without a restart. Change them later
+  -- with require("ndomo").set_settings({ model = { name = ... } }).
+  settings = nil,
   -- nil = attach to every file buffer under a root; or a list of filetypes.
   filetypes = nil,
   -- Extra client capabilities (e.g. from a completion plugin), merged over Neovim's own.
@@ -33,6 +37,7 @@ local function check(opts)
     cmd = { opts.cmd, "table" },
     root_markers = { opts.root_markers, "table" },
     init_options = { opts.init_options, "table" },
+    settings = { opts.settings, "table", true },
     filetypes = { opts.filetypes, "table", true },
     cmd_env = { opts.cmd_env, "table", true },
     capabilities = { opts.capabilities, "table", true },

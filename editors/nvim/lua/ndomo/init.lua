@@ -82,7 +82,9 @@ local function on_status(_, result, ctx)
   vim.schedule(function()
     spin()
     local c = ctx and vim.lsp.get_client_by_id(id)
-    M.reload_owned(c and c.root_dir)
+    -- the status names its workspace folder (a server may serve several)
+    local folder = type(result.folder) == "string" and vim.uri_to_fname(result.folder) or nil
+    M.reload_owned(folder or (c and c.root_dir))
     vim.api.nvim_exec_autocmds("User", { pattern = "NdomoStatus", modeline = false, data = result })
     redraw()
   end)
@@ -115,8 +117,8 @@ local function on_diagnostics(err, result, ctx, config)
   local uri = type(result) == "table" and result.uri
   if type(uri) ~= "string" or not uri:find("/.ndomo/", 1, true) then return end
   vim.schedule(function()
-    local c = vim.lsp.get_client_by_id(ctx.client_id)
-    M.reload_owned(c and c.root_dir, vim.fs.normalize(vim.uri_to_fname(uri)))
+    local path = vim.fs.normalize(vim.uri_to_fname(uri))
+    M.reload_owned(path:match("^(.*)/%.ndomo/"), path) -- the folder that holds the view
   end)
 end
 
@@ -131,6 +133,12 @@ function M.handlers()
     h["window/showMessageRequest"] = require("ndomo.ui").show_message_request
   end
   return h
+end
+
+--- New live settings for the running servers, applied without a restart (see config.lua).
+function M.set_settings(settings)
+  M.opts.settings = settings
+  require("ndomo.client").set_settings(settings)
 end
 
 --- Attach the current (or given) buffer, starting the server when needed.

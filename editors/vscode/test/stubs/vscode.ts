@@ -26,6 +26,7 @@ export const stub = {
   workspaceFolders: undefined as undefined | { uri: Uri; name: string; index: number }[],
   isTrusted: true,
   configListeners: [] as Handler[],
+  editorListeners: [] as Handler[],
   trustListeners: [] as Handler[],
   shown: [] as { uri: string; options: any }[],
   progresses: [] as StubProgress[],
@@ -46,9 +47,15 @@ export const stub = {
     this.workspaceFolders = undefined;
     this.isTrusted = true;
     this.configListeners = [];
+    this.editorListeners = [];
     this.trustListeners = [];
     this.shown = [];
     this.progresses = [];
+  },
+  /** Make `uri` the active editor's document and fire onDidChangeActiveTextEditor. */
+  activate(uri: string) {
+    this.activeTextEditor = { document: { uri: { toString: () => uri, scheme: "file", fsPath: uri.replace("file://", "") } }, selection: undefined };
+    for (const fn of this.editorListeners) fn(this.activeTextEditor);
   },
   /** Fire onDidChangeConfiguration for these changed sections. */
   async changeConfig(sections: string[]) {
@@ -151,6 +158,10 @@ export class StatusBarItem {
 export const window = {
   get activeTextEditor() {
     return stub.activeTextEditor;
+  },
+  onDidChangeActiveTextEditor(fn: Handler) {
+    stub.editorListeners.push(fn);
+    return { dispose: () => (stub.editorListeners = stub.editorListeners.filter((f) => f !== fn)) };
   },
   get visibleTextEditors() {
     return stub.visibleTextEditors;
