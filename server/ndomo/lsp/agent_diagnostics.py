@@ -65,7 +65,7 @@ class AgentDiagnosticsFeature(Feature):
         from ndomo.runtime.runtime import Runtime
 
         agents = await load_agents_async(app.root, Runtime.of(app).plugins.modes)
-        app.services["agents"] = agents
+        app.agents = agents
         diags = agent_diagnostics(agents)
         for uri in sorted(set(diags) | self.published):
             self.server.text_document_publish_diagnostics(

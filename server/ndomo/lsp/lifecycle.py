@@ -70,7 +70,7 @@ class LifecycleFeature(Feature):
 
         try:  # the runtime's plugins import every tool module: in a thread, not on the loop
             plugins = ls.plugins or await asyncio.to_thread(warmup.plugins)
-            app.services.setdefault("runtime", Runtime(app, plugins))
+            Runtime.of(app, plugins)
         except Exception:  # a broken feature module: the first command reports it
             log.exception("building the runtime's plugins failed")
         ls.app = app

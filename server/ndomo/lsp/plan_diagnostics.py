@@ -79,7 +79,7 @@ def _fmt(t: datetime) -> str:
 
 
 class _Stopper:
-    """Registered in app.services so App.aclose stops the worker and the watch before the store closes."""
+    """Registered with app.close_with so App.aclose stops the worker and the watch before the store closes."""
 
     def __init__(self, task: asyncio.Task, watch: Any) -> None:
         self.task = task
@@ -153,7 +153,7 @@ class PlanDiagnosticsFeature(Feature):
             watch = DbWatch(Path(db_path), self.poke)
             self.watch_kind = watch.start()
         task = self.server.spawn(self._worker(app))
-        app.services["plan_diagnostics"] = _Stopper(task, watch)
+        app.close_with(_Stopper(task, watch))
         self.poke()  # the first refresh
 
     # -- triggers ------------------------------------------------------------------------------

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 from ndomo.lsp.server import Feature
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ndomo.app import App
     from ndomo.runtime.events import Status
 
@@ -21,14 +23,16 @@ class StatusFeature(Feature):
         from ndomo.runtime.runtime import Runtime
 
         rt = Runtime.of(app)
-        app.services["host_factory"] = self.server.new_host
+        app.host_factory = self.server.new_host
 
-        async def owned_writer(path, text: str) -> bool:  # session exports open in this editor
+        async def owned_writer(
+            path: Path, text: str
+        ) -> bool:  # session exports open in this editor
             from ndomo.lsp.owned import write_owned
 
             return await write_owned(self.server, path, text)
 
-        app.services["owned_writer"] = owned_writer
+        app.owned_writer = owned_writer
 
         async def send(status: Status) -> None:
             self.server.protocol.notify("ndomo/status", status.model_dump(mode="json"))

@@ -4,7 +4,7 @@ a hand-back or a cancel."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ndomo.llm.budget import trim_to_chars
 from ndomo.llm.errors import ModelContextExceeded, ModelError, ModelToolsUnsupported
@@ -25,6 +25,11 @@ from ndomo.runtime.history import record
 from ndomo.runtime.output import current_call
 from ndomo.runtime.tools import ToolResult, tool_specs
 
+if TYPE_CHECKING:
+    from ndomo.app import App
+    from ndomo.config import ModelConfig
+    from ndomo.llm.client import ModelClient
+
 log = logging.getLogger("ndomo.runtime")
 
 SKIPPED = "not run: the turn ended before this call"
@@ -40,19 +45,37 @@ def client_for(ctx: TurnContext) -> Any:
     return shared_client(ctx.app, cfg)
 
 
-def shared_client(app: Any, cfg: Any = None) -> Any:
+class ModelClients:
+    """An App's model clients, one per distinct configuration, closed with the App."""
+
+    def __init__(self) -> None:
+        self._by_config: dict[str, ModelClient] = {}
+
+    def get(self, cfg: ModelConfig) -> ModelClient:
+        from ndomo.llm.client import make_client
+
+        key = cfg.model_dump_json()
+        client = self._by_config.get(key)
+        if client is None:
+            client = self._by_config[key] = make_client(cfg)
+        return client
+
+    async def aclose(self) -> None:
+        clients, self._by_config = list(self._by_config.values()), {}
+        for client in clients:
+            try:
+                await client.aclose()
+            except Exception:
+                log.exception("closing the model client for %s failed", client.url)
+
+
+def shared_client(app: App, cfg: ModelConfig | None = None) -> ModelClient:
     """The App's client for `cfg` (default: the configured model), made once.
 
     Also called by the LSP warm-up, so the first turn does not build the SDK client.
     """
-    from ndomo.llm.client import make_client
-
-    cfg = cfg if cfg is not None else app.settings.model
-    key = "model-client:" + cfg.model_dump_json()
-    client = app.services.get(key)
-    if client is None:
-        client = app.services[key] = make_client(cfg)
-    return client
+    clients = app.instance(ModelClients, ModelClients)
+    return clients.get(cfg if cfg is not None else app.settings.model)
 
 
 def temperature_for(ctx: TurnContext) -> float | None:

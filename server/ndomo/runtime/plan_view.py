@@ -126,9 +126,8 @@ async def plan_open(app: App, p: PlanOpenParams) -> PlanOpened:
     except StoreError as exc:
         raise ActionError(exc.message, field="plan", kind=exc.kind) from None
     path, _, _ = await write_view(app.root, plan)
-    factory = app.services.get("host_factory")
     shown = False
-    if factory is not None:
-        await factory().show_document(path)
+    if app.host_factory is not None:
+        await app.host_factory().show_document(path)
         shown = True
     return PlanOpened(path=path.relative_to(app.root).as_posix(), shown=shown)

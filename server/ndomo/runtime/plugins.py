@@ -54,10 +54,11 @@ class Plugins:
     prompts: PromptManager = field(default_factory=PromptManager)
     slash: SlashCommandRegistry = field(default_factory=SlashCommandRegistry)
     modes: dict[str, AgentMode] = field(default_factory=dict)
-    # Called with each Runtime built from these plugins (to add listeners, services …).
+    # Called with each Runtime built from these plugins (to add listeners, start work …).
     on_runtime: list[Callable[[Runtime], None]] = field(default_factory=list)
-    # Called with the session a runtime leaves (a new session started) — e.g. to stop its servers.
-    on_session_end: list[Callable[[str], Awaitable[None]]] = field(default_factory=list)
+    # Called with the runtime and the session it leaves (a new session started) — e.g. to
+    # stop that session's servers.
+    on_session_end: list[Callable[[Runtime, str], Awaitable[None]]] = field(default_factory=list)
 
     def add_mode(self, mode: AgentMode) -> None:
         if mode.name in self.modes:

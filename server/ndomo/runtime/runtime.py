@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -22,6 +22,9 @@ from ndomo.runtime.hooks import HookAction, Phase
 from ndomo.runtime.host import BaseHost, Host
 from ndomo.runtime.plugins import Plugins, build_plugins
 from ndomo.runtime.slash import SlashError
+
+if TYPE_CHECKING:
+    from ndomo.agents.loader import AgentSet
 
 log = logging.getLogger("ndomo.runtime")
 
@@ -65,11 +68,13 @@ class Runtime:
             hook(self)
 
     @classmethod
-    def of(cls, app: App) -> Runtime:
-        """The App's runtime, created on first use."""
-        rt = app.services.get("runtime")
+    def of(cls, app: App, plugins: Plugins | None = None) -> Runtime:
+        """The App's runtime, created on first use (from `plugins` if given) and closed
+        with the App."""
+        rt = app.runtime
         if rt is None:
-            rt = app.services["runtime"] = cls(app)
+            rt = app.runtime = cls(app, plugins)
+            app.close_with(rt)
         return rt
 
     async def aclose(self) -> None:
@@ -167,15 +172,8 @@ class Runtime:
             )
         return found
 
-    async def agents(self) -> Any:
-        from ndomo.agents.loader import load_agents
-
-        cached = self.app.services.get("agents")
-        if cached is None:
-            cached = self.app.services["agents"] = await asyncio.to_thread(
-                load_agents, self.app.root, self.plugins.modes
-            )
-        return cached
+    async def agents(self) -> AgentSet:
+        return await self.app.load_agents(self.plugins.modes)
 
     async def set_mode(self, mode: str, session_id: str | None = None) -> SessionState:
         self.check_mode(mode)
@@ -211,7 +209,7 @@ class Runtime:
         if previous and previous != state.id:
             for hook in self.plugins.on_session_end:
                 try:
-                    await hook(previous)
+                    await hook(self, previous)
                 except Exception:
                     log.exception("session-end hook failed")
         await self.publish_status(state)

@@ -112,8 +112,7 @@ async def undo(app: App, p: UndoParams) -> UndoResult:
     from ndomo.runtime.runtime import Runtime
 
     session = await Runtime.of(app).session(p.session)
-    factory = app.services.get("host_factory")
-    host = factory() if factory else BaseHost()
+    host = app.host_factory() if app.host_factory else BaseHost()
     try:
         return await undo_last_turn(app, host, session.id, force=p.force)
     except UndoRefused as exc:

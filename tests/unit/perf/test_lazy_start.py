@@ -84,7 +84,7 @@ async def test_start_builds_the_runtime_plugins_off_the_event_loop(tmp_path, mon
     await feat.start()
     try:
         assert built_on == [False]
-        assert isinstance(server.app.services["runtime"], Runtime)
+        assert isinstance(server.app.runtime, Runtime)
         assert Runtime.of(server.app).plugins.modes  # the one built in the thread
     finally:
         await server.app.aclose()
