@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ndomo.llm.budget import trim_to_chars
 from ndomo.llm.errors import ModelContextExceeded, ModelError, ModelToolsUnsupported
 from ndomo.llm.messages import (
     Message,
@@ -21,7 +20,7 @@ from ndomo.llm.messages import (
 from ndomo.runtime import model_fit as mf
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.events import Notice, TextDelta, ToolFinished, ToolStarted
-from ndomo.runtime.history import record
+from ndomo.runtime.history import SKIPPED, record
 from ndomo.runtime.output import current_call
 from ndomo.runtime.tools import ToolResult, tool_specs
 
@@ -31,8 +30,6 @@ if TYPE_CHECKING:
     from ndomo.llm.client import ModelClient
 
 log = logging.getLogger("ndomo.runtime")
-
-SKIPPED = "not run: the turn ended before this call"
 
 
 def client_for(ctx: TurnContext) -> Any:
@@ -240,30 +237,3 @@ async def _add(ctx: TurnContext, message: Message) -> None:
     """Into the turn's conversation and, at once, into the store (a crash loses nothing)."""
     ctx.messages.append(message)
     await record(ctx, message)
-
-
-def trim_history(messages: list[Message], budget: int) -> list[Message]:
-    """Drop whole exchanges from the front until the rest fits `budget` characters; the
-    latest exchange is always kept (see ndomo.llm.budget for the token-budget twin)."""
-    return trim_to_chars(messages, budget)
-
-
-def close_dangling(messages: list[Message]) -> list[Message]:
-    """Answer every tool call left without a result (a cancelled turn), so the history
-    stays a valid conversation for the next request."""
-    out: list[Message] = []
-    pending: list[ToolCall] = []
-    for m in messages:
-        if m.role == "tool":
-            pending = [c for c in pending if c.id != m.tool_call_id]
-        else:
-            out.extend(
-                Message(role="tool", tool_call_id=c.id, name=c.name, content=SKIPPED)
-                for c in pending
-            )
-            pending = list(m.tool_calls) if m.role == "assistant" else []
-        out.append(m)
-    out.extend(
-        Message(role="tool", tool_call_id=c.id, name=c.name, content=SKIPPED) for c in pending
-    )
-    return out

@@ -12,7 +12,7 @@ import importlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ndomo.runtime.hooks import HookRegistry
 from ndomo.runtime.prompts import PromptManager
@@ -21,6 +21,7 @@ from ndomo.runtime.tools import ToolRegistry
 
 if TYPE_CHECKING:
     from ndomo.modes.base import AgentMode
+    from ndomo.runtime.context import TurnContext
     from ndomo.runtime.runtime import Runtime
 
 log = logging.getLogger("ndomo.plugins")
@@ -47,6 +48,13 @@ FEATURES: list[str] = [
 ]
 
 
+class FileWritten(Protocol):
+    """Told of a whole file a tool wrote (`write`, `edit`, `apply_patch`); its answer is a
+    note for the tool's result, None when it has nothing to say (e.g. plan-in-a-file)."""
+
+    async def __call__(self, ctx: TurnContext, rel: str, text: str) -> str | None: ...
+
+
 @dataclass
 class Plugins:
     hooks: HookRegistry = field(default_factory=HookRegistry)
@@ -59,6 +67,8 @@ class Plugins:
     # Called with the runtime and the session it leaves (a new session started) — e.g. to
     # stop that session's servers.
     on_session_end: list[Callable[[Runtime, str], Awaitable[None]]] = field(default_factory=list)
+    # Told of each file a tool wrote, in registration order.
+    on_file_written: list[FileWritten] = field(default_factory=list)
 
     def add_mode(self, mode: AgentMode) -> None:
         if mode.name in self.modes:

@@ -20,7 +20,8 @@ log = logging.getLogger("ndomo.recovery")
 
 
 class TurnRecovery:
-    """The App's one recovery (`app.instance`), holding the task so `App.aclose` waits for it before closing the store."""
+    """The App's one recovery (`app.instance`), holding the task so `App.aclose` waits for
+    it before closing the store."""
 
     def __init__(self, task: asyncio.Task[int]) -> None:
         self.task = task

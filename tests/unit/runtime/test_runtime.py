@@ -338,7 +338,7 @@ async def test_base_host_keeps_crlf(tmp_path):
 
 def test_history_is_trimmed_by_whole_exchanges():
     from ndomo.llm.messages import Message, ToolCall
-    from ndomo.runtime.executor import trim_history
+    from ndomo.runtime.history import trim_history
 
     def exchange(n, size):
         call = ToolCall(

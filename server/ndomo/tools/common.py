@@ -1,4 +1,5 @@
-"""Shared by the file tools: confinement, workspace-relative names, helpful 'not found's."""
+"""Shared by the tools that name files (files, codetools): confinement, workspace-relative
+names, helpful 'not found's. A library: no feature package is imported here."""
 
 from __future__ import annotations
 
