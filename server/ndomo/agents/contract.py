@@ -26,7 +26,7 @@ log = logging.getLogger("ndomo.agents")
 def design_writer(ctx: TurnContext | None) -> str | None:
     """The name of the nearest agent (this turn or a delegating one) with `writes: design`."""
     while ctx is not None:
-        if getattr(ctx.agent, "writes", "any") == "design":
+        if ctx.agent is not None and ctx.agent.writes == "design":
             return ctx.agent_name
         ctx = ctx.parent
     return None

@@ -33,9 +33,8 @@ def effective_permission(ctx: TurnContext) -> AgentPermission:
     cached = ctx.state.get(_PERM_KEY)
     if cached is not None:
         return cached
-    own = getattr(ctx.agent, "permission", None)
-    if own is None:  # no agent resolved: nothing is granted without asking
-        own = AgentPermission()
+    # no agent resolved: nothing is granted without asking
+    own = ctx.agent.permission if ctx.agent is not None else AgentPermission()
     perm = intersect(effective_permission(ctx.parent), own) if ctx.parent is not None else own
     ctx.state[_PERM_KEY] = perm
     return perm

@@ -24,7 +24,6 @@ from pydantic import BaseModel
 from ndomo.runtime.tools import ToolDescriptor
 
 from .routing import EXTENSION_STACKS
-from .schema import Threshold
 
 if TYPE_CHECKING:
     from ndomo.runtime.context import TurnContext
@@ -78,7 +77,7 @@ class Scope:
 
 def is_scoped(ctx: TurnContext) -> bool:
     agent = ctx.agent
-    return agent is not None and getattr(agent, "threshold", None) is not None
+    return agent is not None and agent.threshold is not None
 
 
 def scope_owner(ctx: TurnContext | None) -> TurnContext | None:
@@ -96,8 +95,7 @@ def scope_of(ctx: TurnContext) -> Scope | None:
         return None
     scope = owner.state.get(SCOPE_KEY)
     if scope is None:
-        own = getattr(owner.agent, "threshold", None)
-        th = own if isinstance(own, Threshold) else owner.app.settings.threshold
+        th = (owner.agent.threshold if owner.agent else None) or owner.app.settings.threshold
         scope = owner.state[SCOPE_KEY] = Scope(
             direct=th.direct, planned=th.planned, direct_lines=getattr(th, "direct_lines", 50)
         )

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
+    from ndomo.agents.schema import AgentDef
     from ndomo.app import App
     from ndomo.llm.messages import Message
     from ndomo.runtime.host import Host
@@ -71,7 +72,7 @@ class TurnContext:
     parent_turn_id: int | None = None
     parent: TurnContext | None = None  # the delegating turn, for nested (sub-agent) turns
     depth: int = 0
-    agent: Any = None  # AgentDef once built
+    agent: AgentDef | None = None  # the agent's definition, once the build step resolved it
     system_prompt: str = ""
     messages: list[Message] = field(default_factory=list)
     tools: list[ToolDescriptor] = field(default_factory=list)

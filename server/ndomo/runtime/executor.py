@@ -36,7 +36,7 @@ def client_for(ctx: TurnContext) -> Any:
     """One model client per distinct configuration, shared across turns."""
 
     cfg = ctx.app.settings.model
-    agent_model = getattr(ctx.agent, "model", None)
+    agent_model = ctx.agent.model if ctx.agent else None
     if agent_model:
         cfg = cfg.model_copy(update={"name": agent_model})
     return shared_client(ctx.app, cfg)
@@ -76,7 +76,7 @@ def shared_client(app: App, cfg: ModelConfig | None = None) -> ModelClient:
 
 
 def temperature_for(ctx: TurnContext) -> float | None:
-    t = getattr(ctx.agent, "temperature", None)
+    t = ctx.agent.temperature if ctx.agent else None
     return t if t is not None else ctx.app.settings.model.temperature
 
 

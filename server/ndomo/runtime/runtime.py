@@ -25,6 +25,7 @@ from ndomo.runtime.slash import SlashError
 
 if TYPE_CHECKING:
     from ndomo.agents.loader import AgentSet
+    from ndomo.agents.schema import AgentDef
 
 log = logging.getLogger("ndomo.runtime")
 
@@ -159,7 +160,7 @@ class Runtime:
                 f"unknown mode {mode!r}; modes: {', '.join(sorted(self.plugins.modes))}"
             )
 
-    async def check_agent(self, agent: str) -> Any:
+    async def check_agent(self, agent: str) -> AgentDef:
         agents = await self.agents()
         found = agents.get(agent)
         if found is None:  # an agent file written since they were loaded: read them again
@@ -187,7 +188,7 @@ class Runtime:
     async def set_agent(self, agent: str, session_id: str | None = None) -> SessionState:
         definition = await self.check_agent(agent)
         state = await self.session(session_id)
-        mode = getattr(definition, "default_mode", None) or state.mode
+        mode = definition.default_mode or state.mode
         self.check_mode(mode)
         store = await self.app.store()
         await store.update_session(state.id, agent=agent, mode=mode)
