@@ -58,7 +58,7 @@ class DesignWritesOnly:
         if tool.risk != "write":
             return None
         globs = ctx.app.settings.modes.design_globs
-        paths_of = tool.meta.get("paths")
+        paths_of = tool.paths
         try:
             paths = [str(p) for p in (paths_of(params) or [])] if paths_of else []
         except Exception:  # fail closed: no paths is a handoff, never a skipped check

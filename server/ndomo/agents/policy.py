@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
@@ -66,14 +66,16 @@ class _PathsUnknown(Exception):
     """A tool's path declaration failed: which files it touches is unknown."""
 
 
-def _paths(tool: ToolDescriptor, params: BaseModel, key: str) -> list[str]:
-    fn = tool.meta.get(key)
+def _paths(
+    tool: ToolDescriptor, params: BaseModel, key: Literal["paths", "read_paths"]
+) -> list[str]:
+    fn = tool.paths if key == "paths" else tool.read_paths
     if fn is None:
         return []
     try:
         return [str(p) for p in (fn(params) or [])]
     except Exception as exc:  # fail closed: a broken path lambda must not skip the checks
-        log.exception("meta[%s] of tool %s failed", key, tool.name)
+        log.exception("%s of tool %s failed", key, tool.name)
         raise _PathsUnknown(
             f"'{tool.name}' could not say which files it touches ({type(exc).__name__}: {exc})"
         ) from None
@@ -168,7 +170,7 @@ class AgentPolicy:
                 subject = tool.name
             verdict = Verdict(action=getattr(perm, key), permission=key, subject=subject)
         elif key == "bash":
-            command_of = tool.meta.get("command")
+            command_of = tool.command
             command = command_of(params) if command_of else _param(params, "command")
             if command_of is not None and command is None:
                 # the tool declares that this call starts nothing (e.g. serve list/stop)
@@ -317,13 +319,13 @@ async def shell_network(
 ) -> bool | None:
     """Does this shell call get network inside the OS sandbox? None: not a shell call.
 
-    A tool that declares `network="host"` (serve) always keeps it. Otherwise the agent's
+    A tool that declares `host_network=True` (serve) always keeps it. Otherwise the agent's
     `network` permission decides: allow → yes, deny → no, ask → only when the user approved
     this command (now or by a saved rule).
     """
     if tool is None or tool.permission != "bash" or v.permission != "bash":
         return None
-    if tool.meta.get("network") == "host":
+    if tool.host_network:
         return True
     action = await asyncio.to_thread(
         decide_network,

@@ -321,7 +321,7 @@ async def enter_state4(owner: TurnContext, scope: Scope, count: int) -> str:
 
 
 def declared_paths(tool: ToolDescriptor, params: BaseModel) -> list[str] | None:
-    fn = tool.meta.get("paths")
+    fn = tool.paths
     if fn is None:
         return None
     return [str(p) for p in (fn(params) or [])]

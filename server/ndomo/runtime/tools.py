@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ValidationError
@@ -40,6 +40,10 @@ class ToolResult(BaseModel):
 
 
 ToolFn = Callable[["TurnContext", Any], Awaitable["ToolResult | str"]]
+# From a call's validated params: the workspace paths it touches (as the model named them).
+PathsOf = Callable[[Any], "list[str] | None"]
+# From a call's validated params: the shell command it starts (None: it starts nothing).
+CommandOf = Callable[[Any], "str | None"]
 AfterCall = Callable[["TurnContext", str, "ToolResult"], Awaitable["ToolResult"]]
 
 
@@ -52,7 +56,11 @@ class ToolDescriptor:
     modes: tuple[str, ...] = ()  # empty: every mode; otherwise a whitelist
     risk: Risk = "read"
     permission: str | None = None  # agent permission key: edit, write, bash, webfetch, …
-    meta: dict[str, Any] = field(default_factory=dict)
+    core: bool = False  # still offered when a small context window needs a short tool list
+    paths: PathsOf | None = None  # the files a call writes (scope, contracts, secrets, asks)
+    read_paths: PathsOf | None = None  # the files a call reads (secret files are asked for)
+    command: CommandOf | None = None  # the command a `bash`-permission call starts
+    host_network: bool = False  # what it starts must stay reachable on loopback (serve)
 
     def allowed_in(self, mode: str) -> bool:
         return not self.modes or mode in self.modes
@@ -333,7 +341,11 @@ def tool(
     modes: tuple[str, ...] = (),
     risk: Risk = "read",
     permission: str | None = None,
-    **meta: Any,
+    core: bool = False,
+    paths: PathsOf | None = None,
+    read_paths: PathsOf | None = None,
+    command: CommandOf | None = None,
+    host_network: bool = False,
 ) -> Callable[[ToolFn], ToolDescriptor]:
     """Declare a tool: `@tool("read", ReadParams, description=…)` over `async def f(ctx, p)`."""
 
@@ -346,7 +358,11 @@ def tool(
             modes=modes,
             risk=risk,
             permission=permission,
-            meta=meta,
+            core=core,
+            paths=paths,
+            read_paths=read_paths,
+            command=command,
+            host_network=host_network,
         )
 
     return deco

@@ -28,7 +28,7 @@ class DesignArtifactsOnly:
         if ctx.mode != NAME or tool.risk != "write":
             return None
         globs = ctx.app.settings.modes.design_globs
-        paths_of = tool.meta.get("paths")
+        paths_of = tool.paths
         try:
             paths = paths_of(params) if paths_of else None
         except Exception:  # fail closed: no paths is a refusal, never a skipped check

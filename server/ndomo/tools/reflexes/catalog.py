@@ -46,7 +46,6 @@ def descriptor(reflex: Reflex) -> ToolDescriptor:
         modes=(),
         risk="exec",
         permission=None,
-        meta={"reflex": reflex.name},
     )
 
 

@@ -90,7 +90,7 @@ def _command_for_policy(p: ServeParams) -> str | None:
     risk="exec",
     permission="bash",
     command=_command_for_policy,
-    network="host",  # its server must be reachable on loopback by check_page and the user
+    host_network=True,  # its server must be reachable on loopback by check_page and the user
 )
 async def serve(ctx: TurnContext, p: ServeParams) -> ToolResult:
     mgr = manager_for(ctx)
