@@ -21,7 +21,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from ndomo.filetypes import KNOWN
+from ndomo.runtime.edits import restore_files, text_before
 from ndomo.runtime.tools import ToolDescriptor
+from ndomo.security.paths import workspace_name
 
 from .routing import EXTENSION_STACKS
 
@@ -103,13 +106,7 @@ def scope_of(ctx: TurnContext) -> Scope | None:
 
 
 def rel_path(ctx: TurnContext, path: Path | str) -> str:
-    p = Path(path)
-    if not p.is_absolute():
-        return PurePosixPath(str(path).replace("\\", "/")).as_posix()
-    try:
-        return p.relative_to(ctx.app.root).as_posix()
-    except ValueError:
-        return p.as_posix()
+    return workspace_name(path, ctx.roots)
 
 
 def touched(owner: TurnContext) -> list[str]:
@@ -166,56 +163,6 @@ async def note_tool_done(ctx: TurnContext, name: str) -> None:
 
 # -- explicit scope -----------------------------------------------------------------------
 
-_TEXT_EXTENSIONS = frozenset(
-    [
-        ".md",
-        ".txt",
-        ".rst",
-        ".json",
-        ".yaml",
-        ".yml",
-        ".toml",
-        ".ini",
-        ".cfg",
-        ".html",
-        ".htm",
-        ".css",
-        ".scss",
-        ".sass",
-        ".less",
-        ".sh",
-        ".bash",
-        ".c",
-        ".h",
-        ".cc",
-        ".cpp",
-        ".hpp",
-        ".java",
-        ".kt",
-        ".kts",
-        ".rb",
-        ".php",
-        ".sql",
-        ".lua",
-        ".swift",
-        ".cs",
-        ".ex",
-        ".exs",
-        ".erl",
-        ".hs",
-        ".ml",
-        ".scala",
-        ".dart",
-        ".r",
-        ".jl",
-        ".proto",
-        ".graphql",
-        ".xml",
-        ".svg",
-        ".env",
-        ".lock",
-    ]
-)
 _PATHISH = re.compile(
     r"(?<![\w/.:-])((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/-])"
 )
@@ -227,7 +174,7 @@ def explicit_files(prompt: str) -> list[str]:
     for m in _PATHISH.finditer(prompt):
         token = m.group(1).rstrip(".")
         suffix = PurePosixPath(token).suffix.lower()
-        if suffix in EXTENSION_STACKS or suffix in _TEXT_EXTENSIONS:
+        if suffix in KNOWN:
             out.append(token)
     return list(dict.fromkeys(out))
 
@@ -254,28 +201,18 @@ def handback_text(scope: Scope, count: int, restored: list[str], unrestored: lis
 async def rollback_scope(owner: TurnContext, scope: Scope) -> tuple[list[str], list[str]]:
     """Restore every file the owner turn and its sub-turns changed; (restored, failed)."""
     store = await owner.app.store()
-    before: dict[str, str | None] = {}
+    edits = []
     for turn_id in [owner.turn_id, *scope.child_turns]:
-        if turn_id is None:
-            continue
-        for edit in await store.turn_edits(turn_id):
-            before.setdefault(edit.path, edit.before)
+        if turn_id is not None:
+            edits.extend(await store.turn_edits(turn_id))
+    before = text_before(edits)
     changed = set(before) | set(touched(owner))
     # The guard's snapshots are taken before any sub-turn writes, so they win.
     before.update({p: t for p, t in scope.originals.items() if p in changed})
-    restored, failed = [], []
-    for path in sorted(changed):
-        if path not in before:
-            failed.append(path)
-            continue
-        target = owner.app.root / path
-        current = await owner.host.read_text(target)
-        if current == before[path]:
-            restored.append(path)
-            continue
-        outcome = await owner.host.apply_edit(target, before[path], current)
-        (restored if outcome.applied else failed).append(path)
-    return restored, failed
+    unknown = sorted(changed - set(before))  # no text to go back to
+    texts = {path: before[path] for path in sorted(changed) if path in before}
+    restored, refused = await restore_files(owner.host, owner.app.root, texts)
+    return restored, sorted([*unknown, *refused])
 
 
 async def abandon_own_drafts(owner: TurnContext, scope: Scope) -> list[str]:

@@ -16,6 +16,7 @@ from ndomo.actions import ActionError, action
 from ndomo.app import App
 from ndomo.plans.errors import StoreError
 from ndomo.plans.models import PlanDetail
+from ndomo.security.paths import workspace_name
 
 VIEW_DIR = Path(".ndomo") / "plans"
 # `- [x] 2. description [done] · files: a.py · #17` → (mark, task id)
@@ -130,4 +131,4 @@ async def plan_open(app: App, p: PlanOpenParams) -> PlanOpened:
     if app.host_factory is not None:
         await app.host_factory().show_document(path)
         shown = True
-    return PlanOpened(path=path.relative_to(app.root).as_posix(), shown=shown)
+    return PlanOpened(path=workspace_name(path, [app.root]), shown=shown)

@@ -22,6 +22,7 @@ from ndomo.runtime.hooks import HookAction, Phase
 from ndomo.runtime.host import BaseHost, Host
 from ndomo.runtime.plugins import Plugins, build_plugins
 from ndomo.runtime.slash import SlashError
+from ndomo.security.paths import workspace_name
 
 if TYPE_CHECKING:
     from ndomo.agents.loader import AgentSet
@@ -465,13 +466,7 @@ class Runtime:
         await execute(ctx)
 
     def _summary(self, ctx: TurnContext) -> TurnSummary:
-        roots = ctx.roots
-        modified = []
-        for p in ctx.modified:
-            try:
-                modified.append(p.relative_to(roots[0]).as_posix())
-            except ValueError:
-                modified.append(str(p))
+        modified = [workspace_name(p, ctx.roots) for p in ctx.modified]
         return TurnSummary(
             turn_id=ctx.turn_id,
             session=ctx.session.id,

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ValidationError
 
+from ndomo.validation import describe
+
 if TYPE_CHECKING:
     from ndomo.runtime.context import TurnContext
 
@@ -279,12 +281,7 @@ class ToolRegistry:
         try:
             return tool.params.model_validate(raw)
         except ValidationError as exc:
-            parts = []
-            for err in exc.errors():
-                loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
-                msg = "unknown argument" if err["type"] == "extra_forbidden" else err["msg"]
-                parts.append(f"{loc}: {msg}")
-            return f"invalid arguments for '{tool.name}': " + "; ".join(parts)
+            return f"invalid arguments for '{tool.name}': {describe(exc)}"
 
     async def execute(self, ctx: TurnContext, name: str, raw: Any) -> ToolResult:
         result = await self._dispatch(ctx, name, raw)

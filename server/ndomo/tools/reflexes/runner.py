@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from ndomo.runtime.context import TurnContext
 from ndomo.tools.reflexes.model import Reflex, ReflexRun, StepOutcome
 from ndomo.tools.reflexes.template import TemplateError, substitute
+from ndomo.validation import describe
 
 MAX_DEPTH = 3  # a reflex may call a reflex, not forever
 DEPTH_KEY = "reflex_depth"
@@ -34,15 +35,8 @@ def check_params(reflex: Reflex, raw: dict[str, Any]) -> dict[str, Any]:
     try:
         return params_model(reflex).model_validate(raw or {}).model_dump()
     except ValidationError as exc:
-        parts = []
-        for err in exc.errors():
-            loc = ".".join(str(x) for x in err["loc"]) or "(params)"
-            parts.append(
-                f"{loc}: {'unknown parameter' if err['type'] == 'extra_forbidden' else err['msg']}"
-            )
-        raise ValueError(
-            f"invalid parameters for reflex '{reflex.name}': " + "; ".join(parts)
-        ) from None
+        why = describe(exc, unknown="unknown parameter", whole="(params)")
+        raise ValueError(f"invalid parameters for reflex '{reflex.name}': {why}") from None
 
 
 async def run_reflex(ctx: TurnContext, reflex: Reflex, params: dict[str, Any]) -> ReflexRun:
