@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
@@ -25,18 +26,24 @@ if TYPE_CHECKING:
 log = logging.getLogger("ndomo.agents")
 
 FLAT_KEYS = ("edit", "write", "webfetch", "question", "plan_db")
-_PERM_KEY = "agents.permission"
+
+
+@dataclass
+class _Permission:
+    """A turn's effective permission, computed once (ctx.instance)."""
+
+    perm: AgentPermission
 
 
 def effective_permission(ctx: TurnContext) -> AgentPermission:
     """The agent's permission, narrowed by every delegating ancestor (cached per turn)."""
-    cached = ctx.state.get(_PERM_KEY)
+    cached = ctx.existing(_Permission)
     if cached is not None:
-        return cached
+        return cached.perm
     # no agent resolved: nothing is granted without asking
     own = ctx.agent.permission if ctx.agent is not None else AgentPermission()
     perm = intersect(effective_permission(ctx.parent), own) if ctx.parent is not None else own
-    ctx.state[_PERM_KEY] = perm
+    ctx.instance(_Permission, lambda: _Permission(perm))
     return perm
 
 

@@ -33,14 +33,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ndomo.agents")
 
-SCOPE_KEY = "agents.scope"
 PLAN_CREATE, TASK_BATCH = "plan_create", "task_create_batch"
 CLAIM_TOOLS = frozenset({"task_next_for_agent", "task_update_status", "plan_update_status"})
 
 
 @dataclass
 class Scope:
-    """Per-turn scope state of a threshold agent; kept in the owner turn's `ctx.state`."""
+    """Per-turn scope state of a threshold agent; kept in the owner turn (`ctx.instance(Scope, …)`)."""
 
     direct: int
     planned: int
@@ -96,13 +95,13 @@ def scope_of(ctx: TurnContext) -> Scope | None:
     owner = scope_owner(ctx)
     if owner is None:
         return None
-    scope = owner.state.get(SCOPE_KEY)
-    if scope is None:
-        th = (owner.agent.threshold if owner.agent else None) or owner.app.settings.threshold
-        scope = owner.state[SCOPE_KEY] = Scope(
+    th = (owner.agent.threshold if owner.agent else None) or owner.app.settings.threshold
+    return owner.instance(
+        Scope,
+        lambda: Scope(
             direct=th.direct, planned=th.planned, direct_lines=getattr(th, "direct_lines", 50)
-        )
-    return scope
+        ),
+    )
 
 
 def rel_path(ctx: TurnContext, path: Path | str) -> str:
@@ -116,7 +115,6 @@ def touched(owner: TurnContext) -> list[str]:
 async def publish(owner: TurnContext, scope: Scope) -> None:
     """Show the scope state in `ndomo/status` while the turn runs."""
     text = scope.label(len(touched(owner)), owner.agent_name)
-    owner.state["status_state"] = text
     if owner.session.last_outcome != text:
         owner.session.last_outcome = text
         await owner.runtime.publish_status(owner.session)

@@ -142,7 +142,7 @@ class PlanDiagnosticsFeature(Feature):
         from ndomo.plans.watch import DbWatch
         from ndomo.runtime.runtime import Runtime
 
-        Runtime.of(app).event_listeners.append(self.on_event)
+        Runtime.of(app).event_listeners.add(self.on_event)
         if app.no_store_reason is not None:  # no store: no plans to show
             return
         store = await app.store()

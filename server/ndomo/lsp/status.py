@@ -37,6 +37,6 @@ class StatusFeature(Feature):
         async def send(status: Status) -> None:
             self.server.protocol.notify("ndomo/status", status.model_dump(mode="json"))
 
-        rt.status_listeners.append(send)
+        rt.status_listeners.add(send)
         if app.no_store_reason is None:  # no store, no session to show
             await rt.publish_status(await rt.session())

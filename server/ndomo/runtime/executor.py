@@ -149,8 +149,8 @@ async def _ask(ctx: TurnContext, client: Any, specs: list[ToolSpec]) -> tuple[st
                 raise ModelError(mf.tools_refusal(ctx, client))
             specs = []  # known tool-less: answer without them
         fitted = await mf.fit_request(ctx, client, specs)
-        if fitted.steps and not ctx.state.get("fit_noticed"):
-            ctx.state["fit_noticed"] = True
+        if fitted.steps and not ctx.fit_noticed:
+            ctx.fit_noticed = True
             await ctx.runtime.emit(
                 ctx,
                 Notice(

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from ndomo.runtime.hooks import HookRegistry
+from ndomo.runtime.listeners import Listeners
 from ndomo.runtime.prompts import PromptManager
 from ndomo.runtime.slash import SlashCommandRegistry
 from ndomo.runtime.tools import ToolRegistry
@@ -66,7 +67,9 @@ class Plugins:
     on_runtime: list[Callable[[Runtime], None]] = field(default_factory=list)
     # Called with the runtime and the session it leaves (a new session started) — e.g. to
     # stop that session's servers.
-    on_session_end: list[Callable[[Runtime, str], Awaitable[None]]] = field(default_factory=list)
+    on_session_end: Listeners[[Runtime, str]] = field(
+        default_factory=lambda: Listeners("session-end")
+    )
     # Told of each file a tool wrote, in registration order.
     on_file_written: list[FileWritten] = field(default_factory=list)
 

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from ndomo.app import App
-from ndomo.runtime.context import FINAL_STATE, SessionState, TurnContext, TurnRequest
+from ndomo.runtime.context import SessionState, TurnContext, TurnRequest
 from ndomo.runtime.coordinator import ToolCallCoordinator
 from ndomo.runtime.events import Status, TurnEvent
 from ndomo.runtime.hooks import HookAction, Phase
 from ndomo.runtime.host import BaseHost, Host
+from ndomo.runtime.listeners import Listeners
 from ndomo.runtime.plugins import Plugins, build_plugins
 from ndomo.runtime.slash import SlashError
 from ndomo.security.paths import workspace_name
@@ -29,9 +29,6 @@ if TYPE_CHECKING:
     from ndomo.agents.schema import AgentDef
 
 log = logging.getLogger("ndomo.runtime")
-
-StatusListener = Callable[[Status], Awaitable[None]]
-EventListener = Callable[[TurnContext, TurnEvent], Awaitable[None]]
 
 
 class RuntimeError_(Exception):
@@ -62,8 +59,10 @@ class Runtime:
         self.sessions: dict[str, SessionState] = {}
         self.current_session_id: str | None = None
         self.active: dict[str, tuple[TurnContext, asyncio.Task]] = {}  # session id → running turn
-        self.status_listeners: list[StatusListener] = []
-        self.event_listeners: list[EventListener] = []
+        # Told of every status change (the LSP sends `ndomo/status`).
+        self.status_listeners: Listeners[[Status]] = Listeners("status")
+        # Told of every turn event after the turn's Host (progress, plan diagnostics, autopilot).
+        self.event_listeners: Listeners[[TurnContext, TurnEvent]] = Listeners("event")
         self._session_lock = asyncio.Lock()
         self._session_stamps: dict[str, Any] = {}  # session id → store stamp when last read
         for hook in self.plugins.on_runtime:
@@ -209,11 +208,7 @@ class Runtime:
         previous = self.current_session_id
         state = await self.session(new=True)
         if previous and previous != state.id:
-            for hook in self.plugins.on_session_end:
-                try:
-                    await hook(self, previous)
-                except Exception:
-                    log.exception("session-end hook failed")
+            await self.plugins.on_session_end.notify(self, previous)
         await self.publish_status(state)
         return state
 
@@ -242,12 +237,7 @@ class Runtime:
         )
 
     async def publish_status(self, state: SessionState) -> None:
-        status = await self.status(state)
-        for listener in list(self.status_listeners):
-            try:
-                await listener(status)
-            except Exception:
-                log.exception("status listener failed")
+        await self.status_listeners.notify(await self.status(state))
 
     async def emit(self, ctx: TurnContext, event: TurnEvent) -> None:
         event.turn_id = event.turn_id or ctx.turn_id or None
@@ -255,11 +245,7 @@ class Runtime:
             await ctx.host.emit(event)
         except Exception:
             log.exception("host failed to take an event")
-        for listener in list(self.event_listeners):
-            try:
-                await listener(ctx, event)
-            except Exception:
-                log.exception("event listener failed")
+        await self.event_listeners.notify(ctx, event)
 
     # -- turns ------------------------------------------------------------------------
 
@@ -411,7 +397,7 @@ class Runtime:
             log.exception("turn failed")
             ctx.status = "failed"
             ctx.error = ctx.error or f"{type(exc).__name__}: {exc}"
-            ctx.state["exception"] = exc
+            ctx.exception = exc
             try:
                 await hooks.run_phase(Phase.ON_ERROR, ctx)
             except Exception:
@@ -436,8 +422,8 @@ class Runtime:
     def final_state(ctx: TurnContext) -> str:
         """The status `state` once a turn ended: cleared, unless the user must know something —
         a hand-back (never a silent stop) or a failure. A feature may name its own."""
-        if ctx.state.get(FINAL_STATE):
-            return ctx.state[FINAL_STATE]
+        if ctx.final_state:
+            return ctx.final_state
         if ctx.status == "blocked":
             reason = " ".join((ctx.handback or "blocked").split())
             return f"{ctx.agent_name} handed back: {reason[:80]}"

@@ -83,7 +83,6 @@ class ProseCap(ModeGatedHook):
     async def run(self, ctx: TurnContext) -> HookResult | None:
         cap = ctx.app.settings.modes.discussion_prose_cap
         if len(ctx.answer) > cap:
-            ctx.state["full_answer"] = ctx.answer
             ctx.answer = (
                 ctx.answer[:cap].rstrip()
                 + f"\n\n[trimmed to the discussion prose cap of {cap} characters; the transcript has the rest]"

@@ -3,6 +3,7 @@ so fences, guards and permissions apply to every step; the first failed step sto
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
@@ -13,7 +14,15 @@ from ndomo.tools.reflexes.template import TemplateError, substitute
 from ndomo.validation import describe
 
 MAX_DEPTH = 3  # a reflex may call a reflex, not forever
-DEPTH_KEY = "reflex_depth"
+
+
+@dataclass
+class _Nesting:
+    """How deep reflexes run inside one another in this turn."""
+
+    depth: int = 0
+
+
 _TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool}
 
 
@@ -40,7 +49,8 @@ def check_params(reflex: Reflex, raw: dict[str, Any]) -> dict[str, Any]:
 
 
 async def run_reflex(ctx: TurnContext, reflex: Reflex, params: dict[str, Any]) -> ReflexRun:
-    depth = ctx.state.get(DEPTH_KEY, 0)
+    nesting = ctx.instance(_Nesting, _Nesting)
+    depth = nesting.depth
     run = ReflexRun(reflex=reflex.name, mode=ctx.mode, ok=False, steps=[])
     if depth >= MAX_DEPTH:
         run.message = f"refused: reflexes nested more than {MAX_DEPTH} deep"
@@ -53,7 +63,7 @@ async def run_reflex(ctx: TurnContext, reflex: Reflex, params: dict[str, Any]) -
     registry = ctx.runtime.plugins.tools
     outputs: dict[str, str] = {}
     stopped = False
-    ctx.state[DEPTH_KEY] = depth + 1
+    nesting.depth = depth + 1
     try:
         for i, step in enumerate(reflex.steps, 1):
             try:
@@ -78,7 +88,7 @@ async def run_reflex(ctx: TurnContext, reflex: Reflex, params: dict[str, Any]) -
                 stopped = True
                 break
     finally:
-        ctx.state[DEPTH_KEY] = depth
+        nesting.depth = depth
     done = len(run.steps)
     last = run.steps[-1] if run.steps else None
     run.ok = not stopped and done == len(reflex.steps)

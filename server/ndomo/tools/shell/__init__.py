@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 def setup(plugins: Plugins) -> None:
     plugins.tools.add(bash)
     plugins.tools.add(serve)
-    plugins.on_session_end.append(stop_with_session)
+    plugins.on_session_end.add(stop_with_session)
 
 
 async def stop_with_session(rt: Runtime, session_id: str) -> None:
