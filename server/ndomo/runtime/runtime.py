@@ -1,4 +1,5 @@
-"""Runtime.run: the fixed phases of a request. Features hook in; this file does not change.
+"""Runtime.run: the fixed phases of a request, as explicit calls (`_steps`). Features hook
+in through the phases; this file does not change when one is added.
 
 PRE_DISPATCH → [slash dispatch] → POST_DISPATCH → PRE_AGENT_BUILD → [build] →
 POST_AGENT_BUILD → PRE_EXECUTE → [execute] → POST_RESPONSE; ON_ERROR on failure;
@@ -8,6 +9,7 @@ FINALLY always. SKIP_AGENT skips build and execute but not POST_RESPONSE / FINAL
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +31,14 @@ if TYPE_CHECKING:
     from ndomo.agents.schema import AgentDef
 
 log = logging.getLogger("ndomo.runtime")
+
+
+class _Go(enum.Enum):
+    """What a turn does after a phase's hooks."""
+
+    ON = "on"  # the next step
+    SKIP = "skip"  # no build or execute; POST_RESPONSE and FINALLY still run
+    STOP = "stop"  # a hook answered: the turn ends here (FINALLY still runs)
 
 
 class RuntimeError_(Exception):
@@ -348,46 +358,13 @@ class Runtime:
         return self.coordinator.cancel(call_id)
 
     async def _run(self, ctx: TurnContext) -> TurnSummary:
-        hooks = self.plugins.hooks
+        """One turn: busy on, the steps, the error or cancel, FINALLY hooks, busy off."""
         top = ctx.depth == 0
         if top:
             ctx.session.busy = True
             await self.publish_status(ctx.session)
         try:
-            skip = False
-            result = await hooks.run_phase(Phase.PRE_DISPATCH, ctx)
-            if result.action is HookAction.SHORT_CIRCUIT:
-                ctx.payload, ctx.status = result.payload, "done"
-                return self._summary(ctx)
-            skip = result.action is HookAction.SKIP_AGENT
-            if not skip:
-                skip = await self._dispatch(ctx)
-            if not skip:
-                result = await hooks.run_phase(Phase.POST_DISPATCH, ctx)
-                if result.action is HookAction.SHORT_CIRCUIT:
-                    ctx.payload, ctx.status = result.payload, "done"
-                    return self._summary(ctx)
-                skip = result.action is HookAction.SKIP_AGENT
-            for phase, step in (
-                (Phase.PRE_AGENT_BUILD, self._build),
-                (Phase.POST_AGENT_BUILD, None),
-                (Phase.PRE_EXECUTE, self._execute),
-            ):
-                if skip:
-                    break
-                result = await hooks.run_phase(phase, ctx)
-                if result.action is HookAction.SHORT_CIRCUIT:
-                    ctx.payload, ctx.status = (
-                        result.payload,
-                        ctx.status if ctx.status != "running" else "done",
-                    )
-                    return self._summary(ctx)
-                skip = result.action is HookAction.SKIP_AGENT
-                if step is not None and not skip:
-                    await step(ctx)
-            if ctx.status == "running":
-                ctx.status = "done"
-            await hooks.run_phase(Phase.POST_RESPONSE, ctx)
+            await self._steps(ctx)
         except asyncio.CancelledError:
             ctx.status = "cancelled"
             ctx.error = ctx.error or "cancelled by the user"
@@ -398,17 +375,9 @@ class Runtime:
             ctx.status = "failed"
             ctx.error = ctx.error or f"{type(exc).__name__}: {exc}"
             ctx.exception = exc
-            try:
-                await hooks.run_phase(Phase.ON_ERROR, ctx)
-            except Exception:
-                log.exception("ON_ERROR hook failed")
+            await self._on_error(ctx)
         finally:
-            for hook in hooks.ordered(Phase.FINALLY):
-                if hook.applies(ctx):
-                    try:
-                        await asyncio.shield(hook.run(ctx))
-                    except BaseException:
-                        log.exception("FINALLY hook %s failed", hook.name)
+            await self._finally(ctx)
             if ctx.turn_id is not None:
                 self.coordinator.forget_turn(ctx.turn_id)
             if top:
@@ -417,6 +386,60 @@ class Runtime:
                     ctx.session.last_outcome = self.final_state(ctx)
                 await self.publish_status(ctx.session)
         return self._summary(ctx)
+
+    async def _steps(self, ctx: TurnContext) -> None:
+        """The turn top to bottom: each core step (slash dispatch, build, execute) after
+        its phase's hooks. A hook's SHORT_CIRCUIT ends the turn there with its payload; its
+        SKIP_AGENT (or a handled slash command) skips the rest up to POST_RESPONSE."""
+        go = await self._phase(Phase.PRE_DISPATCH, ctx, done_on_stop=True)
+        if go is _Go.STOP:
+            return
+        if go is _Go.ON and await self._dispatch(ctx):
+            go = _Go.SKIP
+        if go is _Go.ON:
+            go = await self._phase(Phase.POST_DISPATCH, ctx, done_on_stop=True)
+        if go is _Go.ON:
+            go = await self._phase(Phase.PRE_AGENT_BUILD, ctx)
+        if go is _Go.ON:
+            await self._build(ctx)
+            go = await self._phase(Phase.POST_AGENT_BUILD, ctx)
+        if go is _Go.ON:
+            go = await self._phase(Phase.PRE_EXECUTE, ctx)
+        if go is _Go.ON:
+            await self._execute(ctx)
+        if go is _Go.STOP:
+            return
+        if ctx.status == "running":
+            ctx.status = "done"
+        await self.plugins.hooks.run_phase(Phase.POST_RESPONSE, ctx)
+
+    async def _phase(self, phase: Phase, ctx: TurnContext, *, done_on_stop: bool = False) -> _Go:
+        """Run one phase's hooks; what the turn does next. A short-circuit's payload is the
+        turn's; its status is "done" (before dispatch always, later unless a hook set one)."""
+        result = await self.plugins.hooks.run_phase(phase, ctx)
+        if result.action is HookAction.SHORT_CIRCUIT:
+            ctx.payload = result.payload
+            if done_on_stop or ctx.status == "running":
+                ctx.status = "done"
+            return _Go.STOP
+        return _Go.SKIP if result.action is HookAction.SKIP_AGENT else _Go.ON
+
+    async def _on_error(self, ctx: TurnContext) -> None:
+        try:
+            await self.plugins.hooks.run_phase(Phase.ON_ERROR, ctx)
+        except Exception:
+            log.exception("ON_ERROR hook failed")
+
+    async def _finally(self, ctx: TurnContext) -> None:
+        """FINALLY hooks, each shielded from a cancel and run even when another fails."""
+        for hook in self.plugins.hooks.ordered(Phase.FINALLY):
+            if hook.applies(ctx):
+                try:
+                    await asyncio.shield(hook.run(ctx))
+                except asyncio.CancelledError:
+                    log.warning("FINALLY hook %s was cancelled", hook.name)
+                except Exception:
+                    log.exception("FINALLY hook %s failed", hook.name)
 
     @staticmethod
     def final_state(ctx: TurnContext) -> str:
