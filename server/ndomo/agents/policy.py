@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel
 
 from ndomo.runtime.host import ApprovalRequest
-from ndomo.runtime.tools import PermissionDecision, ToolDescriptor
+from ndomo.runtime.tools import PathsUnknown, PermissionDecision, ToolDescriptor
 
 from .permissions import decide_bash, decide_network, intersect, task_allowed
 from .schema import STRICTNESS, AgentPermission, BashPolicy, TaskPolicy
@@ -69,23 +69,10 @@ def is_flat_deny(perm: AgentPermission, key: str | None) -> bool:
     return False
 
 
-class _PathsUnknown(Exception):
-    """A tool's path declaration failed: which files it touches is unknown."""
-
-
 def _paths(
     tool: ToolDescriptor, params: BaseModel, key: Literal["paths", "read_paths"]
 ) -> list[str]:
-    fn = tool.paths if key == "paths" else tool.read_paths
-    if fn is None:
-        return []
-    try:
-        return [str(p) for p in (fn(params) or [])]
-    except Exception as exc:  # fail closed: a broken path lambda must not skip the checks
-        log.exception("%s of tool %s failed", key, tool.name)
-        raise _PathsUnknown(
-            f"'{tool.name}' could not say which files it touches ({type(exc).__name__}: {exc})"
-        ) from None
+    return tool.declared(params, key) or []
 
 
 def _control_verdict(ctx: TurnContext, tool: ToolDescriptor, paths: list[str]) -> Verdict | None:
@@ -153,7 +140,7 @@ class AgentPolicy:
         """What the agent's permission says about this call, before approvals."""
         try:
             return await self._verdict(ctx, tool, params)
-        except _PathsUnknown as exc:
+        except PathsUnknown as exc:
             return Verdict(
                 action="deny",
                 permission=tool.permission or "paths",

@@ -23,7 +23,7 @@ from pydantic import BaseModel
 
 from ndomo.filetypes import KNOWN
 from ndomo.runtime.edits import restore_files, text_before
-from ndomo.runtime.tools import ToolDescriptor
+from ndomo.runtime.tools import PathsUnknown, ToolDescriptor
 from ndomo.security.paths import workspace_name
 
 from .routing import EXTENSION_STACKS
@@ -255,13 +255,6 @@ async def enter_state4(owner: TurnContext, scope: Scope, count: int) -> str:
 # -- the guard ----------------------------------------------------------------------------
 
 
-def declared_paths(tool: ToolDescriptor, params: BaseModel) -> list[str] | None:
-    fn = tool.paths
-    if fn is None:
-        return None
-    return [str(p) for p in (fn(params) or [])]
-
-
 def changed_lines(before: str | None, after: str | None) -> int:
     """Lines a change adds, removes or rewrites (a rewritten line counts once)."""
     a = (before or "").splitlines()
@@ -356,7 +349,10 @@ class ScopeGuard:
         if tool.name == PLAN_CREATE and scope.plans_before is None:
             store = await owner.app.store()
             scope.plans_before = {p.id for p in await store.list_plans(status="draft", limit=200)}
-        paths = declared_paths(tool, params)
+        try:
+            paths = tool.declared(params)
+        except PathsUnknown as exc:  # fail closed: an unknown write is not counted as none
+            return str(exc)
         if paths is None:
             return None  # not a file change it can announce; counted after the fact
         done = touched(owner)

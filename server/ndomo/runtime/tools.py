@@ -49,6 +49,10 @@ CommandOf = Callable[[Any], "str | None"]
 AfterCall = Callable[["TurnContext", str, "ToolResult"], Awaitable["ToolResult"]]
 
 
+class PathsUnknown(Exception):
+    """A tool's path declaration failed: which files the call touches is unknown."""
+
+
 @dataclass(frozen=True)
 class ToolDescriptor:
     name: str
@@ -63,6 +67,23 @@ class ToolDescriptor:
     read_paths: PathsOf | None = None  # the files a call reads (secret files are asked for)
     command: CommandOf | None = None  # the command a `bash`-permission call starts
     host_network: bool = False  # what it starts must stay reachable on loopback (serve)
+
+    def declared(
+        self, params: BaseModel, which: Literal["paths", "read_paths"] = "paths"
+    ) -> list[str] | None:
+        """The files a call says it writes (or reads), as the model named them; None when
+        the tool declares none. A failing declaration raises PathsUnknown: callers fail
+        closed (refuse or ask), never skip a check."""
+        fn = self.paths if which == "paths" else self.read_paths
+        if fn is None:
+            return None
+        try:
+            return [str(p) for p in (fn(params) or [])]
+        except Exception as exc:
+            log.exception("%s of tool %s failed", which, self.name)
+            raise PathsUnknown(
+                f"'{self.name}' could not say which files it touches ({type(exc).__name__}: {exc})"
+            ) from None
 
     def allowed_in(self, mode: str) -> bool:
         return not self.modes or mode in self.modes
