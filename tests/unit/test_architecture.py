@@ -194,7 +194,9 @@ RULES: list[Rule] = [
     Rule(
         "ndomo.runtime*",
         "ndomo.agents.loader",
-        "the runtime reaches agents through app.agents",
+        "the runtime reaches agents through app.load_agents()",
+        # `ndomo run` lists the agents for its --help, before any App exists
+        unless=("ndomo.runtime.run_cmd",),
     ),
     Rule("ndomo.plans*", "ndomo.runtime*", "the store knows no runtime"),
     Rule("ndomo.plans*", "ndomo.tools*", "the store knows no tools"),

@@ -27,6 +27,7 @@ from ndomo.runtime.tools import PathsUnknown, ToolDescriptor
 from ndomo.security.paths import workspace_name
 
 from .routing import EXTENSION_STACKS
+from .schema import Threshold
 
 if TYPE_CHECKING:
     from ndomo.runtime.context import TurnContext
@@ -95,7 +96,8 @@ def scope_of(ctx: TurnContext) -> Scope | None:
     owner = scope_owner(ctx)
     if owner is None:
         return None
-    th = (owner.agent.threshold if owner.agent else None) or owner.app.settings.threshold
+    own = owner.agent.threshold if owner.agent else None  # `true`: the configured one
+    th = own if isinstance(own, Threshold) else owner.app.settings.threshold
     return owner.instance(
         Scope,
         lambda: Scope(

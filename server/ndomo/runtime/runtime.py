@@ -174,7 +174,7 @@ class Runtime:
         agents = await self.agents()
         found = agents.get(agent)
         if found is None:  # an agent file written since they were loaded: read them again
-            self.app.services.pop("agents", None)
+            self.app.agents = None
             agents = await self.agents()
             found = agents.get(agent)
         if found is None:
