@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import to_jsonable_python
 
+from ndomo.validation import describe, problems
+
 if TYPE_CHECKING:
     from ndomo.app import App
 
@@ -81,14 +83,8 @@ class Action:
 
 
 def describe_validation_error(exc: ValidationError) -> tuple[str, str | None]:
-    parts = []
-    first_field = None
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
-        first_field = first_field or loc
-        msg = "unknown argument" if err["type"] == "extra_forbidden" else err["msg"]
-        parts.append(f"{loc}: {msg}")
-    return "invalid argument " + "; ".join(parts), first_field
+    found = problems(exc)
+    return "invalid argument " + describe(exc), (found[0][0] if found else None)
 
 
 def parse_params(model: type[BaseModel], raw: Any) -> BaseModel:

@@ -1,4 +1,4 @@
-"""The per-workspace services that actions, tools and the runtime share.
+"""The per-workspace state that actions, tools and the runtime share, as typed attributes.
 
 One `App` per workspace: built by the LSP server at initialize and by the CLI from
 `--workspace`. Everything expensive (the store, the agent registry) opens lazily.
@@ -15,15 +15,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from ndomo.actions import ActionError
 from ndomo.config import ConfigProblem, Settings, load_settings
 
 if TYPE_CHECKING:
+    from ndomo.agents.loader import AgentSet
     from ndomo.plans.store import PlanStore
+    from ndomo.runtime.host import Host
+    from ndomo.runtime.runtime import Runtime
 
 log = logging.getLogger("ndomo")
 
@@ -65,6 +68,21 @@ def find_root(start: Path) -> Path | None:
     return None
 
 
+@runtime_checkable
+class Closable(Protocol):
+    """Something App.aclose closes (before the store): a runtime, a worker, served processes."""
+
+    async def aclose(self) -> None: ...
+
+
+T = TypeVar("T")
+
+# The editor's Host for a turn it starts (set by the LSP layer; None in the CLI).
+HostFactory = Callable[[], "Host"]
+# Writes a server-owned file through the editor's buffer when it is open there: False if not.
+OwnedWriter = Callable[[Path, str], Awaitable[bool]]
+
+
 class NoWorkspace(ActionError):
     """An operation needs the plan store, and this App has no workspace root."""
 
@@ -97,7 +115,15 @@ class App:
         self.origin = origin  # "lsp" or "cli": who drives this process
         self._store: PlanStore | None = None
         self._store_lock = asyncio.Lock()
-        self.services: dict[str, Any] = {}  # feature-owned singletons (runtime, agents, …)
+        # The runtime once built (`Runtime.of(app)` builds it on first use).
+        self.runtime: Runtime | None = None
+        # The agent definitions once loaded (`await app.load_agents()`; the LSP reloads them).
+        self.agents: AgentSet | None = None
+        # Set by the LSP layer when an editor drives this App; None in the CLI.
+        self.host_factory: HostFactory | None = None
+        self.owned_writer: OwnedWriter | None = None
+        self._closables: list[Closable] = []
+        self._instances: dict[type, Any] = {}  # feature-owned singletons, one per class
 
     @classmethod
     def load(
@@ -139,6 +165,33 @@ class App:
                     await asyncio.to_thread(self._write_gitignore)
             return self._store
 
+    async def load_agents(self, modes: Collection[str] | None = None) -> AgentSet:
+        """The workspace's agents (built-in, user, project), loaded once off the loop;
+        `modes` (the registered mode names) check each agent's `default_mode`."""
+        if self.agents is None:
+            from ndomo.agents.loader import load_agents_async
+
+            self.agents = await load_agents_async(self.root, modes)
+        return self.agents
+
+    def close_with(self, closable: Closable) -> None:
+        """Close `closable` in App.aclose (in registration order, before the store)."""
+        self._closables.append(closable)
+
+    def instance(self, kind: type[T], make: Callable[[], T]) -> T:
+        """A feature's one object of class `kind` for this App, made on first use (and
+        closed with the App when it has `aclose`). Keyed by the class, so typed."""
+        found = self._instances.get(kind)
+        if found is None:
+            found = self._instances[kind] = make()
+            if isinstance(found, Closable):
+                self.close_with(found)
+        return found
+
+    def existing(self, kind: type[T]) -> T | None:
+        """The feature's object of class `kind`, if one was made."""
+        return self._instances.get(kind)
+
     def _write_gitignore(self) -> None:
         """`.ndomo/.gitignore`, once: a user's own edits to it are kept."""
         path = self.state_dir / ".gitignore"
@@ -149,16 +202,14 @@ class App:
                 log.warning("could not write %s", path, exc_info=True)
 
     async def aclose(self) -> None:
-        """Close every service, then the store — the store even when a service fails."""
+        """Close every registered closable, then the store — the store even when one fails."""
         try:
-            for svc in list(self.services.values()):
-                closer = getattr(svc, "aclose", None)
-                if closer is None:
-                    continue
+            closables, self._closables = self._closables, []
+            for closable in closables:
                 try:
-                    await closer()
+                    await closable.aclose()
                 except Exception:
-                    log.exception("closing %r failed", svc)
+                    log.exception("closing %r failed", closable)
         finally:
             store, self._store = self._store, None
             if store is not None:

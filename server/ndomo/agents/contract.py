@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from ndomo.runtime.tools import ToolDescriptor
+from ndomo.runtime.tools import PathsUnknown, ToolDescriptor
 from ndomo.security.control import control_kind, design_artifact, real_target
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ log = logging.getLogger("ndomo.agents")
 def design_writer(ctx: TurnContext | None) -> str | None:
     """The name of the nearest agent (this turn or a delegating one) with `writes: design`."""
     while ctx is not None:
-        if getattr(ctx.agent, "writes", "any") == "design":
+        if ctx.agent is not None and ctx.agent.writes == "design":
             return ctx.agent_name
         ctx = ctx.parent
     return None
@@ -58,11 +58,9 @@ class DesignWritesOnly:
         if tool.risk != "write":
             return None
         globs = ctx.app.settings.modes.design_globs
-        paths_of = tool.meta.get("paths")
         try:
-            paths = [str(p) for p in (paths_of(params) or [])] if paths_of else []
-        except Exception:  # fail closed: no paths is a handoff, never a skipped check
-            log.exception("meta[paths] of tool %s failed", tool.name)
+            paths = tool.declared(params) or []
+        except PathsUnknown:  # logged there; refused below
             paths = []
         if not paths:
             return handoff(agent, f"'{tool.name}' cannot show which files it writes")

@@ -4,9 +4,9 @@ and turns bound to a plan task. One `setup(plugins)`; the runtime core is untouc
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ndomo.runtime.context import FINAL_STATE
 from ndomo.runtime.hooks import HookAction, HookResult, LifecycleHook, Phase
 from ndomo.runtime.prompts import PromptContributor
 from ndomo.runtime.tools import ToolResult
@@ -17,12 +17,20 @@ from .delegation import task as task_tool
 from .policy import AgentPolicy
 
 if TYPE_CHECKING:
+    from ndomo.plans.models import Task
     from ndomo.runtime.context import TurnContext
     from ndomo.runtime.plugins import Plugins
 
 log = logging.getLogger("ndomo.agents")
 
-TASK_KEY = "agents.task"
+
+@dataclass
+class _BoundTask:
+    """The plan task this turn executes (`TurnRequest.task_id`)."""
+
+    task: Task
+    plan_slug: str
+    plan_title: str
 
 
 class TaskBinding(LifecycleHook):
@@ -57,7 +65,7 @@ class TaskBinding(LifecycleHook):
                 f"task {found.id} is {found.status}; only a pending or running task can be executed"
             )
             return HookResult(HookAction.SKIP_AGENT)
-        ctx.state[TASK_KEY] = {"task": found, "plan_slug": plan.slug, "plan_title": plan.title}
+        ctx.instance(_BoundTask, lambda: _BoundTask(found, plan.slug, plan.title))
         return None
 
 
@@ -67,14 +75,15 @@ class TaskPrompt(PromptContributor):
     placement = "turn"  # changes every turn: kept out of the cached system prompt
 
     def applies(self, ctx: TurnContext) -> bool:
-        return TASK_KEY in ctx.state
+        return ctx.existing(_BoundTask) is not None
 
     async def contribute(self, ctx: TurnContext) -> str | None:
-        bound = ctx.state[TASK_KEY]
-        t = bound["task"]
+        bound = ctx.existing(_BoundTask)
+        assert bound is not None
+        t = bound.task
         files = ", ".join(t.files) or "not listed"
         return (
-            f"You are executing task {t.id} (step {t.ord}) of plan '{bound['plan_slug']}' ({bound['plan_title']}): "
+            f"You are executing task {t.id} (step {t.ord}) of plan '{bound.plan_slug}' ({bound.plan_title}): "
             f"{t.description}\nFiles: {files}\nIt is already marked running. When it is done call "
             f"task_update_status with id {t.id}, status done and a short report; if the plan has no pending "
             "task left, complete the plan with plan_update_status."
@@ -113,10 +122,10 @@ class ScopeStart(LifecycleHook):
     async def run(self, ctx: TurnContext) -> HookResult | None:
         scope = sc.scope_of(ctx)
         assert scope is not None
-        bound = ctx.state.get(TASK_KEY)
-        files = list(bound["task"].files) if bound else sc.explicit_files(ctx.request.prompt)
+        bound = ctx.existing(_BoundTask)
+        files = list(bound.task.files) if bound else sc.explicit_files(ctx.request.prompt)
         if bound:
-            scope.plan, scope.state = f"task:{bound['task'].id}", 3
+            scope.plan, scope.state = f"task:{bound.task.id}", 3
         if len(files) > scope.planned:
             await sc.enter_state4(ctx, scope, len(files))
             ctx.handback = scope.handback
@@ -133,10 +142,11 @@ class ScopeFinish(LifecycleHook):
     priority = 80  # before turn_finish (90): the turn record gets the hand-back
 
     def applies(self, ctx: TurnContext) -> bool:
-        return sc.is_scoped(ctx) and sc.SCOPE_KEY in ctx.state
+        return sc.is_scoped(ctx) and ctx.existing(sc.Scope) is not None
 
     async def run(self, ctx: TurnContext) -> HookResult | None:
-        scope: sc.Scope = ctx.state[sc.SCOPE_KEY]
+        scope = ctx.existing(sc.Scope)
+        assert scope is not None
         if scope.state == 4:
             ctx.handback = ctx.handback or scope.handback
             if ctx.status in ("done", "running"):
@@ -145,7 +155,7 @@ class ScopeFinish(LifecycleHook):
         files = len(sc.touched(ctx))
         final = scope.final(files, ctx.agent_name)
         if final:  # otherwise the runtime's own: cleared, or the hand-back / failure
-            ctx.state[FINAL_STATE] = final
+            ctx.final_state = final
         return None
 
 
@@ -159,13 +169,14 @@ class TaskFinish(LifecycleHook):
     priority = 85  # after scope_finish (80: a hand-back blocks the task), before turn_finish (90)
 
     def applies(self, ctx: TurnContext) -> bool:
-        return TASK_KEY in ctx.state
+        return ctx.existing(_BoundTask) is not None
 
     async def run(self, ctx: TurnContext) -> HookResult | None:
-        bound = ctx.state[TASK_KEY]
+        bound = ctx.existing(_BoundTask)
+        assert bound is not None
         store = await ctx.app.store()
         try:
-            current = await store.get_task(bound["task"].id)
+            current = await store.get_task(bound.task.id)
             if current.status != "running":
                 return None
             agent, sid = ctx.agent_name, ctx.session.id
@@ -184,24 +195,24 @@ class TaskFinish(LifecycleHook):
                     current.id, "blocked", error=reason, agent=agent, session_id=sid
                 )
         except Exception:
-            log.exception("could not finish task %s", bound["task"].id)
+            log.exception("could not finish task %s", bound.task.id)
         return None
 
 
 async def _block_bound_task(ctx: TurnContext, reason: str) -> None:
     """A plan task the turn gave up on is blocked, not left running."""
-    bound = ctx.state.get(TASK_KEY)
+    bound = ctx.existing(_BoundTask)
     if not bound:
         return
     store = await ctx.app.store()
     try:
-        current = await store.get_task(bound["task"].id)
+        current = await store.get_task(bound.task.id)
         if current.status == "running":
             await store.update_task_status(
                 current.id, "blocked", error=reason, agent=ctx.agent_name, session_id=ctx.session.id
             )
     except Exception:
-        log.exception("could not block task %s", bound["task"].id)
+        log.exception("could not block task %s", bound.task.id)
 
 
 async def scope_after_call(ctx: TurnContext, name: str, result: ToolResult) -> ToolResult:

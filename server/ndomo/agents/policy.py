@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
 from ndomo.runtime.host import ApprovalRequest
-from ndomo.runtime.tools import PermissionDecision, ToolDescriptor
+from ndomo.runtime.tools import PathsUnknown, PermissionDecision, ToolDescriptor
 
 from .permissions import decide_bash, decide_network, intersect, task_allowed
 from .schema import STRICTNESS, AgentPermission, BashPolicy, TaskPolicy
@@ -25,19 +26,24 @@ if TYPE_CHECKING:
 log = logging.getLogger("ndomo.agents")
 
 FLAT_KEYS = ("edit", "write", "webfetch", "question", "plan_db")
-_PERM_KEY = "agents.permission"
+
+
+@dataclass
+class _Permission:
+    """A turn's effective permission, computed once (ctx.instance)."""
+
+    perm: AgentPermission
 
 
 def effective_permission(ctx: TurnContext) -> AgentPermission:
     """The agent's permission, narrowed by every delegating ancestor (cached per turn)."""
-    cached = ctx.state.get(_PERM_KEY)
+    cached = ctx.existing(_Permission)
     if cached is not None:
-        return cached
-    own = getattr(ctx.agent, "permission", None)
-    if own is None:  # no agent resolved: nothing is granted without asking
-        own = AgentPermission()
+        return cached.perm
+    # no agent resolved: nothing is granted without asking
+    own = ctx.agent.permission if ctx.agent is not None else AgentPermission()
     perm = intersect(effective_permission(ctx.parent), own) if ctx.parent is not None else own
-    ctx.state[_PERM_KEY] = perm
+    ctx.instance(_Permission, lambda: _Permission(perm))
     return perm
 
 
@@ -63,21 +69,10 @@ def is_flat_deny(perm: AgentPermission, key: str | None) -> bool:
     return False
 
 
-class _PathsUnknown(Exception):
-    """A tool's path declaration failed: which files it touches is unknown."""
-
-
-def _paths(tool: ToolDescriptor, params: BaseModel, key: str) -> list[str]:
-    fn = tool.meta.get(key)
-    if fn is None:
-        return []
-    try:
-        return [str(p) for p in (fn(params) or [])]
-    except Exception as exc:  # fail closed: a broken path lambda must not skip the checks
-        log.exception("meta[%s] of tool %s failed", key, tool.name)
-        raise _PathsUnknown(
-            f"'{tool.name}' could not say which files it touches ({type(exc).__name__}: {exc})"
-        ) from None
+def _paths(
+    tool: ToolDescriptor, params: BaseModel, key: Literal["paths", "read_paths"]
+) -> list[str]:
+    return tool.declared(params, key) or []
 
 
 def _control_verdict(ctx: TurnContext, tool: ToolDescriptor, paths: list[str]) -> Verdict | None:
@@ -145,7 +140,7 @@ class AgentPolicy:
         """What the agent's permission says about this call, before approvals."""
         try:
             return await self._verdict(ctx, tool, params)
-        except _PathsUnknown as exc:
+        except PathsUnknown as exc:
             return Verdict(
                 action="deny",
                 permission=tool.permission or "paths",
@@ -169,7 +164,7 @@ class AgentPolicy:
                 subject = tool.name
             verdict = Verdict(action=getattr(perm, key), permission=key, subject=subject)
         elif key == "bash":
-            command_of = tool.meta.get("command")
+            command_of = tool.command
             command = command_of(params) if command_of else _param(params, "command")
             if command_of is not None and command is None:
                 # the tool declares that this call starts nothing (e.g. serve list/stop)
@@ -318,13 +313,13 @@ async def shell_network(
 ) -> bool | None:
     """Does this shell call get network inside the OS sandbox? None: not a shell call.
 
-    A tool that declares `network="host"` (serve) always keeps it. Otherwise the agent's
+    A tool that declares `host_network=True` (serve) always keeps it. Otherwise the agent's
     `network` permission decides: allow → yes, deny → no, ask → only when the user approved
     this command (now or by a saved rule).
     """
     if tool is None or tool.permission != "bash" or v.permission != "bash":
         return None
-    if tool.meta.get("network") == "host":
+    if tool.host_network:
         return True
     action = await asyncio.to_thread(
         decide_network,

@@ -10,6 +10,8 @@ from collections.abc import Callable, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
+from ndomo.filetypes import STACKS
+
 GENERIC_SMITH = "smith"
 PAINTER = "painter"
 
@@ -23,24 +25,8 @@ STACK_AGENTS: dict[str, str] = {
     "zig": "zig-smith",
 }
 
-# file extension (lower case) -> stack
-EXTENSION_STACKS: dict[str, str] = {
-    ".go": "go",
-    ".vue": "vue",
-    ".svelte": "vue",
-    ".ts": "js",
-    ".tsx": "js",
-    ".js": "js",
-    ".jsx": "js",
-    ".mjs": "js",
-    ".cjs": "js",
-    ".mts": "js",
-    ".cts": "js",
-    ".py": "python",
-    ".pyi": "python",
-    ".rs": "rust",
-    ".zig": "zig",
-}
+# file extension (lower case) -> stack (the one table: ndomo/filetypes.py)
+EXTENSION_STACKS: dict[str, str] = STACKS
 
 # metadata.stack spellings -> stack
 STACK_ALIASES: dict[str, str] = {

@@ -21,7 +21,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from ndomo.runtime.tools import ToolDescriptor
+from ndomo.filetypes import KNOWN
+from ndomo.runtime.edits import restore_files, text_before
+from ndomo.runtime.tools import PathsUnknown, ToolDescriptor
+from ndomo.security.paths import workspace_name
 
 from .routing import EXTENSION_STACKS
 from .schema import Threshold
@@ -31,14 +34,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ndomo.agents")
 
-SCOPE_KEY = "agents.scope"
 PLAN_CREATE, TASK_BATCH = "plan_create", "task_create_batch"
 CLAIM_TOOLS = frozenset({"task_next_for_agent", "task_update_status", "plan_update_status"})
 
 
 @dataclass
 class Scope:
-    """Per-turn scope state of a threshold agent; kept in the owner turn's `ctx.state`."""
+    """Per-turn scope state of a threshold agent; kept in the owner turn (`ctx.instance(Scope, …)`)."""
 
     direct: int
     planned: int
@@ -78,7 +80,7 @@ class Scope:
 
 def is_scoped(ctx: TurnContext) -> bool:
     agent = ctx.agent
-    return agent is not None and getattr(agent, "threshold", None) is not None
+    return agent is not None and agent.threshold is not None
 
 
 def scope_owner(ctx: TurnContext | None) -> TurnContext | None:
@@ -94,24 +96,18 @@ def scope_of(ctx: TurnContext) -> Scope | None:
     owner = scope_owner(ctx)
     if owner is None:
         return None
-    scope = owner.state.get(SCOPE_KEY)
-    if scope is None:
-        own = getattr(owner.agent, "threshold", None)
-        th = own if isinstance(own, Threshold) else owner.app.settings.threshold
-        scope = owner.state[SCOPE_KEY] = Scope(
+    own = owner.agent.threshold if owner.agent else None  # `true`: the configured one
+    th = own if isinstance(own, Threshold) else owner.app.settings.threshold
+    return owner.instance(
+        Scope,
+        lambda: Scope(
             direct=th.direct, planned=th.planned, direct_lines=getattr(th, "direct_lines", 50)
-        )
-    return scope
+        ),
+    )
 
 
 def rel_path(ctx: TurnContext, path: Path | str) -> str:
-    p = Path(path)
-    if not p.is_absolute():
-        return PurePosixPath(str(path).replace("\\", "/")).as_posix()
-    try:
-        return p.relative_to(ctx.app.root).as_posix()
-    except ValueError:
-        return p.as_posix()
+    return workspace_name(path, ctx.roots)
 
 
 def touched(owner: TurnContext) -> list[str]:
@@ -121,7 +117,6 @@ def touched(owner: TurnContext) -> list[str]:
 async def publish(owner: TurnContext, scope: Scope) -> None:
     """Show the scope state in `ndomo/status` while the turn runs."""
     text = scope.label(len(touched(owner)), owner.agent_name)
-    owner.state["status_state"] = text
     if owner.session.last_outcome != text:
         owner.session.last_outcome = text
         await owner.runtime.publish_status(owner.session)
@@ -168,56 +163,6 @@ async def note_tool_done(ctx: TurnContext, name: str) -> None:
 
 # -- explicit scope -----------------------------------------------------------------------
 
-_TEXT_EXTENSIONS = frozenset(
-    [
-        ".md",
-        ".txt",
-        ".rst",
-        ".json",
-        ".yaml",
-        ".yml",
-        ".toml",
-        ".ini",
-        ".cfg",
-        ".html",
-        ".htm",
-        ".css",
-        ".scss",
-        ".sass",
-        ".less",
-        ".sh",
-        ".bash",
-        ".c",
-        ".h",
-        ".cc",
-        ".cpp",
-        ".hpp",
-        ".java",
-        ".kt",
-        ".kts",
-        ".rb",
-        ".php",
-        ".sql",
-        ".lua",
-        ".swift",
-        ".cs",
-        ".ex",
-        ".exs",
-        ".erl",
-        ".hs",
-        ".ml",
-        ".scala",
-        ".dart",
-        ".r",
-        ".jl",
-        ".proto",
-        ".graphql",
-        ".xml",
-        ".svg",
-        ".env",
-        ".lock",
-    ]
-)
 _PATHISH = re.compile(
     r"(?<![\w/.:-])((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/-])"
 )
@@ -229,7 +174,7 @@ def explicit_files(prompt: str) -> list[str]:
     for m in _PATHISH.finditer(prompt):
         token = m.group(1).rstrip(".")
         suffix = PurePosixPath(token).suffix.lower()
-        if suffix in EXTENSION_STACKS or suffix in _TEXT_EXTENSIONS:
+        if suffix in KNOWN:
             out.append(token)
     return list(dict.fromkeys(out))
 
@@ -256,28 +201,18 @@ def handback_text(scope: Scope, count: int, restored: list[str], unrestored: lis
 async def rollback_scope(owner: TurnContext, scope: Scope) -> tuple[list[str], list[str]]:
     """Restore every file the owner turn and its sub-turns changed; (restored, failed)."""
     store = await owner.app.store()
-    before: dict[str, str | None] = {}
+    edits = []
     for turn_id in [owner.turn_id, *scope.child_turns]:
-        if turn_id is None:
-            continue
-        for edit in await store.turn_edits(turn_id):
-            before.setdefault(edit.path, edit.before)
+        if turn_id is not None:
+            edits.extend(await store.turn_edits(turn_id))
+    before = text_before(edits)
     changed = set(before) | set(touched(owner))
     # The guard's snapshots are taken before any sub-turn writes, so they win.
     before.update({p: t for p, t in scope.originals.items() if p in changed})
-    restored, failed = [], []
-    for path in sorted(changed):
-        if path not in before:
-            failed.append(path)
-            continue
-        target = owner.app.root / path
-        current = await owner.host.read_text(target)
-        if current == before[path]:
-            restored.append(path)
-            continue
-        outcome = await owner.host.apply_edit(target, before[path], current)
-        (restored if outcome.applied else failed).append(path)
-    return restored, failed
+    unknown = sorted(changed - set(before))  # no text to go back to
+    texts = {path: before[path] for path in sorted(changed) if path in before}
+    restored, refused = await restore_files(owner.host, owner.app.root, texts)
+    return restored, sorted([*unknown, *refused])
 
 
 async def abandon_own_drafts(owner: TurnContext, scope: Scope) -> list[str]:
@@ -320,13 +255,6 @@ async def enter_state4(owner: TurnContext, scope: Scope, count: int) -> str:
 
 
 # -- the guard ----------------------------------------------------------------------------
-
-
-def declared_paths(tool: ToolDescriptor, params: BaseModel) -> list[str] | None:
-    fn = tool.meta.get("paths")
-    if fn is None:
-        return None
-    return [str(p) for p in (fn(params) or [])]
 
 
 def changed_lines(before: str | None, after: str | None) -> int:
@@ -423,7 +351,10 @@ class ScopeGuard:
         if tool.name == PLAN_CREATE and scope.plans_before is None:
             store = await owner.app.store()
             scope.plans_before = {p.id for p in await store.list_plans(status="draft", limit=200)}
-        paths = declared_paths(tool, params)
+        try:
+            paths = tool.declared(params)
+        except PathsUnknown as exc:  # fail closed: an unknown write is not counted as none
+            return str(exc)
         if paths is None:
             return None  # not a file change it can announce; counted after the fact
         done = touched(owner)

@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from .capabilities import Capabilities
-from .client import Probe
 from .errors import (
     ModelBadResponse,
     ModelContextExceeded,
@@ -27,6 +26,7 @@ from .messages import (
     Usage,
     UsageEvent,
 )
+from .probe import Probe
 
 if TYPE_CHECKING:
     from ndomo.config import ModelConfig

@@ -17,17 +17,14 @@ from functools import cached_property
 from .capabilities import estimate_tokens
 from .errors import ModelContextTooSmall
 from .messages import Message, ToolSpec
+from .wire import to_openai_messages, to_openai_tools
 
 
 def _wire_messages(messages: Sequence[Message]) -> list[dict]:
-    from .openai_client import to_openai_messages
-
     return to_openai_messages(list(messages))
 
 
 def _wire_tools(tools: Sequence[ToolSpec]) -> list[dict]:
-    from .openai_client import to_openai_tools
-
     return to_openai_tools(list(tools))
 
 

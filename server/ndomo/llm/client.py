@@ -6,23 +6,13 @@ import importlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field
-
 from .capabilities import Capabilities
 from .errors import ModelError
 from .messages import Message, StreamEvent, ToolSpec
+from .probe import Probe
 
 if TYPE_CHECKING:
     from ndomo.config import ModelConfig
-
-
-class Probe(BaseModel):
-    """Result of a health check: never an exception, so `ndomo health` can always report."""
-
-    url: str
-    ok: bool
-    detail: str
-    models: list[str] = Field(default_factory=list)
 
 
 @runtime_checkable
@@ -69,3 +59,6 @@ def make_client(cfg: ModelConfig, **options: object) -> ModelClient:
     from .openai_client import OpenAIClient
 
     return OpenAIClient(cfg, **options)  # type: ignore[arg-type]  # options are the clients' own keywords, passed through
+
+
+__all__ = ["ModelClient", "Probe", "make_client"]

@@ -17,7 +17,6 @@ import openai
 from .assembly import ToolCallAssembler
 from .budget import json_size
 from .capabilities import Capabilities
-from .client import Probe
 from .errors import (
     ModelBadResponse,
     ModelContextExceeded,
@@ -40,6 +39,8 @@ from .messages import (
     Usage,
     UsageEvent,
 )
+from .probe import Probe
+from .wire import to_openai_messages, to_openai_tools
 
 if TYPE_CHECKING:
     from ndomo.config import ModelConfig
@@ -54,40 +55,6 @@ def _stream_problem(err: ModelError) -> bool:
     return (
         isinstance(err, (ModelEmptyStream, ModelServerError)) or type(err) is ModelRequestRejected
     )
-
-
-def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for m in messages:
-        item: dict[str, Any] = {"role": m.role}
-        if m.role == "assistant" and m.tool_calls:
-            item["content"] = m.content or None
-            item["tool_calls"] = [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": c.wire_arguments()},
-                }
-                for c in m.tool_calls
-            ]
-        else:
-            item["content"] = m.content or ""
-        if m.role == "tool":
-            item["tool_call_id"] = m.tool_call_id or ""
-        if m.name and m.role in ("user", "system"):
-            item["name"] = m.name
-        out.append(item)
-    return out
-
-
-def to_openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
-    return [
-        {
-            "type": "function",
-            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
-        }
-        for t in tools
-    ]
 
 
 def _retryable(exc: BaseException) -> bool:

@@ -47,7 +47,7 @@ class AgentDiagnosticsFeature(Feature):
         self.published: dict[Path, set[str]] = {}  # folder root → uris with diagnostics
 
     def register(self) -> None:
-        self.server.save_listeners.append(self.on_save)
+        self.server.save_listeners.add(self.on_save)
 
     async def on_ready(self, app: App) -> None:
         await self.reload(app)
@@ -71,7 +71,7 @@ class AgentDiagnosticsFeature(Feature):
         from ndomo.runtime.runtime import Runtime
 
         agents = await load_agents_async(app.root, Runtime.of(app).plugins.modes)
-        app.services["agents"] = agents
+        app.agents = agents
         diags = agent_diagnostics(agents)
         for uri in sorted(set(diags) | self.published.get(app.root, set())):
             self.server.text_document_publish_diagnostics(

@@ -61,7 +61,7 @@ class CommandsFeature(Feature):
                 ) from None
             finally:  # whatever the command changed (plans, tasks …) shows up at once
                 if name not in READ_ONLY_ACTIONS:
-                    ls.spawn(ls.notify_listeners(ls.command_listeners, name))
+                    ls.spawn(ls.command_listeners.notify(name))
 
         handler.__name__ = command.replace(".", "_")
         ls.command(command)(handler)

@@ -36,4 +36,4 @@ class DocumentsFeature(Feature):
             path = to_fs_path(uri)
             if path is None:
                 return
-            await ls.notify_listeners(ls.save_listeners, path, text)
+            await ls.save_listeners.notify(path, text)

@@ -51,7 +51,6 @@ class LspHost(BaseHost):
         super().__init__()
         self.server = server
         self.app = app  # the folder's App this host's turn runs in (its settings apply)
-        self.listeners: list = []  # progress etc. subscribe to events here
         self.progress: _Open | None = (
             None  # the open work-done progress of this host's turn (lsp.progress)
         )
@@ -107,11 +106,6 @@ class LspHost(BaseHost):
         else:
             self.flush_text()  # text before a tool call / the end is sent before it
             self.server.protocol.notify("ndomo/turn/event", event.model_dump(mode="json"))
-        for listener in list(self.listeners):
-            try:
-                await listener(event)
-            except Exception:
-                log.exception("turn event listener failed")
 
     def flush_text(self) -> None:
         """Send the buffered text deltas as one `text` event (no-op when none)."""

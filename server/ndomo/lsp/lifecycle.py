@@ -107,7 +107,7 @@ class LifecycleFeature(Feature):
             ls.notify_error(f"ndomo: configuration could not be loaded: {exc}")
         try:  # the runtime's plugins import every tool module: in a thread, not on the loop
             plugins = ls.plugins or await asyncio.to_thread(warmup.plugins)
-            app.services.setdefault("runtime", Runtime(app, plugins))
+            Runtime.of(app, plugins)
         except Exception:  # a broken feature module: the first command reports it
             log.exception("building the runtime's plugins failed")
         return app

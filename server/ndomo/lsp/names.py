@@ -51,7 +51,7 @@ def current(server: NdomoServer) -> Catalog | None:
 
     app = server.app
     if app is not None:
-        rt, agents = app.services.get("runtime"), app.services.get("agents")
+        rt, agents = app.runtime, app.agents
         if rt is not None and agents is not None:
             return build_catalog(rt.plugins.modes, agents, app.settings)
     return Catalog.model_validate(server.catalog) if server.catalog else None

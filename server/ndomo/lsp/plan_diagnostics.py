@@ -79,7 +79,7 @@ def _fmt(t: datetime) -> str:
 
 
 class _Stopper:
-    """Registered in app.services so App.aclose stops the worker and the watch before the store closes."""
+    """Registered with app.close_with so App.aclose stops the worker and the watch before the store closes."""
 
     def __init__(self, task: asyncio.Task, watch: Any) -> None:
         self.task = task
@@ -118,8 +118,8 @@ class PlanDiagnosticsFeature(Feature):
 
     def register(self) -> None:
         self.server.quick_fix_providers.append(self.quick_fixes)
-        self.server.save_listeners.append(self.on_save)
-        self.server.command_listeners.append(self.on_command)
+        self.server.save_listeners.add(self.on_save)
+        self.server.command_listeners.add(self.on_command)
 
     async def on_ready(self, app: App) -> None:
         plans = FolderPlans(self.server)
@@ -182,7 +182,7 @@ class FolderPlans:
         from ndomo.runtime.runtime import Runtime
 
         self.app = app
-        Runtime.of(app).event_listeners.append(self.on_event)
+        Runtime.of(app).event_listeners.add(self.on_event)
         if app.no_store_reason is not None:  # no store: no plans to show
             return False
         store = await app.store()
@@ -193,7 +193,8 @@ class FolderPlans:
             watch = DbWatch(Path(db_path), self.poke)
             self.watch_kind = watch.start()
         task = self.server.spawn(self._worker(app))
-        self._stopper = app.services["plan_diagnostics"] = _Stopper(task, watch)
+        self._stopper = _Stopper(task, watch)
+        app.close_with(self._stopper)
         self.poke()  # the first refresh
         return True
 

@@ -62,7 +62,7 @@ class TurnProgressFeature(Feature):
     async def on_ready(self, app: App) -> None:
         from ndomo.runtime.runtime import Runtime
 
-        Runtime.of(app).event_listeners.append(self.on_event)
+        Runtime.of(app).event_listeners.add(self.on_event)
 
     # -- capabilities ------------------------------------------------------------------------
     def _window_caps(self):

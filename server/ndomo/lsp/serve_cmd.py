@@ -6,7 +6,7 @@ import argparse
 import logging
 import sys
 
-from ndomo.cli import subcommand
+from ndomo.cli_args import subcommand
 
 
 def _setup(p: argparse.ArgumentParser) -> None:

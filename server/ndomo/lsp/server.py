@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from ndomo import __version__
+from ndomo.runtime.listeners import Listeners
 
 if TYPE_CHECKING:  # the App (config, pydantic, yaml) loads after `initialized`
     from ndomo.app import App
@@ -23,6 +25,10 @@ if TYPE_CHECKING:  # the App (config, pydantic, yaml) loads after `initialized`
     from ndomo.lsp.logs import LogMessageHandler
 
 log = logging.getLogger("ndomo.lsp")
+
+
+# A feature's quick fixes for its own diagnostics in a code-action request.
+QuickFixes = Callable[[types.CodeActionParams], list[types.CodeAction]]
 
 
 class NdomoServer(LanguageServer):
@@ -57,13 +63,11 @@ class NdomoServer(LanguageServer):
         self._ready: asyncio.Future[App] | None = None
         self.features: list[Feature] = []
         # Features that offer quick fixes on their own diagnostics (plan tasks …).
-        self.quick_fix_providers: list = []
-        # async fn(uri, text) called on textDocument/didSave (plan views, agent files …).
-        self.save_listeners: list = []
-        # async fn(command_name) called after every executeCommand (refresh what it may have changed).
-        self.command_listeners: list = []
-        # fn(host) called on each new LspHost (turn progress, transcript …).
-        self.host_setups: list = []
+        self.quick_fix_providers: list[QuickFixes] = []
+        # told the path and text of every saved document (plan views, agent files …)
+        self.save_listeners: Listeners[[str, str]] = Listeners("didSave")
+        # told the name of every executed command (refresh what it may have changed)
+        self.command_listeners: Listeners[[str]] = Listeners("executeCommand")
         self._background: set[asyncio.Task] = set()
         self.closing = False  # shutdown requested: background work stops, nothing reopens the store
 
@@ -144,14 +148,10 @@ class NdomoServer(LanguageServer):
         return roots or [None]
 
     def new_host(self, app: App | None = None):
-        """The Host for one editor-started turn in `app`'s folder, with every feature's
-        listeners attached."""
+        """The Host for one editor-started turn in `app`'s folder."""
         from ndomo.lsp.host import LspHost
 
-        host = LspHost(self, app if app is not None else self.app)
-        for setup in self.host_setups:
-            setup(host)
-        return host
+        return LspHost(self, app if app is not None else self.app)
 
     def spawn(self, coro) -> asyncio.Task:
         """Run work in the background without losing the task or its exceptions."""
@@ -165,13 +165,6 @@ class NdomoServer(LanguageServer):
 
         task.add_done_callback(done)
         return task
-
-    async def notify_listeners(self, listeners: list, *args: Any) -> None:
-        for fn in list(listeners):
-            try:
-                await fn(*args)
-            except Exception:
-                log.exception("listener %r failed", fn)
 
     def notify_error(self, message: str) -> None:
         self.window_show_message(

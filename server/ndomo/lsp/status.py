@@ -9,6 +9,8 @@ from pygls.uris import from_fs_path
 from ndomo.lsp.feature import Feature
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ndomo.app import App
     from ndomo.runtime.events import Status
 
@@ -23,14 +25,16 @@ class StatusFeature(Feature):
         from ndomo.runtime.runtime import Runtime
 
         rt = Runtime.of(app)
-        app.services["host_factory"] = lambda: self.server.new_host(app)
+        app.host_factory = lambda: self.server.new_host(app)
 
-        async def owned_writer(path, text: str) -> bool:  # session exports open in this editor
+        async def owned_writer(
+            path: Path, text: str
+        ) -> bool:  # session exports open in this editor
             from ndomo.lsp.owned import write_owned
 
             return await write_owned(self.server, path, text)
 
-        app.services["owned_writer"] = owned_writer
+        app.owned_writer = owned_writer
 
         folder = from_fs_path(str(app.root)) if app.has_root else None
 
@@ -39,6 +43,6 @@ class StatusFeature(Feature):
                 "ndomo/status", {**status.model_dump(mode="json"), "folder": folder}
             )
 
-        rt.status_listeners.append(send)
+        rt.status_listeners.add(send)
         if app.no_store_reason is None:  # no store, no session to show
             await rt.publish_status(await rt.session())

@@ -33,9 +33,6 @@ class AgentMode:
     name: str
     contract: ModeContract
 
-    def is_active(self, ctx: TurnContext) -> bool:
-        return ctx.mode == self.name
-
     def iteration_cap(self, ctx: TurnContext) -> int:
         caps = ctx.app.settings.modes.iteration_caps
         return caps.get(self.name, self.contract.iteration_cap)

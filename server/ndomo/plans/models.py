@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, computed_field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
 PlanStatus = Literal["draft", "approved", "executing", "completed", "failed", "abandoned"]
 TaskStatus = Literal["pending", "running", "done", "failed", "blocked"]
@@ -71,11 +71,6 @@ class TaskCreate(_In):
     complexity: int | None = Field(default=None, ge=1, le=5, strict=True)
     dependencies: list[int] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
-
-
-class DeleteRequest(_In):
-    id: str
-    confirm: StrictBool = False
 
 
 # ---------------------------------------------------------------- outputs

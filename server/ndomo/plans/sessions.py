@@ -52,7 +52,9 @@ class SessionOps(StoreBase):
     async def latest_session(self) -> Session | None:
         """The session used last (a turn's message, `session.open`), else the newest."""
         row = await self._one(
-            "SELECT * FROM sessions ORDER BY coalesce(used_at, created_at) DESC, rowid DESC LIMIT 1"
+            # A touch in the same millisecond as another session's creation came after it.
+            "SELECT * FROM sessions ORDER BY coalesce(used_at, created_at) DESC, "
+            "used_at IS NOT NULL DESC, rowid DESC LIMIT 1"
         )
         return session_from_row(row) if row else None
 

@@ -96,8 +96,7 @@ async def session_new(app: App, p: NoParams) -> Status:
     surfaces=("lsp",),
 )
 async def turn(app: App, p: TurnRequest) -> TurnSummary:
-    host_factory = app.services.get("host_factory")
-    host = host_factory() if host_factory else None
+    host = app.host_factory() if app.host_factory else None
     return await Runtime.of(app).run(p, host)
 
 

@@ -9,6 +9,7 @@ from urllib.parse import unquote, urlparse
 from ndomo.llm.messages import Message
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.history import load_history, model_history, record_soon
+from ndomo.security.paths import workspace_name
 
 
 def uri_to_path(uri: str) -> Path | None:
@@ -26,10 +27,7 @@ async def selection_context(ctx: TurnContext) -> str | None:
     if path is None:
         return None
     text = await ctx.host.read_text(path)
-    try:
-        shown = path.resolve().relative_to(ctx.app.root).as_posix()
-    except ValueError:
-        shown = str(path)
+    shown = workspace_name(path, ctx.roots)
     if text is None:
         return f"(the user refers to {shown}, which does not exist yet)"
     if req.range is None:

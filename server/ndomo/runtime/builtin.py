@@ -79,11 +79,11 @@ class AgentPrompt(PromptContributor):
     priority = 10
 
     async def contribute(self, ctx: TurnContext) -> str | None:
-        return getattr(ctx.agent, "prompt", None)
+        return ctx.agent.prompt if ctx.agent else None
 
     async def compact(self, ctx: TurnContext) -> str | None:
         """For a tight context window: who the agent is, in its frontmatter's one line."""
-        about = getattr(ctx.agent, "description", None) or ""
+        about = ctx.agent.description if ctx.agent else ""
         return f"You are the {ctx.agent_name} agent: {about}".strip()
 
 
@@ -139,7 +139,7 @@ async def _agent(ctx: TurnContext, args: list[str]) -> Any:
     rt = ctx.runtime
     if len(args) != 1:
         agents = await rt.agents()
-        return {"agent": ctx.session.agent, "agents": sorted(getattr(agents, "agents", {}))}
+        return {"agent": ctx.session.agent, "agents": sorted(agents.agents)}
     try:
         state = await rt.set_agent(args[0], ctx.session.id)
     except (RuntimeError_, StoreError) as exc:  # an unknown name or session: the user's error

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
+    from ndomo.agents.schema import AgentDef
     from ndomo.app import App
     from ndomo.llm.messages import Message
     from ndomo.runtime.host import Host
@@ -54,8 +56,7 @@ class SessionState:
     busy: bool = False
 
 
-# ctx.state key: a feature's `ndomo/status` state for after the turn (see Runtime.final_state)
-FINAL_STATE = "status_final"
+T = TypeVar("T")
 
 
 @dataclass
@@ -71,7 +72,7 @@ class TurnContext:
     parent_turn_id: int | None = None
     parent: TurnContext | None = None  # the delegating turn, for nested (sub-agent) turns
     depth: int = 0
-    agent: Any = None  # AgentDef once built
+    agent: AgentDef | None = None  # the agent's definition, once the build step resolved it
     system_prompt: str = ""
     messages: list[Message] = field(default_factory=list)
     tools: list[ToolDescriptor] = field(default_factory=list)
@@ -84,8 +85,23 @@ class TurnContext:
     tokens_out: int = 0
     payload: Any = None  # what a slash command or short-circuit returned
     modified: list[Path] = field(default_factory=list)  # distinct files this turn changed
-    state: dict[str, Any] = field(default_factory=dict)  # feature-owned scratch space
+    final_state: str | None = None  # a feature's `ndomo/status` state for after the turn
+    exception: Exception | None = None  # what failed the turn, for ON_ERROR hooks
+    fit_noticed: bool = False  # the user was told the request was fitted to the window
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    _parts: dict[type, Any] = field(default_factory=dict, repr=False)
+
+    def instance(self, kind: type[T], make: Callable[[], T]) -> T:
+        """A feature's per-turn state of class `kind` (the scope guard's Scope, autopilot's
+        stops …), made on first use. Keyed by the class, so typed."""
+        found = self._parts.get(kind)
+        if found is None:
+            found = self._parts[kind] = make()
+        return found
+
+    def existing(self, kind: type[T]) -> T | None:
+        """The feature's per-turn state of class `kind`, if one was made."""
+        return self._parts.get(kind)
 
     @property
     def roots(self) -> list[Path]:

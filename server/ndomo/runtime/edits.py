@@ -1,22 +1,21 @@
 """Every file change a turn makes goes through here: recorded, applied by the Host, undoable.
 
-Tools call `change_file`; the craftsman's scope guard calls `rollback_turn`; `ndomo.undo`
-replays `turn_edits` backwards.
+Tools call `change_file`; the craftsman's scope guard (agents/scope.py) and `ndomo.undo`
+(runtime/undo.py) put recorded files back with `restore_files`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ndomo.runtime.context import TurnContext
-from ndomo.runtime.host import EditOutcome
+from ndomo.runtime.host import EditOutcome, Host
+from ndomo.security.paths import workspace_name
 
-
-def rel(ctx: TurnContext, path: Path) -> str:
-    try:
-        return path.relative_to(ctx.app.root).as_posix()
-    except ValueError:
-        return str(path)
+if TYPE_CHECKING:
+    from ndomo.plans.models import TurnEdit
 
 
 _READ = object()
@@ -38,7 +37,9 @@ async def change_file(
         ctx.note_modified(path)
         if ctx.turn_id is not None:
             store = await ctx.app.store()
-            await store.add_turn_edit(ctx.turn_id, rel(ctx, path), before, new_text)
+            await store.add_turn_edit(
+                ctx.turn_id, workspace_name(path, ctx.roots), before, new_text
+            )
     return outcome
 
 
@@ -52,23 +53,34 @@ async def save_turn_edits(ctx: TurnContext) -> None:
         await ctx.host.save_edited(list(top.modified))
 
 
-async def rollback_turn(ctx: TurnContext) -> list[str]:
-    """Restore every file this turn changed to its content before the turn (or absence).
-
-    Returns the paths that could not be restored (e.g. the editor refused)."""
-    if ctx.turn_id is None:
-        return []
-    store = await ctx.app.store()
-    edits = await store.turn_edits(ctx.turn_id)
-    first_before: dict[str, str | None] = {}
-    last_after: dict[str, str | None] = {}
+def text_before(edits: Iterable[TurnEdit]) -> dict[str, str | None]:
+    """path → its text before the first of `edits` (None: the file did not exist)."""
+    out: dict[str, str | None] = {}
     for e in edits:
-        first_before.setdefault(e.path, e.before)
-        last_after[e.path] = e.after
-    failed = []
-    for path, before in first_before.items():
-        target = ctx.app.root / path
-        outcome = await ctx.host.apply_edit(target, before, last_after[path])
-        if not outcome.applied:
-            failed.append(path)
-    return failed
+        out.setdefault(e.path, e.before)
+    return out
+
+
+async def restore_files(
+    host: Host,
+    root: Path,
+    texts: Mapping[str, str | None],
+    current: Mapping[str, str | None] | None = None,
+) -> tuple[list[str], dict[str, str]]:
+    """Put each file back to its text in `texts` (None: absent) through the Host — in an
+    editor an applyEdit the user can undo — based on what it holds now (`current`, read when
+    not given). A file already so counts as restored. Returns (restored, path → why not)."""
+    restored: list[str] = []
+    failed: dict[str, str] = {}
+    for path, text in texts.items():
+        target = root / path
+        now = current[path] if current is not None else await host.read_text(target)
+        if now == text:
+            restored.append(path)
+            continue
+        outcome = await host.apply_edit(target, text, now)
+        if outcome.applied:
+            restored.append(path)
+        else:
+            failed[path] = outcome.reason
+    return restored, failed

@@ -4,9 +4,8 @@ a hand-back or a cancel."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ndomo.llm.budget import trim_to_chars
 from ndomo.llm.errors import ModelContextExceeded, ModelError, ModelToolsUnsupported
 from ndomo.llm.messages import (
     Message,
@@ -21,42 +20,63 @@ from ndomo.llm.messages import (
 from ndomo.runtime import model_fit as mf
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.events import Notice, TextDelta, ToolFinished, ToolStarted
-from ndomo.runtime.history import record
+from ndomo.runtime.history import SKIPPED, record
 from ndomo.runtime.output import current_call
 from ndomo.runtime.tools import ToolResult, tool_specs
 
-log = logging.getLogger("ndomo.runtime")
+if TYPE_CHECKING:
+    from ndomo.app import App
+    from ndomo.config import ModelConfig
+    from ndomo.llm.client import ModelClient
 
-SKIPPED = "not run: the turn ended before this call"
+log = logging.getLogger("ndomo.runtime")
 
 
 def client_for(ctx: TurnContext) -> Any:
     """One model client per distinct configuration, shared across turns."""
 
     cfg = ctx.app.settings.model
-    agent_model = getattr(ctx.agent, "model", None)
+    agent_model = ctx.agent.model if ctx.agent else None
     if agent_model:
         cfg = cfg.model_copy(update={"name": agent_model})
     return shared_client(ctx.app, cfg)
 
 
-def shared_client(app: Any, cfg: Any = None) -> Any:
+class ModelClients:
+    """An App's model clients, one per distinct configuration, closed with the App."""
+
+    def __init__(self) -> None:
+        self._by_config: dict[str, ModelClient] = {}
+
+    def get(self, cfg: ModelConfig) -> ModelClient:
+        from ndomo.llm.client import make_client
+
+        key = cfg.model_dump_json()
+        client = self._by_config.get(key)
+        if client is None:
+            client = self._by_config[key] = make_client(cfg)
+        return client
+
+    async def aclose(self) -> None:
+        clients, self._by_config = list(self._by_config.values()), {}
+        for client in clients:
+            try:
+                await client.aclose()
+            except Exception:
+                log.exception("closing the model client for %s failed", client.url)
+
+
+def shared_client(app: App, cfg: ModelConfig | None = None) -> ModelClient:
     """The App's client for `cfg` (default: the configured model), made once.
 
     Also called by the LSP warm-up, so the first turn does not build the SDK client.
     """
-    from ndomo.llm.client import make_client
-
-    cfg = cfg if cfg is not None else app.settings.model
-    key = "model-client:" + cfg.model_dump_json()
-    client = app.services.get(key)
-    if client is None:
-        client = app.services[key] = make_client(cfg)
-    return client
+    clients = app.instance(ModelClients, ModelClients)
+    return clients.get(cfg if cfg is not None else app.settings.model)
 
 
 def temperature_for(ctx: TurnContext) -> float | None:
-    t = getattr(ctx.agent, "temperature", None)
+    t = ctx.agent.temperature if ctx.agent else None
     return t if t is not None else ctx.app.settings.model.temperature
 
 
@@ -129,8 +149,8 @@ async def _ask(ctx: TurnContext, client: Any, specs: list[ToolSpec]) -> tuple[st
                 raise ModelError(mf.tools_refusal(ctx, client))
             specs = []  # known tool-less: answer without them
         fitted = await mf.fit_request(ctx, client, specs)
-        if fitted.steps and not ctx.state.get("fit_noticed"):
-            ctx.state["fit_noticed"] = True
+        if fitted.steps and not ctx.fit_noticed:
+            ctx.fit_noticed = True
             await ctx.runtime.emit(
                 ctx,
                 Notice(
@@ -217,30 +237,3 @@ async def _add(ctx: TurnContext, message: Message) -> None:
     """Into the turn's conversation and, at once, into the store (a crash loses nothing)."""
     ctx.messages.append(message)
     await record(ctx, message)
-
-
-def trim_history(messages: list[Message], budget: int) -> list[Message]:
-    """Drop whole exchanges from the front until the rest fits `budget` characters; the
-    latest exchange is always kept (see ndomo.llm.budget for the token-budget twin)."""
-    return trim_to_chars(messages, budget)
-
-
-def close_dangling(messages: list[Message]) -> list[Message]:
-    """Answer every tool call left without a result (a cancelled turn), so the history
-    stays a valid conversation for the next request."""
-    out: list[Message] = []
-    pending: list[ToolCall] = []
-    for m in messages:
-        if m.role == "tool":
-            pending = [c for c in pending if c.id != m.tool_call_id]
-        else:
-            out.extend(
-                Message(role="tool", tool_call_id=c.id, name=c.name, content=SKIPPED)
-                for c in pending
-            )
-            pending = list(m.tool_calls) if m.role == "assistant" else []
-        out.append(m)
-    out.extend(
-        Message(role="tool", tool_call_id=c.id, name=c.name, content=SKIPPED) for c in pending
-    )
-    return out

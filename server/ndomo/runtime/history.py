@@ -11,6 +11,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from ndomo.llm.budget import trim_to_chars
 from ndomo.llm.messages import Message, ToolCall
 
 if TYPE_CHECKING:
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     from ndomo.runtime.context import TurnContext
 
 log = logging.getLogger("ndomo.runtime")
+
+SKIPPED = "not run: the turn ended before this call"
 
 
 def to_message(m: StoredMessage) -> Message:
@@ -42,20 +45,20 @@ def to_message(m: StoredMessage) -> Message:
 async def load_history(ctx: TurnContext) -> list[Message]:
     """The session's whole stored conversation (top-level turns), made a valid one
     (a tool call left unanswered by a crash or a cancel gets a 'not run' result)."""
-    from ndomo.runtime.executor import close_dangling
-
     store = await ctx.app.store()
     return close_dangling([to_message(m) for m in await store.session_messages(ctx.session.id)])
 
 
 def model_history(ctx: TurnContext, history: list[Message]) -> list[Message]:
     """What of the history goes to the model: whole exchanges, newest first, within budget."""
-    from ndomo.runtime.executor import trim_history
-
     return trim_history(history, ctx.app.settings.history_chars)
 
 
-PENDING = "history.pending"  # ctx.state: the write `record_soon` started, not awaited yet
+class _Pending:
+    """Per turn: the write `record_soon` started, not awaited yet."""
+
+    def __init__(self) -> None:
+        self.write: asyncio.Future[None] | None = None
 
 
 def record_soon(ctx: TurnContext, message: Message) -> None:
@@ -63,7 +66,8 @@ def record_soon(ctx: TurnContext, message: Message) -> None:
     the model request goes out (its store transaction is several hops to the database thread,
     which the first token used to wait for). The next `record` and the turn's end (`settle`)
     wait for it, so the stored order is the turn's order and nothing is lost."""
-    previous = ctx.state.get(PENDING)
+    pending = ctx.instance(_Pending, _Pending)
+    previous = pending.write
 
     async def write() -> None:
         if previous is not None:
@@ -71,14 +75,15 @@ def record_soon(ctx: TurnContext, message: Message) -> None:
         await _store(ctx, message)
 
     # Not the turn's task: a cancelled turn still stores what it was asked.
-    ctx.state[PENDING] = asyncio.ensure_future(write())
+    pending.write = asyncio.ensure_future(write())
 
 
 async def settle(ctx: TurnContext) -> None:
     """Wait for the write `record_soon` started (no-op when none)."""
-    pending = ctx.state.pop(PENDING, None)
-    if pending is not None:
-        await asyncio.shield(pending)
+    pending = ctx.existing(_Pending)
+    if pending is not None and pending.write is not None:
+        write, pending.write = pending.write, None
+        await asyncio.shield(write)
 
 
 async def record(ctx: TurnContext, message: Message) -> None:
@@ -106,3 +111,30 @@ async def _store(ctx: TurnContext, message: Message) -> None:
         )
     except Exception:
         log.exception("could not store a message of session %s", ctx.session.id)
+
+
+def trim_history(messages: list[Message], budget: int) -> list[Message]:
+    """Drop whole exchanges from the front until the rest fits `budget` characters; the
+    latest exchange is always kept (see ndomo.llm.budget for the token-budget twin)."""
+    return trim_to_chars(messages, budget)
+
+
+def close_dangling(messages: list[Message]) -> list[Message]:
+    """Answer every tool call left without a result (a cancelled turn), so the history
+    stays a valid conversation for the next request."""
+    out: list[Message] = []
+    pending: list[ToolCall] = []
+    for m in messages:
+        if m.role == "tool":
+            pending = [c for c in pending if c.id != m.tool_call_id]
+        else:
+            out.extend(
+                Message(role="tool", tool_call_id=c.id, name=c.name, content=SKIPPED)
+                for c in pending
+            )
+            pending = list(m.tool_calls) if m.role == "assistant" else []
+        out.append(m)
+    out.extend(
+        Message(role="tool", tool_call_id=c.id, name=c.name, content=SKIPPED) for c in pending
+    )
+    return out

@@ -74,7 +74,7 @@ def window_for(ctx: TurnContext, client: Any) -> Window | None:
 
 def core_tools(ctx: TurnContext, specs: list[ToolSpec]) -> list[ToolSpec]:
     """The mode's and agent's core set: tools marked `core`, among those offered."""
-    core = {t.name for t in ctx.tools if t.meta.get("core")}
+    core = {t.name for t in ctx.tools if t.core}
     return [s for s in specs if s.name in core]
 
 

@@ -16,6 +16,7 @@ from ndomo.actions import ActionError, action
 from ndomo.app import App
 from ndomo.plans.errors import StoreError
 from ndomo.plans.models import PlanDetail
+from ndomo.security.paths import workspace_name
 
 VIEW_DIR = Path(".ndomo") / "plans"
 # `- [x] 2. description [done] · files: a.py · #17` → (mark, task id)
@@ -126,9 +127,8 @@ async def plan_open(app: App, p: PlanOpenParams) -> PlanOpened:
     except StoreError as exc:
         raise ActionError(exc.message, field="plan", kind=exc.kind) from None
     path, _, _ = await write_view(app.root, plan)
-    factory = app.services.get("host_factory")
     shown = False
-    if factory is not None:
-        await factory().show_document(path)
+    if app.host_factory is not None:
+        await app.host_factory().show_document(path)
         shown = True
-    return PlanOpened(path=path.relative_to(app.root).as_posix(), shown=shown)
+    return PlanOpened(path=workspace_name(path, [app.root]), shown=shown)

@@ -31,15 +31,23 @@ def _retrieved(fut: asyncio.Future) -> None:
         log.debug("prefetched read failed", exc_info=fut.exception())
 
 
+class _Started:
+    """Per turn: the reads started so far, by their feature's key."""
+
+    def __init__(self) -> None:
+        self.reads: dict[str, asyncio.Future[Any]] = {}
+
+
 def start(ctx: TurnContext, key: str, read: Read) -> None:
     fut = asyncio.ensure_future(read(ctx))
     fut.add_done_callback(_retrieved)
-    ctx.state[key] = fut
+    ctx.instance(_Started, _Started).reads[key] = fut
 
 
 async def take(ctx: TurnContext, key: str, read: Read) -> Any:
     """The result of the read started for this turn under `key`, else of `read` now."""
-    fut = ctx.state.get(key)
+    started = ctx.existing(_Started)
+    fut = started.reads.get(key) if started is not None else None
     if fut is None:
         return await read(ctx)
     return await asyncio.shield(fut)

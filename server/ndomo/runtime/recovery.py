@@ -17,11 +17,11 @@ if TYPE_CHECKING:
     from ndomo.runtime.runtime import Runtime
 
 log = logging.getLogger("ndomo.recovery")
-SERVICE = "turn_recovery"
 
 
 class TurnRecovery:
-    """The App service holding the task, so `App.aclose` waits for it before closing the store."""
+    """The App's one recovery (`app.instance`), holding the task so `App.aclose` waits for
+    it before closing the store."""
 
     def __init__(self, task: asyncio.Task[int]) -> None:
         self.task = task
@@ -48,13 +48,15 @@ async def recover_interrupted_turns(app: App) -> int:
 
 def schedule(rt: Runtime) -> None:
     app = rt.app
-    if SERVICE in app.services or app.no_store_reason is not None:
+    if app.existing(TurnRecovery) is not None or app.no_store_reason is not None:
         return
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:  # built outside a loop: the next Runtime built inside one does it
         return
-    app.services[SERVICE] = TurnRecovery(loop.create_task(recover_interrupted_turns(app)))
+    app.instance(
+        TurnRecovery, lambda: TurnRecovery(loop.create_task(recover_interrupted_turns(app)))
+    )
 
 
 def setup(plugins: Plugins) -> None:

@@ -11,7 +11,7 @@ import asyncio
 import sys
 from collections.abc import Collection, Iterator
 
-from ndomo.cli import EXIT_FAILED, EXIT_USAGE, WORKSPACE_HELP, resolve_workspace, subcommand
+from ndomo.cli_args import EXIT_FAILED, EXIT_USAGE, WORKSPACE_HELP, resolve_workspace, subcommand
 
 TURN_EXIT = {"done": 0, "blocked": 3, "capped": 4, "cancelled": 130}
 

@@ -1,4 +1,5 @@
-"""Runtime.run: the fixed phases of a request. Features hook in; this file does not change.
+"""Runtime.run: the fixed phases of a request, as explicit calls (`_steps`). Features hook
+in through the phases; this file does not change when one is added.
 
 PRE_DISPATCH → [slash dispatch] → POST_DISPATCH → PRE_AGENT_BUILD → [build] →
 POST_AGENT_BUILD → PRE_EXECUTE → [execute] → POST_RESPONSE; ON_ERROR on failure;
@@ -8,25 +9,36 @@ FINALLY always. SKIP_AGENT skips build and execute but not POST_RESPONSE / FINAL
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from ndomo.app import App
-from ndomo.runtime.context import FINAL_STATE, SessionState, TurnContext, TurnRequest
+from ndomo.runtime.context import SessionState, TurnContext, TurnRequest
 from ndomo.runtime.coordinator import ToolCallCoordinator
 from ndomo.runtime.events import Status, TurnEvent
 from ndomo.runtime.hooks import HookAction, Phase
 from ndomo.runtime.host import BaseHost, Host
+from ndomo.runtime.listeners import Listeners
 from ndomo.runtime.plugins import Plugins, build_plugins
 from ndomo.runtime.slash import SlashError
+from ndomo.security.paths import workspace_name
+
+if TYPE_CHECKING:
+    from ndomo.agents.loader import AgentSet
+    from ndomo.agents.schema import AgentDef
 
 log = logging.getLogger("ndomo.runtime")
 
-StatusListener = Callable[[Status], Awaitable[None]]
-EventListener = Callable[[TurnContext, TurnEvent], Awaitable[None]]
+
+class _Go(enum.Enum):
+    """What a turn does after a phase's hooks."""
+
+    ON = "on"  # the next step
+    SKIP = "skip"  # no build or execute; POST_RESPONSE and FINALLY still run
+    STOP = "stop"  # a hook answered: the turn ends here (FINALLY still runs)
 
 
 class RuntimeError_(Exception):
@@ -57,19 +69,23 @@ class Runtime:
         self.sessions: dict[str, SessionState] = {}
         self.current_session_id: str | None = None
         self.active: dict[str, tuple[TurnContext, asyncio.Task]] = {}  # session id → running turn
-        self.status_listeners: list[StatusListener] = []
-        self.event_listeners: list[EventListener] = []
+        # Told of every status change (the LSP sends `ndomo/status`).
+        self.status_listeners: Listeners[[Status]] = Listeners("status")
+        # Told of every turn event after the turn's Host (progress, plan diagnostics, autopilot).
+        self.event_listeners: Listeners[[TurnContext, TurnEvent]] = Listeners("event")
         self._session_lock = asyncio.Lock()
         self._session_stamps: dict[str, Any] = {}  # session id → store stamp when last read
         for hook in self.plugins.on_runtime:
             hook(self)
 
     @classmethod
-    def of(cls, app: App) -> Runtime:
-        """The App's runtime, created on first use."""
-        rt = app.services.get("runtime")
+    def of(cls, app: App, plugins: Plugins | None = None) -> Runtime:
+        """The App's runtime, created on first use (from `plugins` if given) and closed
+        with the App."""
+        rt = app.runtime
         if rt is None:
-            rt = app.services["runtime"] = cls(app)
+            rt = app.runtime = cls(app, plugins)
+            app.close_with(rt)
         return rt
 
     async def aclose(self) -> None:
@@ -154,11 +170,11 @@ class Runtime:
                 f"unknown mode {mode!r}; modes: {', '.join(sorted(self.plugins.modes))}"
             )
 
-    async def check_agent(self, agent: str) -> Any:
+    async def check_agent(self, agent: str) -> AgentDef:
         agents = await self.agents()
         found = agents.get(agent)
         if found is None:  # an agent file written since they were loaded: read them again
-            self.app.services.pop("agents", None)
+            self.app.agents = None
             agents = await self.agents()
             found = agents.get(agent)
         if found is None:
@@ -167,15 +183,8 @@ class Runtime:
             )
         return found
 
-    async def agents(self) -> Any:
-        from ndomo.agents.loader import load_agents
-
-        cached = self.app.services.get("agents")
-        if cached is None:
-            cached = self.app.services["agents"] = await asyncio.to_thread(
-                load_agents, self.app.root, self.plugins.modes
-            )
-        return cached
+    async def agents(self) -> AgentSet:
+        return await self.app.load_agents(self.plugins.modes)
 
     async def set_mode(self, mode: str, session_id: str | None = None) -> SessionState:
         self.check_mode(mode)
@@ -189,7 +198,7 @@ class Runtime:
     async def set_agent(self, agent: str, session_id: str | None = None) -> SessionState:
         definition = await self.check_agent(agent)
         state = await self.session(session_id)
-        mode = getattr(definition, "default_mode", None) or state.mode
+        mode = definition.default_mode or state.mode
         self.check_mode(mode)
         store = await self.app.store()
         await store.update_session(state.id, agent=agent, mode=mode)
@@ -209,11 +218,7 @@ class Runtime:
         previous = self.current_session_id
         state = await self.session(new=True)
         if previous and previous != state.id:
-            for hook in self.plugins.on_session_end:
-                try:
-                    await hook(previous)
-                except Exception:
-                    log.exception("session-end hook failed")
+            await self.plugins.on_session_end.notify(self, previous)
         await self.publish_status(state)
         return state
 
@@ -242,12 +247,7 @@ class Runtime:
         )
 
     async def publish_status(self, state: SessionState) -> None:
-        status = await self.status(state)
-        for listener in list(self.status_listeners):
-            try:
-                await listener(status)
-            except Exception:
-                log.exception("status listener failed")
+        await self.status_listeners.notify(await self.status(state))
 
     async def emit(self, ctx: TurnContext, event: TurnEvent) -> None:
         event.turn_id = event.turn_id or ctx.turn_id or None
@@ -255,11 +255,7 @@ class Runtime:
             await ctx.host.emit(event)
         except Exception:
             log.exception("host failed to take an event")
-        for listener in list(self.event_listeners):
-            try:
-                await listener(ctx, event)
-            except Exception:
-                log.exception("event listener failed")
+        await self.event_listeners.notify(ctx, event)
 
     # -- turns ------------------------------------------------------------------------
 
@@ -362,7 +358,7 @@ class Runtime:
         return self.coordinator.cancel(call_id)
 
     async def _run(self, ctx: TurnContext) -> TurnSummary:
-        hooks = self.plugins.hooks
+        """One turn: busy on, the steps, the error or cancel, FINALLY hooks, busy off."""
         top = ctx.depth == 0
         busy: asyncio.Future | None = None
         if top:
@@ -371,40 +367,7 @@ class Runtime:
             # the end's status waits for it, so the two arrive in order.
             busy = asyncio.ensure_future(self.publish_status(ctx.session))
         try:
-            skip = False
-            result = await hooks.run_phase(Phase.PRE_DISPATCH, ctx)
-            if result.action is HookAction.SHORT_CIRCUIT:
-                ctx.payload, ctx.status = result.payload, "done"
-                return self._summary(ctx)
-            skip = result.action is HookAction.SKIP_AGENT
-            if not skip:
-                skip = await self._dispatch(ctx)
-            if not skip:
-                result = await hooks.run_phase(Phase.POST_DISPATCH, ctx)
-                if result.action is HookAction.SHORT_CIRCUIT:
-                    ctx.payload, ctx.status = result.payload, "done"
-                    return self._summary(ctx)
-                skip = result.action is HookAction.SKIP_AGENT
-            for phase, step in (
-                (Phase.PRE_AGENT_BUILD, self._build),
-                (Phase.POST_AGENT_BUILD, None),
-                (Phase.PRE_EXECUTE, self._execute),
-            ):
-                if skip:
-                    break
-                result = await hooks.run_phase(phase, ctx)
-                if result.action is HookAction.SHORT_CIRCUIT:
-                    ctx.payload, ctx.status = (
-                        result.payload,
-                        ctx.status if ctx.status != "running" else "done",
-                    )
-                    return self._summary(ctx)
-                skip = result.action is HookAction.SKIP_AGENT
-                if step is not None and not skip:
-                    await step(ctx)
-            if ctx.status == "running":
-                ctx.status = "done"
-            await hooks.run_phase(Phase.POST_RESPONSE, ctx)
+            await self._steps(ctx)
         except asyncio.CancelledError:
             ctx.status = "cancelled"
             ctx.error = ctx.error or "cancelled by the user"
@@ -414,18 +377,10 @@ class Runtime:
             log.exception("turn failed")
             ctx.status = "failed"
             ctx.error = ctx.error or f"{type(exc).__name__}: {exc}"
-            ctx.state["exception"] = exc
-            try:
-                await hooks.run_phase(Phase.ON_ERROR, ctx)
-            except Exception:
-                log.exception("ON_ERROR hook failed")
+            ctx.exception = exc
+            await self._on_error(ctx)
         finally:
-            for hook in hooks.ordered(Phase.FINALLY):
-                if hook.applies(ctx):
-                    try:
-                        await asyncio.shield(hook.run(ctx))
-                    except BaseException:
-                        log.exception("FINALLY hook %s failed", hook.name)
+            await self._finally(ctx)
             if ctx.turn_id is not None:
                 self.coordinator.forget_turn(ctx.turn_id)
             if top:
@@ -437,12 +392,66 @@ class Runtime:
                 await self.publish_status(ctx.session)
         return self._summary(ctx)
 
+    async def _steps(self, ctx: TurnContext) -> None:
+        """The turn top to bottom: each core step (slash dispatch, build, execute) after
+        its phase's hooks. A hook's SHORT_CIRCUIT ends the turn there with its payload; its
+        SKIP_AGENT (or a handled slash command) skips the rest up to POST_RESPONSE."""
+        go = await self._phase(Phase.PRE_DISPATCH, ctx, done_on_stop=True)
+        if go is _Go.STOP:
+            return
+        if go is _Go.ON and await self._dispatch(ctx):
+            go = _Go.SKIP
+        if go is _Go.ON:
+            go = await self._phase(Phase.POST_DISPATCH, ctx, done_on_stop=True)
+        if go is _Go.ON:
+            go = await self._phase(Phase.PRE_AGENT_BUILD, ctx)
+        if go is _Go.ON:
+            await self._build(ctx)
+            go = await self._phase(Phase.POST_AGENT_BUILD, ctx)
+        if go is _Go.ON:
+            go = await self._phase(Phase.PRE_EXECUTE, ctx)
+        if go is _Go.ON:
+            await self._execute(ctx)
+        if go is _Go.STOP:
+            return
+        if ctx.status == "running":
+            ctx.status = "done"
+        await self.plugins.hooks.run_phase(Phase.POST_RESPONSE, ctx)
+
+    async def _phase(self, phase: Phase, ctx: TurnContext, *, done_on_stop: bool = False) -> _Go:
+        """Run one phase's hooks; what the turn does next. A short-circuit's payload is the
+        turn's; its status is "done" (before dispatch always, later unless a hook set one)."""
+        result = await self.plugins.hooks.run_phase(phase, ctx)
+        if result.action is HookAction.SHORT_CIRCUIT:
+            ctx.payload = result.payload
+            if done_on_stop or ctx.status == "running":
+                ctx.status = "done"
+            return _Go.STOP
+        return _Go.SKIP if result.action is HookAction.SKIP_AGENT else _Go.ON
+
+    async def _on_error(self, ctx: TurnContext) -> None:
+        try:
+            await self.plugins.hooks.run_phase(Phase.ON_ERROR, ctx)
+        except Exception:
+            log.exception("ON_ERROR hook failed")
+
+    async def _finally(self, ctx: TurnContext) -> None:
+        """FINALLY hooks, each shielded from a cancel and run even when another fails."""
+        for hook in self.plugins.hooks.ordered(Phase.FINALLY):
+            if hook.applies(ctx):
+                try:
+                    await asyncio.shield(hook.run(ctx))
+                except asyncio.CancelledError:
+                    log.warning("FINALLY hook %s was cancelled", hook.name)
+                except Exception:
+                    log.exception("FINALLY hook %s failed", hook.name)
+
     @staticmethod
     def final_state(ctx: TurnContext) -> str:
         """The status `state` once a turn ended: cleared, unless the user must know something —
         a hand-back (never a silent stop) or a failure. A feature may name its own."""
-        if ctx.state.get(FINAL_STATE):
-            return ctx.state[FINAL_STATE]
+        if ctx.final_state:
+            return ctx.final_state
         if ctx.status == "blocked":
             reason = " ".join((ctx.handback or "blocked").split())
             return f"{ctx.agent_name} handed back: {reason[:80]}"
@@ -471,13 +480,7 @@ class Runtime:
         await execute(ctx)
 
     def _summary(self, ctx: TurnContext) -> TurnSummary:
-        roots = ctx.roots
-        modified = []
-        for p in ctx.modified:
-            try:
-                modified.append(p.relative_to(roots[0]).as_posix())
-            except ValueError:
-                modified.append(str(p))
+        modified = [workspace_name(p, ctx.roots) for p in ctx.modified]
         return TurnSummary(
             turn_id=ctx.turn_id,
             session=ctx.session.id,

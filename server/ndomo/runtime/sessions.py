@@ -192,7 +192,7 @@ async def session_export(app: App, p: ExportParams) -> Exported:
 
     # An editor that has the export open gets it through its buffer (lsp/owned.py), so the
     # buffer never goes stale; elsewhere (the CLI) the file is written.
-    owned = app.services.get("owned_writer")
+    owned = app.owned_writer
     try:
         if owned is None or not await owned(target, text):
             await asyncio.to_thread(write)

@@ -10,10 +10,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ValidationError
+
+from ndomo.validation import describe
 
 if TYPE_CHECKING:
     from ndomo.runtime.context import TurnContext
@@ -40,7 +42,15 @@ class ToolResult(BaseModel):
 
 
 ToolFn = Callable[["TurnContext", Any], Awaitable["ToolResult | str"]]
+# From a call's validated params: the workspace paths it touches (as the model named them).
+PathsOf = Callable[[Any], "list[str] | None"]
+# From a call's validated params: the shell command it starts (None: it starts nothing).
+CommandOf = Callable[[Any], "str | None"]
 AfterCall = Callable[["TurnContext", str, "ToolResult"], Awaitable["ToolResult"]]
+
+
+class PathsUnknown(Exception):
+    """A tool's path declaration failed: which files the call touches is unknown."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +62,28 @@ class ToolDescriptor:
     modes: tuple[str, ...] = ()  # empty: every mode; otherwise a whitelist
     risk: Risk = "read"
     permission: str | None = None  # agent permission key: edit, write, bash, webfetch, …
-    meta: dict[str, Any] = field(default_factory=dict)
+    core: bool = False  # still offered when a small context window needs a short tool list
+    paths: PathsOf | None = None  # the files a call writes (scope, contracts, secrets, asks)
+    read_paths: PathsOf | None = None  # the files a call reads (secret files are asked for)
+    command: CommandOf | None = None  # the command a `bash`-permission call starts
+    host_network: bool = False  # what it starts must stay reachable on loopback (serve)
+
+    def declared(
+        self, params: BaseModel, which: Literal["paths", "read_paths"] = "paths"
+    ) -> list[str] | None:
+        """The files a call says it writes (or reads), as the model named them; None when
+        the tool declares none. A failing declaration raises PathsUnknown: callers fail
+        closed (refuse or ask), never skip a check."""
+        fn = self.paths if which == "paths" else self.read_paths
+        if fn is None:
+            return None
+        try:
+            return [str(p) for p in (fn(params) or [])]
+        except Exception as exc:
+            log.exception("%s of tool %s failed", which, self.name)
+            raise PathsUnknown(
+                f"'{self.name}' could not say which files it touches ({type(exc).__name__}: {exc})"
+            ) from None
 
     def allowed_in(self, mode: str) -> bool:
         return not self.modes or mode in self.modes
@@ -271,12 +302,7 @@ class ToolRegistry:
         try:
             return tool.params.model_validate(raw)
         except ValidationError as exc:
-            parts = []
-            for err in exc.errors():
-                loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
-                msg = "unknown argument" if err["type"] == "extra_forbidden" else err["msg"]
-                parts.append(f"{loc}: {msg}")
-            return f"invalid arguments for '{tool.name}': " + "; ".join(parts)
+            return f"invalid arguments for '{tool.name}': {describe(exc)}"
 
     async def execute(self, ctx: TurnContext, name: str, raw: Any) -> ToolResult:
         result = await self._dispatch(ctx, name, raw)
@@ -333,7 +359,11 @@ def tool(
     modes: tuple[str, ...] = (),
     risk: Risk = "read",
     permission: str | None = None,
-    **meta: Any,
+    core: bool = False,
+    paths: PathsOf | None = None,
+    read_paths: PathsOf | None = None,
+    command: CommandOf | None = None,
+    host_network: bool = False,
 ) -> Callable[[ToolFn], ToolDescriptor]:
     """Declare a tool: `@tool("read", ReadParams, description=…)` over `async def f(ctx, p)`."""
 
@@ -346,7 +376,11 @@ def tool(
             modes=modes,
             risk=risk,
             permission=permission,
-            meta=meta,
+            core=core,
+            paths=paths,
+            read_paths=read_paths,
+            command=command,
+            host_network=host_network,
         )
 
     return deco

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from ndomo.actions import ActionError, action
 from ndomo.app import App
 from ndomo.plans.models import Turn, TurnEdit
+from ndomo.runtime.edits import restore_files, text_before
 from ndomo.runtime.host import BaseHost, Host
 
 UNDO_AGENT = "undo"
@@ -62,11 +63,8 @@ async def last_undoable_turn(store, session_id: str) -> tuple[Turn, list[TurnEdi
 
 def net_changes(edits: list[TurnEdit]) -> dict[str, tuple[str | None, str | None]]:
     """path → (text before the turn's first edit, text after its last)."""
-    out: dict[str, tuple[str | None, str | None]] = {}
-    for e in edits:
-        before = out[e.path][0] if e.path in out else e.before
-        out[e.path] = (before, e.after)
-    return out
+    after = {e.path: e.after for e in edits}
+    return {path: (before, after[path]) for path, before in text_before(edits).items()}
 
 
 async def undo_last_turn(
@@ -86,14 +84,11 @@ async def undo_last_turn(
             changed,
         )
     record = await store.start_turn(session_id, UNDO_AGENT, None, f"{_PREFIX}{turn.id}")
-    restored, failed = [], []
-    for path, (before, _) in changes.items():
-        outcome = await host.apply_edit(app.root / path, before, current[path])
-        if outcome.applied:
-            restored.append(path)
-            await store.add_turn_edit(record.id, path, current[path], before)
-        else:
-            failed.append(f"{path}: {outcome.reason}")
+    texts = {path: before for path, (before, _) in changes.items()}
+    restored, refused = await restore_files(host, app.root, texts, current)
+    for path in restored:
+        await store.add_turn_edit(record.id, path, current[path], texts[path])
+    failed = [f"{path}: {why}" for path, why in refused.items()]
     await store.finish_turn(
         record.id, "failed" if failed else "done", error="; ".join(failed) or None
     )
@@ -112,8 +107,7 @@ async def undo(app: App, p: UndoParams) -> UndoResult:
     from ndomo.runtime.runtime import Runtime
 
     session = await Runtime.of(app).session(p.session)
-    factory = app.services.get("host_factory")
-    host = factory() if factory else BaseHost()
+    host = app.host_factory() if app.host_factory else BaseHost()
     try:
         return await undo_last_turn(app, host, session.id, force=p.force)
     except UndoRefused as exc:

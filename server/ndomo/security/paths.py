@@ -187,6 +187,18 @@ def relative_to_workspace(path: Path | str, roots: Sequence[Path]) -> str:
     return PurePosixPath(*Path(best[1]).parts).as_posix()
 
 
+def workspace_name(path: Path | str, roots: Sequence[Path]) -> str:
+    """How a path is shown and recorded: posix, relative to the innermost workspace folder
+    holding it; a relative path as given; a path outside every folder stays absolute."""
+    p = os.fspath(path)
+    if not os.path.isabs(p):
+        return PurePosixPath(p.replace("\\", "/")).as_posix()
+    try:
+        return relative_to_workspace(p, roots)
+    except PathRefused:
+        return Path(p).as_posix()
+
+
 @lru_cache(maxsize=32)
 def _spec(globs: tuple[str, ...]) -> pathspec.PathSpec:
     return pathspec.GitIgnoreSpec.from_lines([g for g in globs if g.strip()])

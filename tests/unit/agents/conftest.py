@@ -60,7 +60,7 @@ def watch(rt) -> list[str]:
     async def listener(status):
         seen.append(status.state)
 
-    rt.status_listeners.append(listener)
+    rt.status_listeners.add(listener)
     return seen
 
 

@@ -297,8 +297,7 @@ async def test_a_broken_write_path_declaration_is_refused_in_discussion_and_logg
     assert "cannot show which files it writes" in results[0], results
     assert not (app.root / "docs/notes.md").exists()
     assert any(
-        "meta[paths] of tool scribble failed" in r.getMessage() and r.exc_info
-        for r in caplog.records
+        "paths of tool scribble failed" in r.getMessage() and r.exc_info for r in caplog.records
     ), caplog.records
 
 
@@ -327,3 +326,38 @@ async def test_a_failing_secret_check_counts_the_file_as_secret(app, fake, monke
     )
     assert [r.permission for r in host.asked] == ["secret"], host.asked
     assert "plain" not in results[0], results
+
+
+class WriteParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str
+    content: str
+
+
+@tool(
+    "broken_writer",
+    WriteParams,
+    description="writes a file (test tool)",
+    risk="write",
+    permission="edit",
+    paths=_broken,
+)
+async def broken_writer(ctx, p: WriteParams):
+    (ctx.app.root / p.path).write_text(p.content)
+    return "written"
+
+
+@pytest.mark.parametrize(("agent", "mode"), [("craftsman", "autopilot"), ("foreman", "discussion")])
+async def test_a_broken_write_declaration_is_refused_by_every_guard(app, fake, agent, mode):
+    """The scope guard (craftsman), the discussion contract: a write whose files are
+    unknown is refused, never waved through as 'no files'."""
+    results, _ = await _run(
+        app,
+        fake,
+        [call("broken_writer", path="a.txt", content="x")],
+        agent=agent,
+        mode=mode,
+        extra=(broken_writer,),
+    )
+    assert "could not say which files" in results[0] or "cannot show which files" in results[0]
+    assert not (app.root / "a.txt").exists(), results

@@ -67,7 +67,7 @@ async def test_the_busy_status_does_not_hold_the_request_and_comes_before_the_id
         else:
             got.append((False, True))
 
-    rt.status_listeners.append(listener)
+    rt.status_listeners.add(listener)
     fake.push({"text": "hi there"})
     summary = await rt.run(TurnRequest(prompt="hi"))
     assert summary.status == "done"

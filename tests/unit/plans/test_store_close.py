@@ -41,7 +41,7 @@ async def test_app_closes_the_store_when_a_service_fails(tmp_path):
         async def aclose(self) -> None:
             raise RuntimeError("boom")
 
-    app.services["broken"] = Broken()
+    app.close_with(Broken())
     await app.aclose()
     thread.join(10)
     assert not thread.is_alive()

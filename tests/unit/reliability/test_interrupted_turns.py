@@ -13,7 +13,7 @@ import pytest
 from ndomo.app import App
 from ndomo.plans.owner import hostname, owner_is_gone, parse_owner, pid_alive, process_owner
 from ndomo.plans.store import PlanStore
-from ndomo.runtime.recovery import SERVICE
+from ndomo.runtime.recovery import TurnRecovery
 from ndomo.runtime.runtime import Runtime
 
 REPO = Path(__file__).resolve().parents[3]
@@ -127,10 +127,11 @@ async def test_runtime_creation_schedules_recovery_once(tmp_path):
     app = App(tmp_path)
     try:
         Runtime.of(app)
-        recovery = app.services[SERVICE]
+        recovery = app.existing(TurnRecovery)
+        assert recovery is not None
         assert await recovery.wait() == 1
         Runtime(app)  # a second runtime on the same App does not schedule again
-        assert app.services[SERVICE] is recovery
+        assert app.existing(TurnRecovery) is recovery
         store = await app.store()
         assert (await store.get_turn(crashed.id)).status == "interrupted"
     finally:

@@ -203,7 +203,7 @@ async def test_slash_mode_switches_without_a_model_call(app, fake):
     async def listener(status):
         seen.append(status)
 
-    rt.status_listeners.append(listener)
+    rt.status_listeners.add(listener)
     summary = await rt.run(TurnRequest(prompt="/mode brainstorming"))
     assert summary.status == "done" and summary.payload == {"mode": "brainstorming"}
     assert fake.chat_requests() == []
@@ -252,7 +252,7 @@ async def test_on_error_sees_the_raised_error(app, fake):
         phase, name = Phase.ON_ERROR, "catch"
 
         async def run(self, ctx):
-            seen.append(ctx.state["exception"])
+            seen.append(ctx.exception)
 
     rt = runtime_with(app, hooks=[Boom(), Catch()])
     summary = await rt.run(TurnRequest(prompt="hi"))
@@ -338,7 +338,7 @@ async def test_base_host_keeps_crlf(tmp_path):
 
 def test_history_is_trimmed_by_whole_exchanges():
     from ndomo.llm.messages import Message, ToolCall
-    from ndomo.runtime.executor import trim_history
+    from ndomo.runtime.history import trim_history
 
     def exchange(n, size):
         call = ToolCall(

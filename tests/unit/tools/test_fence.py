@@ -51,7 +51,7 @@ def test_registered_with_the_public_contract(plugins):
     assert schema("commit_plan") == {"title", "steps", "markdown"}
     for name in ("write", "edit", "apply_patch"):
         t = plugins.tools.get(name)
-        assert t.risk == "write" and callable(t.meta["paths"])
+        assert t.risk == "write" and callable(t.paths)
     assert plugins.tools.get("write").permission == "write"
     assert (
         plugins.tools.get("edit").permission

@@ -91,7 +91,7 @@ async def test_read_missing_folder_binary(ws, make_ctx, call):
 async def test_read_declares_read_paths_for_the_secret_ask(plugins):
     tool = plugins.tools.get("read")
     params = tool.params(path="./config/../.env")
-    assert tool.meta["read_paths"](params) == [".env"]
+    assert tool.read_paths(params) == [".env"]
 
 
 async def test_read_via_symlink_to_secret_is_refused(ws, make_ctx, call):

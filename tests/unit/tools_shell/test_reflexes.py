@@ -70,7 +70,7 @@ async def test_reflex_offered_in_a_turn_and_runs_through_registry(rt, fake, refl
 
 
 async def test_reflex_action_uses_session_mode(rt, app, reflexes_dir):
-    app.services["runtime"] = rt
+    app.runtime = rt
     run_action = load_actions().get("reflex.run")
     await rt.set_mode("discussion")
     out = await run_action.invoke(app, {"name": "greet", "params": {"word": "hi"}})

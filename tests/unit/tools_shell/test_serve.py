@@ -77,7 +77,7 @@ async def test_serve_fenced(make_ctx):
 def test_serve_exposes_command_for_policy():
     from ndomo.tools.shell.serve import ServeParams, serve
 
-    cmd = serve.meta["command"]
+    cmd = serve.command
     assert cmd(ServeParams(action="start", command="npm run dev")) == "npm run dev"
     assert "http.server" in cmd(ServeParams(action="start", static_dir="site"))
     assert cmd(ServeParams(action="list")) is None

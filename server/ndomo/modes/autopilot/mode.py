@@ -45,7 +45,6 @@ class PlanGuidance(ModeGatedHook):
         except StoreError as exc:
             log.warning("committed plan %s is gone (%s); no guidance injected", plan_id, exc)
             return None
-        ctx.state["guidance_plan"] = plan_id
         add_to_prompt(ctx, render_guidance(detail))  # per turn: the system prompt stays cacheable
         return None
 
@@ -84,4 +83,4 @@ class AutopilotMode(AgentMode):
         return await stops.on_stop(ctx, answer)
 
     def on_runtime(self, runtime) -> None:
-        runtime.event_listeners.append(stops.track_plans)
+        runtime.event_listeners.add(stops.track_plans)

@@ -14,6 +14,7 @@ rest of that task's plan, and the task itself is closed by the turn's end.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ndomo.plans.errors import NotFound
@@ -25,9 +26,15 @@ if TYPE_CHECKING:
 log = logging.getLogger("ndomo.modes")
 
 MAX_NUDGES = 2
-PLANS_KEY = "autopilot.plans"
-NUDGES_KEY = "autopilot.nudges"
 OPEN = ("pending", "running")
+
+
+@dataclass
+class _Stops:
+    """Per turn: the plans its tools changed and how often it was asked to go on."""
+
+    plans: set[str] = field(default_factory=set)
+    nudges: int = 0
 
 
 def _top(ctx: TurnContext) -> TurnContext:
@@ -40,12 +47,12 @@ async def track_plans(ctx: TurnContext, event: TurnEvent) -> None:
     """Remember every plan a turn's tools changed (sub-agents' changes count for the turn)."""
     plan_id = getattr(event, "plan_id", None)
     if event.kind == "plan_changed" and plan_id:
-        _top(ctx).state.setdefault(PLANS_KEY, set()).add(plan_id)
+        _top(ctx).instance(_Stops, _Stops).plans.add(plan_id)
 
 
 async def _open_tasks(ctx: TurnContext) -> list[tuple[Any, list[Any]]]:
     """(plan, its tasks not done) for each plan this turn works on that still has some."""
-    ids: set[str] = set(ctx.state.get(PLANS_KEY, ()))
+    ids: set[str] = set(ctx.instance(_Stops, _Stops).plans)
     if ctx.session.committed_plan_id:
         ids.add(ctx.session.committed_plan_id)
     store = await ctx.app.store()
@@ -74,7 +81,8 @@ async def _open_tasks(ctx: TurnContext) -> list[tuple[Any, list[Any]]]:
 async def on_stop(ctx: TurnContext, answer: str) -> str | None:
     if ctx.depth > 0 or ctx.handback is not None:
         return None  # a sub-agent answers its caller; a hand-back already said why
-    nudges = ctx.state.get(NUDGES_KEY, 0)
+    stops = ctx.instance(_Stops, _Stops)
+    nudges = stops.nudges
     said = bool(answer.strip())
     if nudges and said:
         return None  # asked to go on, it answered: that answer is its reason for stopping
@@ -89,7 +97,7 @@ async def on_stop(ctx: TurnContext, answer: str) -> str | None:
             + f"without a final answer or a hand-back, {nudges} times"
         )
         return None
-    ctx.state[NUDGES_KEY] = nudges + 1
+    stops.nudges = nudges + 1
     if open_tasks:
         lines = ["Autopilot: you stopped, but your plan is not finished:"]
         for plan, left in open_tasks:

@@ -9,7 +9,7 @@ from ndomo.modes.base import AgentMode, ModeContract
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.hooks import HookResult, ModeGatedHook, Phase
 from ndomo.runtime.prompts import ModePromptContributor
-from ndomo.runtime.tools import ToolDescriptor
+from ndomo.runtime.tools import PathsUnknown, ToolDescriptor
 from ndomo.security.control import control_kind, design_artifact, real_target
 
 log = logging.getLogger("ndomo.modes")
@@ -28,11 +28,9 @@ class DesignArtifactsOnly:
         if ctx.mode != NAME or tool.risk != "write":
             return None
         globs = ctx.app.settings.modes.design_globs
-        paths_of = tool.meta.get("paths")
         try:
-            paths = paths_of(params) if paths_of else None
-        except Exception:  # fail closed: no paths is a refusal, never a skipped check
-            log.exception("meta[paths] of tool %s failed", tool.name)
+            paths = tool.declared(params)
+        except PathsUnknown:  # logged there; refused below
             paths = None
         if not paths:
             return (
@@ -83,7 +81,6 @@ class ProseCap(ModeGatedHook):
     async def run(self, ctx: TurnContext) -> HookResult | None:
         cap = ctx.app.settings.modes.discussion_prose_cap
         if len(ctx.answer) > cap:
-            ctx.state["full_answer"] = ctx.answer
             ctx.answer = (
                 ctx.answer[:cap].rstrip()
                 + f"\n\n[trimmed to the discussion prose cap of {cap} characters; the transcript has the rest]"

@@ -11,20 +11,9 @@ import importlib
 import threading
 from pathlib import PurePosixPath
 
-EXTENSIONS: dict[str, str] = {
-    ".py": "python",
-    ".pyi": "python",
-    ".js": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".jsx": "javascript",
-    ".ts": "typescript",
-    ".mts": "typescript",
-    ".cts": "typescript",
-    ".tsx": "tsx",
-    ".go": "go",
-    ".rs": "rust",
-}
+from ndomo.filetypes import GRAMMARS
+
+EXTENSIONS: dict[str, str] = GRAMMARS  # the one table: ndomo/filetypes.py
 
 # language -> (module, factory function, pip requirement to suggest)
 _GRAMMARS: dict[str, tuple[str, str, str]] = {

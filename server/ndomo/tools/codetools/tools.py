@@ -12,7 +12,7 @@ from ndomo.tools.code import SymbolKind, outline, render_hits, render_references
 from ndomo.tools.code import file_map as map_files
 from ndomo.tools.code import find_references as find_refs
 from ndomo.tools.code import find_symbol as find_defs
-from ndomo.tools.files.common import arg_path, not_found, rel, resolve
+from ndomo.tools.common import arg_path, not_found, rel, resolve
 
 SYMBOL_LIMIT = 50
 REFERENCE_LIMIT = 200

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, tool
-from ndomo.tools.files.common import apply, arg_path, check_writable, rel, resolve
+from ndomo.tools.common import apply, arg_path, check_writable, rel, resolve
 from ndomo.tools.files.patch import PatchError, apply_file_patch, parse_patch
 from ndomo.tools.files.write import after_write
 

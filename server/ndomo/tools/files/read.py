@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, tool
 from ndomo.security.paths import is_secret
-from ndomo.tools.files.common import arg_path, not_found, rel, resolve
+from ndomo.tools.common import arg_path, not_found, rel, resolve
 
 MAX_LINES = 2000
 MAX_CHARS = 60_000

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, tool
 from ndomo.security.paths import is_secret
-from ndomo.tools.files.common import rel, resolve
+from ndomo.tools.common import rel, resolve
 from ndomo.tools.search import GrepError, PatternError, glob_files
 from ndomo.tools.search import grep as grep_files
 

@@ -10,22 +10,25 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, tool
-from ndomo.tools.files.common import apply, arg_path, check_writable, not_found, resolve
-from ndomo.tools.plans.commit import commit_plan_file
+from ndomo.tools.common import apply, arg_path, check_writable, not_found, resolve
 
 log = logging.getLogger(__name__)
 
 
 async def after_write(ctx: TurnContext, name: str, text: str | None) -> str:
-    """Plan-in-a-file: a plan-shaped markdown write is also committed; the result says so."""
+    """What the features told of a write add to the result (plan-in-a-file: "also committed")."""
     if text is None:
         return ""
-    try:
-        note = await commit_plan_file(ctx, name, text)
-    except Exception as exc:  # the write itself succeeded; say why the plan did not
-        log.exception("plan-in-a-file commit of %s failed", name)
-        return f"\n(note: {name} looks like a plan but could not be committed as one: {exc})"
-    return f"\n{note}" if note else ""
+    notes = []
+    for listener in ctx.runtime.plugins.on_file_written:
+        try:
+            note = await listener(ctx, name, text)
+        except Exception as exc:  # the write itself succeeded: say so, and what failed
+            log.exception("a listener of the write of %s failed", name)
+            note = f"(note: {name} was written, but {type(exc).__name__}: {exc})"
+        if note:
+            notes.append(f"\n{note}")
+    return "".join(notes)
 
 
 def _lines(text: str) -> int:

@@ -95,5 +95,4 @@ class RecallNotesHook(LifecycleHook):
         if block:
             last = ctx.messages[-1]
             ctx.messages[-1] = Message(role="user", content=f"{last.content}\n\n{block}")
-            ctx.state["recalled_notes"] = ids
         return None

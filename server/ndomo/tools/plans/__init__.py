@@ -9,7 +9,9 @@ if TYPE_CHECKING:
 
 
 def setup(plugins: Plugins) -> None:
+    from ndomo.tools.plans.commit import plan_from_file
     from ndomo.tools.plans.tools import TOOLS
 
     for t in TOOLS:
         plugins.tools.add(t)
+    plugins.on_file_written.append(plan_from_file)

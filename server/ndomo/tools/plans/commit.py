@@ -161,6 +161,15 @@ async def commit_plan_params(ctx: TurnContext, p: CommitPlanParams) -> Committed
     return await commit_steps(ctx, title=p.title, steps=steps, overview=overview)
 
 
+async def plan_from_file(ctx: TurnContext, rel: str, text: str) -> str | None:
+    """Plan-in-a-file, told of every file a tool wrote: the note for the write's result."""
+    try:
+        return await commit_plan_file(ctx, rel, text)
+    except Exception as exc:  # the write itself succeeded; say why the plan did not
+        log.exception("plan-in-a-file commit of %s failed", rel)
+        return f"(note: {rel} looks like a plan but could not be committed as one: {exc})"
+
+
 async def commit_plan_file(ctx: TurnContext, rel: str, text: str) -> str | None:
     """Plan-in-a-file: commit a plan-shaped markdown write; None when the file is not one.
 

@@ -12,7 +12,7 @@ from pathlib import PurePosixPath
 
 from pydantic import BaseModel, Field
 
-from ndomo.agents.routing import EXTENSION_STACKS
+from ndomo.filetypes import KNOWN
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _CHECKBOX = re.compile(r"^(\s*)[-*+]\s+\[[ xX]\]\s+(.*\S)\s*$")
@@ -34,34 +34,7 @@ _NOT_STEPS = re.compile(
 _PATHISH = re.compile(r"`([\w@~+-][\w./@+-]*)`")
 _PLAN_NAME = re.compile(r"(?:^|[^a-z])(plan|roadmap|sprint)", re.I)
 _MAX_DETAILS = 2000
-_KNOWN_EXT = frozenset(EXTENSION_STACKS) | frozenset(
-    {
-        ".md",
-        ".json",
-        ".yaml",
-        ".yml",
-        ".toml",
-        ".txt",
-        ".html",
-        ".css",
-        ".scss",
-        ".sql",
-        ".sh",
-        ".cfg",
-        ".ini",
-        ".c",
-        ".h",
-        ".cpp",
-        ".hpp",
-        ".java",
-        ".kt",
-        ".rb",
-        ".php",
-        ".swift",
-        ".cs",
-        ".lua",
-    }
-)
+_KNOWN_EXT = KNOWN
 
 
 class ParsedStep(BaseModel):

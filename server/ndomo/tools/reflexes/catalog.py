@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ndomo.runtime import prefetch
 from ndomo.runtime.context import TurnContext
@@ -15,7 +16,8 @@ from ndomo.tools.reflexes.loader import load_reflexes, signature
 from ndomo.tools.reflexes.model import Reflex, ReflexProblem
 from ndomo.tools.reflexes.runner import params_model, run_reflex
 
-SERVICE_KEY = "reflexes"
+if TYPE_CHECKING:
+    from ndomo.app import App
 
 
 def describe(reflex: Reflex) -> str:
@@ -45,7 +47,6 @@ def descriptor(reflex: Reflex) -> ToolDescriptor:
         modes=(),
         risk="exec",
         permission=None,
-        meta={"reflex": reflex.name},
     )
 
 
@@ -72,15 +73,12 @@ class ReflexCatalog:
         return next((r for r in self.reflexes if r.name == name), None)
 
 
-def catalog_for(app) -> ReflexCatalog:
-    cat = app.services.get(SERVICE_KEY)
-    if cat is None:
-        cat = app.services[SERVICE_KEY] = ReflexCatalog(app.root)
-    return cat
+def catalog_for(app: App) -> ReflexCatalog:
+    return app.instance(ReflexCatalog, lambda: ReflexCatalog(app.root))
 
 
 def provide(ctx: TurnContext) -> list[ToolDescriptor]:
-    cat = ctx.app.services.get(SERVICE_KEY)
+    cat = ctx.app.existing(ReflexCatalog)
     return list(cat.descriptors) if cat is not None else []
 
 

@@ -9,6 +9,7 @@ import yaml
 from pydantic import ValidationError
 
 from ndomo.tools.reflexes.model import Reflex, ReflexProblem
+from ndomo.validation import problems
 
 MAX_FILE_BYTES = 256 * 1024
 
@@ -37,12 +38,10 @@ def signature(root: Path) -> tuple:
 
 
 def _describe(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(x) for x in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
-        parts.append(f"{loc}: {msg}" if loc else msg)
-    return "; ".join(parts)
+    return "; ".join(
+        f"{loc}: {msg}" if loc else msg
+        for loc, msg in problems(exc, unknown="unknown key", whole="")
+    )
 
 
 def load_file(path: Path, root: Path) -> Reflex | ReflexProblem:

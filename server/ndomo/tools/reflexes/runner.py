@@ -3,6 +3,7 @@ so fences, guards and permissions apply to every step; the first failed step sto
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
@@ -10,9 +11,18 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from ndomo.runtime.context import TurnContext
 from ndomo.tools.reflexes.model import Reflex, ReflexRun, StepOutcome
 from ndomo.tools.reflexes.template import TemplateError, substitute
+from ndomo.validation import describe
 
 MAX_DEPTH = 3  # a reflex may call a reflex, not forever
-DEPTH_KEY = "reflex_depth"
+
+
+@dataclass
+class _Nesting:
+    """How deep reflexes run inside one another in this turn."""
+
+    depth: int = 0
+
+
 _TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool}
 
 
@@ -34,19 +44,13 @@ def check_params(reflex: Reflex, raw: dict[str, Any]) -> dict[str, Any]:
     try:
         return params_model(reflex).model_validate(raw or {}).model_dump()
     except ValidationError as exc:
-        parts = []
-        for err in exc.errors():
-            loc = ".".join(str(x) for x in err["loc"]) or "(params)"
-            parts.append(
-                f"{loc}: {'unknown parameter' if err['type'] == 'extra_forbidden' else err['msg']}"
-            )
-        raise ValueError(
-            f"invalid parameters for reflex '{reflex.name}': " + "; ".join(parts)
-        ) from None
+        why = describe(exc, unknown="unknown parameter", whole="(params)")
+        raise ValueError(f"invalid parameters for reflex '{reflex.name}': {why}") from None
 
 
 async def run_reflex(ctx: TurnContext, reflex: Reflex, params: dict[str, Any]) -> ReflexRun:
-    depth = ctx.state.get(DEPTH_KEY, 0)
+    nesting = ctx.instance(_Nesting, _Nesting)
+    depth = nesting.depth
     run = ReflexRun(reflex=reflex.name, mode=ctx.mode, ok=False, steps=[])
     if depth >= MAX_DEPTH:
         run.message = f"refused: reflexes nested more than {MAX_DEPTH} deep"
@@ -59,7 +63,7 @@ async def run_reflex(ctx: TurnContext, reflex: Reflex, params: dict[str, Any]) -
     registry = ctx.runtime.plugins.tools
     outputs: dict[str, str] = {}
     stopped = False
-    ctx.state[DEPTH_KEY] = depth + 1
+    nesting.depth = depth + 1
     try:
         for i, step in enumerate(reflex.steps, 1):
             try:
@@ -84,7 +88,7 @@ async def run_reflex(ctx: TurnContext, reflex: Reflex, params: dict[str, Any]) -
                 stopped = True
                 break
     finally:
-        ctx.state[DEPTH_KEY] = depth
+        nesting.depth = depth
     done = len(run.steps)
     last = run.steps[-1] if run.steps else None
     run.ok = not stopped and done == len(reflex.steps)

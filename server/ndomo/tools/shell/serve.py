@@ -20,7 +20,6 @@ from ndomo.security.paths import PathRefused, relative_to_workspace, resolve_in_
 from ndomo.security.sandbox import SandboxRefused, prepare
 from ndomo.tools.shell.processes import HOST, ServeError, ServeManager, free_port
 
-SERVICE_KEY = "serve"
 READY_WAIT_S = 10.0
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 
@@ -55,10 +54,8 @@ class ServeParams(BaseModel):
 
 
 def manager_for(ctx: TurnContext) -> ServeManager:
-    mgr = ctx.app.services.get(SERVICE_KEY)
-    if mgr is None:
-        mgr = ctx.app.services[SERVICE_KEY] = ServeManager()
-    return mgr
+    # The App closes it: served processes die with the workspace's app.
+    return ctx.app.instance(ServeManager, ServeManager)
 
 
 def static_argv(directory: str, port: int) -> list[str]:
@@ -93,7 +90,7 @@ def _command_for_policy(p: ServeParams) -> str | None:
     risk="exec",
     permission="bash",
     command=_command_for_policy,
-    network="host",  # its server must be reachable on loopback by check_page and the user
+    host_network=True,  # its server must be reachable on loopback by check_page and the user
 )
 async def serve(ctx: TurnContext, p: ServeParams) -> ToolResult:
     mgr = manager_for(ctx)

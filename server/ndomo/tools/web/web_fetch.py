@@ -55,7 +55,6 @@ def render(f: Fetched) -> tuple[str, str]:
     modes=("brainstorming",),
     risk="network",
     permission="webfetch",
-    url=lambda p: p.url,
 )
 async def web_fetch(ctx: TurnContext, p: WebFetchParams) -> ToolResult:
     try:

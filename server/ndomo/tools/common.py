@@ -1,4 +1,5 @@
-"""Shared by the file tools: confinement, workspace-relative names, helpful 'not found's."""
+"""Shared by the tools that name files (files, codetools): confinement, workspace-relative
+names, helpful 'not found's. A library: no feature package is imported here."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.edits import change_file
 from ndomo.runtime.tools import ToolError
-from ndomo.security.paths import PathRefused, relative_to_workspace, resolve_in_workspace
+from ndomo.security.paths import PathRefused, resolve_in_workspace, workspace_name
 
 _NEVER_WRITE = (".git",)
 
@@ -25,10 +26,7 @@ def resolve(ctx: TurnContext, raw: str) -> Path:
 
 
 def rel(ctx: TurnContext, path: Path) -> str:
-    try:
-        return relative_to_workspace(path, ctx.roots)
-    except PathRefused:
-        return str(path)
+    return workspace_name(path, ctx.roots)
 
 
 def arg_path(raw: str) -> str:
