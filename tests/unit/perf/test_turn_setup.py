@@ -11,7 +11,7 @@ from ndomo.llm import budget
 from ndomo.llm.budget import Window, fit
 from ndomo.llm.messages import Message
 from ndomo.runtime import instructions, prefetch
-from ndomo.runtime.context import TurnRequest
+from ndomo.runtime.context import TurnContext, TurnRequest
 from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.prompts import PromptContributor
 from ndomo.runtime.runtime import Runtime
@@ -144,8 +144,12 @@ async def test_prompt_files_and_reflexes_are_read_while_the_turn_row_is_written(
 
 
 async def test_take_without_a_started_read_runs_it_and_a_started_one_runs_once():
-    class Ctx:
-        state: dict = {}
+    class Ctx:  # a turn's per-feature state, as TurnContext keeps it
+        instance = TurnContext.instance
+        existing = TurnContext.existing
+
+        def __init__(self) -> None:
+            self._parts: dict = {}
 
     runs = []
 
@@ -161,8 +165,12 @@ async def test_take_without_a_started_read_runs_it_and_a_started_one_runs_once()
 
 
 async def test_a_failed_prefetched_read_fails_whoever_takes_it():
-    class Ctx:
-        state: dict = {}
+    class Ctx:  # a turn's per-feature state, as TurnContext keeps it
+        instance = TurnContext.instance
+        existing = TurnContext.existing
+
+        def __init__(self) -> None:
+            self._parts: dict = {}
 
     async def broken(ctx):
         raise OSError("unreadable")
