@@ -77,7 +77,7 @@ def test_chat_buffer_streams_stops_a_call_and_comes_back_with_history(tmp_path: 
     script = [{**s, "hold_until": str(ws / "release")} if s.get("hold_until") else s for s in SCRIPT]
     fake = FakeModelProcess(script, tmp_path)
     try:
-        steps = ["attach", "stream", "stop_call", "code_action", "mode", "kill"]
+        steps = ["attach", "agent", "stream", "stop_call", "code_action", "mode", "kill"]
         r = run(ws, tmp_path, fake, steps, "first")
         assert not r["errors"], f"{r['errors']}\n{r.get('final')}\n{_server_log(tmp_path)}"
         assert r["chat_open"] and r["input_cleared"]

@@ -81,11 +81,15 @@ function S.attach()
   local buf = vim.api.nvim_get_current_buf()
   wait(20000, function() return require("ndomo.client").get(buf) ~= nil end, "client")
   wait(20000, function() return ndomo.last_status ~= nil end, "first ndomo/status")
-  vim.cmd("Ndomo agent craftsman")
-  wait(10000, function() return ndomo.last_status.agent == "craftsman" end, "agent craftsman")
   vim.cmd("Ndomo chat")
   results.chat_open = chat_win() ~= -1
   results.layout_float = vim.api.nvim_win_get_config(chat_win()).relative ~= ""
+end
+
+-- the agent picked (its default mode with it); a resumed session keeps what it had
+function S.agent()
+  vim.cmd("Ndomo agent craftsman")
+  wait(10000, function() return ndomo.last_status.agent == "craftsman" end, "agent craftsman")
 end
 
 -- a prompt from the input area; the command's output streams in while it runs
