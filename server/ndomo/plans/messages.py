@@ -79,18 +79,20 @@ class MessageOps(StoreBase):
         )
 
     async def session_messages(
-        self, session_id: str, *, top_level: bool = True
+        self, session_id: str, *, top_level: bool = True, after_id: int = 0
     ) -> list[StoredMessage]:
         """The conversation in order. `top_level`: without the messages of delegated
-        sub-agent turns (they are stored, but are not the session's conversation)."""
+        sub-agent turns (they are stored, but are not the session's conversation).
+        `after_id`: only the messages stored after that one (messages are append-only, so a
+        reader that kept the earlier ones reads only what is new)."""
         if top_level:
             sql = (
                 "SELECT m.* FROM session_messages m LEFT JOIN turns t ON t.id = m.turn_id"
-                " WHERE m.session_id = ? AND t.parent_turn_id IS NULL ORDER BY m.id"
+                " WHERE m.session_id = ? AND m.id > ? AND t.parent_turn_id IS NULL ORDER BY m.id"
             )
         else:
-            sql = "SELECT * FROM session_messages WHERE session_id = ? ORDER BY id"
-        return [_message(r) for r in await self._all(sql, (session_id,))]
+            sql = "SELECT * FROM session_messages WHERE session_id = ? AND id > ? ORDER BY id"
+        return [_message(r) for r in await self._all(sql, (session_id, after_id))]
 
     async def touch_session(self, session_id: str) -> None:
         """Mark the session as the latest used (what `ndomo run` and a fresh server resume)."""

@@ -42,11 +42,26 @@ def to_message(m: StoredMessage) -> Message:
     )
 
 
+class _Read:
+    """Per App: each session's conversation as read so far and the id of its newest message.
+    Messages are append-only, so a turn reads only those added since the last turn (by this
+    process or another): the stored history grows every turn, its read cost does not."""
+
+    def __init__(self) -> None:
+        self.sessions: dict[str, tuple[int, list[Message]]] = {}
+
+
 async def load_history(ctx: TurnContext) -> list[Message]:
     """The session's whole stored conversation (top-level turns), made a valid one
     (a tool call left unanswered by a crash or a cancel gets a 'not run' result)."""
     store = await ctx.app.store()
-    return close_dangling([to_message(m) for m in await store.session_messages(ctx.session.id)])
+    read = ctx.app.instance(_Read, _Read)
+    last, messages = read.sessions.get(ctx.session.id, (0, []))
+    new = await store.session_messages(ctx.session.id, after_id=last)
+    if new:
+        messages = [*messages, *(to_message(m) for m in new)]
+        read.sessions[ctx.session.id] = (new[-1].id, messages)
+    return close_dangling(messages)
 
 
 def model_history(ctx: TurnContext, history: list[Message]) -> list[Message]:

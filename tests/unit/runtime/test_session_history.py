@@ -161,3 +161,45 @@ async def test_ndomo_run_prints_a_commands_output_under_its_call():
     await host.emit(ToolOutput(call_id="c", name="bash", text="cc -c a.c\ncc -c "))
     await host.emit(ToolOutput(call_id="c", name="bash", text="b.c\n"))
     assert out.getvalue() == "  → bash(command='make')\n    | cc -c a.c\n    | cc -c b.c\n"
+
+
+async def test_a_turn_reads_only_the_messages_stored_since_the_last_one(tmp_path, fake):
+    """The stored history grows every turn; each turn reads only what is new — including
+    what another process (the CLI) added to the same session meanwhile."""
+    app = await fresh_app(tmp_path, fake)
+    try:
+        rt = Runtime(app, build_plugins())
+        store = await app.store()
+        reads: list[int] = []
+        real = store.session_messages
+
+        async def spy(session_id, **kw):
+            reads.append(kw.get("after_id", 0))
+            return await real(session_id, **kw)
+
+        store.session_messages = spy  # type: ignore[method-assign]  # count what each turn reads
+        fake.push({"text": "one"})
+        s1 = await rt.run(TurnRequest(prompt="first"))
+        fake.push({"text": "two"})
+        await rt.run(TurnRequest(prompt="second"))
+        stored = await real(s1.session)  # first, one, second, two
+
+        other = App(tmp_path)  # another process answers in the same session
+        try:
+            await (await other.store()).add_message(s1.session, "user", "from the CLI")
+        finally:
+            await other.aclose()
+        fake.push({"text": "three"})
+        await rt.run(TurnRequest(prompt="third"))
+        # the 1st turn found nothing, the 2nd read all there was ("first", "one"), the 3rd only
+        # what came after those
+        assert reads == [0, 0, stored[1].id], reads
+        sent = fake.chat_requests()[-1]["body"]["messages"]
+        assert [m["content"] for m in sent if m["role"] == "user"] == [
+            "first",
+            "second",
+            "from the CLI",
+            "third",
+        ]
+    finally:
+        await app.aclose()
