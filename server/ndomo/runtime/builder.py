@@ -26,8 +26,11 @@ async def selection_context(ctx: TurnContext) -> str | None:
     path = uri_to_path(req.uri)
     if path is None:
         return None
-    text = await ctx.host.read_text(path)
     shown = workspace_name(path, ctx.roots)
+    try:
+        text = await ctx.host.read_text(path)
+    except IsADirectoryError:  # an explorer's folder: no text to quote
+        return f"The user is looking at the folder {shown}."
     if text is None:
         return f"(the user refers to {shown}, which does not exist yet)"
     if req.range is None:

@@ -395,3 +395,15 @@ async def test_closing_logs_a_turn_that_fails_on_its_way_out(app, caplog):
         "s-closing" in r.getMessage() and r.exc_info and r.exc_info[0] is ValueError
         for r in caplog.records
     ), caplog.records
+
+
+async def test_a_turn_about_a_folder_names_it_instead_of_failing(app, fake):
+    """An editor may send a folder's uri (an explorer's context menu): the turn goes on and
+    the model is told which folder the user is looking at."""
+    (app.root / "src").mkdir()
+    fake.push({"text": "it holds the sources"})
+    rt = Runtime(app, build_plugins())
+    summary = await rt.run(TurnRequest(prompt="what is here?", uri=(app.root / "src").as_uri()))
+    assert summary.status == "done", summary.error
+    user = fake.chat_requests()[-1]["body"]["messages"][-1]["content"]
+    assert "The user is looking at the folder src." in user, user
