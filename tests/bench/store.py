@@ -12,9 +12,12 @@ Before/after (`python -m tests.bench.store --baseline REF [--scale 10k|100k]`): 
 `server/` tree of git REF is extracted with `git archive` into a temporary folder; two
 worker processes (`tests/bench/store_worker.py`), one importing that tree's `ndomo` and one
 the current tree's, each open their own copy of one loaded database and run the same
-store calls. Rounds alternate which side goes first; each row is the median over rounds
-of the paired ratio current/baseline (target ≤ 1.1), so the shared machine's load moves
-both sides of a pair alike.
+store calls. The current side opens (and so migrates) its copy once and closes it before
+timing starts. Each round runs every case A-B then B-A, so each side takes each place once
+(whichever side runs first after a pause is slower: up to 1.7× at 100 calls, which decided
+the ratio when the rounds' count was odd); each row is the median over rounds of the paired
+ratio current/baseline (target ≤ 1.1), so the shared machine's load moves both sides of a
+pair alike.
 """
 
 from __future__ import annotations
@@ -327,12 +330,27 @@ def extract(ref: str, into: Path) -> Path:
     return into / "server"
 
 
+def _worker_cpu() -> int:
+    """The one CPU both sides' workers run on (the last this process may use).
+
+    Unpinned, a worker's loop and store threads land on the same core or on two, at random
+    and for the process's life: a cross-core hop costs about twice a same-core one, so
+    that luck, not the code, decided a small query's ratio (the same case measured 0.83×
+    in one run and 1.42× in the next). Both sides pinned alike time the code.
+    """
+    return max(os.sched_getaffinity(0))
+
+
 class Side:
     """A worker process running one tree's PlanStore on its own copy of the database."""
 
     def __init__(self, name: str, server: Path, db: Path) -> None:
         self.name = name
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(server), str(ROOT)])}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(server), str(ROOT)]),
+            "NDOMO_BENCH_CPU": str(_worker_cpu()),
+        }
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.bench.store_worker", str(db)],
             stdin=subprocess.PIPE,
@@ -410,6 +428,10 @@ def compare(
         else:  # a database loaded earlier (at the baseline's schema, closed cleanly)
             shutil.copyfile(loaded, dbs["baseline"])
         shutil.copyfile(dbs["baseline"], dbs["current"])
+        # The current tree migrates the copy when it first opens it (a newer schema may rebuild
+        # indexes); do that now and close cleanly, so neither side's timing includes a freshly
+        # migrated file's un-checkpointed WAL.
+        _make_db(new_tree, dbs["current"])
         sides = [
             Side("baseline", old_tree, dbs["baseline"]),
             Side("current", new_tree, dbs["current"]),
@@ -419,8 +441,15 @@ def compare(
             medians: dict[str, dict[str, list[float]]] = {}
             for r in range(rounds + 1):  # round 0 warms both sides up and is dropped
                 for k, case in enumerate(names):
+                    # A-B then B-A: the side that runs first after a pause is measurably
+                    # slower (up to 1.7× at n=100), so each side takes each place once a round
+                    # and the order cannot decide the ratio.
                     order = sides if (r + k) % 2 == 0 else sides[::-1]
-                    got = {s.name: s.run(case, n, seed=1000 * r + k, plans=plans) for s in order}
+                    got: dict[str, list[float]] = {s.name: [] for s in sides}
+                    for half, seq in enumerate((order, order[::-1])):
+                        seed = 1000 * r + 100 * half + k
+                        for s in seq:
+                            got[s.name] += s.run(case, n, seed=seed, plans=plans)
                     if r == 0:
                         continue
                     old, new = (statistics.median(got[x]) for x in ("baseline", "current"))

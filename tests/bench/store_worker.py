@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import sys
 import time
@@ -76,4 +77,7 @@ async def serve(db: Path) -> None:
 
 
 if __name__ == "__main__":
+    if cpu := os.environ.get("NDOMO_BENCH_CPU"):
+        # Before any thread starts, so the store's thread and the loop share the core.
+        os.sched_setaffinity(0, {int(cpu)})
     asyncio.run(serve(Path(sys.argv[1])))
