@@ -37,33 +37,53 @@ def request_size(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int:
     return json_size(_wire_messages(messages)) + (json_size(_wire_tools(tools)) if tools else 0)
 
 
-def drop_exchanges(messages: list[Message], fits: Callable[[list[Message]], bool]) -> list[Message]:
+def wire_size(message: Message) -> int:
+    """Bytes `message` adds to the request's JSON list: its object and one separator."""
+    return json_size(to_openai_messages([message])[0]) + 1
+
+
+def drop_exchanges(
+    messages: list[Message], cost: Callable[[Message], int], fits: Callable[[int], bool]
+) -> list[Message]:
     """Drop whole exchanges (a user message and everything up to the next one) from the
-    front until `fits` says yes; leading system messages and the latest exchange stay.
-    Returns the shortest candidate when nothing fits, so the caller can decide."""
+    front until `fits` says yes to the kept messages' summed `cost`; leading system
+    messages and the latest exchange stay. Returns the shortest candidate when nothing fits,
+    so the caller can decide.
+
+    Walks from the newest exchange back and stops at the first that does not fit, so a
+    turn's cost follows what is kept (the window), not how long the session has run: at
+    turn 100 with a 4,096-token window, measuring every candidate whole made a turn 4×
+    its cost at turn 10.
+    """
     head = 0
     while head < len(messages) and messages[head].role == "system":
         head += 1
-    system, rest = messages[:head], messages[head:]
-    starts = [i for i, m in enumerate(rest) if m.role == "user"]
-    candidate = messages
-    for start in starts:
-        candidate = system + rest[start:]
-        if fits(candidate):
-            return candidate
-    return candidate
+    total = sum(cost(m) for m in messages[:head])
+    latest: int | None = None  # the newest user message: the shortest candidate starts there
+    oldest: int | None = None  # the oldest user message whose exchanges all fit
+    for i in range(len(messages) - 1, head - 1, -1):
+        total += cost(messages[i])
+        if messages[i].role != "user":
+            continue
+        latest = i if latest is None else latest
+        if not fits(total):
+            break
+        oldest = i
+    start = oldest if oldest is not None else latest
+    if start is None:  # no user message: nothing to cut at
+        return messages
+    return messages[:head] + messages[start:]
 
 
 def trim_to_chars(messages: list[Message], budget: int) -> list[Message]:
     """Whole-exchange trimming by characters of content (the session history cap)."""
 
-    def size(ms: list[Message]) -> int:
-        return sum(
-            len(m.content or "") + sum(len(c.name) + len(c.wire_arguments()) for c in m.tool_calls)
-            for m in ms
+    def chars(m: Message) -> int:
+        return len(m.content or "") + sum(
+            len(c.name) + len(c.wire_arguments()) for c in m.tool_calls
         )
 
-    return drop_exchanges(messages, lambda ms: size(ms) <= budget)
+    return drop_exchanges(messages, chars, lambda total: total <= budget)
 
 
 @dataclass
@@ -85,7 +105,10 @@ class Window:
         return self.tokens - self.reserve
 
     def estimate(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int:
-        return estimate_tokens(request_size(messages, tools), self.bytes_per_token)
+        return self.tokens_for(request_size(messages, tools))
+
+    def tokens_for(self, size: int) -> int:
+        return estimate_tokens(size, self.bytes_per_token)
 
 
 @dataclass
@@ -129,7 +152,11 @@ def fit(
         return lambda ms: window.estimate(ms, ts) <= limit
 
     steps: list[str] = []
-    trimmed = drop_exchanges(messages, fits_with(tools))
+    # The messages' JSON list is 1 + the sum of each message's wire_size (object + separator).
+    tools_size = json_size(_wire_tools(tools)) if tools else 0
+    trimmed = drop_exchanges(
+        messages, wire_size, lambda total: window.tokens_for(1 + total + tools_size) <= limit
+    )
     if len(trimmed) < len(messages):
         steps.append(f"dropped {len(messages) - len(trimmed)} older messages")
     if fits_with(tools)(trimmed):

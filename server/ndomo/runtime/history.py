@@ -43,25 +43,40 @@ def to_message(m: StoredMessage) -> Message:
 
 
 class _Read:
-    """Per App: each session's conversation as read so far and the id of its newest message.
-    Messages are append-only, so a turn reads only those added since the last turn (by this
-    process or another): the stored history grows every turn, its read cost does not."""
+    """Per App: each session's conversation as stored and as made valid, read so far, and
+    the id of its newest message. Messages are append-only, so a turn reads only those
+    added since the last turn (by this process or another) and closes only those: the
+    stored history grows every turn, reading it does not."""
 
     def __init__(self) -> None:
-        self.sessions: dict[str, tuple[int, list[Message]]] = {}
+        self.sessions: dict[str, _Conversation] = {}
+
+
+class _Conversation:
+    def __init__(self) -> None:
+        self.last_id = 0
+        self.stored: list[Message] = []
+        self.valid: list[Message] = []
 
 
 async def load_history(ctx: TurnContext) -> list[Message]:
     """The session's whole stored conversation (top-level turns), made a valid one
     (a tool call left unanswered by a crash or a cancel gets a 'not run' result)."""
     store = await ctx.app.store()
-    read = ctx.app.instance(_Read, _Read)
-    last, messages = read.sessions.get(ctx.session.id, (0, []))
-    new = await store.session_messages(ctx.session.id, after_id=last)
-    if new:
-        messages = [*messages, *(to_message(m) for m in new)]
-        read.sessions[ctx.session.id] = (new[-1].id, messages)
-    return close_dangling(messages)
+    convo = ctx.app.instance(_Read, _Read).sessions.setdefault(ctx.session.id, _Conversation())
+    stored = await store.session_messages(ctx.session.id, after_id=convo.last_id)
+    if stored:
+        new = [to_message(m) for m in stored]
+        convo.stored.extend(new)
+        convo.last_id = stored[-1].id
+        # A read happens at a turn's start, when no turn of the session runs (one per
+        # session across processes), so new messages answer no call read before; were one
+        # to, the whole conversation is made valid again.
+        if new[0].role == "tool":
+            convo.valid = close_dangling(convo.stored)
+        else:
+            convo.valid = [*convo.valid, *close_dangling(new)]
+    return convo.valid
 
 
 def model_history(ctx: TurnContext, history: list[Message]) -> list[Message]:

@@ -6,8 +6,8 @@ import pytest
 
 from ndomo.config import ModelConfig
 from ndomo.llm import ModelContextTooSmall
-from ndomo.llm.budget import Window, drop_exchanges, fit, request_size
-from ndomo.llm.messages import Message, ToolSpec
+from ndomo.llm.budget import Window, drop_exchanges, fit, request_size, wire_size
+from ndomo.llm.messages import Message, ToolCall, ToolSpec
 
 TOOLS = [ToolSpec(name=f"t{i}", description="x" * 200) for i in range(10)]
 CORE = TOOLS[:2]
@@ -68,8 +68,45 @@ def test_too_small_fails_before_sending_naming_window_size_and_setting():
 
 def test_drop_exchanges_is_reusable_with_any_measure():
     ms = convo(4)
-    kept = drop_exchanges(ms, lambda cand: len(cand) <= 4)
+    kept = drop_exchanges(ms, lambda m: 1, lambda total: total <= 4)
     assert kept[0].role == "system" and len(kept) == 4 and kept[-1].content == "latest"
+    assert drop_exchanges(ms, lambda m: 1, lambda total: total <= 1) == [ms[0], ms[-1]]
+    assert drop_exchanges(ms, lambda m: 1, lambda total: True) == ms
+
+
+def test_the_summed_wire_sizes_are_the_request_size():
+    """fit() sums each message's wire_size instead of serialising every candidate whole."""
+    ms = convo(3)
+    call = ToolCall(id="c1", name="read", arguments={"path": "a.py"})
+    ms[2:2] = [Message.assistant(None, [call]), Message.tool("c1", "ünïcode", name="read")]
+    assert 1 + sum(wire_size(m) for m in ms) == request_size(ms, [])
+
+
+def test_a_long_session_is_measured_only_as_far_back_as_the_window_reaches():
+    """At turn 100 of a session in a small window, the trim measures the kept exchanges
+    (and the one that did not fit), not every message of the session; it keeps what
+    measuring each candidate whole would."""
+    ms = convo(100)
+    window = window_for(convo(5), TOOLS)
+    measured: list[Message] = []
+
+    def cost(m: Message) -> int:
+        measured.append(m)
+        return wire_size(m)
+
+    tools = request_size([], TOOLS) - 2
+    kept = drop_exchanges(
+        ms, cost, lambda total: window.tokens_for(1 + total + tools) <= window.input_tokens
+    )
+    assert 4 < len(kept) < 20 and kept[-1].content == "latest"
+    assert len(measured) <= len(kept) + 2
+    starts = [i for i, m in enumerate(ms) if m.role == "user"]
+    whole = next(
+        [ms[0], *ms[i:]]
+        for i in starts
+        if window.estimate([ms[0], *ms[i:]], TOOLS) <= window.input_tokens
+    )
+    assert kept == whole == fit(ms, TOOLS, window).messages
 
 
 def test_model_stream_setting_takes_auto_and_booleans():
