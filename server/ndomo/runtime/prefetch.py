@@ -58,10 +58,20 @@ class Prefetch(LifecycleHook):
 
     phase = Phase.PRE_DISPATCH
 
-    def __init__(self, name: str, key: str, read: Read) -> None:
+    def __init__(
+        self,
+        name: str,
+        key: str,
+        read: Read,
+        applies: Callable[[TurnContext], bool] | None = None,
+    ) -> None:
         self.name = name
         self.key = key
         self.read = read
+        self._applies = applies
+
+    def applies(self, ctx: TurnContext) -> bool:
+        return self._applies is None or self._applies(ctx)
 
     async def run(self, ctx: TurnContext) -> HookResult | None:
         start(ctx, self.key, self.read)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ndomo.tools.interaction.ask_user import ask_user
-from ndomo.tools.interaction.recall import RecallNotesHook, recall
+from ndomo.tools.interaction.recall import RecallNotesHook, recall, recall_prefetch
 from ndomo.tools.interaction.remember import remember
 
 if TYPE_CHECKING:
@@ -17,4 +17,4 @@ def setup(plugins: Plugins) -> None:
     plugins.tools.add(ask_user)
     plugins.tools.add(remember)
     plugins.tools.add(recall)
-    plugins.hooks.extend([RecallNotesHook()])
+    plugins.hooks.extend([recall_prefetch(), RecallNotesHook()])

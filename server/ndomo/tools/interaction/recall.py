@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ndomo.llm.messages import Message
 from ndomo.plans.models import Memory
+from ndomo.runtime import prefetch
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.hooks import HookResult, LifecycleHook, Phase
 from ndomo.runtime.tools import ToolResult, tool
@@ -74,6 +75,28 @@ def notes_block(notes: list[Memory], budget: int) -> tuple[str, list[int]]:
     return (f"{NOTES_HEADER}\n" + "\n".join(lines) if lines else ""), ids
 
 
+def _recalls(ctx: TurnContext) -> bool:
+    cfg = ctx.app.settings.memory
+    return ctx.depth == 0 and cfg.recall and cfg.recall_notes > 0 and cfg.recall_chars > 0
+
+
+async def _notes(ctx: TurnContext) -> list[Memory]:
+    store = await ctx.app.store()
+    return await store.search_memories(
+        ctx.request.prompt, ctx.app.settings.memory.recall_notes, any_word=True
+    )
+
+
+PREFETCH_KEY = "recall.notes"
+
+
+def recall_prefetch() -> prefetch.Prefetch:
+    """The search needs only the prompt: started with the turn, it runs while the turn's
+    rows are written and the history is read, instead of adding a hop before the first
+    token."""
+    return prefetch.Prefetch("recall.prefetch", PREFETCH_KEY, _notes, _recalls)
+
+
 class RecallNotesHook(LifecycleHook):
     """After the build: append the notes most relevant to the prompt to its user message."""
 
@@ -82,15 +105,13 @@ class RecallNotesHook(LifecycleHook):
     priority = 50
 
     def applies(self, ctx: TurnContext) -> bool:
-        cfg = ctx.app.settings.memory
-        return ctx.depth == 0 and cfg.recall and cfg.recall_notes > 0 and cfg.recall_chars > 0
+        return _recalls(ctx)
 
     async def run(self, ctx: TurnContext) -> HookResult | None:
         cfg = ctx.app.settings.memory
         if not ctx.messages or ctx.messages[-1].role != "user":
             return None
-        store = await ctx.app.store()
-        notes = await store.search_memories(ctx.request.prompt, cfg.recall_notes, any_word=True)
+        notes = await prefetch.take(ctx, PREFETCH_KEY, _notes)
         block, ids = notes_block(notes, cfg.recall_chars)
         if block:
             last = ctx.messages[-1]
