@@ -21,8 +21,9 @@ from ndomo.plans.base import StoreBase, dumps, loads, row_dict
 from ndomo.plans.core import ensure_session_row
 from ndomo.plans.db import now
 from ndomo.plans.errors import Invalid, Refused
-from ndomo.plans.models import _Out
+from ndomo.plans.models import Session, _Out
 from ndomo.plans.owner import PidAlive, hostname, owner_is_gone, pid_alive, process_owner
+from ndomo.plans.sessions import session_from_row
 
 ROLES = ("user", "assistant", "tool")
 
@@ -101,10 +102,12 @@ class MessageOps(StoreBase):
     # -- one turn at a time, across processes ------------------------------------------------
     async def claim_session(
         self, session_id: str, *, owner: str | None = None, alive: PidAlive = pid_alive
-    ) -> None:
-        """Claim the session for a turn; SessionBusy when a live process holds it."""
+    ) -> Session:
+        """Claim the session for a turn; SessionBusy when a live process holds it. Returns
+        the session's row as the claim found it (mode, agent … another process may have
+        changed), read in the same transaction: the turn needs no read of its own."""
         owner = owner or process_owner()
-        await self._write(_claim, session_id, owner, alive)
+        return session_from_row(await self._write(_claim, session_id, owner, alive))
 
     async def release_session(self, session_id: str, *, owner: str | None = None) -> bool:
         """Drop this owner's claim; True when there was one."""
@@ -155,7 +158,7 @@ def _add(
     return int(mid or 0)
 
 
-def _claim(conn: sqlite3.Connection, session_id: str, owner: str, alive: PidAlive) -> None:
+def _claim(conn: sqlite3.Connection, session_id: str, owner: str, alive: PidAlive) -> sqlite3.Row:
     ensure_session_row(conn, session_id)
     rows = conn.execute(
         "SELECT owner FROM session_claims WHERE session_id = ?", (session_id,)
@@ -169,3 +172,5 @@ def _claim(conn: sqlite3.Connection, session_id: str, owner: str, alive: PidAliv
         "INSERT INTO session_claims(session_id, owner, claimed_at) VALUES (?, ?, ?)",
         (session_id, owner, now()),
     )
+    (row,) = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchall()
+    return row

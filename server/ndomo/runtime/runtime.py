@@ -114,7 +114,11 @@ class Runtime:
     def default_agent(self) -> str:
         return self.app.settings.default_agent
 
-    async def session(self, session_id: str | None = None, *, new: bool = False) -> SessionState:
+    async def session(
+        self, session_id: str | None = None, *, new: bool = False, claiming: bool = False
+    ) -> SessionState:
+        """The session's state. `claiming`: the caller claims the session next, and the
+        claim reads its row (`refresh`), so a session known here is not read first."""
         async with self._session_lock:
             store = await self.app.store()
             known = session_id or (None if new else self.current_session_id)
@@ -123,8 +127,7 @@ class Runtime:
             if (
                 known
                 and cached is not None
-                and stamp is not None
-                and stamp == self._session_stamps.get(known)
+                and (claiming or (stamp is not None and stamp == self._session_stamps.get(known)))
             ):
                 return cached  # nothing committed since it was read: no query (mode.get, status …)
             if new:
@@ -144,15 +147,20 @@ class Runtime:
                 )
                 if not row.mode or not row.agent:
                     await store.update_session(row.id, mode=state.mode, agent=state.agent)
-            else:  # another process (the CLI) may have switched it
-                state.mode = row.mode or state.mode
-                state.agent = row.agent or state.agent
-            state.committed_plan_id = row.committed_plan_id
+            else:
+                self.refresh(state, row)
             if session_id is None or new:
                 self.current_session_id = row.id
             # The stamp from before the read: a commit after it makes the next call re-read.
             self._session_stamps[row.id] = stamp if known == row.id else None
             return state
+
+    @staticmethod
+    def refresh(state: SessionState, row: Any) -> None:
+        """Take what the stored row says: another process (the CLI) may have switched it."""
+        state.mode = row.mode or state.mode
+        state.agent = row.agent or state.agent
+        state.committed_plan_id = row.committed_plan_id
 
     @staticmethod
     async def _existing_session(store: Any, session_id: str) -> Any:
@@ -270,28 +278,13 @@ class Runtime:
         if parent is not None:
             state = parent.session
         else:
-            state = await self.session(request.session)
-        mode = request.mode or (parent.mode if parent else state.mode)
-        agent = request.agent or state.agent
-        try:
-            self.check_mode(mode)
-            if parent is None:  # a user's typo is an answer, not a failed turn with a traceback
-                await self.check_agent(agent)
-        except RuntimeError_ as exc:
-            return TurnSummary(
-                turn_id=None,
-                session=state.id,
-                agent=agent,
-                mode=mode,
-                status="failed",
-                error=str(exc),
-            )
+            state = await self.session(request.session, claiming=True)
         if parent is None and state.id in self.active:
             return TurnSummary(
                 turn_id=None,
                 session=state.id,
-                agent=agent,
-                mode=mode,
+                agent=request.agent or state.agent,
+                mode=request.mode or state.mode,
                 status="failed",
                 error="a turn is already running in this session; cancel it first (ndomo.cancel)",
             )
@@ -300,16 +293,34 @@ class Runtime:
 
             store = await self.app.store()
             try:
-                await store.claim_session(state.id)
+                # The claim reads the session's row in its own transaction (one hop, not two).
+                self.refresh(state, await store.claim_session(state.id))
             except SessionBusy as exc:
                 return TurnSummary(
                     turn_id=None,
                     session=state.id,
-                    agent=agent,
-                    mode=mode,
+                    agent=request.agent or state.agent,
+                    mode=request.mode or state.mode,
                     status="failed",
                     error=exc.message,
                 )
+        mode = request.mode or (parent.mode if parent else state.mode)
+        agent = request.agent or state.agent
+        try:
+            self.check_mode(mode)
+            if parent is None:  # a user's typo is an answer, not a failed turn with a traceback
+                await self.check_agent(agent)
+        except RuntimeError_ as exc:
+            if parent is None:
+                await asyncio.shield(self._release(state.id))
+            return TurnSummary(
+                turn_id=None,
+                session=state.id,
+                agent=agent,
+                mode=mode,
+                status="failed",
+                error=str(exc),
+            )
         ctx = TurnContext(
             app=self.app,
             runtime=self,

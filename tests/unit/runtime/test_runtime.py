@@ -407,3 +407,34 @@ async def test_a_turn_about_a_folder_names_it_instead_of_failing(app, fake):
     assert summary.status == "done", summary.error
     user = fake.chat_requests()[-1]["body"]["messages"][-1]["content"]
     assert "The user is looking at the folder src." in user, user
+
+
+async def test_a_turn_takes_its_session_from_the_claim(app, fake, monkeypatch):
+    """The claim reads the session's row in its own transaction: a mode switched by another
+    process (the CLI) since the last turn applies, and the turn does no read of its own."""
+    from ndomo.plans.store import PlanStore
+
+    rt = runtime_with(app)
+    fake.push({"text": "one"})
+    first = await rt.run(TurnRequest(prompt="a"))
+    other = await PlanStore.open(app.db_path, workspace=app.root)
+    try:
+        await other.update_session(first.session, mode="brainstorming")
+    finally:
+        await other.close()
+    store = await app.store()
+    reads: list[str] = []
+    real = store.get_session
+    monkeypatch.setattr(store, "get_session", lambda sid: reads.append(sid) or real(sid))
+    fake.push({"text": "two"})
+    second = await rt.run(TurnRequest(prompt="b"))
+    assert (second.status, second.session, second.mode) == ("done", first.session, "brainstorming")
+    assert reads == []
+    assert await store.session_claim(first.session) is None
+
+
+async def test_a_refused_agent_releases_the_claim(app, fake):
+    rt = runtime_with(app)
+    summary = await rt.run(TurnRequest(prompt="a", agent="nobody"))
+    assert summary.status == "failed" and "unknown agent" in (summary.error or "")
+    assert await (await app.store()).session_claim(summary.session) is None
