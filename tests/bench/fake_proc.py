@@ -17,14 +17,22 @@ from tests.bench.common import REPO
 class FakeProc:
     """`python -m tests.fakes.fake_model` as a subprocess; steps pushed over HTTP."""
 
-    def __init__(self, default_text: str = "done") -> None:
+    def __init__(self, default_text: str = "done", args: tuple[str, ...] = ()) -> None:
         self.default_text = default_text
+        self.args = args  # more `python -m tests.fakes.fake_model` flags (--props, --n-ctx N)
         self.proc: subprocess.Popen | None = None
         self.url = ""
 
     def __enter__(self) -> FakeProc:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.bench.fake_server", "--default-text", self.default_text],
+            [
+                sys.executable,
+                "-m",
+                "tests.bench.fake_server",
+                "--default-text",
+                self.default_text,
+                *self.args,
+            ],
             cwd=str(REPO),
             stdout=subprocess.PIPE,
             text=True,
