@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import to_jsonable_python
 
+from ndomo.model import Model
 from ndomo.validation import describe, problems
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ ACTION_MODULES: list[str] = [
 ]
 
 
-class NoParams(BaseModel):
+class NoParams(Model):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -162,7 +163,7 @@ def load_actions() -> ActionRegistry:
     return REGISTRY
 
 
-class CommandInfo(BaseModel):
+class CommandInfo(Model):
     name: str
     command: str
     cli: str | None

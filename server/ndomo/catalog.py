@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from ndomo.actions import NoParams, action
 from ndomo.agents.loader import AgentSet, load_agents_async
+from ndomo.model import Model
 
 if TYPE_CHECKING:
     from ndomo.app import App
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from ndomo.modes.base import AgentMode
 
 
-class ModeEntry(BaseModel):
+class ModeEntry(Model):
     name: str
     description: str
     default: bool
@@ -33,7 +34,7 @@ class ModeEntry(BaseModel):
     requires_tools: bool = False
 
 
-class AgentEntry(BaseModel):
+class AgentEntry(Model):
     name: str
     description: str
     default: bool
@@ -43,7 +44,7 @@ class AgentEntry(BaseModel):
     role: str | None = None  # "planner", "builder" or None (see AgentFrontmatter.role)
 
 
-class Catalog(BaseModel):
+class Catalog(Model):
     modes: list[ModeEntry]
     agents: list[AgentEntry]
     # settings that name a mode or agent nobody registered (the defaults then fall back)

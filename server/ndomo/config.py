@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ndomo.model import Model
 
 CONFIG_FILE = Path(".ndomo") / "config.yaml"
 # A mode's name: any mode the runtime registered (`setup(plugins)`); checked against that
@@ -21,7 +23,7 @@ CONFIG_FILE = Path(".ndomo") / "config.yaml"
 ModeName = str
 
 
-class _Section(BaseModel):
+class _Section(Model):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
@@ -174,7 +176,7 @@ class Settings(_Section):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
 
-class ConfigProblem(BaseModel):
+class ConfigProblem(Model):
     key: str
     message: str
     source: str

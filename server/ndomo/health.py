@@ -5,36 +5,37 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from ndomo import __version__
 from ndomo.actions import action
 from ndomo.app import App
 from ndomo.config import ConfigProblem
+from ndomo.model import Model
 from ndomo.runtime.instructions import InstructionFile
 
 log = logging.getLogger("ndomo.health")
 
 
-class HealthParams(BaseModel):
+class HealthParams(Model):
     model_config = ConfigDict(extra="forbid")
     probe_model: bool = Field(
         default=True, description="Ask the model endpoint whether it answers."
     )
 
 
-class ConfigHealth(BaseModel):
+class ConfigHealth(Model):
     ok: bool
     problems: list[ConfigProblem]
 
 
-class DatabaseHealth(BaseModel):
+class DatabaseHealth(Model):
     path: str
     ok: bool
     detail: str
 
 
-class ModelHealth(BaseModel):
+class ModelHealth(Model):
     provider: str
     url: str
     name: str
@@ -51,19 +52,19 @@ class ModelHealth(BaseModel):
 FIRST_REQUEST_TOKENS = 3400
 
 
-class AgentProblemInfo(BaseModel):
+class AgentProblemInfo(Model):
     path: str
     line: int | None
     message: str
 
 
-class AgentsHealth(BaseModel):
+class AgentsHealth(Model):
     loaded: int
     names: list[str]
     problems: list[AgentProblemInfo]
 
 
-class SandboxHealth(BaseModel):
+class SandboxHealth(Model):
     mode: str  # auto | required | off
     backend: str
     active: bool  # shell commands run sandboxed
@@ -73,13 +74,13 @@ class SandboxHealth(BaseModel):
     warning: str
 
 
-class InstructionsHealth(BaseModel):
+class InstructionsHealth(Model):
     enabled: bool
     max_chars: int
     files: list[InstructionFile]  # each instruction file found, with what went into the prompt
 
 
-class HealthReport(BaseModel):
+class HealthReport(Model):
     ok: bool
     version: str
     workspace: str

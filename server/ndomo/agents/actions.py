@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
 from ndomo.actions import NoParams, action
+from ndomo.model import Model
 
 from .loader import AgentProblem, builtin_agents_dir, load_agents_async, project_agents_dir
 from .schema import AgentDef, AgentPermission, BashPolicy, TaskPolicy
@@ -16,7 +15,7 @@ if TYPE_CHECKING:
     from ndomo.app import App
 
 
-class AgentInfo(BaseModel):
+class AgentInfo(Model):
     name: str
     description: str
     mode: str  # primary | subagent | all
@@ -28,7 +27,7 @@ class AgentInfo(BaseModel):
     writes: str = "any"  # the write contract: any | design
 
 
-class AgentList(BaseModel):
+class AgentList(Model):
     agents: list[AgentInfo]
     problems: list[AgentProblem]
 

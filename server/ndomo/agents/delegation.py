@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from ndomo.model import Model
 from ndomo.runtime.tools import ToolResult, tool
 
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 MAX_DEPTH = 3  # a nested turn's depth (the user's turn is 0)
 
 
-class TaskParams(BaseModel):
+class TaskParams(Model):
     model_config = ConfigDict(extra="forbid")
     agent: str = Field(min_length=1, description="e.g. scout")
     prompt: str = Field(min_length=1, description="self-contained")

@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import Field, ValidationError
+
+from ndomo.model import Model
 
 from .schema import AGENT_NAME_RE, AgentDef, AgentFrontmatter
 
@@ -21,7 +23,7 @@ PROJECT_AGENTS_DIR = Path(".ndomo") / "agents"
 _FENCE = "---"
 
 
-class AgentProblem(BaseModel):
+class AgentProblem(Model):
     path: str
     line: int = 0  # 0-based
     message: str
@@ -31,7 +33,7 @@ class AgentProblem(BaseModel):
         return f"{self.path}:{self.line + 1}: {self.message}"
 
 
-class AgentSet(BaseModel):
+class AgentSet(Model):
     agents: dict[str, AgentDef] = Field(default_factory=dict)
     problems: list[AgentProblem] = Field(default_factory=list)
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
+from ndomo.model import Model
 from ndomo.runtime.host import ApprovalRequest
 from ndomo.runtime.tools import PathsUnknown, PermissionDecision, ToolDescriptor
 
@@ -121,7 +122,7 @@ def _param(params: BaseModel, *names: str) -> str | None:
     return None
 
 
-class Verdict(BaseModel):
+class Verdict(Model):
     action: str  # allow | ask | deny
     permission: str
     subject: str

@@ -10,7 +10,6 @@ import re
 from typing import Literal
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     InstanceOf,
@@ -18,6 +17,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from ndomo.model import Model
 
 Action = Literal["allow", "ask", "deny"]
 AgentKind = Literal["primary", "subagent", "all"]
@@ -32,7 +33,7 @@ AGENT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 STRICTNESS: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 
 
-class BashPolicy(BaseModel):
+class BashPolicy(Model):
     """Several bash rule sets at once (caller ∩ sub-agent); the strictest layer decides.
 
     Only built by `permissions.intersect`, never read from a frontmatter.
@@ -54,7 +55,7 @@ class BashPolicy(BaseModel):
         return best
 
 
-class TaskPolicy(BaseModel):
+class TaskPolicy(Model):
     """Several `task` maps at once; an agent may be called only as far as every layer allows.
 
     Only built by `permissions.intersect` when glob keys make an exact single map impossible.
@@ -65,7 +66,7 @@ class TaskPolicy(BaseModel):
     layers: list[dict[str, Action]]
 
 
-class AgentPermission(BaseModel):
+class AgentPermission(Model):
     """What an agent may do; unset permissions ask, except asking the user and delegating."""
 
     model_config = ConfigDict(extra="forbid")
@@ -106,7 +107,7 @@ class AgentPermission(BaseModel):
         return value
 
 
-class Threshold(BaseModel):
+class Threshold(Model):
     """Craftsman file-count threshold: ≤direct files act directly, ≤planned with a plan, else refuse."""
 
     model_config = ConfigDict(extra="forbid")
@@ -124,7 +125,7 @@ class Threshold(BaseModel):
         return self
 
 
-class AgentFrontmatter(BaseModel):
+class AgentFrontmatter(Model):
     """The YAML block between the `---` lines."""
 
     model_config = ConfigDict(extra="forbid")

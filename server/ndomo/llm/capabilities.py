@@ -7,14 +7,16 @@ the store, so the next process does not pay for the same failed request again.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
+
+from ndomo.model import Model
 
 DEFAULT_BYTES_PER_TOKEN = (
     3.0  # conservative for JSON-heavy requests; calibrated by usage.prompt_tokens
 )
 
 
-class Capabilities(BaseModel):
+class Capabilities(Model):
     model_config = ConfigDict(validate_assignment=True)
 
     stream_tools: bool | None = None  # None: not tried yet

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from ndomo.model import Model
 
 
-class Probe(BaseModel):
+class Probe(Model):
     """Result of a health check: never an exception, so `ndomo health` can always report."""
 
     url: str

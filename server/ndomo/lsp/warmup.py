@@ -6,7 +6,8 @@ thread before the App is published, `plugins()` builds the runtime's registries 
 tool module and its imports: bashlex's parser tables, bs4 …) in a thread too, so the event
 loop keeps answering meanwhile, and `extras()` (model SDK, parsers, web tools …)
 runs in a background thread, so the first turn neither waits for those imports nor
-makes the server's memory jump.
+makes the server's memory jump; it also builds the models whose build was deferred
+(ndomo.model), so the first turn does not build them either.
 """
 
 from __future__ import annotations
@@ -59,4 +60,7 @@ def extras() -> list[str]:
         except Exception:  # an optional library missing is fine: its tool reports it when used
             log.debug("warm-up could not import %s", mod, exc_info=True)
             failed.append(mod)
+    from ndomo.model import build_all
+
+    log.debug("warm-up built %d deferred models", build_all())
     return failed

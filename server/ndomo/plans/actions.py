@@ -10,9 +10,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import ConfigDict, Field, StrictBool
 
 from ndomo.actions import ActionError, action
+from ndomo.model import Model
 from ndomo.plans.errors import StoreError
 from ndomo.plans.models import (
     Memory,
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from ndomo.plans.store import PlanStore
 
 
-class _P(BaseModel):
+class _P(Model):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
+from pydantic import ConfigDict, Field, computed_field, field_validator
+
+from ndomo.model import Model
 
 PlanStatus = Literal["draft", "approved", "executing", "completed", "failed", "abandoned"]
 TaskStatus = Literal["pending", "running", "done", "failed", "blocked"]
@@ -23,11 +25,11 @@ TERMINAL_PLAN_STATUSES = frozenset({"completed", "failed", "abandoned"})
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
 
-class _In(BaseModel):
+class _In(Model):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
 
-class _Out(BaseModel):
+class _Out(Model):
     model_config = ConfigDict(extra="ignore")
 
 

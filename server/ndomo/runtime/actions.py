@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from ndomo.actions import ActionError, NoParams, action
 from ndomo.app import App
+from ndomo.model import Model
 from ndomo.runtime.context import TurnRequest
 from ndomo.runtime.events import Status
 from ndomo.runtime.runtime import Runtime, RuntimeError_, TurnSummary
 
 
-class SessionParam(BaseModel):
+class SessionParam(Model):
     model_config = ConfigDict(extra="forbid")
     session: str | None = Field(default=None, description="Session id (the current one if unset).")
 
@@ -24,13 +25,13 @@ class AgentSetParams(SessionParam):
     agent: str = Field(description="An agent's name (see `ndomo catalog`)")
 
 
-class ModeInfo(BaseModel):
+class ModeInfo(Model):
     name: str
     summary: str
     iteration_cap: int
 
 
-class ModeReport(BaseModel):
+class ModeReport(Model):
     session: str
     mode: str
     agent: str
@@ -109,7 +110,7 @@ async def cancel(app: App, p: CancelParams) -> dict:
     return {"cancelled": Runtime.of(app).cancel(p.session)}
 
 
-class CallCancelParams(BaseModel):
+class CallCancelParams(Model):
     model_config = ConfigDict(extra="forbid")
     id: str = Field(description="Tool-call id from the turn's events")
 

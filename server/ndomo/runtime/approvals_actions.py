@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from ndomo.actions import ActionError, action
 from ndomo.app import App
+from ndomo.model import Model
 from ndomo.plans.errors import StoreError
 from ndomo.plans.models import Approval
 
 
-class ApprovalsListParams(BaseModel):
+class ApprovalsListParams(Model):
     model_config = ConfigDict(extra="forbid")
     session: str | None = Field(
         default=None, description="Also list this session's approvals (the current one if unset)."
     )
 
 
-class ApprovalRevokeParams(BaseModel):
+class ApprovalRevokeParams(Model):
     model_config = ConfigDict(extra="forbid")
     id: int = Field(ge=1, description="Approval id from approvals.list")
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import platform
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from ndomo.model import Model
 from ndomo.plans.errors import StoreError
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.events import TurnFinished, TurnStarted
@@ -102,7 +103,7 @@ class Environment(PromptContributor):
 # -- hand-back ----------------------------------------------------------------------------
 
 
-class HandbackParams(BaseModel):
+class HandbackParams(Model):
     model_config = ConfigDict(extra="forbid")
     # no field description: the tool's own says it (every request carries this schema)
     reason: str = Field(min_length=1)

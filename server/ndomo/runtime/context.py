@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from ndomo.model import Model
 
 if TYPE_CHECKING:
     from ndomo.agents.schema import AgentDef
@@ -19,17 +21,17 @@ if TYPE_CHECKING:
     from ndomo.runtime.tools import ToolDescriptor
 
 
-class Position(BaseModel):
+class Position(Model):
     line: int = Field(ge=0)
     character: int = Field(ge=0)
 
 
-class Range(BaseModel):
+class Range(Model):
     start: Position
     end: Position
 
 
-class TurnRequest(BaseModel):
+class TurnRequest(Model):
     """What `ndomo.turn`, `ndomo run` and a delegated `task` ask for."""
 
     model_config = ConfigDict(extra="forbid")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from ndomo.model import Model
 
 
-class Status(BaseModel):
+class Status(Model):
     """The `ndomo/status` payload (public interface)."""
 
     session: str
@@ -18,7 +18,7 @@ class Status(BaseModel):
     plan: dict[str, Any] | None = None  # {id, slug, done, total} of the session's plan
 
 
-class TurnEvent(BaseModel):
+class TurnEvent(Model):
     kind: str
     turn_id: int | None = None
 

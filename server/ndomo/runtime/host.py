@@ -13,8 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Literal, Protocol
 
-from pydantic import BaseModel
-
+from ndomo.model import Model
 from ndomo.runtime.events import (
     Notice,
     Status,
@@ -29,7 +28,7 @@ from ndomo.runtime.events import (
 ApprovalChoice = Literal["once", "session", "project", "deny"]
 
 
-class ApprovalRequest(BaseModel):
+class ApprovalRequest(Model):
     permission: str  # edit, write, bash, webfetch, question, task, plan_db, secret
     subject: str  # the command, path, url or agent the permission is about
     agent: str
@@ -49,7 +48,7 @@ class ApprovalRequest(BaseModel):
         return msg
 
 
-class EditOutcome(BaseModel):
+class EditOutcome(Model):
     applied: bool
     reason: str = ""
 

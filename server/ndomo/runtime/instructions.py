@@ -10,8 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
-
+from ndomo.model import Model
 from ndomo.runtime import prefetch
 from ndomo.runtime.prompts import PromptContributor
 
@@ -21,14 +20,14 @@ if TYPE_CHECKING:
     from ndomo.runtime.plugins import Plugins
 
 
-class InstructionFile(BaseModel):
+class InstructionFile(Model):
     path: str  # workspace-relative, as configured
     chars: int  # the file's size in characters
     used: int  # how many went into the prompt
     note: str = ""  # "truncated at the cap", "outside the workspace: skipped", …
 
 
-class Instructions(BaseModel):
+class Instructions(Model):
     enabled: bool
     max_chars: int
     files: list[InstructionFile]

@@ -10,10 +10,11 @@ import asyncio
 import re
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from ndomo.actions import ActionError, action
 from ndomo.app import App
+from ndomo.model import Model
 from ndomo.plans.errors import StoreError
 from ndomo.plans.models import PlanDetail
 from ndomo.security.paths import workspace_name
@@ -105,12 +106,12 @@ async def write_view(root: Path, plan: PlanDetail) -> tuple[Path, dict[int, int]
     return path, where, written
 
 
-class PlanOpenParams(BaseModel):
+class PlanOpenParams(Model):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
     plan: str = Field(min_length=1, description="plan uuid or slug")
 
 
-class PlanOpened(BaseModel):
+class PlanOpened(Model):
     path: str
     shown: bool
 

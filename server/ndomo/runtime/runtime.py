@@ -13,9 +13,8 @@ import enum
 import logging
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
 from ndomo.app import App
+from ndomo.model import Model
 from ndomo.runtime.context import SessionState, TurnContext, TurnRequest
 from ndomo.runtime.coordinator import ToolCallCoordinator
 from ndomo.runtime.events import Status, TurnEvent
@@ -45,7 +44,7 @@ class RuntimeError_(Exception):
     """A request the runtime refuses (unknown mode, unknown agent, busy session)."""
 
 
-class TurnSummary(BaseModel):
+class TurnSummary(Model):
     turn_id: int | None
     session: str
     agent: str

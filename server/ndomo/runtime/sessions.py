@@ -7,17 +7,18 @@ import asyncio
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from ndomo.actions import ActionError, action
 from ndomo.app import App
+from ndomo.model import Model
 from ndomo.runtime.events import Status
 from ndomo.runtime.runtime import Runtime
 
 SHOWN_RESULT = 4000  # characters of a tool result an editor gets back (the store keeps all)
 
 
-class ChatItem(BaseModel):
+class ChatItem(Model):
     kind: Literal["text", "tool"]
     text: str = ""  # kind text: what the model said
     call_id: str | None = None  # kind tool
@@ -26,7 +27,7 @@ class ChatItem(BaseModel):
     result: str | None = None
 
 
-class ChatTurn(BaseModel):
+class ChatTurn(Model):
     id: int
     prompt: str
     agent: str | None = None
@@ -37,7 +38,7 @@ class ChatTurn(BaseModel):
     items: list[ChatItem] = Field(default_factory=list)
 
 
-class SessionView(BaseModel):
+class SessionView(Model):
     session: str
     title: str | None = None
     status: Status
@@ -114,7 +115,7 @@ def render_markdown(view: SessionView) -> str:
     return "".join(out)
 
 
-class OpenParams(BaseModel):
+class OpenParams(Model):
     model_config = ConfigDict(extra="forbid")
     session: str | None = Field(default=None, description="Session id (default: the current one).")
     limit: int = Field(
@@ -158,7 +159,7 @@ async def session_open(app: App, p: OpenParams) -> SessionView:
     return await _view(app, p.session, p.limit, switch=True)
 
 
-class ExportParams(BaseModel):
+class ExportParams(Model):
     model_config = ConfigDict(extra="forbid")
     session: str | None = Field(default=None, description="Session id (default: the current one).")
     path: str | None = Field(
@@ -166,7 +167,7 @@ class ExportParams(BaseModel):
     )
 
 
-class Exported(BaseModel):
+class Exported(Model):
     session: str
     path: str
     turns: int

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ValidationError
 
+from ndomo.model import Model
 from ndomo.validation import describe
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ log = logging.getLogger("ndomo.tools")
 Risk = Literal["read", "write", "exec", "network", "plan"]
 
 
-class ToolResult(BaseModel):
+class ToolResult(Model):
     ok: bool = True
     content: str = ""
     status: Literal["done", "failed", "refused", "cancelled"] = "done"
@@ -202,7 +203,7 @@ class ToolGuard(Protocol):
     ) -> str | None: ...
 
 
-class PermissionDecision(BaseModel):
+class PermissionDecision(Model):
     allowed: bool
     message: str = ""
     failed: bool = (

@@ -8,10 +8,11 @@ so a second undo goes one turn further back and the record stays complete.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import ConfigDict, Field, StrictBool
 
 from ndomo.actions import ActionError, action
 from ndomo.app import App
+from ndomo.model import Model
 from ndomo.plans.models import Turn, TurnEdit
 from ndomo.runtime.edits import restore_files, text_before
 from ndomo.runtime.host import BaseHost, Host
@@ -20,13 +21,13 @@ UNDO_AGENT = "undo"
 _PREFIX = "undo turn "
 
 
-class UndoParams(BaseModel):
+class UndoParams(Model):
     model_config = ConfigDict(extra="forbid")
     force: StrictBool = Field(default=False, description="Overwrite files changed since the turn")
     session: str | None = Field(default=None, description="Session id (the current one if unset).")
 
 
-class UndoResult(BaseModel):
+class UndoResult(Model):
     turn_id: int | None
     restored: list[str] = []
     failed: list[str] = []

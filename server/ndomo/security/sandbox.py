@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel
+from ndomo.model import Model
 
 if TYPE_CHECKING:
     from ndomo.config import Settings
@@ -93,7 +93,7 @@ class Probe:
     detail: str
 
 
-class SandboxState(BaseModel):
+class SandboxState(Model):
     """What `ndomo health` and the approval prompt say about the sandbox."""
 
     mode: SandboxMode

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from pydantic import BaseModel
-
+from ndomo.model import Model
 from ndomo.tools.code.outline import outline
 from ndomo.tools.code.source import is_outlinable, read_source
 from ndomo.tools.search.walk import walk
@@ -13,17 +12,17 @@ from ndomo.tools.search.walk import walk
 MAX_OUTLINED_FILES = 2000  # beyond this, files are listed without symbol counts
 
 
-class FileEntry(BaseModel):
+class FileEntry(Model):
     name: str
     symbols: int | None = None  # None: not code, binary, too big or past the cap
 
 
-class FolderEntry(BaseModel):
+class FolderEntry(Model):
     path: str  # relative to the workspace root; "" is the root
     files: list[FileEntry] = []
 
 
-class CollapsedFolder(BaseModel):
+class CollapsedFolder(Model):
     """A folder deeper than ``depth``: only totals."""
 
     path: str
@@ -31,7 +30,7 @@ class CollapsedFolder(BaseModel):
     symbols: int
 
 
-class FileMap(BaseModel):
+class FileMap(Model):
     root: str  # the mapped folder, relative to the workspace root ("" = root)
     depth: int
     folders: list[FolderEntry]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from ndomo.model import Model
 
 SymbolKind = Literal[
     "function",
@@ -22,7 +22,7 @@ SymbolKind = Literal[
 OutlineEngine = Literal["tree-sitter", "text"]
 
 
-class Symbol(BaseModel):
+class Symbol(Model):
     name: str
     kind: SymbolKind
     line: int  # 1-based
@@ -38,7 +38,7 @@ class Symbol(BaseModel):
         return f"{self.kind} {self.qualname if qualified else self.name} {span}"
 
 
-class Outline(BaseModel):
+class Outline(Model):
     path: str
     engine: OutlineEngine
     symbols: list[Symbol]

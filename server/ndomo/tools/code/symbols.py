@@ -6,8 +6,7 @@ import re
 from pathlib import Path
 from typing import get_args
 
-from pydantic import BaseModel
-
+from ndomo.model import Model
 from ndomo.tools.code.filemap import FileMap, file_map
 from ndomo.tools.code.languages import language_for, parse
 from ndomo.tools.code.models import Symbol, SymbolKind
@@ -31,7 +30,7 @@ __all__ = [
 _KINDS = frozenset(get_args(SymbolKind))
 
 
-class SymbolHit(BaseModel):
+class SymbolHit(Model):
     path: str
     symbol: Symbol
 

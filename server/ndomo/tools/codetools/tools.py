@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from ndomo.model import Model
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, tool
 from ndomo.tools.code import SymbolKind, outline, render_hits, render_references
@@ -18,7 +19,7 @@ SYMBOL_LIMIT = 50
 REFERENCE_LIMIT = 200
 
 
-class _P(BaseModel):
+class _P(Model):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from ndomo.model import Model
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, tool
 from ndomo.tools.common import apply, arg_path, check_writable, rel, resolve
@@ -16,7 +17,7 @@ from ndomo.tools.files.write import after_write
 log = logging.getLogger(__name__)
 
 
-class ApplyPatchParams(BaseModel):
+class ApplyPatchParams(Model):
     model_config = ConfigDict(extra="forbid")
     patch: str = Field(
         min_length=1,

@@ -6,8 +6,9 @@ import asyncio
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
+from ndomo.model import Model
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, tool
 from ndomo.security.paths import is_secret
@@ -20,7 +21,7 @@ MAX_FILE_BYTES = 20 * 1024 * 1024
 MAX_DIR_ENTRIES = 200
 
 
-class ReadParams(BaseModel):
+class ReadParams(Model):
     model_config = ConfigDict(extra="forbid")
     path: str = Field(min_length=1)
     start_line: int | None = Field(default=None, ge=1)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from ndomo.model import Model
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, tool
 from ndomo.security.paths import is_secret
@@ -36,7 +37,7 @@ def _workspace_pattern(ctx: TurnContext, pattern: str) -> str:
     return pat
 
 
-class GlobParams(BaseModel):
+class GlobParams(Model):
     model_config = ConfigDict(extra="forbid")
     pattern: str = Field(min_length=1, description="gitignore-style, e.g. src/**/*.ts")
 
@@ -51,7 +52,7 @@ async def glob(ctx: TurnContext, p: GlobParams) -> str:
     return found.render()
 
 
-class GrepParams(BaseModel):
+class GrepParams(Model):
     model_config = ConfigDict(extra="forbid")
     pattern: str = Field(min_length=1, description="regex")
     path: str | None = None

@@ -6,8 +6,9 @@ import asyncio
 import difflib
 import logging
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from ndomo.model import Model
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, tool
 from ndomo.tools.common import apply, arg_path, check_writable, not_found, resolve
@@ -35,7 +36,7 @@ def _lines(text: str) -> int:
     return len(text.splitlines())
 
 
-class WriteParams(BaseModel):
+class WriteParams(Model):
     model_config = ConfigDict(extra="forbid")
     path: str = Field(min_length=1)
     content: str = Field(description="whole file")
@@ -63,7 +64,7 @@ async def write(ctx: TurnContext, p: WriteParams) -> str:
     return f"{verb} {name} ({_lines(p.content)} lines)" + await after_write(ctx, name, p.content)
 
 
-class EditParams(BaseModel):
+class EditParams(Model):
     model_config = ConfigDict(extra="forbid")
     path: str = Field(min_length=1)
     old_text: str = Field(min_length=1, description="exact, occurs once")

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from ndomo.llm.messages import Message
+from ndomo.model import Model
 from ndomo.plans.models import Memory
 from ndomo.runtime import prefetch
 from ndomo.runtime.context import TurnContext
@@ -25,7 +26,7 @@ NOTES_HEADER = (
 )
 
 
-class RecallParams(BaseModel):
+class RecallParams(Model):
     model_config = ConfigDict(extra="forbid")
     query: str = Field(min_length=1, max_length=500)
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from ndomo.model import Model
 from ndomo.plans.errors import Invalid
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, ToolResult, tool
 
 
-class RememberParams(BaseModel):
+class RememberParams(Model):
     model_config = ConfigDict(extra="forbid")
     content: str = Field(min_length=1, max_length=4000)
     category: Literal["fact", "decision", "preference"]

@@ -9,9 +9,10 @@ from __future__ import annotations
 import logging
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from ndomo.agents.routing import make_router
+from ndomo.model import Model
 from ndomo.plans.models import TERMINAL_PLAN_STATUSES, Plan, PlanCreate, Task, TaskCreate
 from ndomo.plans.text import norm_description
 from ndomo.runtime.context import TurnContext
@@ -23,7 +24,7 @@ log = logging.getLogger(__name__)
 _MAX_OVERVIEW = 8000
 
 
-class StepIn(BaseModel):
+class StepIn(Model):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
     description: str = Field(min_length=1, description="one line")
     files: list[str] = Field(default_factory=list)
@@ -32,7 +33,7 @@ class StepIn(BaseModel):
     details: str | None = Field(default=None, description="notes for the builder")
 
 
-class CommitPlanParams(BaseModel):
+class CommitPlanParams(Model):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
     title: str = Field(min_length=1, max_length=200)
     steps: list[StepIn] | None = Field(default=None, description="in order, ≤5")
@@ -47,7 +48,7 @@ class CommitPlanParams(BaseModel):
         return self
 
 
-class Committed(BaseModel):
+class Committed(Model):
     plan: Plan
     tasks: list[Task]
     warnings: list[str] = Field(default_factory=list)

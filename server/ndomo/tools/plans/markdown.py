@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ndomo.filetypes import KNOWN
+from ndomo.model import Model
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _CHECKBOX = re.compile(r"^(\s*)[-*+]\s+\[[ xX]\]\s+(.*\S)\s*$")
@@ -37,13 +38,13 @@ _MAX_DETAILS = 2000
 _KNOWN_EXT = KNOWN
 
 
-class ParsedStep(BaseModel):
+class ParsedStep(Model):
     description: str
     files: list[str] = Field(default_factory=list)
     details: str = ""
 
 
-class ParsedPlan(BaseModel):
+class ParsedPlan(Model):
     title: str | None = None  # the document's first H1, when there is one
     steps: list[ParsedStep] = Field(default_factory=list)
 

@@ -7,10 +7,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import ConfigDict, Field, StrictBool
 from pydantic.json_schema import JsonDict
 
 from ndomo.agents.routing import make_router
+from ndomo.model import Model
 from ndomo.plans.errors import StoreError
 from ndomo.plans.models import PlanCreate, PlanStatus, Priority, TaskCreate, TaskStatus
 from ndomo.runtime.context import TurnContext
@@ -31,7 +32,7 @@ PLAN: _PlanTool = {"risk": "plan", "permission": "plan_db"}
 OFF: JsonDict = {HIDDEN: True}  # accepted, not offered: keeps the request small
 
 
-class _P(BaseModel):
+class _P(Model):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
 

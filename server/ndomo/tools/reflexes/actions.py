@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from ndomo.actions import ActionError, action
 from ndomo.app import App
+from ndomo.model import Model
 from ndomo.runtime.context import TurnContext, TurnRequest
 from ndomo.runtime.host import BaseHost
 from ndomo.runtime.runtime import Runtime, RuntimeError_
@@ -16,7 +17,7 @@ from ndomo.tools.reflexes.model import ReflexProblem, ReflexRun
 from ndomo.tools.reflexes.runner import run_reflex
 
 
-class ReflexRunParams(BaseModel):
+class ReflexRunParams(Model):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, description="Reflex name (file .ndomo/reflexes/<name>.yaml)")
     params: dict[str, Any] = Field(
@@ -27,11 +28,11 @@ class ReflexRunParams(BaseModel):
     )
 
 
-class ReflexListParams(BaseModel):
+class ReflexListParams(Model):
     model_config = ConfigDict(extra="forbid")
 
 
-class ReflexInfo(BaseModel):
+class ReflexInfo(Model):
     name: str
     tool: str
     description: str
@@ -40,7 +41,7 @@ class ReflexInfo(BaseModel):
     steps: list[str]
 
 
-class ReflexList(BaseModel):
+class ReflexList(Model):
     reflexes: list[ReflexInfo]
     problems: list[ReflexProblem]
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
+from ndomo.model import Model
 from ndomo.tools.reflexes.template import TemplateError, references
 
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
@@ -14,7 +15,7 @@ STEP_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,47}$")
 MAX_STEPS = 50
 
 
-class ReflexParam(BaseModel):
+class ReflexParam(Model):
     model_config = ConfigDict(extra="forbid")
     type: Literal["string", "integer", "number", "boolean"] = "string"
     description: str = ""
@@ -22,7 +23,7 @@ class ReflexParam(BaseModel):
     default: Any = None
 
 
-class ReflexStep(BaseModel):
+class ReflexStep(Model):
     """In YAML `{id?: x, <tool>: {args}}`; parsed into tool + args."""
 
     model_config = ConfigDict(extra="forbid")
@@ -54,7 +55,7 @@ class ReflexStep(BaseModel):
         return v
 
 
-class Reflex(BaseModel):
+class Reflex(Model):
     model_config = ConfigDict(extra="forbid")
     name: str
     description: str = ""
@@ -95,12 +96,12 @@ class Reflex(BaseModel):
         return f"reflex_{self.name}"
 
 
-class ReflexProblem(BaseModel):
+class ReflexProblem(Model):
     path: str
     message: str
 
 
-class StepOutcome(BaseModel):
+class StepOutcome(Model):
     index: int
     id: str | None
     tool: str
@@ -108,7 +109,7 @@ class StepOutcome(BaseModel):
     output: str
 
 
-class ReflexRun(BaseModel):
+class ReflexRun(Model):
     reflex: str
     mode: str
     ok: bool

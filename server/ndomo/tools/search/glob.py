@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel
-
+from ndomo.model import Model
 from ndomo.tools.search.patterns import (
     PatternError,
     compile_glob,
@@ -15,7 +14,7 @@ from ndomo.tools.search.patterns import (
 from ndomo.tools.search.walk import path_excluded, walk
 
 
-class GlobResult(BaseModel):
+class GlobResult(Model):
     paths: list[str]
     truncated: bool = False
 

@@ -19,8 +19,7 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel
-
+from ndomo.model import Model
 from ndomo.tools.search.patterns import PatternError, compile_glob, expand_braces
 from ndomo.tools.search.walk import ALWAYS_SKIP, resolve_under, walk
 
@@ -33,7 +32,7 @@ class GrepError(ValueError):
     """Bad grep input (regex, glob, path) or a failing search engine."""
 
 
-class Match(BaseModel):
+class Match(Model):
     path: str
     line: int
     text: str
@@ -42,7 +41,7 @@ class Match(BaseModel):
         return f"{self.path}:{self.line}: {self.text}"
 
 
-class GrepResult(BaseModel):
+class GrepResult(Model):
     matches: list[Match]
     truncated: bool = False
     engine: Engine

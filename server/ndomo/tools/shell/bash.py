@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from ndomo.model import Model
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.edits import save_turn_edits
 from ndomo.runtime.output import output_stream
@@ -16,7 +17,7 @@ from ndomo.security.sandbox import SandboxRefused, prepare
 MAX_TIMEOUT_S = 600.0
 
 
-class BashParams(BaseModel):
+class BashParams(Model):
     model_config = ConfigDict(extra="forbid")
     command: str = Field(min_length=1)
     timeout_s: float | None = Field(

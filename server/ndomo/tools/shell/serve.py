@@ -10,8 +10,9 @@ import shlex
 import sys
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
+from ndomo.model import Model
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.edits import save_turn_edits
 from ndomo.runtime.output import output_stream
@@ -24,7 +25,7 @@ READY_WAIT_S = 10.0
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 
 
-class ServeParams(BaseModel):
+class ServeParams(Model):
     model_config = ConfigDict(extra="forbid")
     action: Literal["start", "stop", "list"]
     command: str | None = Field(

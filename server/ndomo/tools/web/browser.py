@@ -12,14 +12,14 @@ import os
 import re
 import shutil
 
-from pydantic import BaseModel
+from ndomo.model import Model
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 TIME_CAP_S = 30.0
 _CONSOLE = re.compile(r":(INFO|WARNING|ERROR|FATAL):CONSOLE\(\d+\)\] (.*)$")
 
 
-class BrowserPage(BaseModel):
+class BrowserPage(Model):
     dom: str
     console_errors: list[str]
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import asyncio
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from ndomo.model import Model
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, ToolResult, tool
 from ndomo.security.paths import PathRefused, relative_to_workspace, resolve_in_workspace
@@ -22,7 +23,7 @@ MAX_SELECTORS = 30
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
-class CheckPageParams(BaseModel):
+class CheckPageParams(Model):
     model_config = ConfigDict(extra="forbid")
     url_or_path: str = Field(min_length=1, description="localhost URL or HTML file")
     expect: list[str] = Field(
@@ -33,7 +34,7 @@ class CheckPageParams(BaseModel):
     )
 
 
-class SelectorCheck(BaseModel):
+class SelectorCheck(Model):
     selector: str
     want: str  # "present" or "absent"
     count: int | None  # None: invalid selector
@@ -41,7 +42,7 @@ class SelectorCheck(BaseModel):
     error: str | None = None
 
 
-class PageReport(BaseModel):
+class PageReport(Model):
     target: str
     engine: str  # "http", "file", "chromium"
     status: int | None

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from ndomo.model import Model
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, ToolResult, tool
 from ndomo.tools.web import html_text
@@ -21,7 +22,7 @@ _TEXTUAL = (
 )
 
 
-class WebFetchParams(BaseModel):
+class WebFetchParams(Model):
     model_config = ConfigDict(extra="forbid")
     url: str = Field(min_length=1)
 
