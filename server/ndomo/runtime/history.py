@@ -43,40 +43,29 @@ def to_message(m: StoredMessage) -> Message:
 
 
 class _Read:
-    """Per App: each session's conversation as stored and as made valid, read so far, and
-    the id of its newest message. Messages are append-only, so a turn reads only those
-    added since the last turn (by this process or another) and closes only those: the
-    stored history grows every turn, reading it does not."""
+    """Per App: each session's conversation as read so far (made valid) and the id of its
+    newest message. Messages are append-only, so a turn reads only those added since the
+    last turn (by this process or another) and makes only those valid: the stored history
+    grows every turn, reading it does not."""
 
     def __init__(self) -> None:
-        self.sessions: dict[str, _Conversation] = {}
-
-
-class _Conversation:
-    def __init__(self) -> None:
-        self.last_id = 0
-        self.stored: list[Message] = []
-        self.valid: list[Message] = []
+        self.sessions: dict[str, tuple[int, list[Message]]] = {}
 
 
 async def load_history(ctx: TurnContext) -> list[Message]:
     """The session's whole stored conversation (top-level turns), made a valid one
     (a tool call left unanswered by a crash or a cancel gets a 'not run' result)."""
     store = await ctx.app.store()
-    convo = ctx.app.instance(_Read, _Read).sessions.setdefault(ctx.session.id, _Conversation())
-    stored = await store.session_messages(ctx.session.id, after_id=convo.last_id)
+    read = ctx.app.instance(_Read, _Read)
+    last, valid = read.sessions.get(ctx.session.id, (0, []))
+    stored = await store.session_messages(ctx.session.id, after_id=last)
     if stored:
-        new = [to_message(m) for m in stored]
-        convo.stored.extend(new)
-        convo.last_id = stored[-1].id
-        # A read happens at a turn's start, when no turn of the session runs (one per
-        # session across processes), so new messages answer no call read before; were one
-        # to, the whole conversation is made valid again.
-        if new[0].role == "tool":
-            convo.valid = close_dangling(convo.stored)
-        else:
-            convo.valid = [*convo.valid, *close_dangling(new)]
-    return convo.valid
+        # A read happens at a turn's start, under the session's claim: what was stored
+        # since the last read begins with a turn's user message, never with the result of
+        # a call read before, so the new part is made valid on its own.
+        valid = [*valid, *close_dangling([to_message(m) for m in stored])]
+        read.sessions[ctx.session.id] = (stored[-1].id, valid)
+    return valid
 
 
 def model_history(ctx: TurnContext, history: list[Message]) -> list[Message]:

@@ -27,6 +27,7 @@ from ndomo.security.paths import workspace_name
 
 if TYPE_CHECKING:
     from ndomo.agents.loader import AgentSet
+    from ndomo.plans.models import Session
     from ndomo.agents.schema import AgentDef
 
 log = logging.getLogger("ndomo.runtime")
@@ -155,7 +156,7 @@ class Runtime:
             return state
 
     @staticmethod
-    def refresh(state: SessionState, row: Any) -> None:
+    def refresh(state: SessionState, row: Session) -> None:
         """Take what the stored row says: another process (the CLI) may have switched it."""
         state.mode = row.mode or state.mode
         state.agent = row.agent or state.agent

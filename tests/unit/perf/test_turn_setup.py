@@ -1,6 +1,6 @@
 """What the first token no longer waits for: the user message's store write, the busy
-status, the compact system prompt and the request's size; the prompt files and the reflex
-folder are read while the turn's rows are written. Nothing is lost or reordered."""
+status, the compact system prompt and the request's size; the prompt files, the reflex
+folder and the recalled notes are read while the turn's rows are written. Nothing is lost or reordered."""
 
 from __future__ import annotations
 
@@ -141,6 +141,33 @@ async def test_prompt_files_and_reflexes_are_read_while_the_turn_row_is_written(
     assert began == [True]
     assert reads.count("instructions") == 1  # once a turn (the compact prompt was not built)
     assert "Be brief." in fake.chat_requests()[-1]["body"]["messages"][0]["content"]
+
+
+async def test_recalled_notes_are_searched_while_the_turn_row_is_written(app, fake):
+    """The notes for the prompt are searched from PRE_DISPATCH on (a prefetch), not after
+    the build: the turn row's write can wait for the search to begin, and the notes still
+    reach the request."""
+    store = await app.store()
+    await store.remember(None, "decision", "the parser keeps tokens in a deque")
+    searched: list[str] = []
+    search, start_turn = store.search_memories, store.start_turn
+
+    async def recording_search(*a, **kw):
+        searched.append("recall")
+        return await search(*a, **kw)
+
+    began: list[bool] = []
+
+    async def waiting_start(*a, **kw):
+        began.append(await _until(lambda: searched == ["recall"]))
+        return await start_turn(*a, **kw)
+
+    store.search_memories = recording_search  # type: ignore[method-assign]
+    store.start_turn = waiting_start  # type: ignore[method-assign]
+    fake.push({"text": "ok"})
+    assert (await Runtime(app, build_plugins()).run(TurnRequest(prompt="parser"))).status == "done"
+    assert began == [True] and searched == ["recall"]  # searched once
+    assert "tokens in a deque" in fake.chat_requests()[-1]["body"]["messages"][-1]["content"]
 
 
 async def test_take_without_a_started_read_runs_it_and_a_started_one_runs_once():

@@ -203,3 +203,36 @@ async def test_a_turn_reads_only_the_messages_stored_since_the_last_one(tmp_path
         ]
     finally:
         await app.aclose()
+
+
+async def test_a_dangling_tool_call_is_answered_once_in_every_later_turn(tmp_path, fake):
+    """A tool call stored without its result (a turn killed mid-call) goes to the model
+    answered as not run — in the next turn and in the ones after, where the conversation is
+    read incrementally — once, right after the call."""
+    from ndomo.runtime.history import SKIPPED
+
+    app = await fresh_app(tmp_path, fake)
+    try:
+        rt = Runtime(app, build_plugins())
+        fake.push({"text": "one"})
+        sid = (await rt.run(TurnRequest(prompt="first"))).session
+        store = await app.store()
+        call = {"id": "c1", "name": "read", "arguments": {"path": "a.py"}, "raw": ""}
+        await store.add_message(sid, "user", "read it")
+        await store.add_message(sid, "assistant", None, tool_calls=[call])
+        for prompt in ("second", "third"):
+            fake.push({"text": "ok"})
+            await rt.run(TurnRequest(prompt=prompt))
+            sent = fake.chat_requests()[-1]["body"]["messages"]
+            roles = [m["role"] for m in sent]
+            tools = [m for m in sent if m["role"] == "tool"]
+            assert [(m["tool_call_id"], m["content"]) for m in tools] == [("c1", SKIPPED)]
+            assert roles[roles.index("tool") - 1] == "assistant"
+        assert [m["content"] for m in sent if m["role"] == "user"] == [
+            "first",
+            "read it",
+            "second",
+            "third",
+        ]
+    finally:
+        await app.aclose()
