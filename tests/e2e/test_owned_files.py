@@ -22,15 +22,22 @@ async def _status(workspace, task_id: int) -> str:
         await store.close()
 
 
-async def test_open_plan_view_changes_through_the_editor(lsp, tmp_path):
+async def _view_open_in_editor(lsp, workspace: Path):
+    """An editor with a two-task plan's view open: (disk, client, view path, its text as
+    opened, uri, task ids)."""
     disk = EditorDisk()
     client = await lsp.start(
-        tmp_path, handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)}
+        workspace, handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)}
     )
-    slug, (t1, t2) = await seed_plan(tmp_path, [{"description": "one"}, {"description": "two"}])
-    view_path = tmp_path / ".ndomo" / "plans" / f"{slug}.md"
+    slug, tasks = await seed_plan(workspace, [{"description": "one"}, {"description": "two"}])
+    view_path = workspace / ".ndomo" / "plans" / f"{slug}.md"
     await wait_for(lambda: view_path.exists(), what="the view")
-    uri = disk.open(client, view_path, view_path.read_text(encoding="utf-8"))
+    text = view_path.read_text(encoding="utf-8")
+    return disk, client, view_path, text, disk.open(client, view_path, text), tasks
+
+
+async def test_open_plan_view_changes_through_the_editor(lsp, tmp_path):
+    disk, client, _, _, uri, (_, t2) = await _view_open_in_editor(lsp, tmp_path)
     await command(client, "ndomo.task.status", {"id": t2, "status": "done"})
     await wait_for(
         lambda: "- [x] 2." in disk.buffers[uri][1], what="the open view updated in the editor"
@@ -47,15 +54,7 @@ async def test_open_plan_view_changes_through_the_editor(lsp, tmp_path):
 async def test_saving_a_stale_view_does_not_revert_other_changes(lsp, tmp_path):
     """The editor's copy of the view is stale (it refused the update); the user ticks task 1
     and saves: task 1 becomes done, task 2 — done elsewhere meanwhile — stays done."""
-    disk = EditorDisk()
-    client = await lsp.start(
-        tmp_path, handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)}
-    )
-    slug, (t1, t2) = await seed_plan(tmp_path, [{"description": "one"}, {"description": "two"}])
-    view_path = tmp_path / ".ndomo" / "plans" / f"{slug}.md"
-    await wait_for(lambda: view_path.exists(), what="the view")
-    stale = view_path.read_text(encoding="utf-8")
-    uri = disk.open(client, view_path, stale)
+    disk, client, view_path, stale, uri, (t1, t2) = await _view_open_in_editor(lsp, tmp_path)
     disk.refuse = True  # the buffer keeps its old text
     await command(client, "ndomo.task.status", {"id": t2, "status": "done"})
     await wait_for(lambda: disk.requests, what="the server tried to update the open view")
@@ -108,15 +107,7 @@ async def test_incremental_changes_are_what_the_server_reads_and_versions(
     (a one-character change) and saves without sending the text; the server's copy — built
     from the ranges — is what it reads, and its next edit carries the version those changes
     reached (a stale version would be refused by the editor)."""
-    disk = EditorDisk()
-    client = await lsp.start(
-        tmp_path, handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)}
-    )
-    slug, (t1, t2) = await seed_plan(tmp_path, [{"description": "one"}, {"description": "two"}])
-    view_path = tmp_path / ".ndomo" / "plans" / f"{slug}.md"
-    await wait_for(lambda: view_path.exists(), what="the view")
-    text = view_path.read_text(encoding="utf-8")
-    uri = disk.open(client, view_path, text)
+    disk, client, view_path, text, uri, (t1, t2) = await _view_open_in_editor(lsp, tmp_path)
     line = next(i for i, ln in enumerate(text.split("\n")) if ln.startswith("- [ ] 1."))
     tick = types.TextEdit(
         range=types.Range(

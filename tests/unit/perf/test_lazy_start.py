@@ -9,6 +9,13 @@ from ndomo.actions import load_actions
 from ndomo.lsp.command_names import LSP_ACTION_NAMES, READ_ONLY_ACTIONS
 
 
+def _fresh(code: str) -> str:
+    """What `code` prints in a fresh interpreter (nothing imported by this test process)."""
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+
+
 def test_manifest_lists_every_lsp_action():
     declared = sorted(a.name for a in load_actions().all("lsp"))
     assert sorted(LSP_ACTION_NAMES) == declared, "update ndomo/lsp/command_names.py"
@@ -22,9 +29,7 @@ def test_server_creation_does_not_import_the_app_or_actions():
         " if m in sys.modules]; print(','.join(heavy));"
         "print(len([c for c in s.protocol.fm.commands if c.startswith('ndomo.')]))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.split("\n")
+    out = _fresh(code).split("\n")
     assert out[0] == ""
     assert int(out[1]) == len(LSP_ACTION_NAMES)
 
@@ -33,9 +38,7 @@ def test_warmup_imports_what_commands_need():
     from ndomo.lsp import warmup
 
     code = "import sys; from ndomo.lsp import warmup; warmup.core(); print('ndomo.runtime.runtime' in sys.modules)"
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
+    out = _fresh(code)
     assert out.strip() == "True"
     assert "ndomo.__main__" not in warmup._ndomo_modules()
 
@@ -97,9 +100,7 @@ def test_building_the_tool_registry_does_not_import_bashlex():
         "import sys; from ndomo.runtime.plugins import build_plugins; build_plugins();"
         "print('bashlex' in sys.modules)"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
+    out = _fresh(code)
     assert out.strip() == "False"
 
 
@@ -111,7 +112,5 @@ def test_building_the_tool_registry_leaves_page_libraries_unimported():
         "print('web_fetch' in p.tools.names(), 'check_page' in p.tools.names());"
         "print(','.join(m for m in ('bs4', 'soupsieve', 'httpx') if m in sys.modules))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.split("\n")
+    out = _fresh(code).split("\n")
     assert out[0] == "True True" and out[1] == ""

@@ -170,21 +170,24 @@ async def test_recalled_notes_are_searched_while_the_turn_row_is_written(app, fa
     assert "tokens in a deque" in fake.chat_requests()[-1]["body"]["messages"][-1]["content"]
 
 
+class _Ctx:
+    """A turn's per-feature state, as TurnContext keeps it."""
+
+    instance = TurnContext.instance
+    existing = TurnContext.existing
+
+    def __init__(self) -> None:
+        self._parts: dict = {}
+
+
 async def test_take_without_a_started_read_runs_it_and_a_started_one_runs_once():
-    class Ctx:  # a turn's per-feature state, as TurnContext keeps it
-        instance = TurnContext.instance
-        existing = TurnContext.existing
-
-        def __init__(self) -> None:
-            self._parts: dict = {}
-
     runs = []
 
     async def read(ctx) -> int:
         runs.append(1)
         return len(runs)
 
-    ctx = Ctx()
+    ctx = _Ctx()
     assert await prefetch.take(ctx, "k", read) == 1  # nothing started: read now
     prefetch.start(ctx, "k", read)
     assert await prefetch.take(ctx, "k", read) == 2
@@ -192,17 +195,10 @@ async def test_take_without_a_started_read_runs_it_and_a_started_one_runs_once()
 
 
 async def test_a_failed_prefetched_read_fails_whoever_takes_it():
-    class Ctx:  # a turn's per-feature state, as TurnContext keeps it
-        instance = TurnContext.instance
-        existing = TurnContext.existing
-
-        def __init__(self) -> None:
-            self._parts: dict = {}
-
     async def broken(ctx):
         raise OSError("unreadable")
 
-    ctx = Ctx()
+    ctx = _Ctx()
     prefetch.start(ctx, "k", broken)
     try:
         await prefetch.take(ctx, "k", broken)
