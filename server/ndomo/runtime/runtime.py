@@ -27,8 +27,8 @@ from ndomo.security.paths import workspace_name
 
 if TYPE_CHECKING:
     from ndomo.agents.loader import AgentSet
-    from ndomo.plans.models import Session
     from ndomo.agents.schema import AgentDef
+    from ndomo.plans.models import Session
 
 log = logging.getLogger("ndomo.runtime")
 
