@@ -1,4 +1,4 @@
-from ndomo.cli import main
+from ndomo.terminal.cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import to_jsonable_python
 
-from ndomo.model import Model
+from ndomo.schema import Schema
 from ndomo.validation import describe, problems
 
 if TYPE_CHECKING:
@@ -26,20 +26,20 @@ if TYPE_CHECKING:
 # Every module that declares actions. Registered in one place so that the LSP server,
 # the CLI and the slash registry see the same set.
 ACTION_MODULES: list[str] = [
-    "ndomo.health",
-    "ndomo.catalog",
-    "ndomo.runtime.actions",
-    "ndomo.runtime.sessions",
-    "ndomo.plans.actions",
-    "ndomo.runtime.approvals_actions",
-    "ndomo.runtime.undo",
-    "ndomo.runtime.plan_view",
+    "ndomo.features.health",
+    "ndomo.features.catalog",
+    "ndomo.features.turn",
+    "ndomo.features.sessions",
+    "ndomo.plan.actions",
+    "ndomo.features.approvals",
+    "ndomo.features.undo",
+    "ndomo.plan.view",
     "ndomo.tools.reflexes.actions",
     "ndomo.agents.actions",
 ]
 
 
-class NoParams(Model):
+class NoParams(Schema):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -163,7 +163,7 @@ def load_actions() -> ActionRegistry:
     return REGISTRY
 
 
-class CommandInfo(Model):
+class CommandInfo(Schema):
     name: str
     command: str
     cli: str | None

@@ -24,9 +24,9 @@ from ndomo.config import ConfigProblem, Settings, load_settings
 
 if TYPE_CHECKING:
     from ndomo.agents.loader import AgentSet
-    from ndomo.plans.store import PlanStore
     from ndomo.runtime.host import Host
     from ndomo.runtime.runtime import Runtime
+    from ndomo.store.store import PlanStore
 
 log = logging.getLogger("ndomo")
 
@@ -157,7 +157,7 @@ class App:
             if self._store is None:
                 if not self.has_root:
                     raise NoWorkspace(no_root_message(self.root))
-                from ndomo.plans.store import PlanStore
+                from ndomo.store.store import PlanStore
 
                 fresh = not self.state_dir.exists()
                 self._store = await PlanStore.open(self.db_path, workspace=self.root)

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ndomo.model import Model
+from ndomo.schema import Schema
 
 CONFIG_FILE = Path(".ndomo") / "config.yaml"
 # A mode's name: any mode the runtime registered (`setup(plugins)`); checked against that
@@ -23,7 +23,7 @@ CONFIG_FILE = Path(".ndomo") / "config.yaml"
 ModeName = str
 
 
-class _Section(Model):
+class _Section(Schema):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
@@ -176,7 +176,7 @@ class Settings(_Section):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
 
-class ConfigProblem(Model):
+class ConfigProblem(Schema):
     key: str
     message: str
     source: str

@@ -3,7 +3,7 @@ which tree-sitter grammar reads it, and which extensions name a file when a prom
 plan mentions one (`a.py`, `src/b.ts`, `notes.md`).
 
 Read by agents/routing.py (stack → smith), agents/scope.py (files a prompt names),
-tools/plans/markdown.py (files a plan step names) and tools/code/languages.py (grammars).
+plan/markdown.py (files a plan step names) and lib/code/languages.py (grammars).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class FileType:
     stack: str | None = None  # the routing stack (agents/routing.py: stack → smith)
-    grammar: str | None = None  # the tree-sitter language (tools/code/languages.py)
+    grammar: str | None = None  # the tree-sitter language (lib/code/languages.py)
 
 
 _TEXT = FileType()

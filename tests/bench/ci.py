@@ -36,7 +36,7 @@ async def idle_wakeups() -> list[str]:
 
 async def _workload(store) -> None:
     """One call of every store operation that reads or writes plans and tasks."""
-    from ndomo.plans.models import PlanCreate
+    from ndomo.store.models import PlanCreate
 
     a = await store.create_plan(
         PlanCreate(
@@ -105,7 +105,7 @@ def _names(sql: str) -> dict[str, str]:
 
 
 async def query_plans() -> list[str]:
-    from ndomo.plans.store import PlanStore
+    from ndomo.store.store import PlanStore
 
     seen: list[str] = []
     with tempfile.TemporaryDirectory() as d:

@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 
 from ndomo.app import App
+from ndomo.lib.search.grep import find_rg
+from ndomo.lib.search.grep import grep as grep_fn
 from ndomo.runtime.context import TurnContext, TurnRequest
 from ndomo.runtime.host import BaseHost
 from ndomo.runtime.runtime import Runtime
-from ndomo.tools.search.grep import find_rg
-from ndomo.tools.search.grep import grep as grep_fn
 from tests.bench.common import Result
 
 FILES = 20_000

@@ -14,8 +14,8 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
-from ndomo.plans.models import PlanCreate, TaskCreate
-from ndomo.plans.store import PlanStore
+from ndomo.store.models import PlanCreate, TaskCreate
+from ndomo.store.store import PlanStore
 from tests.bench.common import Result
 from tests.bench.lsp_client import FLOOR, NDOMO, server_pid, start, stop
 

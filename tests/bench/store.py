@@ -5,7 +5,7 @@ Data is bulk-loaded with raw SQL into a schema made by the real migrations (the 
 updated_at triggers run). Each case runs the PlanStore call and its raw twin — the same
 statements (imported from the store: `search_sql`, `list_sql`, `GET_PLAN_SQL`,
 `PROGRESS_SQL`, `CLAIM_SQL`, `PLAN_STARTED_SQL`, …) on a plain synchronous sqlite3
-connection with the store's PRAGMAs (`ndomo.plans.db.PRAGMAS`: synchronous=NORMAL …) — in
+connection with the store's PRAGMAs (`ndomo.store.db.PRAGMAS`: synchronous=NORMAL …) — in
 the same loop iteration, the order alternating. Every answer is checked for content.
 
 Before/after (`python -m tests.bench.store --baseline REF [--scale 10k|100k]`): the
@@ -36,16 +36,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from ndomo.plans.db import PRAGMAS, now
-from ndomo.plans.plan_ops import (
+from ndomo.store.db import PRAGMAS, now
+from ndomo.store.plan_ops import (
     CHANGED_PLANS_SQL,
     GET_PLAN_SQL,
     PROGRESS_SQL,
     list_sql,
     search_sql,
 )
-from ndomo.plans.store import PlanStore
-from ndomo.plans.task_ops import ANY_PENDING_SQL, CLAIM_SQL, PLAN_STARTED_SQL
+from ndomo.store.store import PlanStore
+from ndomo.store.task_ops import ANY_PENDING_SQL, CLAIM_SQL, PLAN_STARTED_SQL
 from tests.bench.common import Result, summary
 
 PLANS = 10_000
@@ -391,7 +391,7 @@ def _make_db(server: Path, db: Path) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(server), str(ROOT)])}
     code = (
         "import asyncio, pathlib, sys\n"
-        "from ndomo.plans.store import PlanStore\n"
+        "from ndomo.store.store import PlanStore\n"
         "async def main():\n"
         "    db = pathlib.Path(sys.argv[1])\n"
         "    await (await PlanStore.open(db, workspace=db.parent.parent)).close()\n"

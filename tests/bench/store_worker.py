@@ -53,7 +53,7 @@ async def _turn(store, rnd: random.Random, plans: int) -> object:
 
 async def serve(db: Path) -> None:
     import ndomo
-    from ndomo.plans.store import PlanStore
+    from ndomo.store.store import PlanStore
 
     store = await PlanStore.open(db, workspace=db.parent.parent)
     cases = _cases()

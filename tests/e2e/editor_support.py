@@ -11,8 +11,8 @@ from typing import Any
 from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 
-from ndomo.plans.models import PlanCreate, TaskCreate
-from ndomo.plans.store import PlanStore
+from ndomo.store.models import PlanCreate, TaskCreate
+from ndomo.store.store import PlanStore
 
 
 def _offset(text: str, pos: types.Position) -> int:

@@ -169,7 +169,7 @@ async def test_status_follows_plan_progress_of_the_session(lsp, tmp_path):
     status = await command(client, "ndomo.status", {})
     slug, (t1,) = await seed_plan(tmp_path, [{"description": "One step", "files": ["a.py"]}])
     # commit the plan to the editor's session through the store, as the foreman would
-    from ndomo.plans.store import PlanStore
+    from ndomo.store.store import PlanStore
 
     store = await PlanStore.open(tmp_path / ".ndomo" / "ndomo.db", workspace=tmp_path)
     try:

@@ -15,8 +15,8 @@ import sys
 import pytest
 from pygls.uris import from_fs_path
 
-from ndomo.plans.models import PlanCreate, TaskCreate
-from ndomo.plans.store import PlanStore
+from ndomo.store.models import PlanCreate, TaskCreate
+from ndomo.store.store import PlanStore
 from tests.bench.idle import settle, switches, woken
 from tests.e2e.conftest import command
 

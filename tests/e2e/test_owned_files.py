@@ -8,7 +8,7 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from ndomo.plans.store import PlanStore
+from ndomo.store.store import PlanStore
 from tests.e2e.conftest import command
 from tests.e2e.editor_support import EditorDisk, seed_plan, wait_for
 from tests.fakes.fake_model import FakeModel

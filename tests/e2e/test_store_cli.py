@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-from ndomo.plans.store import PlanStore
+from ndomo.store.store import PlanStore
 from tests.e2e.conftest import command
 
 

@@ -171,8 +171,8 @@ def test_bare_command_health_roots_save_and_spinner(unit: dict) -> None:
 
 
 async def _make_plan(root: Path) -> None:
-    from ndomo.plans.models import PlanCreate, TaskCreate
-    from ndomo.plans.store import PlanStore
+    from ndomo.store.models import PlanCreate, TaskCreate
+    from ndomo.store.store import PlanStore
 
     store = await PlanStore.open(root / ".ndomo" / "ndomo.db", workspace=root)
     try:

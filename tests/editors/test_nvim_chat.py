@@ -25,7 +25,7 @@ SCRIPT = [
 
 
 async def remember(ws: Path, text: str) -> int:
-    from ndomo.plans.store import PlanStore
+    from ndomo.store.store import PlanStore
 
     store = await PlanStore.open(ws / ".ndomo" / "ndomo.db", workspace=ws)
     try:
@@ -35,7 +35,7 @@ async def remember(ws: Path, text: str) -> int:
 
 
 async def notes(ws: Path) -> list:
-    from ndomo.plans.store import PlanStore
+    from ndomo.store.store import PlanStore
 
     store = await PlanStore.open(ws / ".ndomo" / "ndomo.db", workspace=ws)
     try:

@@ -154,8 +154,8 @@ def _server_log_tail(server: CodeServer, lines: int = 80) -> str:
 
 
 def _seed_plan(ws: Path, files: list[str], title: str = "Fix the calculator") -> tuple[str, int]:
-    from ndomo.plans.models import PlanCreate, TaskCreate
-    from ndomo.plans.store import PlanStore
+    from ndomo.store.models import PlanCreate, TaskCreate
+    from ndomo.store.store import PlanStore
 
     async def go() -> tuple[str, int]:
         store = await PlanStore.open(ws / ".ndomo" / "ndomo.db", workspace=ws)
@@ -170,7 +170,7 @@ def _seed_plan(ws: Path, files: list[str], title: str = "Fix the calculator") ->
 
 
 def _task_status(ws: Path, task: int) -> str:
-    from ndomo.plans.store import PlanStore
+    from ndomo.store.store import PlanStore
 
     async def go() -> str:
         store = await PlanStore.open(ws / ".ndomo" / "ndomo.db", workspace=ws)

@@ -170,53 +170,59 @@ class Rule:
 
 
 # Feature packages under tools/ (each one `setup(plugins)`), and the libraries they share.
-FEATURES = ("files", "codetools", "plans", "shell", "web", "interaction", "reflexes")
+FEATURES = ("files", "code", "shell", "web", "interaction", "reflexes")
 LIBRARIES = (
-    "ndomo.tools.common",
-    "ndomo.tools.search",
-    "ndomo.tools.search.*",
-    "ndomo.tools.code",
-    "ndomo.tools.code.*",
+    "ndomo.lib.workspace",
+    "ndomo.lib.search",
+    "ndomo.lib.search.*",
+    "ndomo.lib.code",
+    "ndomo.lib.code.*",
 )
 
 RULES: list[Rule] = [
     Rule("ndomo*", "pygls", "pygls only in lsp/", unless=("ndomo.lsp.*",)),
     Rule("ndomo*", "lsprotocol", "lsprotocol only in lsp/", unless=("ndomo.lsp.*",)),
-    Rule("ndomo*", "sqlite3", "SQL only in plans/", unless=("ndomo.plans.*",)),
-    Rule("ndomo*", "aiosqlite", "SQL only in plans/", unless=("ndomo.plans.*",)),
+    Rule("ndomo*", "sqlite3", "SQL only in store/", unless=("ndomo.store.*",)),
+    Rule("ndomo*", "aiosqlite", "SQL only in store/", unless=("ndomo.store.*",)),
     Rule(
         "ndomo*",
         "ndomo.lsp*",
-        "nothing below the LSP layer imports it; cli.py starts `ndomo serve`",
-        unless=("ndomo.lsp*", "ndomo.cli", "ndomo.__main__"),
+        "nothing below the LSP layer imports it; terminal/cli.py starts `ndomo serve`",
+        unless=("ndomo.lsp*", "ndomo.terminal.cli", "ndomo.terminal.serve", "ndomo.__main__"),
     ),
-    Rule("ndomo*", "ndomo.cli", "only the entry points import the CLI", unless=("ndomo.__main__",)),
+    Rule(
+        "ndomo*",
+        "ndomo.terminal.cli",
+        "only the entry points import the CLI",
+        unless=("ndomo.__main__",),
+    ),
     Rule(
         "ndomo.runtime*",
         "ndomo.agents.loader",
         "the runtime reaches agents through app.load_agents()",
         # `ndomo run` lists the agents for its --help, before any App exists
-        unless=("ndomo.runtime.run_cmd",),
+        unless=("ndomo.terminal.run",),
     ),
-    Rule("ndomo.plans*", "ndomo.runtime*", "the store knows no runtime"),
-    Rule("ndomo.plans*", "ndomo.tools*", "the store knows no tools"),
-    Rule("ndomo.plans*", "ndomo.agents*", "the store knows no agents"),
-    Rule("ndomo.plans*", "ndomo.modes*", "the store knows no modes"),
+    Rule("ndomo.store*", "ndomo.runtime*", "the store knows no runtime"),
+    Rule("ndomo.store*", "ndomo.tools*", "the store knows no tools"),
+    Rule("ndomo.store*", "ndomo.agents*", "the store knows no agents"),
+    Rule("ndomo.store*", "ndomo.modes*", "the store knows no modes"),
     Rule("ndomo.llm*", "ndomo.runtime*", "llm/ knows nothing of the runtime"),
-    Rule("ndomo.llm*", "ndomo.plans*", "llm/ knows nothing of the store"),
+    Rule("ndomo.llm*", "ndomo.store*", "llm/ knows nothing of the store"),
     Rule("ndomo.llm*", "ndomo.tools*", "llm/ knows nothing of the tools"),
     Rule("ndomo.llm*", "ndomo.agents*", "llm/ knows nothing of the agents"),
     Rule("ndomo.security*", "ndomo.runtime*", "security/ is pure logic"),
     Rule("ndomo.security*", "ndomo.agents*", "security/ knows no agents"),
     Rule("ndomo.security*", "ndomo.tools*", "security/ knows no tools"),
     Rule("ndomo.security*", "ndomo.modes*", "security/ knows no modes"),
-    Rule("ndomo.security*", "ndomo.plans*", "security/ knows no store"),
+    Rule("ndomo.security*", "ndomo.store*", "security/ knows no store"),
     *(
-        Rule(lib, f"ndomo.{layer}*", "a library under tools/ holds primitives, not features")
+        Rule(lib, f"ndomo.{layer}*", "a library under lib/ holds primitives, not features")
         for lib in LIBRARIES
-        for layer in ("agents", "modes", "plans", *(f"tools.{f}" for f in FEATURES))
+        for layer in ("agents", "modes", "store", "plan", "features", "tools")
     ),
     Rule("ndomo.tools*", "ndomo.modes*", "tools know modes only through the fence"),
+    Rule("ndomo.tools*", "ndomo.plan*", "tools know the plan feature only through the store"),
     *(
         Rule(
             f"ndomo.tools.{a}*",
@@ -306,16 +312,16 @@ def test_checker_finds_a_layer_break(tmp_path: Path) -> None:
             "ndomo/lsp/__init__.py": "",
             "ndomo/lsp/host.py": "import pygls\n",
             "ndomo/tools/__init__.py": "",
-            "ndomo/tools/files/__init__.py": "from ndomo.tools.plans.commit import c\n",
-            "ndomo/tools/plans/__init__.py": "",
-            "ndomo/tools/plans/commit.py": "import sqlite3\nc = 1\n",
+            "ndomo/tools/files/__init__.py": "from ndomo.plan.commit import c\n",
+            "ndomo/plan/__init__.py": "",
+            "ndomo/plan/commit.py": "import sqlite3\nc = 1\n",
         },
     )
     assert layer_breaks(import_graph(tmp_path)) == [
+        "ndomo.plan.commit imports sqlite3: SQL only in store/",
         "ndomo.runtime.run imports ndomo.lsp.host: "
-        "nothing below the LSP layer imports it; cli.py starts `ndomo serve`",
+        "nothing below the LSP layer imports it; terminal/cli.py starts `ndomo serve`",
         "ndomo.runtime.run imports pygls: pygls only in lsp/",
-        "ndomo.tools.files imports ndomo.tools.plans.commit: "
-        "feature packages under tools/ do not import each other (shared code: a library)",
-        "ndomo.tools.plans.commit imports sqlite3: SQL only in plans/",
+        "ndomo.tools.files imports ndomo.plan.commit: "
+        "tools know the plan feature only through the store",
     ]

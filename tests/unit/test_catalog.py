@@ -4,8 +4,8 @@ jobs picked by role, never by name."""
 from __future__ import annotations
 
 from ndomo.agents.loader import load_agents
-from ndomo.catalog import build_catalog, pick
 from ndomo.config import Settings
+from ndomo.features.catalog import build_catalog, pick
 from ndomo.runtime.plugins import build_plugins
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ndomo.cli import build_parser, find_workspace, main
+from ndomo.terminal.cli import build_parser, find_workspace, main
 
 
 def test_every_cli_action_has_a_subcommand():
@@ -73,7 +73,7 @@ def _all_flags(parser, path=()):
 
 
 def test_every_flag_has_help_text():
-    from ndomo.cli import EXTRA_COMMANDS
+    from ndomo.terminal.cli import EXTRA_COMMANDS
 
     flags = list(_all_flags(build_parser()))
     assert {"run", "serve"} <= set(EXTRA_COMMANDS)

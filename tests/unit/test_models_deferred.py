@@ -1,4 +1,4 @@
-"""ndomo's models build on first use (ndomo.model.Model); the warm-up builds the rest."""
+"""ndomo's models build on first use (ndomo.schema.Schema); the warm-up builds the rest."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import importlib
 import threading
 
 from ndomo.lsp import warmup
-from ndomo.model import Model, build_all
+from ndomo.schema import Schema, build_all
 
 
 def _incomplete() -> list[str]:
-    todo, out = list(Model.__subclasses__()), []
+    todo, out = list(Schema.__subclasses__()), []
     while todo:
         cls = todo.pop()
         todo.extend(cls.__subclasses__())
@@ -32,8 +32,8 @@ def test_first_use_from_two_threads_while_the_warm_up_builds():
     """The warm-up builds in a thread while the loop may use a model first: each use sees
     a complete model, never a half-built one (pydantic ≥ 2.13 locks the rebuild)."""
 
-    def fresh() -> type[Model]:
-        class Params(Model):
+    def fresh() -> type[Schema]:
+        class Params(Schema):
             path: str
             limit: int = 10
 
@@ -43,7 +43,7 @@ def test_first_use_from_two_threads_while_the_warm_up_builds():
         params = fresh()
         errors: list[BaseException] = []
 
-        def use(cls: type[Model] = params, errors: list[BaseException] = errors) -> None:
+        def use(cls: type[Schema] = params, errors: list[BaseException] = errors) -> None:
             try:
                 assert cls.model_validate({"path": "a.py"}).model_dump() == {
                     "path": "a.py",

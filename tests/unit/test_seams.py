@@ -156,7 +156,7 @@ def test_validation_message():
 
 def test_one_extension_table_feeds_routing_grammars_and_prose():
     from ndomo.agents.routing import EXTENSION_STACKS
-    from ndomo.tools.code.languages import EXTENSIONS, language_for
+    from ndomo.lib.code.languages import EXTENSIONS, language_for
 
     assert EXTENSION_STACKS is STACKS and EXTENSIONS is GRAMMARS
     assert set(STACKS) <= KNOWN and set(GRAMMARS) <= KNOWN

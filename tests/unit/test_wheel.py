@@ -32,4 +32,4 @@ def test_wheel_contains_agent_definitions(tmp_path):
     shipped = {p.name for p in (ROOT / "agents").glob("*.md")}
     assert {"foreman.md", "craftsman.md"} <= shipped and len(shipped) == 16
     assert {f"ndomo/_agents/{n}" for n in shipped} <= names
-    assert "ndomo/cli.py" in names and "ndomo/plans/store.py" in names
+    assert "ndomo/terminal/cli.py" in names and "ndomo/store/store.py" in names

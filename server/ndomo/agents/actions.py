@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ndomo.actions import NoParams, action
-from ndomo.model import Model
+from ndomo.schema import Schema
 
 from .loader import AgentProblem, builtin_agents_dir, load_agents_async, project_agents_dir
 from .schema import AgentDef, AgentPermission, BashPolicy, TaskPolicy
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ndomo.app import App
 
 
-class AgentInfo(Model):
+class AgentInfo(Schema):
     name: str
     description: str
     mode: str  # primary | subagent | all
@@ -27,7 +27,7 @@ class AgentInfo(Model):
     writes: str = "any"  # the write contract: any | design
 
 
-class AgentList(Model):
+class AgentList(Schema):
     agents: list[AgentInfo]
     problems: list[AgentProblem]
 

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import ConfigDict, Field
 
-from ndomo.model import Model
 from ndomo.runtime.tools import ToolResult, tool
+from ndomo.schema import Schema
 
 if TYPE_CHECKING:
     from ndomo.runtime.context import TurnContext
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 MAX_DEPTH = 3  # a nested turn's depth (the user's turn is 0)
 
 
-class TaskParams(Model):
+class TaskParams(Schema):
     model_config = ConfigDict(extra="forbid")
     agent: str = Field(min_length=1, description="e.g. scout")
     prompt: str = Field(min_length=1, description="self-contained")

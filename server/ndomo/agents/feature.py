@@ -17,9 +17,9 @@ from .delegation import task as task_tool
 from .policy import AgentPolicy
 
 if TYPE_CHECKING:
-    from ndomo.plans.models import Task
     from ndomo.runtime.context import TurnContext
     from ndomo.runtime.plugins import Plugins
+    from ndomo.store.models import Task
 
 log = logging.getLogger("ndomo.agents")
 
@@ -46,7 +46,7 @@ class TaskBinding(LifecycleHook):
         return bool(ctx.request.task_id)
 
     async def run(self, ctx: TurnContext) -> HookResult | None:
-        from ndomo.plans.errors import StoreError
+        from ndomo.store.errors import StoreError
 
         store = await ctx.app.store()
         try:

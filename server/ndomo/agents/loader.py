@@ -15,7 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError
 
-from ndomo.model import Model
+from ndomo.schema import Schema
 
 from .schema import AGENT_NAME_RE, AgentDef, AgentFrontmatter
 
@@ -23,7 +23,7 @@ PROJECT_AGENTS_DIR = Path(".ndomo") / "agents"
 _FENCE = "---"
 
 
-class AgentProblem(Model):
+class AgentProblem(Schema):
     path: str
     line: int = 0  # 0-based
     message: str
@@ -33,7 +33,7 @@ class AgentProblem(Model):
         return f"{self.path}:{self.line + 1}: {self.message}"
 
 
-class AgentSet(Model):
+class AgentSet(Schema):
     agents: dict[str, AgentDef] = Field(default_factory=dict)
     problems: list[AgentProblem] = Field(default_factory=list)
 

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
-from ndomo.model import Model
 from ndomo.runtime.host import ApprovalRequest
 from ndomo.runtime.tools import PathsUnknown, PermissionDecision, ToolDescriptor
+from ndomo.schema import Schema
 
 from .permissions import decide_bash, decide_network, intersect, task_allowed
 from .schema import STRICTNESS, AgentPermission, BashPolicy, TaskPolicy
@@ -122,7 +122,7 @@ def _param(params: BaseModel, *names: str) -> str | None:
     return None
 
 
-class Verdict(Model):
+class Verdict(Schema):
     action: str  # allow | ask | deny
     permission: str
     subject: str

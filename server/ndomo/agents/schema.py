@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-from ndomo.model import Model
+from ndomo.schema import Schema
 
 Action = Literal["allow", "ask", "deny"]
 AgentKind = Literal["primary", "subagent", "all"]
@@ -33,7 +33,7 @@ AGENT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 STRICTNESS: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 
 
-class BashPolicy(Model):
+class BashPolicy(Schema):
     """Several bash rule sets at once (caller ∩ sub-agent); the strictest layer decides.
 
     Only built by `permissions.intersect`, never read from a frontmatter.
@@ -55,7 +55,7 @@ class BashPolicy(Model):
         return best
 
 
-class TaskPolicy(Model):
+class TaskPolicy(Schema):
     """Several `task` maps at once; an agent may be called only as far as every layer allows.
 
     Only built by `permissions.intersect` when glob keys make an exact single map impossible.
@@ -66,7 +66,7 @@ class TaskPolicy(Model):
     layers: list[dict[str, Action]]
 
 
-class AgentPermission(Model):
+class AgentPermission(Schema):
     """What an agent may do; unset permissions ask, except asking the user and delegating."""
 
     model_config = ConfigDict(extra="forbid")
@@ -107,7 +107,7 @@ class AgentPermission(Model):
         return value
 
 
-class Threshold(Model):
+class Threshold(Schema):
     """Craftsman file-count threshold: ≤direct files act directly, ≤planned with a plan, else refuse."""
 
     model_config = ConfigDict(extra="forbid")
@@ -125,7 +125,7 @@ class Threshold(Model):
         return self
 
 
-class AgentFrontmatter(Model):
+class AgentFrontmatter(Schema):
     """The YAML block between the `---` lines."""
 
     model_config = ConfigDict(extra="forbid")

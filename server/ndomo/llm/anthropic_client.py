@@ -19,7 +19,7 @@ from .messages import (
     Finished,
     Message,
     StreamEvent,
-    TextDelta,
+    TextChunk,
     ToolCall,
     ToolCallReady,
     ToolSpec,
@@ -192,7 +192,7 @@ class AnthropicClient:
                     }
                 elif kind == "content_block_delta":
                     if ev.delta.type == "text_delta" and ev.delta.text:
-                        yield TextDelta(text=ev.delta.text)
+                        yield TextChunk(text=ev.delta.text)
                     elif ev.delta.type == "input_json_delta" and ev.index in blocks:
                         blocks[ev.index]["parts"].append(ev.delta.partial_json)
                 elif kind == "content_block_stop" and ev.index in blocks:

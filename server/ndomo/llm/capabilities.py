@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from pydantic import ConfigDict
 
-from ndomo.model import Model
+from ndomo.schema import Schema
 
 DEFAULT_BYTES_PER_TOKEN = (
     3.0  # conservative for JSON-heavy requests; calibrated by usage.prompt_tokens
 )
 
 
-class Capabilities(Model):
+class Capabilities(Schema):
     model_config = ConfigDict(validate_assignment=True)
 
     stream_tools: bool | None = None  # None: not tried yet

@@ -11,12 +11,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from ndomo.model import Model
+from ndomo.schema import Schema
 
 Role = Literal["system", "user", "assistant", "tool"]
 
 
-class _Model(Model):
+class _Model(Schema):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -93,7 +93,7 @@ class Usage(_Model):
     completion_tokens: int = 0
 
 
-class TextDelta(_Model):
+class TextChunk(_Model):
     kind: Literal["text"] = "text"
     text: str
 
@@ -116,5 +116,5 @@ class Finished(_Model):
 
 
 StreamEvent = Annotated[
-    TextDelta | ToolCallReady | UsageEvent | Finished, Field(discriminator="kind")
+    TextChunk | ToolCallReady | UsageEvent | Finished, Field(discriminator="kind")
 ]

@@ -32,7 +32,7 @@ from .messages import (
     Finished,
     Message,
     StreamEvent,
-    TextDelta,
+    TextChunk,
     ToolCall,
     ToolCallReady,
     ToolSpec,
@@ -241,7 +241,7 @@ class OpenAIClient:
         choice = choices[0]
         message = choice.message
         if message.content:
-            yield TextDelta(text=message.content)
+            yield TextChunk(text=message.content)
         calls = []
         for n, raw in enumerate(getattr(message, "tool_calls", None) or []):
             fn = raw.function
@@ -329,7 +329,7 @@ class OpenAIClient:
                 ) from exc
             for content, frags, finish_reason in pieces:
                 if content:
-                    yield TextDelta(text=str(content))
+                    yield TextChunk(text=str(content))
                 for frag in frags:
                     calls.add(*frag)
                 if finish_reason:

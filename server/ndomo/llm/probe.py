@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ndomo.model import Model
+from ndomo.schema import Schema
 
 
-class Probe(Model):
+class Probe(Schema):
     """Result of a health check: never an exception, so `ndomo health` can always report."""
 
     url: str

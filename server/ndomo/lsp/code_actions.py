@@ -12,7 +12,7 @@ from ndomo.lsp.feature import Feature
 from ndomo.lsp.names import pick
 
 # title ({agent}: the agent picked), agent role, mode role, prompt — by purpose, never by
-# name (ndomo.catalog.pick): a workspace's own planner or builder gets the same actions.
+# name (ndomo.features.catalog.pick): a workspace's own planner or builder gets the same actions.
 SELECTION_ACTIONS = [
     (
         "ndomo: Ask about this",

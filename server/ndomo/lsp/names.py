@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ndomo.lsp import warmup
 
 if TYPE_CHECKING:
-    from ndomo.catalog import Catalog
+    from ndomo.features.catalog import Catalog
     from ndomo.lsp.server import NdomoServer
 
 log = logging.getLogger("ndomo.lsp")
@@ -22,8 +22,8 @@ log = logging.getLogger("ndomo.lsp")
 
 def _catalog(server: NdomoServer) -> dict[str, Any]:
     from ndomo.agents.loader import load_agents
-    from ndomo.catalog import build_catalog
     from ndomo.config import load_settings
+    from ndomo.features.catalog import build_catalog
 
     root = server.workspace_roots()[0]  # the first folder's (each folder may add its own agents)
     plugins = server.plugins = warmup.plugins()
@@ -47,7 +47,7 @@ async def advertise(server: NdomoServer) -> dict[str, Any]:
 def current(server: NdomoServer) -> Catalog | None:
     """The catalog without waiting: from the App's runtime and loaded agents once there,
     else the lists advertised at initialize (None before that)."""
-    from ndomo.catalog import Catalog, build_catalog
+    from ndomo.features.catalog import Catalog, build_catalog
 
     app = server.app
     if app is not None:
@@ -58,8 +58,8 @@ def current(server: NdomoServer) -> Catalog | None:
 
 
 def pick(server: NdomoServer, *, agent_role: str, mode_role: str) -> tuple[str, str] | None:
-    """(agent, mode) by purpose (see ndomo.catalog.pick); None when unknown yet or none fits."""
-    from ndomo.catalog import pick as pick_in
+    """(agent, mode) by purpose (see ndomo.features.catalog.pick); None when unknown yet or none fits."""
+    from ndomo.features.catalog import pick as pick_in
 
     cat = current(server)
     return None if cat is None else pick_in(cat, agent_role=agent_role, mode_role=mode_role)

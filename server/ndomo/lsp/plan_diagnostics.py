@@ -27,9 +27,9 @@ from ndomo.lsp.names import pick
 
 if TYPE_CHECKING:  # the store and runtime load after `initialized`, not before initialize
     from ndomo.app import App
-    from ndomo.plans.models import PlanDetail, Task
     from ndomo.runtime.context import TurnContext
     from ndomo.runtime.events import TurnEvent
+    from ndomo.store.models import PlanDetail, Task
 
 log = logging.getLogger("ndomo.lsp")
 
@@ -178,8 +178,8 @@ class FolderPlans:
 
     async def start(self, app: App) -> bool:
         """Watch `app`'s store and publish its plans; False: no store, nothing to show."""
-        from ndomo.plans.watch import DbWatch
         from ndomo.runtime.runtime import Runtime
+        from ndomo.store.watch import DbWatch
 
         self.app = app
         Runtime.of(app).event_listeners.add(self.on_event)
@@ -244,7 +244,7 @@ class FolderPlans:
         await self._publish_status(app)
 
     async def _apply(self, app: App, store: Any, stamps: list, full: bool, dirty: set[str]) -> None:
-        from ndomo.plans.errors import StoreError
+        from ndomo.store.errors import StoreError
 
         now = datetime.now(UTC)
         newest = None if full else self._since
@@ -291,7 +291,7 @@ class FolderPlans:
         more refresh is asked for shortly (bounded: the change feed drops the plan once its
         stamp is older than the overlap window)."""
         from ndomo.lsp.owned import write_owned
-        from ndomo.runtime.plan_view import render, view_path
+        from ndomo.plan.view import render, view_path
 
         text, where = render(detail)
         path = view_path(app.root, detail.slug)
@@ -367,8 +367,8 @@ class FolderPlans:
 
     # -- the markdown view written back ---------------------------------------------------------
     async def on_save(self, path: str, text: str) -> None:
-        from ndomo.plans.errors import StoreError
-        from ndomo.runtime.plan_view import VIEW_DIR, task_lines, wanted_changes
+        from ndomo.plan.view import VIEW_DIR, task_lines, wanted_changes
+        from ndomo.store.errors import StoreError
 
         app = self.app
         p = Path(path)

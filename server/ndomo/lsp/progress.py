@@ -134,7 +134,7 @@ class TurnProgressFeature(Feature):
 
     async def _show_export(self, ctx: TurnContext, host: LspHost) -> None:
         """`open_transcript`: the session's markdown export, refreshed and shown after each turn."""
-        from ndomo.runtime.sessions import ExportParams, session_export
+        from ndomo.features.sessions import ExportParams, session_export
 
         done = await session_export(ctx.app, ExportParams(session=ctx.session.id))
         await host.show_document(Path(done.path))

@@ -7,7 +7,7 @@ tool module and its imports: bashlex's parser tables, bs4 …) in a thread too, 
 loop keeps answering meanwhile, and `extras()` (model SDK, parsers, web tools …)
 runs in a background thread, so the first turn neither waits for those imports nor
 makes the server's memory jump; it also builds the models whose build was deferred
-(ndomo.model), so the first turn does not build them either.
+(ndomo.schema), so the first turn does not build them either.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ log = logging.getLogger("ndomo.lsp")
 CORE = (
     "ndomo.app",
     "ndomo.runtime.runtime",
-    "ndomo.runtime.actions",
+    "ndomo.features.turn",
     "ndomo.lsp.host",
-    "ndomo.plans.store",
+    "ndomo.store.store",
 )
 # Third-party modules some tool or the model client imports lazily on first use.
 THIRD_PARTY = ("openai", "httpx", "bashlex", "bs4", "tree_sitter")
@@ -60,7 +60,7 @@ def extras() -> list[str]:
         except Exception:  # an optional library missing is fine: its tool reports it when used
             log.debug("warm-up could not import %s", mod, exc_info=True)
             failed.append(mod)
-    from ndomo.model import build_all
+    from ndomo.schema import build_all
 
     log.debug("warm-up built %d deferred models", build_all())
     return failed

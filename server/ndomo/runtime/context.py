@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ConfigDict, Field
 
-from ndomo.model import Model
+from ndomo.schema import Schema
 
 if TYPE_CHECKING:
     from ndomo.agents.schema import AgentDef
@@ -21,17 +21,17 @@ if TYPE_CHECKING:
     from ndomo.runtime.tools import ToolDescriptor
 
 
-class Position(Model):
+class Position(Schema):
     line: int = Field(ge=0)
     character: int = Field(ge=0)
 
 
-class Range(Model):
+class Range(Schema):
     start: Position
     end: Position
 
 
-class TurnRequest(Model):
+class TurnRequest(Schema):
     """What `ndomo.turn`, `ndomo run` and a delegated `task` ask for."""
 
     model_config = ConfigDict(extra="forbid")

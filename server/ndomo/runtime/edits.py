@@ -1,7 +1,7 @@
 """Every file change a turn makes goes through here: recorded, applied by the Host, undoable.
 
 Tools call `change_file`; the craftsman's scope guard (agents/scope.py) and `ndomo.undo`
-(runtime/undo.py) put recorded files back with `restore_files`.
+(features/undo.py) put recorded files back with `restore_files`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from ndomo.runtime.host import EditOutcome, Host
 from ndomo.security.paths import workspace_name
 
 if TYPE_CHECKING:
-    from ndomo.plans.models import TurnEdit
+    from ndomo.store.models import TurnEdit
 
 
 _READ = object()

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ndomo.model import Model
+from ndomo.schema import Schema
 
 
-class Status(Model):
+class Status(Schema):
     """The `ndomo/status` payload (public interface)."""
 
     session: str
@@ -18,7 +18,7 @@ class Status(Model):
     plan: dict[str, Any] | None = None  # {id, slug, done, total} of the session's plan
 
 
-class TurnEvent(Model):
+class TurnEvent(Schema):
     kind: str
     turn_id: int | None = None
 

@@ -9,13 +9,11 @@ from typing import TYPE_CHECKING, Any
 from ndomo.llm.errors import ModelContextExceeded, ModelError, ModelToolsUnsupported
 from ndomo.llm.messages import (
     Message,
+    TextChunk,
     ToolCall,
     ToolCallReady,
     ToolSpec,
     UsageEvent,
-)
-from ndomo.llm.messages import (
-    TextDelta as ModelText,
 )
 from ndomo.runtime import model_fit as mf
 from ndomo.runtime.context import TurnContext
@@ -96,7 +94,7 @@ async def _stream(
     text: list[str] = []
     calls: list[ToolCall] = []
     async for event in client.stream(messages, specs, temperature=temperature_for(ctx)):
-        if isinstance(event, ModelText):
+        if isinstance(event, TextChunk):
             text.append(event.text)
             await ctx.runtime.emit(ctx, TextDelta(text=event.text))
         elif isinstance(event, ToolCallReady):

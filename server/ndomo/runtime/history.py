@@ -15,8 +15,8 @@ from ndomo.llm.budget import trim_to_chars
 from ndomo.llm.messages import Message, ToolCall
 
 if TYPE_CHECKING:
-    from ndomo.plans.messages import StoredMessage
     from ndomo.runtime.context import TurnContext
+    from ndomo.store.messages import StoredMessage
 
 log = logging.getLogger("ndomo.runtime")
 

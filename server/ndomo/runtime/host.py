@@ -8,27 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import tempfile
 from pathlib import Path
 from typing import Literal, Protocol
 
-from ndomo.model import Model
 from ndomo.runtime.events import (
-    Notice,
     Status,
-    TextDelta,
-    ToolFinished,
-    ToolOutput,
-    ToolStarted,
     TurnEvent,
-    TurnFinished,
 )
+from ndomo.schema import Schema
 
 ApprovalChoice = Literal["once", "session", "project", "deny"]
 
 
-class ApprovalRequest(Model):
+class ApprovalRequest(Schema):
     permission: str  # edit, write, bash, webfetch, question, task, plan_db, secret
     subject: str  # the command, path, url or agent the permission is about
     agent: str
@@ -48,7 +41,7 @@ class ApprovalRequest(Model):
         return msg
 
 
-class EditOutcome(Model):
+class EditOutcome(Schema):
     applied: bool
     reason: str = ""
 
@@ -145,80 +138,3 @@ class BaseHost:
                 fh.write(text)
 
         await asyncio.to_thread(append)
-
-
-class TerminalHost(BaseHost):
-    """`ndomo run`: streams the answer and tool activity to a terminal."""
-
-    def __init__(
-        self, *, assume_yes: bool = False, out=None, interactive: bool | None = None
-    ) -> None:
-        super().__init__()
-        self.assume_yes = assume_yes
-        self.out = out or sys.stdout
-        self.interactive = sys.stdin.isatty() if interactive is None else interactive
-        self._at_line_start = True
-        self._last_notice = ""
-
-    def _print(self, text: str, end: str = "\n") -> None:
-        self.out.write(text + end)
-        self.out.flush()
-
-    async def emit(self, event: TurnEvent) -> None:
-        await super().emit(event)
-        if isinstance(event, TextDelta):
-            self.out.write(event.text)
-            self.out.flush()
-            self._at_line_start = event.text.endswith("\n")
-            return
-        if isinstance(event, ToolOutput):  # a command's output while it runs, under its call
-            text = event.text
-            lead = "    | " if self._at_line_start else ""
-            self.out.write(lead + text.replace("\n", "\n    | ").removesuffix("    | "))
-            self.out.flush()
-            self._at_line_start = text.endswith("\n")
-            return
-        if not self._at_line_start:
-            self._print("")
-            self._at_line_start = True
-        if isinstance(event, ToolStarted):
-            args = ", ".join(f"{k}={v!r}"[:80] for k, v in event.arguments.items())
-            self._print(f"  → {event.name}({args})")
-        elif isinstance(event, ToolFinished):
-            self._print(f"  ← {event.name} {event.status}: {event.summary}")
-        elif isinstance(event, Notice):
-            self._last_notice = event.message
-            self._print(f"  ! {event.message}")
-        elif isinstance(event, TurnFinished):
-            error = event.error
-            err = (
-                f" ({error})" if error and error != self._last_notice else ""
-            )  # said once is enough
-            self._print(f"[{event.status}]{err}")
-
-    async def _prompt(self, text: str) -> str:
-        def read() -> str:
-            sys.stderr.write(text)
-            sys.stderr.flush()
-            return sys.stdin.readline().strip()
-
-        return await asyncio.to_thread(read)
-
-    async def ask(self, question: str, choices: list[str] | None = None) -> str | None:
-        if not self.interactive:
-            return None
-        suffix = f" [{'/'.join(choices)}]" if choices else ""
-        return (await self._prompt(f"? {question}{suffix} ")) or None
-
-    async def approve(self, request: ApprovalRequest) -> ApprovalChoice:
-        # --yes approves ordinary asks; a control file (agent files, config, instructions)
-        # needs the user's own answer every time
-        if self.assume_yes and request.permission != "control":
-            return "once"
-        if not self.interactive:
-            return "deny"
-        answer = await self._prompt(
-            f"? {request.text()}\n  allow? [o]nce / [s]ession / [p]roject / [d]eny "
-        )
-        choices: dict[str, ApprovalChoice] = {"o": "once", "s": "session", "p": "project"}
-        return choices.get(answer[:1].lower(), "deny")

@@ -32,20 +32,20 @@ ENTRY_POINT_GROUP = "ndomo.features"
 
 # Each module exposes `setup(plugins: Plugins) -> None`.
 FEATURES: list[str] = [
-    "ndomo.runtime.builtin",
-    "ndomo.runtime.instructions",
+    "ndomo.features.builtin",
+    "ndomo.features.instructions",
     "ndomo.modes.discussion",
     "ndomo.modes.brainstorming",
     "ndomo.modes.autopilot",
-    "ndomo.runtime.recovery",
+    "ndomo.features.recovery",
     "ndomo.tools.shell",
     "ndomo.tools.web",
     "ndomo.tools.interaction",
     "ndomo.tools.reflexes",
     "ndomo.agents.feature",
     "ndomo.tools.files",
-    "ndomo.tools.codetools",
-    "ndomo.tools.plans",
+    "ndomo.tools.code",
+    "ndomo.plan",
 ]
 
 

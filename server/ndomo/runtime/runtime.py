@@ -14,7 +14,6 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ndomo.app import App
-from ndomo.model import Model
 from ndomo.runtime.context import SessionState, TurnContext, TurnRequest
 from ndomo.runtime.coordinator import ToolCallCoordinator
 from ndomo.runtime.events import Status, TurnEvent
@@ -23,12 +22,13 @@ from ndomo.runtime.host import BaseHost, Host
 from ndomo.runtime.listeners import Listeners
 from ndomo.runtime.plugins import Plugins, build_plugins
 from ndomo.runtime.slash import SlashError
+from ndomo.schema import Schema
 from ndomo.security.paths import workspace_name
 
 if TYPE_CHECKING:
     from ndomo.agents.loader import AgentSet
     from ndomo.agents.schema import AgentDef
-    from ndomo.plans.models import Session
+    from ndomo.store.models import Session
 
 log = logging.getLogger("ndomo.runtime")
 
@@ -41,11 +41,11 @@ class _Go(enum.Enum):
     STOP = "stop"  # a hook answered: the turn ends here (FINALLY still runs)
 
 
-class RuntimeError_(Exception):
+class TurnRefused(Exception):
     """A request the runtime refuses (unknown mode, unknown agent, busy session)."""
 
 
-class TurnSummary(Model):
+class TurnSummary(Schema):
     turn_id: int | None
     session: str
     agent: str
@@ -165,7 +165,7 @@ class Runtime:
     @staticmethod
     async def _existing_session(store: Any, session_id: str) -> Any:
         """The session's row by one read (no write transaction), or None when it is new."""
-        from ndomo.plans.errors import StoreError
+        from ndomo.store.errors import StoreError
 
         try:
             return await store.get_session(session_id)
@@ -174,7 +174,7 @@ class Runtime:
 
     def check_mode(self, mode: str) -> None:
         if mode not in self.plugins.modes:
-            raise RuntimeError_(
+            raise TurnRefused(
                 f"unknown mode {mode!r}; modes: {', '.join(sorted(self.plugins.modes))}"
             )
 
@@ -186,7 +186,7 @@ class Runtime:
             agents = await self.agents()
             found = agents.get(agent)
         if found is None:
-            raise RuntimeError_(
+            raise TurnRefused(
                 f"unknown agent {agent!r}; agents: {', '.join(sorted(agents.agents))}"
             )
         return found
@@ -289,7 +289,7 @@ class Runtime:
                 error="a turn is already running in this session; cancel it first (ndomo.cancel)",
             )
         if parent is None:  # one turn per session across processes too (another editor, the CLI)
-            from ndomo.plans.messages import SessionBusy
+            from ndomo.store.messages import SessionBusy
 
             store = await self.app.store()
             try:
@@ -310,7 +310,7 @@ class Runtime:
             self.check_mode(mode)
             if parent is None:  # a user's typo is an answer, not a failed turn with a traceback
                 await self.check_agent(agent)
-        except RuntimeError_ as exc:
+        except TurnRefused as exc:
             if parent is None:
                 await asyncio.shield(self._release(state.id))
             return TurnSummary(

@@ -86,7 +86,7 @@ class SlashCommandRegistry:
 def action_specs() -> list[CommandSpec]:
     """Every action with the slash surface, as `/<group> <verb> --flags`."""
     from ndomo.actions import ActionError, load_actions
-    from ndomo.cli_args import add_model_flags
+    from ndomo.terminal.args import add_model_flags
 
     specs = []
     for act in load_actions().all("slash"):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from ndomo.model import Model
+from ndomo.schema import Schema
 from ndomo.validation import describe
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ log = logging.getLogger("ndomo.tools")
 Risk = Literal["read", "write", "exec", "network", "plan"]
 
 
-class ToolResult(Model):
+class ToolResult(Schema):
     ok: bool = True
     content: str = ""
     status: Literal["done", "failed", "refused", "cancelled"] = "done"
@@ -203,7 +203,7 @@ class ToolGuard(Protocol):
     ) -> str | None: ...
 
 
-class PermissionDecision(Model):
+class PermissionDecision(Schema):
     allowed: bool
     message: str = ""
     failed: bool = (

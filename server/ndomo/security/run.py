@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
-from ndomo.model import Model
+from ndomo.schema import Schema
 
 SHELL = "/bin/bash"
 KILL_GRACE_S = 2.0  # between SIGTERM and SIGKILL
@@ -24,7 +24,7 @@ DRAIN_S = 0.5  # after the shell exits, how long background children may keep th
 _CHUNK = 65536
 
 
-class ShellResult(Model):
+class ShellResult(Schema):
     exit_code: int | None  # None when we killed it (timeout or cancel)
     output: str
     truncated_bytes: int

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from ndomo.model import Model
+from ndomo.schema import Schema
 
 if TYPE_CHECKING:
     from ndomo.config import Settings
@@ -93,7 +93,7 @@ class Probe:
     detail: str
 
 
-class SandboxState(Model):
+class SandboxState(Schema):
     """What `ndomo health` and the approval prompt say about the sandbox."""
 
     mode: SandboxMode

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ndomo.model import Model
+from ndomo.schema import Schema
 from ndomo.security.control import instruction_file, shell_read_only
 from ndomo.security.paths import PathRefused, is_secret, relative_to_workspace, resolve_in_workspace
 from ndomo.security.shell_rules import Action, Rules, rank, rule_action, strictest, validate_rules
@@ -40,7 +40,7 @@ _NESTED_SUBST = re.compile(r"\$\(|`|[<>]\(")
 MAX_GLOB_MATCHES = 1000
 
 
-class ShellDecision(Model):
+class ShellDecision(Schema):
     """Verdict for a whole command line; `reasons[0]` names the deciding simple command."""
 
     action: Action

@@ -46,7 +46,7 @@ def runtime_with(app, *extra, plan_tools=True):
     for t in extra:
         plugins.tools.add(t)
     if plan_tools and plugins.tools.get("plan_create") is None:
-        from ndomo.tools.plans import setup as plans_setup
+        from ndomo.plan import setup as plans_setup
 
         plans_setup(plugins)
     plugins.hooks.validate()

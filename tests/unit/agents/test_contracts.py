@@ -245,7 +245,7 @@ async def test_state1_second_stack_is_refused(app, fake):
 
 async def test_state4_abandons_the_draft_plan_the_turn_created(app, fake):
     store = await app.store()
-    from ndomo.plans.models import PlanCreate
+    from ndomo.store.models import PlanCreate
 
     other = await store.create_plan(
         PlanCreate(

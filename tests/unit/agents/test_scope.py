@@ -247,7 +247,7 @@ async def test_state3_turn_started_on_a_task_id(app, fake):
 async def test_task_id_with_too_many_files_is_state4_up_front(app, fake):
     rt = runtime_with(app, put)
     store = await app.store()
-    from ndomo.plans.models import PlanCreate
+    from ndomo.store.models import PlanCreate
 
     plan = await store.create_plan(
         PlanCreate(title="Huge", overview="x", created_by_agent="foreman")

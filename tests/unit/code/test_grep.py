@@ -1,7 +1,7 @@
 import pytest
 
-from ndomo.tools.search import GrepError, grep
-from ndomo.tools.search.grep import MAX_FILE_BYTES, find_rg
+from ndomo.lib.search import GrepError, grep
+from ndomo.lib.search.grep import MAX_FILE_BYTES, find_rg
 
 needs_rg = pytest.mark.skipif(find_rg() is None, reason="no working rg binary")
 

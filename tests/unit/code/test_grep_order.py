@@ -4,10 +4,10 @@ import importlib
 
 import pytest
 
-from ndomo.tools.search import grep
-from ndomo.tools.search.grep import find_rg, walk_key
+from ndomo.lib.search import grep
+from ndomo.lib.search.grep import find_rg, walk_key
 
-grep_mod = importlib.import_module("ndomo.tools.search.grep")
+grep_mod = importlib.import_module("ndomo.lib.search.grep")
 
 needs_rg = pytest.mark.skipif(find_rg() is None, reason="no working rg binary")
 

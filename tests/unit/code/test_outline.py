@@ -1,6 +1,6 @@
 import pytest
 
-from ndomo.tools.code import languages, outline
+from ndomo.lib.code import languages, outline
 
 
 def table(ol):

@@ -1,6 +1,6 @@
 import pytest
 
-from ndomo.tools.code import file_map, find_references, find_symbol, render_hits, render_references
+from ndomo.lib.code import file_map, find_references, find_symbol, render_hits, render_references
 
 WS = {
     ".gitignore": "dist/\n",

@@ -2,8 +2,8 @@ import os
 
 import pytest
 
-from ndomo.tools.search import PatternError, glob_files, iter_files
-from ndomo.tools.search.walk import walk
+from ndomo.lib.search import PatternError, glob_files, iter_files
+from ndomo.lib.search.walk import walk
 
 FILES = {
     ".gitignore": "*.log\nbuild/\n!keep.log\n/rootonly.txt\n",

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from ndomo.app import App
-from ndomo.plans.models import PlanCreate, TaskCreate
+from ndomo.features.undo import UndoRefused, undo_last_turn
+from ndomo.plan.view import render, task_lines, wanted_changes, write_view
 from ndomo.runtime.host import BaseHost
-from ndomo.runtime.plan_view import render, task_lines, wanted_changes, write_view
-from ndomo.runtime.undo import UndoRefused, undo_last_turn
+from ndomo.store.models import PlanCreate, TaskCreate
 
 
 @pytest.fixture

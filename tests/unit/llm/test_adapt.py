@@ -46,7 +46,7 @@ async def test_first_request_size_stays_under_its_ceiling(tmp_path, agent, mode)
         body = fake.chat_requests()[0]["body"]
     assert body.get("tools"), "the full tool set of the mode is offered"
     assert _first_size(body) < CEILING[(agent, mode)]
-    from ndomo.health import FIRST_REQUEST_TOKENS
+    from ndomo.features.health import FIRST_REQUEST_TOKENS
     from ndomo.llm.capabilities import estimate_tokens
 
     assert (
@@ -245,7 +245,7 @@ def test_second_ndomo_run_does_not_try_streaming_again(tmp_path):
 
 
 async def test_health_warns_when_ollama_num_ctx_is_below_the_request(tmp_path):
-    from ndomo.health import HealthParams, health
+    from ndomo.features.health import HealthParams, health
 
     with FakeModel(
         models=["qwen2.5-coder:7b"], ollama={"num_ctx": 2048, "context_length": 32768}
@@ -261,7 +261,7 @@ async def test_health_warns_when_ollama_num_ctx_is_below_the_request(tmp_path):
 
 
 async def test_health_warns_on_ollamas_default_4096(tmp_path):
-    from ndomo.health import HealthParams, health
+    from ndomo.features.health import HealthParams, health
 
     with FakeModel(models=["qwen2.5-coder:7b"], ollama={"context_length": 32768}) as fake:
         app, _ = await _app(tmp_path, fake)
@@ -275,7 +275,7 @@ async def test_health_warns_on_ollamas_default_4096(tmp_path):
 
 
 async def test_health_has_no_ollama_warning_when_num_ctx_is_large(tmp_path):
-    from ndomo.health import HealthParams, health
+    from ndomo.features.health import HealthParams, health
 
     with FakeModel(models=["qwen2.5-coder:7b"], ollama={"num_ctx": 32768}) as fake:
         app, _ = await _app(tmp_path, fake)
@@ -287,7 +287,7 @@ async def test_health_has_no_ollama_warning_when_num_ctx_is_large(tmp_path):
 
 
 async def test_health_says_when_ollama_reports_no_tool_support(tmp_path):
-    from ndomo.health import HealthParams, health
+    from ndomo.features.health import HealthParams, health
 
     with FakeModel(
         models=["qwen2.5-coder:7b"], ollama={"num_ctx": 32768, "capabilities": ["completion"]}

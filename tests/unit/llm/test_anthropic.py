@@ -11,7 +11,7 @@ from ndomo.llm import (
     ModelBadResponse,
     ModelError,
     ModelRequestRejected,
-    TextDelta,
+    TextChunk,
     ToolCall,
     ToolCallReady,
     ToolSpec,
@@ -98,7 +98,7 @@ async def _run(
 async def test_anthropic_streams_text_and_usage() -> None:
     with FakeAnthropic([{"text": "hello there"}]) as fake:
         events = await _run(fake, [Message.system("be brief"), Message.user("hi")])
-    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "hello there"
+    assert "".join(e.text for e in events if isinstance(e, TextChunk)) == "hello there"
     assert any(isinstance(e, UsageEvent) and e.usage.prompt_tokens > 0 for e in events)
     assert events[-1] == Finished(reason="stop")
 

@@ -12,7 +12,7 @@ from ndomo.llm import (
     ModelContextExceeded,
     ModelEmptyStream,
     ModelToolsUnsupported,
-    TextDelta,
+    TextChunk,
     ToolCallReady,
     UsageEvent,
 )
@@ -35,7 +35,7 @@ async def test_server_that_cannot_stream_tool_calls_gets_the_request_again_whole
         client = clients(fake.url)
         events = await collect(client, tools=[READ])
         assert calls_of(events) == ["read"]
-        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "reading"
+        assert "".join(e.text for e in events if isinstance(e, TextChunk)) == "reading"
         assert events[-1] == Finished(reason="tool_calls")
         assert [r["body"]["stream"] for r in fake.chat_requests()] == [True, False]
         assert client.caps.stream_tools is False and client.caps.tools is True

@@ -8,7 +8,7 @@ from ndomo.llm.messages import (
     Finished,
     Message,
     StreamEvent,
-    TextDelta,
+    TextChunk,
     ToolCall,
     ToolSpec,
     parse_arguments,
@@ -46,7 +46,7 @@ def test_tool_spec_rejects_names_servers_refuse() -> None:
 
 def test_stream_events_round_trip_through_discriminator() -> None:
     adapter = TypeAdapter(list[StreamEvent])
-    events = [TextDelta(text="a"), Finished(reason="stop")]
+    events = [TextChunk(text="a"), Finished(reason="stop")]
     assert adapter.validate_python(adapter.dump_python(events)) == events
 
 

@@ -18,7 +18,7 @@ from ndomo.llm import (
     ModelServerError,
     ModelTimeout,
     ModelUnreachable,
-    TextDelta,
+    TextChunk,
     ToolCall,
     ToolCallReady,
     UsageEvent,
@@ -30,7 +30,7 @@ from .conftest import READ, collect
 
 
 def text_of(events: list[Any]) -> str:
-    return "".join(e.text for e in events if isinstance(e, TextDelta))
+    return "".join(e.text for e in events if isinstance(e, TextChunk))
 
 
 def calls_of(events: list[Any]) -> list[ToolCall]:
@@ -54,7 +54,7 @@ async def test_plain_answer_and_request_shape(fake: Any, clients: Any) -> None:
 async def test_streamed_answer_arrives_in_pieces(fake: Any, clients: Any) -> None:
     fake.push({"text": "one two three four", "chunks": 4})
     events = await collect(clients(fake.url))
-    deltas = [e for e in events if isinstance(e, TextDelta)]
+    deltas = [e for e in events if isinstance(e, TextChunk)]
     assert len(deltas) == 4 and text_of(events) == "one two three four"
 
 
@@ -297,7 +297,7 @@ async def test_leaving_a_stream_early_closes_the_connection(fake: Any, clients: 
     client = clients(fake.url)
     async with contextlib.aclosing(client.stream([Message.user("hi")], [])) as events:
         async for e in events:
-            if isinstance(e, TextDelta):
+            if isinstance(e, TextChunk):
                 break
     assert await asyncio.to_thread(fake.wait_for_disconnect, 10.0)
     assert text_of(await collect(client)) == "next"  # the client is still usable
@@ -312,7 +312,7 @@ async def test_a_held_stream_sends_its_first_piece_then_waits_for_the_file(
     seen: list[str] = []
     async with contextlib.aclosing(clients(fake.url).stream([Message.user("hi")], [])) as events:
         async for e in events:
-            if isinstance(e, TextDelta):
+            if isinstance(e, TextChunk):
                 seen.append(e.text)
                 if len(seen) == 1:
                     assert not gate.exists()

@@ -13,10 +13,10 @@ import pytest
 
 from ndomo.app import App
 from ndomo.lsp import plan_diagnostics as pd
-from ndomo.plans import watch as watch_mod
-from ndomo.plans.models import PlanCreate
-from ndomo.plans.store import PlanStore
-from ndomo.plans.watch import DbWatch
+from ndomo.store import watch as watch_mod
+from ndomo.store.models import PlanCreate
+from ndomo.store.store import PlanStore
+from ndomo.store.watch import DbWatch
 
 
 @pytest.fixture
@@ -189,7 +189,7 @@ async def test_diagnostics_reread_only_moved_plans_and_cover_every_open_plan(tmp
 
 
 async def test_search_for_a_common_word_is_bounded_and_newest_first(store, monkeypatch):
-    from ndomo.plans import plan_ops
+    from ndomo.store import plan_ops
 
     monkeypatch.setattr(plan_ops, "COMMON_HITS", 3)
     made = [
@@ -212,7 +212,7 @@ async def test_search_for_a_common_word_is_bounded_and_newest_first(store, monke
 
 async def test_turn_start_and_finish_are_one_hop_each(store, monkeypatch):
     """Both are on every turn's path (start: before its first token): one trip to the store's thread."""
-    from ndomo.plans.errors import NotFound
+    from ndomo.store.errors import NotFound
 
     hops = []
     real = store._db.call
@@ -246,7 +246,7 @@ def test_a_process_that_leaves_the_store_open_still_exits(tmp_path):
 
     code = (
         "import asyncio, pathlib, sys\n"
-        "from ndomo.plans.store import PlanStore\n"
+        "from ndomo.store.store import PlanStore\n"
         "async def main():\n"
         f"    s = await PlanStore.open(pathlib.Path({str(tmp_path / 'x.db')!r}), workspace=pathlib.Path('.'))\n"
         "    await s.list_plans()\n"

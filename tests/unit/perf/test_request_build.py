@@ -6,7 +6,7 @@ from __future__ import annotations
 import openai.resources.chat.completions.completions as sdk_chat
 
 from ndomo.config import ModelConfig
-from ndomo.llm import TextDelta
+from ndomo.llm import TextChunk
 from ndomo.llm.messages import Message
 from ndomo.llm.openai_client import OpenAIClient
 from tests.fakes.fake_model import FakeModel
@@ -31,7 +31,7 @@ async def test_request_is_sent_without_the_sdk_transform(monkeypatch):
             await client.aclose()
         (request,) = fake.chat_requests()
     body = request["body"]
-    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "hello there"
+    assert "".join(e.text for e in events if isinstance(e, TextChunk)) == "hello there"
     assert [m["content"] for m in body["messages"]] == ["hi", "yes", "again"]
     assert body["tools"][0]["function"]["name"] == "read" and body["tool_choice"] == "auto"
     assert body["stream"] is True and body["temperature"] == 0.2 and body["model"] == "fake-model"
@@ -57,6 +57,6 @@ async def test_stream_chunks_are_not_built_into_sdk_models(monkeypatch):
             second = [e async for e in client.stream([Message.user("read it")], [READ])]
         finally:
             await client.aclose()
-    assert "".join(e.text for e in first if isinstance(e, TextDelta)) == "one two three four"
+    assert "".join(e.text for e in first if isinstance(e, TextChunk)) == "one two three four"
     calls = [e.call for e in second if hasattr(e, "call")]
     assert [(c.name, c.arguments) for c in calls] == [("read", {"path": "a.py"})]

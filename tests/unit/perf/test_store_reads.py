@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from ndomo.plans.errors import Invalid, NotFound
-from ndomo.plans.models import PlanCreate
-from ndomo.plans.store import PlanStore
 from ndomo.runtime.runtime import Runtime
+from ndomo.store.errors import Invalid, NotFound
+from ndomo.store.models import PlanCreate
+from ndomo.store.store import PlanStore
 
 
 @pytest.fixture
@@ -42,7 +42,7 @@ async def test_progress_of_a_plan_without_tasks_and_missing_plans(store):
 
 
 async def test_session_cache_sees_a_write_by_another_connection(app, monkeypatch):
-    import ndomo.plans.store as store_mod
+    import ndomo.store.store as store_mod
 
     monkeypatch.setattr(store_mod, "STAMP_SETTLE_NS", 0)  # trust the stamp at once
     rt = Runtime.of(app)
@@ -92,8 +92,8 @@ async def _claim_and_finish(store):
 
 async def test_claims_transitions_and_write_once_mapping_in_one_path(tmp_path):
     """Claims, transitions and the write-once mapping, each a single hop to the store's thread."""
-    from ndomo.plans.errors import WriteOnceViolation
-    from ndomo.plans.store import PlanStore
+    from ndomo.store.errors import WriteOnceViolation
+    from ndomo.store.store import PlanStore
 
     store = await PlanStore.open(tmp_path / "db.sqlite", workspace=tmp_path)
     try:

@@ -7,10 +7,11 @@ from __future__ import annotations
 import asyncio
 import time
 
+from ndomo.features import instructions
 from ndomo.llm import budget
 from ndomo.llm.budget import Window, fit
 from ndomo.llm.messages import Message
-from ndomo.runtime import instructions, prefetch
+from ndomo.runtime import prefetch
 from ndomo.runtime.context import TurnContext, TurnRequest
 from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.prompts import PromptContributor

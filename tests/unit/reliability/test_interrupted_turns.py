@@ -11,17 +11,17 @@ from pathlib import Path
 import pytest
 
 from ndomo.app import App
-from ndomo.plans.owner import hostname, owner_is_gone, parse_owner, pid_alive, process_owner
-from ndomo.plans.store import PlanStore
-from ndomo.runtime.recovery import TurnRecovery
+from ndomo.features.recovery import TurnRecovery
 from ndomo.runtime.runtime import Runtime
+from ndomo.store.owner import hostname, owner_is_gone, parse_owner, pid_alive, process_owner
+from ndomo.store.store import PlanStore
 
 REPO = Path(__file__).resolve().parents[3]
 
 HOLD_TURN = """
 import asyncio, sys
 from pathlib import Path
-from ndomo.plans.store import PlanStore
+from ndomo.store.store import PlanStore
 
 async def main():
     store = await PlanStore.open(Path(sys.argv[1]), workspace=Path(sys.argv[2]))

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from ndomo.plans.store import PlanStore
+from ndomo.store.store import PlanStore
 from tests.fakes.fake_model import FakeModel
 
 REPO = Path(__file__).resolve().parents[3]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ndomo.cli import main
-from ndomo.health import HealthParams, health
+from ndomo.features.health import HealthParams, health
 from ndomo.runtime.context import TurnRequest
 from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.runtime import Runtime
+from ndomo.terminal.cli import main
 
 
 def system_prompt(fake, n=-1):

@@ -47,7 +47,7 @@ async def test_discussion_answer_is_trimmed_to_the_prose_cap(app, fake):
     rt = Runtime(app, build_plugins())
     summary = await rt.run(TurnRequest(prompt="explain", mode="discussion"))
     assert len(summary.answer) < 220 and "prose cap of 100" in summary.answer
-    from ndomo.runtime.sessions import ExportParams, session_export
+    from ndomo.features.sessions import ExportParams, session_export
 
     exported = await session_export(app, ExportParams(session=summary.session))
     transcript = Path(exported.path).read_text(encoding="utf-8")

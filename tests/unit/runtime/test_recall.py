@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from ndomo.cli import main
 from ndomo.runtime.context import TurnRequest
 from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.runtime import Runtime
+from ndomo.terminal.cli import main
 from ndomo.tools.interaction.recall import NOTES_HEADER
 
 DECISION = "The orders service uses PostgreSQL 16, not MySQL"

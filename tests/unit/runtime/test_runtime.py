@@ -412,7 +412,7 @@ async def test_a_turn_about_a_folder_names_it_instead_of_failing(app, fake):
 async def test_a_turn_takes_its_session_from_the_claim(app, fake, monkeypatch):
     """The claim reads the session's row in its own transaction: a mode switched by another
     process (the CLI) since the last turn applies, and the turn does no read of its own."""
-    from ndomo.plans.store import PlanStore
+    from ndomo.store.store import PlanStore
 
     rt = runtime_with(app)
     fake.push({"text": "one"})

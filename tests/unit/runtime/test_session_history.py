@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 
 from ndomo.app import App
-from ndomo.plans.owner import hostname
+from ndomo.features.sessions import ExportParams, OpenParams, session_export, session_open
 from ndomo.runtime.context import TurnRequest
 from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.runtime import Runtime
-from ndomo.runtime.sessions import ExportParams, OpenParams, session_export, session_open
+from ndomo.store.owner import hostname
 
 
 def user_texts(request):
@@ -153,7 +153,7 @@ async def test_ndomo_run_prints_a_commands_output_under_its_call():
     import io
 
     from ndomo.runtime.events import ToolOutput, ToolStarted
-    from ndomo.runtime.host import TerminalHost
+    from ndomo.terminal.host import TerminalHost
 
     out = io.StringIO()
     host = TerminalHost(out=out, interactive=False)

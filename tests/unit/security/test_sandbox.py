@@ -214,7 +214,7 @@ def test_network_permission_shapes_and_intersection() -> None:
 async def test_terminal_prompt_says_sandbox_and_network() -> None:
     import io
 
-    from ndomo.runtime.host import TerminalHost
+    from ndomo.terminal.host import TerminalHost
 
     host = TerminalHost(interactive=True, out=io.StringIO())
     shown: list[str] = []

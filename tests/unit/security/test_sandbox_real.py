@@ -21,7 +21,7 @@ import pytest
 from ndomo.agents.policy import AgentPolicy
 from ndomo.agents.schema import AgentDef, AgentPermission
 from ndomo.app import App
-from ndomo.health import HealthParams, health, render_health
+from ndomo.features.health import HealthParams, health, render_health
 from ndomo.runtime.context import TurnContext, TurnRequest
 from ndomo.runtime.host import ApprovalRequest, BaseHost
 from ndomo.runtime.plugins import build_plugins

@@ -10,13 +10,13 @@ from ndomo.runtime.runtime import Runtime
 
 # Only the features these tools need, so another feature's permission policy cannot change the outcome.
 FEATURES = [
-    "ndomo.runtime.builtin",
+    "ndomo.features.builtin",
     "ndomo.modes.discussion",
     "ndomo.modes.brainstorming",
     "ndomo.modes.autopilot",
     "ndomo.tools.files",
-    "ndomo.tools.codetools",
-    "ndomo.tools.plans",
+    "ndomo.tools.code",
+    "ndomo.plan",
 ]
 
 

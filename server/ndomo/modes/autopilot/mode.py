@@ -4,10 +4,10 @@ import logging
 
 from ndomo.modes.autopilot import stops
 from ndomo.modes.base import AgentMode, ModeContract
-from ndomo.plans.errors import StoreError
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.hooks import HookResult, ModeGatedHook, Phase
 from ndomo.runtime.prompts import ModePromptContributor, add_to_prompt
+from ndomo.store.errors import StoreError
 
 NAME = "autopilot"
 log = logging.getLogger("ndomo.modes")

@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ndomo.plans.errors import NotFound
+from ndomo.store.errors import NotFound
 
 if TYPE_CHECKING:
     from ndomo.runtime.context import TurnContext

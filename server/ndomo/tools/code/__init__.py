@@ -1,31 +1,16 @@
-"""Code-navigation primitives: tree-sitter outlines, symbol lookup, workspace map.
+"""Code-navigation tools over the `ndomo.lib.code` primitives: file_map, outline_file,
+find_symbol, find_references. Read-only, offered in every mode."""
 
-Pure synchronous library code; tool wrappers run it via ``asyncio.to_thread``.
-"""
+from __future__ import annotations
 
-from ndomo.tools.code.filemap import FileMap, file_map
-from ndomo.tools.code.models import Outline, Symbol, SymbolKind
-from ndomo.tools.code.outline import outline
-from ndomo.tools.code.symbols import (
-    Reference,
-    SymbolHit,
-    find_references,
-    find_symbol,
-    render_hits,
-    render_references,
-)
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "FileMap",
-    "Outline",
-    "Reference",
-    "Symbol",
-    "SymbolHit",
-    "SymbolKind",
-    "file_map",
-    "find_references",
-    "find_symbol",
-    "outline",
-    "render_hits",
-    "render_references",
-]
+if TYPE_CHECKING:
+    from ndomo.runtime.plugins import Plugins
+
+
+def setup(plugins: Plugins) -> None:
+    from ndomo.tools.code.tools import TOOLS
+
+    for t in TOOLS:
+        plugins.tools.add(t)

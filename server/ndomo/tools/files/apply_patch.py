@@ -7,17 +7,17 @@ from pathlib import Path
 
 from pydantic import ConfigDict, Field
 
-from ndomo.model import Model
+from ndomo.lib.workspace import apply, arg_path, check_writable, rel, resolve
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, tool
-from ndomo.tools.common import apply, arg_path, check_writable, rel, resolve
+from ndomo.schema import Schema
 from ndomo.tools.files.patch import PatchError, apply_file_patch, parse_patch
 from ndomo.tools.files.write import after_write
 
 log = logging.getLogger(__name__)
 
 
-class ApplyPatchParams(Model):
+class ApplyPatchParams(Schema):
     model_config = ConfigDict(extra="forbid")
     patch: str = Field(
         min_length=1,

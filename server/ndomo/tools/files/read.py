@@ -8,11 +8,11 @@ from pathlib import Path
 
 from pydantic import ConfigDict, Field, model_validator
 
-from ndomo.model import Model
+from ndomo.lib.workspace import arg_path, not_found, rel, resolve
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, tool
+from ndomo.schema import Schema
 from ndomo.security.paths import is_secret
-from ndomo.tools.common import arg_path, not_found, rel, resolve
 
 MAX_LINES = 2000
 MAX_CHARS = 60_000
@@ -21,7 +21,7 @@ MAX_FILE_BYTES = 20 * 1024 * 1024
 MAX_DIR_ENTRIES = 200
 
 
-class ReadParams(Model):
+class ReadParams(Schema):
     model_config = ConfigDict(extra="forbid")
     path: str = Field(min_length=1)
     start_line: int | None = Field(default=None, ge=1)

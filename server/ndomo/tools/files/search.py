@@ -7,13 +7,13 @@ import os
 
 from pydantic import ConfigDict, Field
 
-from ndomo.model import Model
+from ndomo.lib.search import GrepError, PatternError, glob_files
+from ndomo.lib.search import grep as grep_files
+from ndomo.lib.workspace import rel, resolve
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, tool
+from ndomo.schema import Schema
 from ndomo.security.paths import is_secret
-from ndomo.tools.common import rel, resolve
-from ndomo.tools.search import GrepError, PatternError, glob_files
-from ndomo.tools.search import grep as grep_files
 
 GLOB_LIMIT = 500
 GREP_LIMIT = 200
@@ -37,7 +37,7 @@ def _workspace_pattern(ctx: TurnContext, pattern: str) -> str:
     return pat
 
 
-class GlobParams(Model):
+class GlobParams(Schema):
     model_config = ConfigDict(extra="forbid")
     pattern: str = Field(min_length=1, description="gitignore-style, e.g. src/**/*.ts")
 
@@ -52,7 +52,7 @@ async def glob(ctx: TurnContext, p: GlobParams) -> str:
     return found.render()
 
 
-class GrepParams(Model):
+class GrepParams(Schema):
     model_config = ConfigDict(extra="forbid")
     pattern: str = Field(min_length=1, description="regex")
     path: str | None = None

@@ -8,10 +8,10 @@ import logging
 
 from pydantic import ConfigDict, Field
 
-from ndomo.model import Model
+from ndomo.lib.workspace import apply, arg_path, check_writable, not_found, resolve
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, tool
-from ndomo.tools.common import apply, arg_path, check_writable, not_found, resolve
+from ndomo.schema import Schema
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ def _lines(text: str) -> int:
     return len(text.splitlines())
 
 
-class WriteParams(Model):
+class WriteParams(Schema):
     model_config = ConfigDict(extra="forbid")
     path: str = Field(min_length=1)
     content: str = Field(description="whole file")
@@ -64,7 +64,7 @@ async def write(ctx: TurnContext, p: WriteParams) -> str:
     return f"{verb} {name} ({_lines(p.content)} lines)" + await after_write(ctx, name, p.content)
 
 
-class EditParams(Model):
+class EditParams(Schema):
     model_config = ConfigDict(extra="forbid")
     path: str = Field(min_length=1)
     old_text: str = Field(min_length=1, description="exact, occurs once")

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pydantic import ConfigDict, Field, field_validator
 
-from ndomo.model import Model
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolResult, tool
+from ndomo.schema import Schema
 
 NO_ANSWER = "the user did not answer"
 
 
-class AskUserParams(Model):
+class AskUserParams(Schema):
     model_config = ConfigDict(extra="forbid")
     question: str = Field(min_length=1, max_length=2000)
     choices: list[str] | None = Field(default=None, max_length=12)

@@ -6,13 +6,13 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
-from ndomo.model import Model
-from ndomo.plans.errors import Invalid
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, ToolResult, tool
+from ndomo.schema import Schema
+from ndomo.store.errors import Invalid
 
 
-class RememberParams(Model):
+class RememberParams(Schema):
     model_config = ConfigDict(extra="forbid")
     content: str = Field(min_length=1, max_length=4000)
     category: Literal["fact", "decision", "preference"]

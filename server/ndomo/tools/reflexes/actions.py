@@ -8,16 +8,16 @@ from pydantic import ConfigDict, Field
 
 from ndomo.actions import ActionError, action
 from ndomo.app import App
-from ndomo.model import Model
 from ndomo.runtime.context import TurnContext, TurnRequest
 from ndomo.runtime.host import BaseHost
-from ndomo.runtime.runtime import Runtime, RuntimeError_
+from ndomo.runtime.runtime import Runtime, TurnRefused
+from ndomo.schema import Schema
 from ndomo.tools.reflexes.catalog import catalog_for
 from ndomo.tools.reflexes.model import ReflexProblem, ReflexRun
 from ndomo.tools.reflexes.runner import run_reflex
 
 
-class ReflexRunParams(Model):
+class ReflexRunParams(Schema):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, description="Reflex name (file .ndomo/reflexes/<name>.yaml)")
     params: dict[str, Any] = Field(
@@ -28,11 +28,11 @@ class ReflexRunParams(Model):
     )
 
 
-class ReflexListParams(Model):
+class ReflexListParams(Schema):
     model_config = ConfigDict(extra="forbid")
 
 
-class ReflexInfo(Model):
+class ReflexInfo(Schema):
     name: str
     tool: str
     description: str
@@ -41,7 +41,7 @@ class ReflexInfo(Model):
     steps: list[str]
 
 
-class ReflexList(Model):
+class ReflexList(Schema):
     reflexes: list[ReflexInfo]
     problems: list[ReflexProblem]
 
@@ -81,7 +81,7 @@ async def reflex_run(app: App, p: ReflexRunParams) -> ReflexRun:
     state = await rt.session(p.session)
     try:
         agent = await rt.check_agent(state.agent)
-    except RuntimeError_ as exc:
+    except TurnRefused as exc:
         raise ActionError(str(exc), kind="failed") from None
     ctx = TurnContext(
         app=app,

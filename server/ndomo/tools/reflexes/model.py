@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from ndomo.model import Model
+from ndomo.schema import Schema
 from ndomo.tools.reflexes.template import TemplateError, references
 
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
@@ -15,7 +15,7 @@ STEP_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,47}$")
 MAX_STEPS = 50
 
 
-class ReflexParam(Model):
+class ReflexParam(Schema):
     model_config = ConfigDict(extra="forbid")
     type: Literal["string", "integer", "number", "boolean"] = "string"
     description: str = ""
@@ -23,7 +23,7 @@ class ReflexParam(Model):
     default: Any = None
 
 
-class ReflexStep(Model):
+class ReflexStep(Schema):
     """In YAML `{id?: x, <tool>: {args}}`; parsed into tool + args."""
 
     model_config = ConfigDict(extra="forbid")
@@ -55,7 +55,7 @@ class ReflexStep(Model):
         return v
 
 
-class Reflex(Model):
+class Reflex(Schema):
     model_config = ConfigDict(extra="forbid")
     name: str
     description: str = ""
@@ -96,12 +96,12 @@ class Reflex(Model):
         return f"reflex_{self.name}"
 
 
-class ReflexProblem(Model):
+class ReflexProblem(Schema):
     path: str
     message: str
 
 
-class StepOutcome(Model):
+class StepOutcome(Schema):
     index: int
     id: str | None
     tool: str
@@ -109,7 +109,7 @@ class StepOutcome(Model):
     output: str
 
 
-class ReflexRun(Model):
+class ReflexRun(Schema):
     reflex: str
     mode: str
     ok: bool

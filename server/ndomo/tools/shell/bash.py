@@ -6,18 +6,18 @@ import asyncio
 
 from pydantic import ConfigDict, Field
 
-from ndomo.model import Model
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.edits import save_turn_edits
 from ndomo.runtime.output import output_stream
 from ndomo.runtime.tools import ToolError, ToolResult, call_grant, tool
+from ndomo.schema import Schema
 from ndomo.security.run import run_shell
 from ndomo.security.sandbox import SandboxRefused, prepare
 
 MAX_TIMEOUT_S = 600.0
 
 
-class BashParams(Model):
+class BashParams(Schema):
     model_config = ConfigDict(extra="forbid")
     command: str = Field(min_length=1)
     timeout_s: float | None = Field(

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ndomo.model import Model
+from ndomo.schema import Schema
 from ndomo.security.run import KILL_GRACE_S, SHELL, _kill_group
 
 RING_LINES = 200
@@ -39,7 +39,7 @@ async def port_open(port: int) -> bool:
     return True
 
 
-class ServedInfo(Model):
+class ServedInfo(Schema):
     name: str
     kind: str  # "command" or "static"
     command: str

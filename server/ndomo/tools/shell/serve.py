@@ -12,11 +12,11 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from ndomo.model import Model
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.edits import save_turn_edits
 from ndomo.runtime.output import output_stream
 from ndomo.runtime.tools import ToolError, ToolResult, tool
+from ndomo.schema import Schema
 from ndomo.security.paths import PathRefused, relative_to_workspace, resolve_in_workspace
 from ndomo.security.sandbox import SandboxRefused, prepare
 from ndomo.tools.shell.processes import HOST, ServeError, ServeManager, free_port
@@ -25,7 +25,7 @@ READY_WAIT_S = 10.0
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 
 
-class ServeParams(Model):
+class ServeParams(Schema):
     model_config = ConfigDict(extra="forbid")
     action: Literal["start", "stop", "list"]
     command: str | None = Field(

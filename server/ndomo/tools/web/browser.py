@@ -12,14 +12,14 @@ import os
 import re
 import shutil
 
-from ndomo.model import Model
+from ndomo.schema import Schema
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 TIME_CAP_S = 30.0
 _CONSOLE = re.compile(r":(INFO|WARNING|ERROR|FATAL):CONSOLE\(\d+\)\] (.*)$")
 
 
-class BrowserPage(Model):
+class BrowserPage(Schema):
     dom: str
     console_errors: list[str]
 

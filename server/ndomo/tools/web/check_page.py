@@ -11,9 +11,9 @@ from urllib.parse import urlsplit
 
 from pydantic import ConfigDict, Field
 
-from ndomo.model import Model
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, ToolResult, tool
+from ndomo.schema import Schema
 from ndomo.security.paths import PathRefused, relative_to_workspace, resolve_in_workspace
 from ndomo.tools.web import browser, html_text
 from ndomo.tools.web.fetch import FetchError, fetch
@@ -23,7 +23,7 @@ MAX_SELECTORS = 30
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
-class CheckPageParams(Model):
+class CheckPageParams(Schema):
     model_config = ConfigDict(extra="forbid")
     url_or_path: str = Field(min_length=1, description="localhost URL or HTML file")
     expect: list[str] = Field(
@@ -34,7 +34,7 @@ class CheckPageParams(Model):
     )
 
 
-class SelectorCheck(Model):
+class SelectorCheck(Schema):
     selector: str
     want: str  # "present" or "absent"
     count: int | None  # None: invalid selector
@@ -42,7 +42,7 @@ class SelectorCheck(Model):
     error: str | None = None
 
 
-class PageReport(Model):
+class PageReport(Schema):
     target: str
     engine: str  # "http", "file", "chromium"
     status: int | None

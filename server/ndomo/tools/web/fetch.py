@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Callable
 from urllib.parse import urljoin, urlsplit
 
-from ndomo.model import Model
+from ndomo.schema import Schema
 
 MAX_BYTES = 2 * 1024 * 1024
 TIME_CAP_S = 30.0
@@ -20,7 +20,7 @@ class FetchError(Exception):
     """Readable reason a URL could not be fetched."""
 
 
-class Fetched(Model):
+class Fetched(Schema):
     url: str  # final URL after redirects
     status: int
     content_type: str

@@ -6,9 +6,9 @@ import asyncio
 
 from pydantic import ConfigDict, Field
 
-from ndomo.model import Model
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, ToolResult, tool
+from ndomo.schema import Schema
 from ndomo.tools.web import html_text
 from ndomo.tools.web.fetch import MAX_BYTES, Fetched, FetchError, fetch
 
@@ -22,7 +22,7 @@ _TEXTUAL = (
 )
 
 
-class WebFetchParams(Model):
+class WebFetchParams(Schema):
     model_config = ConfigDict(extra="forbid")
     url: str = Field(min_length=1)
 

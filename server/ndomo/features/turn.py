@@ -1,0 +1,125 @@
+"""Session, mode, agent and turn operations as actions (LSP command + CLI + slash)."""
+
+from __future__ import annotations
+
+from pydantic import ConfigDict, Field
+
+from ndomo.actions import ActionError, NoParams, action
+from ndomo.app import App
+from ndomo.runtime.context import TurnRequest
+from ndomo.runtime.events import Status
+from ndomo.runtime.runtime import Runtime, TurnRefused, TurnSummary
+from ndomo.schema import Schema
+
+
+class SessionParam(Schema):
+    model_config = ConfigDict(extra="forbid")
+    session: str | None = Field(default=None, description="Session id (the current one if unset).")
+
+
+class ModeSetParams(SessionParam):
+    mode: str = Field(description="A mode's name (see `ndomo catalog`)")
+
+
+class AgentSetParams(SessionParam):
+    agent: str = Field(description="An agent's name (see `ndomo catalog`)")
+
+
+class ModeInfo(Schema):
+    name: str
+    summary: str
+    iteration_cap: int
+
+
+class ModeReport(Schema):
+    session: str
+    mode: str
+    agent: str
+    modes: list[ModeInfo]
+
+
+async def _status(app: App, session: str | None) -> Status:
+    rt = Runtime.of(app)
+    return await rt.status(await rt.session(session))
+
+
+@action("status", SessionParam, summary="The session's mode, agent, busy state and plan progress")
+async def status(app: App, p: SessionParam) -> Status:
+    return await _status(app, p.session)
+
+
+@action("mode.get", SessionParam, summary="The session's mode and the modes there are")
+async def mode_get(app: App, p: SessionParam) -> ModeReport:
+    rt = Runtime.of(app)
+    state = await rt.session(p.session)
+    caps = app.settings.modes.iteration_caps
+    modes = [
+        ModeInfo(
+            name=m.name,
+            summary=m.contract.summary,
+            iteration_cap=caps.get(m.name, m.contract.iteration_cap),
+        )
+        for m in rt.plugins.modes.values()
+    ]
+    return ModeReport(session=state.id, mode=state.mode, agent=state.agent, modes=modes)
+
+
+@action("mode.set", ModeSetParams, summary="Switch the session's mode")
+async def mode_set(app: App, p: ModeSetParams) -> Status:
+    rt = Runtime.of(app)
+    try:
+        state = await rt.set_mode(p.mode, p.session)
+    except TurnRefused as exc:
+        raise ActionError(str(exc), field="mode") from None
+    return await rt.status(state)
+
+
+@action("agent.set", AgentSetParams, summary="Switch the session's agent (and to its default mode)")
+async def agent_set(app: App, p: AgentSetParams) -> Status:
+    rt = Runtime.of(app)
+    try:
+        state = await rt.set_agent(p.agent, p.session)
+    except TurnRefused as exc:
+        raise ActionError(str(exc), field="agent") from None
+    return await rt.status(state)
+
+
+@action("session.new", NoParams, summary="Start a new session in the default mode and agent")
+async def session_new(app: App, p: NoParams) -> Status:
+    rt = Runtime.of(app)
+    return await rt.status(await rt.new_session())
+
+
+@action(
+    "turn",
+    TurnRequest,
+    summary="Run one turn: prompt (+ selection) → agent → answer",
+    surfaces=("lsp",),
+)
+async def turn(app: App, p: TurnRequest) -> TurnSummary:
+    host = app.host_factory() if app.host_factory else None
+    return await Runtime.of(app).run(p, host)
+
+
+class CancelParams(SessionParam):
+    pass
+
+
+@action("cancel", CancelParams, summary="Cancel the running turn", surfaces=("lsp", "slash"))
+async def cancel(app: App, p: CancelParams) -> dict:
+    return {"cancelled": Runtime.of(app).cancel(p.session)}
+
+
+class CallCancelParams(Schema):
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(description="Tool-call id from the turn's events")
+
+
+@action(
+    "toolcall.cancel",
+    CallCancelParams,
+    summary="Cancel one tool call; the turn goes on",
+    surfaces=("lsp",),
+)
+async def toolcall_cancel(app: App, p: CallCancelParams) -> dict:
+    return {"cancelled": Runtime.of(app).cancel_call(p.id)}

@@ -1,0 +1,2 @@
+"""Libraries the tools share: workspace access (workspace.py), search (search/), code
+outline (code/). Primitives, no features."""

@@ -1,0 +1,68 @@
+"""`ndomo serve`: run the language server on stdio (default) or TCP."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from ndomo.terminal.args import subcommand
+
+
+def _setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (default)")
+    p.add_argument("--tcp", action="store_true", help="serve on TCP instead of stdio")
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on with --tcp (default: %(default)s)"
+    )
+    p.add_argument(
+        "--port", type=int, default=2087, help="port to listen on with --tcp (default: %(default)s)"
+    )
+    p.add_argument("--log-file", default=None, help="also write logs to this file")
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="least severe log level sent to the editor's log (stderr gets warnings and errors)",
+    )
+
+
+TTY_NOTE = (
+    "ndomo serve is the language server: it speaks LSP on stdin/stdout and waits for an editor to start it. "
+    "Set up your editor as docs/editors.md says (VS Code: editors/vscode, Neovim: editors/nvim); "
+    'for one turn in a terminal use `ndomo run "..."`. Ctrl-C quits.'
+)
+
+
+@subcommand("serve", _setup)
+def serve(ns: argparse.Namespace) -> int:
+    """Run the language server (stdio by default, or --tcp)."""
+    level = getattr(logging, ns.log_level.upper())
+    stderr = logging.StreamHandler(sys.stderr)  # what an editor shows as errors: warnings and worse
+    stderr.setLevel(max(level, logging.WARNING))
+    handlers: list[logging.Handler] = [stderr]
+    if ns.log_file:
+        handlers.append(logging.FileHandler(ns.log_file, encoding="utf-8"))
+    logging.basicConfig(
+        level=level,
+        handlers=handlers,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        force=True,
+    )
+    if ns.log_level != "debug":  # pygls logs every message at INFO
+        logging.getLogger("pygls").setLevel(logging.WARNING)
+    from ndomo.lsp.logs import LogMessageHandler
+    from ndomo.lsp.server import create_server
+
+    if not ns.tcp and sys.stdin.isatty():  # a person typed it: say what this is
+        print(TTY_NOTE, file=sys.stderr, flush=True)
+    server = create_server()
+    server.log_handler = handler = LogMessageHandler(server, level)  # INFO and up: the editor's log
+    logging.getLogger().addHandler(handler)
+    if ns.tcp:
+        server.start_tcp(ns.host, ns.port)
+        return 0
+    from ndomo.lsp.process import finish
+
+    finish(server.life.serve_stdio())
+    return 0  # not reached: finish() exits
