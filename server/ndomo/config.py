@@ -63,10 +63,22 @@ class ModesConfig(_Section):
     discussion_prose_cap: int = Field(default=1200, ge=100)
 
 
-class ThresholdConfig(_Section):
+class Threshold(_Section):
+    """A scoped agent's file-count threshold (the one model: the `threshold` settings and an
+    agent's own `threshold:` frontmatter): ≤direct files act directly, ≤planned with a plan,
+    else refuse."""
+
     direct: int = Field(default=2, ge=0)
     planned: int = Field(default=5, ge=1)
-    direct_lines: int = Field(default=50, ge=1)
+    direct_lines: int = Field(
+        default=50, ge=1, description="State 1 also ends past this many changed lines"
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Threshold:
+        if self.direct > self.planned:
+            raise ValueError(f"direct ({self.direct}) must not exceed planned ({self.planned})")
+        return self
 
 
 class ShellConfig(_Section):
@@ -147,7 +159,7 @@ class Settings(_Section):
     )
     default_agent: str = "foreman"
     modes: ModesConfig = Field(default_factory=ModesConfig)
-    threshold: ThresholdConfig = Field(default_factory=ThresholdConfig)
+    threshold: Threshold = Field(default_factory=Threshold)
     shell: ShellConfig = Field(default_factory=ShellConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     instructions: InstructionsConfig = Field(default_factory=InstructionsConfig)

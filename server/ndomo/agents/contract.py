@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from ndomo.runtime.tools import PathsUnknown, ToolDescriptor
+from ndomo.runtime.tools import (
+    PathsUnknown,
+    PlanStep,
+    ToolDescriptor,
+    ToolError,
+    ToolGuard,
+    ToolKind,
+)
 from ndomo.security.control import control_kind, design_artifact, real_target
 
 if TYPE_CHECKING:
@@ -32,15 +39,37 @@ def design_writer(ctx: TurnContext | None) -> str | None:
     return None
 
 
-def handoff(agent: str, what: str) -> str:
+async def agent_for(ctx: TurnContext, role: str) -> str | None:
+    """The first agent a user can switch to whose contract gives it `role` ("planner":
+    `writes: design`; "builder": a `threshold`), so messages name no agent themselves."""
+    agents = await ctx.runtime.agents()
+    return next((a.name for a in agents.primaries() if a.role == role), None)
+
+
+def tools_named(
+    ctx: TurnContext, step: PlanStep | None = None, kind: ToolKind | None = None
+) -> str:
+    """The tools that declare a plan step (or a class), for messages that name no tool."""
+    names = [
+        t.name
+        for t in ctx.runtime.plugins.tools.all()
+        if (step is not None and t.plan_step == step) or (kind is not None and t.tool_kind == kind)
+    ]
+    return " or ".join(names) or "the plan tools"
+
+
+async def handoff(ctx: TurnContext, agent: str, what: str) -> str:
+    ways = f"{tools_named(ctx, 'drafts_plan')} + {tools_named(ctx, 'adds_tasks')}"
+    commit = tools_named(ctx, kind="commit")
+    builder = await agent_for(ctx, "builder")
+    to = f"hand off to the {builder} (`/agent {builder}`)" if builder else "hand it to a builder"
     return (
         f"{agent} plans; it does not change code ({what}). Put the change in a plan "
-        "(plan_create + task_create_batch, or commit_plan) and hand off to the craftsman "
-        "(`/agent craftsman`), which executes it task by task."
+        f"({ways}, or {commit}) and {to}, which executes it task by task."
     )
 
 
-class DesignWritesOnly:
+class DesignWritesOnly(ToolGuard):
     """Refuses a `writes: design` agent any change that is not a design artifact or a plan."""
 
     name = "design_writes_only"
@@ -54,16 +83,18 @@ class DesignWritesOnly:
 
             if is_flat_deny(effective_permission(ctx), "bash"):
                 return None  # the permission policy refuses it, saying so
-            return handoff(agent, f"'{tool.name}' runs shell commands, which can change any file")
+            return await handoff(
+                ctx, agent, f"'{tool.name}' runs shell commands, which can change any file"
+            )
         if tool.risk != "write":
             return None
         globs = ctx.app.settings.modes.design_globs
         try:
-            paths = tool.declared(params) or []
-        except PathsUnknown:  # logged there; refused below
+            paths = await tool.paths(ctx, params) or []
+        except (PathsUnknown, ToolError):  # logged there; refused below
             paths = []
         if not paths:
-            return handoff(agent, f"'{tool.name}' cannot show which files it writes")
+            return await handoff(ctx, agent, f"'{tool.name}' cannot show which files it writes")
         bad = []
         for raw in paths:
             real = await asyncio.to_thread(real_target, raw, ctx.roots)
@@ -75,5 +106,7 @@ class DesignWritesOnly:
             if folder or not design_artifact(rel, globs):
                 bad.append(rel)
         if bad:
-            return handoff(agent, f"{', '.join(bad)} is not a design artifact ({', '.join(globs)})")
+            return await handoff(
+                ctx, agent, f"{', '.join(bad)} is not a design artifact ({', '.join(globs)})"
+            )
         return None

@@ -1,4 +1,4 @@
-"""Agents in the runtime: permission policy, the craftsman's scope guard, `task` delegation,
+"""Agents in the runtime: permission policy, the threshold scope guard, `task` delegation,
 and turns bound to a plan task. One `setup(plugins)`; the runtime core is untouched."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 from ndomo.runtime.hooks import HookAction, HookResult, LifecycleHook, Phase
 from ndomo.runtime.prompts import PromptContributor
-from ndomo.runtime.tools import ToolResult
 
 from . import scope as sc
 from .contract import DesignWritesOnly
@@ -153,7 +152,7 @@ class ScopeFinish(LifecycleHook):
                 ctx.status = "blocked"
             await _block_bound_task(ctx, scope.handback or "out of scope")
         files = len(sc.touched(ctx))
-        final = scope.final(files, ctx.agent_name)
+        final = scope.final(files, ctx.agent_name, await sc.planner_name(ctx))
         if final:  # otherwise the runtime's own: cleared, or the hand-back / failure
             ctx.final_state = final
         return None
@@ -215,19 +214,6 @@ async def _block_bound_task(ctx: TurnContext, reason: str) -> None:
         log.exception("could not block task %s", bound.task.id)
 
 
-async def scope_after_call(ctx: TurnContext, name: str, result: ToolResult) -> ToolResult:
-    """After each call: note plan tools, count files, and end the turn once State 4 is hit."""
-    if result.status == "done":
-        await sc.note_tool_done(ctx, name)
-    await sc.after_call(ctx)
-    scope = sc.scope_of(ctx) if sc.scope_owner(ctx) is not None else None
-    if scope is not None and scope.state == 4:
-        ctx.handback = ctx.handback or scope.handback
-        if not result.ends_turn:
-            result = result.model_copy(update={"ends_turn": True})
-    return result
-
-
 def setup(plugins: Plugins) -> None:
     plugins.tools.policy = AgentPolicy()
     plugins.tools.guards.append(DesignWritesOnly())
@@ -235,4 +221,3 @@ def setup(plugins: Plugins) -> None:
     plugins.tools.add(task_tool)
     plugins.hooks.extend([TaskBinding(), ChildTurns(), ScopeStart(), ScopeFinish(), TaskFinish()])
     plugins.prompts.add(TaskPrompt())
-    plugins.tools.after_call.append(scope_after_call)

@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from ndomo.runtime.host import ApprovalRequest
-from ndomo.runtime.tools import PathsUnknown, PermissionDecision, ToolDescriptor
+from ndomo.runtime.tools import PathsUnknown, PermissionDecision, ToolDescriptor, ToolError
 from ndomo.schema import Schema
 
 from .permissions import decide_bash, decide_network, intersect, task_allowed
@@ -68,12 +68,6 @@ def is_flat_deny(perm: AgentPermission, key: str | None) -> bool:
         layers = perm.task.layers if isinstance(perm.task, TaskPolicy) else [perm.task]
         return any(all(v == "deny" for v in layer.values()) for layer in layers)
     return False
-
-
-def _paths(
-    tool: ToolDescriptor, params: BaseModel, key: Literal["paths", "read_paths"]
-) -> list[str]:
-    return tool.declared(params, key) or []
 
 
 def _control_verdict(ctx: TurnContext, tool: ToolDescriptor, paths: list[str]) -> Verdict | None:
@@ -141,7 +135,7 @@ class AgentPolicy:
         """What the agent's permission says about this call, before approvals."""
         try:
             return await self._verdict(ctx, tool, params)
-        except PathsUnknown as exc:
+        except (PathsUnknown, ToolError) as exc:  # which files it changes is unknown: fail closed
             return Verdict(
                 action="deny",
                 permission=tool.permission or "paths",
@@ -152,11 +146,12 @@ class AgentPolicy:
     async def _verdict(self, ctx: TurnContext, tool: ToolDescriptor, params: BaseModel) -> Verdict:
         perm = effective_permission(ctx)
         key = tool.permission
+        written = await tool.paths(ctx, params) or []  # from the tool's declared changes
         if key is None:
             verdict = Verdict(action="allow", permission="none", subject=tool.name)
         elif key in FLAT_KEYS:
             if key in ("edit", "write"):
-                subject = ", ".join(_paths(tool, params, "paths")) or tool.name
+                subject = ", ".join(written) or tool.name
             elif key == "webfetch":
                 subject = _param(params, "url") or tool.name
             elif key == "question":
@@ -201,8 +196,7 @@ class AgentPolicy:
                 subject=tool.name,
                 reason=f"unknown permission '{key}'",
             )
-        written = _paths(tool, params, "paths")
-        secrets = [p for p in _paths(tool, params, "read_paths") + written if _is_secret(ctx, p)]
+        secrets = [p for p in tool.reads(params) + written if _is_secret(ctx, p)]
         if secrets and STRICTNESS.get(verdict.action, 2) < STRICTNESS["ask"]:
             verdict = Verdict(
                 action="ask",

@@ -15,9 +15,9 @@ from pydantic import (
     InstanceOf,
     ValidationInfo,
     field_validator,
-    model_validator,
 )
 
+from ndomo.config import Threshold as Threshold  # one model: settings and frontmatter
 from ndomo.schema import Schema
 
 Action = Literal["allow", "ask", "deny"]
@@ -105,24 +105,6 @@ class AgentPermission(Schema):
             if blank:
                 raise ValueError(f"empty pattern {blank[0]!r}: name a command or agent, or use '*'")
         return value
-
-
-class Threshold(Schema):
-    """Craftsman file-count threshold: ≤direct files act directly, ≤planned with a plan, else refuse."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    direct: int = Field(default=2, ge=0)
-    planned: int = Field(default=5, ge=1)
-    direct_lines: int = Field(
-        default=50, ge=1, description="State 1 also ends past this many changed lines"
-    )
-
-    @model_validator(mode="after")
-    def _ordered(self) -> Threshold:
-        if self.direct > self.planned:
-            raise ValueError(f"direct ({self.direct}) must not exceed planned ({self.planned})")
-        return self
 
 
 class AgentFrontmatter(Schema):

@@ -1,18 +1,22 @@
 """The craftsman's 2/5/1 threshold, enforced in code: a guard on every file-changing call.
 
+Applies to every agent whose frontmatter sets `threshold` (the built-in craftsman).
 State 1: up to `direct` distinct files, no plan, at most `direct_lines` changed lines and
 one stack (by the routing table). State 2: more files (or lines, or stacks) only once this
-turn made a plan (`plan_create` + `task_create_batch`). State 3: the turn executes a plan
-task (`TurnRequest.task_id` or a claimed task). State 4: more than `planned` files — the
-call is refused, everything the turn (and its delegated sub-turns) changed is restored, the
-draft plan the turn created is abandoned (audited), and the turn ends as a hand-back naming
-the foreman. Sub-agents the craftsman delegates to count against its scope.
+turn made a plan (a tool with `plan_step="drafts_plan"`, then one with "adds_tasks"). State
+3: the turn executes a plan task (`TurnRequest.task_id`, or a "starts_work" tool left a plan
+executing for it). State 4: more than `planned` files — the call is refused, everything the
+turn (and its delegated sub-turns) changed is restored, the draft plan the turn created is
+abandoned (audited), and the turn ends as a hand-back naming the planner (the agent with
+`writes: design`). Sub-agents a scoped agent delegates to count against its scope.
+
+Files and lines are counted from each tool's declared changes (`ToolDescriptor.changes`),
+the same ones the tool then applies: no guessing from argument names.
 """
 
 from __future__ import annotations
 
 import asyncio
-import difflib
 import logging
 import re
 from dataclasses import dataclass, field
@@ -23,9 +27,19 @@ from pydantic import BaseModel
 
 from ndomo.filetypes import KNOWN
 from ndomo.runtime.edits import restore_files, text_before
-from ndomo.runtime.tools import PathsUnknown, ToolDescriptor
+from ndomo.runtime.tools import (
+    FileChange,
+    PathsUnknown,
+    PlanStep,
+    ToolDescriptor,
+    ToolError,
+    ToolGuard,
+    ToolResult,
+    changed_lines,
+)
 from ndomo.security.paths import workspace_name
 
+from .contract import agent_for, tools_named
 from .routing import EXTENSION_STACKS
 from .schema import Threshold
 
@@ -33,9 +47,6 @@ if TYPE_CHECKING:
     from ndomo.runtime.context import TurnContext
 
 log = logging.getLogger("ndomo.agents")
-
-PLAN_CREATE, TASK_BATCH = "plan_create", "task_create_batch"
-CLAIM_TOOLS = frozenset({"task_next_for_agent", "task_update_status", "plan_update_status"})
 
 
 @dataclass
@@ -47,7 +58,7 @@ class Scope:
     direct_lines: int = 50
     state: int = 1
     plan: str | None = None  # how the turn got its plan: created | task:<id> | executing:<slug>
-    made: set[str] = field(default_factory=set)  # plan tools that succeeded in this turn
+    made: set[PlanStep] = field(default_factory=set)  # plan steps that succeeded in this turn
     originals: dict[str, str | None] = field(
         default_factory=dict
     )  # rel path → text before the turn
@@ -59,23 +70,30 @@ class Scope:
     created_plans: list[str] = field(default_factory=list)  # plans this turn created
     abandoned: list[str] = field(default_factory=list)  # drafts abandoned at State 4
 
-    def label(self, files: int, agent: str = "craftsman") -> str:
+    def label(self, files: int, agent: str, planner: str) -> str:
         """The `state` of `ndomo/status` while the turn runs, in words a user reads at a glance."""
         if self.state == 4:
-            return f"{agent}: more than {self.planned} files, out of scope; hand it to the foreman"
+            return (
+                f"{agent}: more than {self.planned} files, out of scope; hand it to the {planner}"
+            )
         if self.state == 3:
             return f"{agent}: working on a plan task, {files} of {self.planned} files changed"
         if self.state == 2:
             return f"{agent}: {files} of {self.planned} files changed, following its plan"
         return f"{agent}: {files} of {self.direct} files changed"
 
-    def final(self, files: int, agent: str = "craftsman") -> str:
+    def final(self, files: int, agent: str, planner: str) -> str:
         """What stays in the status after the turn: only a hand-back (it must not pass silently)."""
         if self.state == 4:
             return (
-                f"{agent} handed back: more than {self.planned} files; ask the foreman to plan it"
+                f"{agent} handed back: more than {self.planned} files; ask the {planner} to plan it"
             )
         return ""
+
+
+async def planner_name(ctx: TurnContext) -> str:
+    """Who plans what is out of scope: the agent whose contract is `writes: design`."""
+    return await agent_for(ctx, "planner") or "planner"
 
 
 def is_scoped(ctx: TurnContext) -> bool:
@@ -99,10 +117,7 @@ def scope_of(ctx: TurnContext) -> Scope | None:
     own = owner.agent.threshold if owner.agent else None  # `true`: the configured one
     th = own if isinstance(own, Threshold) else owner.app.settings.threshold
     return owner.instance(
-        Scope,
-        lambda: Scope(
-            direct=th.direct, planned=th.planned, direct_lines=getattr(th, "direct_lines", 50)
-        ),
+        Scope, lambda: Scope(direct=th.direct, planned=th.planned, direct_lines=th.direct_lines)
     )
 
 
@@ -116,7 +131,7 @@ def touched(owner: TurnContext) -> list[str]:
 
 async def publish(owner: TurnContext, scope: Scope) -> None:
     """Show the scope state in `ndomo/status` while the turn runs."""
-    text = scope.label(len(touched(owner)), owner.agent_name)
+    text = scope.label(len(touched(owner)), owner.agent_name, await planner_name(owner))
     if owner.session.last_outcome != text:
         owner.session.last_outcome = text
         await owner.runtime.publish_status(owner.session)
@@ -137,24 +152,24 @@ async def executing_plan(owner: TurnContext) -> str | None:
     return None
 
 
-async def note_tool_done(ctx: TurnContext, name: str) -> None:
-    """A plan tool finished: the turn may have entered State 2 or 3."""
+async def note_tool_done(ctx: TurnContext, step: PlanStep) -> None:
+    """A plan step finished: the turn may have entered State 2 or 3."""
     scope = scope_of(ctx)
     if scope is None or scope.state == 4:
         return
     owner = scope_owner(ctx)
     assert owner is not None
-    if name == PLAN_CREATE and scope.plans_before is not None:
+    if step == "drafts_plan" and scope.plans_before is not None:
         store = await owner.app.store()
         for plan in await store.list_plans(status="draft", limit=200):
             if plan.id not in scope.plans_before and plan.id not in scope.created_plans:
                 scope.created_plans.append(plan.id)
         scope.plans_before = None
-    if name in (PLAN_CREATE, TASK_BATCH):
-        scope.made.add(name)
-        if {PLAN_CREATE, TASK_BATCH} <= scope.made and scope.plan is None:
+    if step in ("drafts_plan", "adds_tasks"):
+        scope.made.add(step)
+        if {"drafts_plan", "adds_tasks"} <= scope.made and scope.plan is None:
             scope.plan, scope.state = "created", 2
-    elif name in CLAIM_TOOLS and scope.plan is None:
+    elif step == "starts_work" and scope.plan is None:
         slug = await executing_plan(owner)
         if slug:
             scope.plan, scope.state = f"executing:{slug}", 3
@@ -182,7 +197,9 @@ def explicit_files(prompt: str) -> list[str]:
 # -- state 4 ------------------------------------------------------------------------------
 
 
-def handback_text(scope: Scope, count: int, restored: list[str], unrestored: list[str]) -> str:
+def handback_text(
+    scope: Scope, count: int, restored: list[str], unrestored: list[str], planner: str
+) -> str:
     parts = [
         f"[out of my domain] this work needs {count} files, more than my limit of {scope.planned}."
     ]
@@ -193,7 +210,7 @@ def handback_text(scope: Scope, count: int, restored: list[str], unrestored: lis
     if unrestored:
         parts.append(f"Could NOT restore: {', '.join(unrestored)} — check them by hand.")
     parts.append(
-        "Switch to the foreman (`/agent foreman`) to plan it; then I execute the plan task by task."
+        f"Switch to the {planner} (`/agent {planner}`) to plan it; then I execute the plan task by task."
     )
     return " ".join(parts)
 
@@ -246,7 +263,7 @@ async def enter_state4(owner: TurnContext, scope: Scope, count: int) -> str:
     scope.state = 4
     restored, failed = await rollback_scope(owner, scope)
     scope.restored, scope.unrestored = restored, failed
-    scope.handback = handback_text(scope, count, restored, failed)
+    scope.handback = handback_text(scope, count, restored, failed, await planner_name(owner))
     drafts = await abandon_own_drafts(owner, scope)
     if drafts:
         scope.handback += f" I abandoned the draft plan(s) I had started: {', '.join(drafts)}."
@@ -257,88 +274,61 @@ async def enter_state4(owner: TurnContext, scope: Scope, count: int) -> str:
 # -- the guard ----------------------------------------------------------------------------
 
 
-def changed_lines(before: str | None, after: str | None) -> int:
-    """Lines a change adds, removes or rewrites (a rewritten line counts once)."""
-    a = (before or "").splitlines()
-    b = (after or "").splitlines()
-    n = 0
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if tag != "equal":
-            n += max(i2 - i1, j2 - j1)
-    return n
-
-
-def _patch_lines(patch: str) -> int:
-    """Changed lines of a unified diff: per hunk, the larger of its removed and added lines."""
-    total = plus = minus = 0
-    for line in patch.splitlines():
-        if line.startswith("@@") or line.startswith("--- ") or line.startswith("+++ "):
-            total += max(plus, minus)
-            plus = minus = 0
-        elif line.startswith("+"):
-            plus += 1
-        elif line.startswith("-"):
-            minus += 1
-    return total + max(plus, minus)
-
-
 def stack_of(path: str) -> str | None:
     """The code stack a file belongs to by the routing table (None: not code)."""
     return EXTENSION_STACKS.get(PurePosixPath(path).suffix.lower())
 
 
-async def _lines_after(
-    owner: TurnContext,
-    scope: Scope,
-    ctx: TurnContext,
-    params: BaseModel,
-    targets: list[str],
-    done: list[str],
-) -> int | None:
-    """Changed lines of the turn if this call goes through (None: cannot tell beforehand).
-
-    Reads the public arguments of the file tools: `write {path, content}`,
-    `edit {path, old_text, new_text}`, `apply_patch {patch}`.
-    """
-    fields = type(params).model_fields
-    before: dict[str, str | None] = {}
-    current: dict[str, str | None] = {}
-    for p in dict.fromkeys(done + targets):
-        current[p] = await owner.host.read_text(owner.app.root / p)
-        before[p] = scope.originals.get(p, current[p])
+async def lines_after(
+    owner: TurnContext, scope: Scope, changes: list[FileChange], done: list[str]
+) -> int:
+    """Changed lines of the turn if this call's declared changes go through: per file, its
+    text before the turn against its text after (a move counts once, from the old text to
+    the new); a change that gives only a line count adds that count."""
+    after: dict[str, str | None] = {}
+    skip: set[str] = set()
     total = 0
-    if "patch" in fields:
-        total += _patch_lines(str(getattr(params, "patch", "") or ""))
-        after = {p: current[p] for p in targets}
-    elif len(targets) == 1 and "content" in fields:
-        after = {targets[0]: getattr(params, "content", None)}
-    elif len(targets) == 1 and {"old_text", "new_text"} <= set(fields):
-        text = current[targets[0]]
-        old, new = getattr(params, "old_text", ""), getattr(params, "new_text", "")
-        after = {
-            targets[0]: text.replace(old, new, 1)
-            if text is not None and old and old in text
-            else text
-        }
-    else:
-        return None
-    for p in dict.fromkeys(done + targets):
-        total += await asyncio.to_thread(changed_lines, before[p], after.get(p, current[p]))
+    texts: dict[str, str | None] = {}
+
+    async def original(p: str) -> str | None:
+        if p not in texts:
+            texts[p] = await owner.host.read_text(owner.app.root / p)
+        return scope.originals.get(p, texts[p])
+
+    for c in changes:
+        names = [rel_path(owner, p) for p in c.paths]
+        if c.lines is not None:
+            total += c.lines
+        elif c.kind == "move":
+            total += await asyncio.to_thread(changed_lines, await original(names[0]), c.after)
+            skip.update(names)
+        else:
+            after[names[0]] = c.after
+    for p in dict.fromkeys([*done, *after]):
+        if p in skip:
+            continue
+        before = await original(p)  # reads the current text too
+        now = after[p] if p in after else texts[p]
+        total += await asyncio.to_thread(changed_lines, before, now)
     return total
 
 
-def _needs_plan(scope: Scope, why: str) -> str:
+async def _needs_plan(ctx: TurnContext, scope: Scope, why: str) -> str:
+    drafts, tasks = tools_named(ctx, "drafts_plan"), tools_named(ctx, "adds_tasks")
     return (
         f"scope: {why}; without a plan I stay in state 1 (at most {scope.direct} files, {scope.direct_lines} changed "
-        f"lines, one stack). Make a plan first: call plan_create, then task_create_batch with the steps and their "
-        f"files, then retry this change (state 2). More than {scope.planned} files: hand back and suggest the foreman."
+        f"lines, one stack). Make a plan first: call {drafts}, then {tasks} with the steps and their "
+        f"files, then retry this change (state 2). More than {scope.planned} files: hand back and suggest the "
+        f"{await planner_name(ctx)}."
     )
 
 
-class ScopeGuard:
-    """Refuses a file change that would break the agent's threshold (see module doc)."""
+class ScopeGuard(ToolGuard):
+    """Refuses a file change that would break the agent's threshold (see module doc), and
+    after each call follows the turn's plan steps and counts the files changed by tools
+    that could not announce them (State 4 ends the turn)."""
 
-    name = "craftsman_scope"
+    name = "threshold_scope"
 
     async def check(self, ctx: TurnContext, tool: ToolDescriptor, params: BaseModel) -> str | None:
         owner = scope_owner(ctx)
@@ -348,58 +338,66 @@ class ScopeGuard:
         assert scope is not None
         if scope.state == 4:
             return scope.handback
-        if tool.name == PLAN_CREATE and scope.plans_before is None:
+        if tool.plan_step == "drafts_plan" and scope.plans_before is None:
             store = await owner.app.store()
             scope.plans_before = {p.id for p in await store.list_plans(status="draft", limit=200)}
         try:
-            paths = tool.declared(params)
-        except PathsUnknown as exc:  # fail closed: an unknown write is not counted as none
+            changes = await tool.changed(ctx, params)
+        except (PathsUnknown, ToolError) as exc:  # fail closed: an unknown write is not none
             return str(exc)
-        if paths is None:
+        if changes is None:
             return None  # not a file change it can announce; counted after the fact
         done = touched(owner)
-        targets = list(dict.fromkeys(rel_path(ctx, p) for p in paths))
+        targets = list(dict.fromkeys(rel_path(ctx, p) for c in changes for p in c.paths))
         new = [p for p in targets if p not in done]
         count = len(done) + len(new)
         if new and count > scope.planned:
             return await enter_state4(owner, scope, count)
-        if scope.plan is None:
-            if count > scope.direct:
-                return _needs_plan(
-                    scope, f"this would be file {count} of the turn ({', '.join(new)})"
-                )
-            stacks = sorted({s for s in map(stack_of, done + new) if s})
-            if len(stacks) > 1:
-                return _needs_plan(
-                    scope,
-                    f"this would touch {len(stacks)} stacks ({', '.join(stacks)}); "
-                    "work across stacks is split into tasks per stack",
-                )
-            for p in new:
-                if p not in scope.originals:
-                    scope.originals[p] = await owner.host.read_text(owner.app.root / p)
-            lines = await _lines_after(owner, scope, ctx, params, targets, done)
-            if lines is not None and lines > scope.direct_lines:
-                return _needs_plan(
-                    scope,
-                    f"this would make {lines} changed lines in the turn, more than "
-                    f"{scope.direct_lines}",
-                )
-            return None
         for p in new:
             if p not in scope.originals:
                 scope.originals[p] = await owner.host.read_text(owner.app.root / p)
+        if scope.plan is not None:
+            return None
+        if count > scope.direct:
+            return await _needs_plan(
+                ctx, scope, f"this would be file {count} of the turn ({', '.join(new)})"
+            )
+        stacks = sorted({s for s in map(stack_of, done + new) if s})
+        if len(stacks) > 1:
+            return await _needs_plan(
+                ctx,
+                scope,
+                f"this would touch {len(stacks)} stacks ({', '.join(stacks)}); "
+                "work across stacks is split into tasks per stack",
+            )
+        lines = await lines_after(owner, scope, changes, done)
+        if lines > scope.direct_lines:
+            return await _needs_plan(
+                ctx,
+                scope,
+                f"this would make {lines} changed lines in the turn, more than {scope.direct_lines}",
+            )
         return None
 
-
-async def after_call(ctx: TurnContext) -> None:
-    """Count files changed by tools that could not announce them; >planned is State 4."""
-    owner = scope_owner(ctx)
-    scope = scope_of(ctx) if owner is not None else None
-    if owner is None or scope is None or scope.state == 4:
-        return
-    count = len(touched(owner))
-    if count > scope.planned:
-        await enter_state4(owner, scope, count)
-    else:
-        await publish(owner, scope)
+    async def after(
+        self, ctx: TurnContext, tool: ToolDescriptor | None, result: ToolResult
+    ) -> ToolResult:
+        """Note plan steps, count files, and end the turn once State 4 is hit."""
+        owner = scope_owner(ctx)
+        if owner is None:
+            return result
+        if result.status == "done" and tool is not None and tool.plan_step is not None:
+            await note_tool_done(ctx, tool.plan_step)
+        scope = scope_of(ctx)
+        assert scope is not None
+        if scope.state != 4:
+            count = len(touched(owner))
+            if count > scope.planned:
+                await enter_state4(owner, scope, count)
+            else:
+                await publish(owner, scope)
+        if scope.state == 4:
+            ctx.handback = ctx.handback or scope.handback
+            if not result.ends_turn:
+                result = result.model_copy(update={"ends_turn": True})
+        return result

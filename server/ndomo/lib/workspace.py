@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.edits import change_file
-from ndomo.runtime.tools import ToolError
+from ndomo.runtime.tools import FileChange, ToolError
 from ndomo.security.paths import PathRefused, resolve_in_workspace, workspace_name
 
 _NEVER_WRITE = (".git",)
@@ -80,3 +80,43 @@ async def apply(ctx: TurnContext, path: Path, new_text: str | None, before: str 
         raise ToolError(
             f"{rel(ctx, path)} was not changed: {outcome.reason or 'the editor refused the edit'}"
         )
+
+
+class ChangesNotApplied(ToolError):
+    """The editor refused one change of a set; the ones made before it were put back."""
+
+    def __init__(self, reason: str, undone: str, partial: bool) -> None:
+        super().__init__(f"{reason}; {undone}" if partial else reason)
+        self.reason, self.undone = reason, undone
+
+
+async def apply_changes(ctx: TurnContext, changes: list[FileChange]) -> None:
+    """A tool's declared changes, in order, all or nothing: when the Host refuses one, the
+    files already changed are restored (ChangesNotApplied says which could not be)."""
+    steps: list[tuple[Path, str | None, str | None]] = []  # (file, after, before)
+    for c in changes:
+        file = c.file or resolve(ctx, c.path)
+        if c.kind == "move":
+            dest = c.file_to or resolve(ctx, c.to or c.path)
+            steps += [(dest, c.after, None), (file, None, c.before)]
+        else:
+            steps.append((file, c.after, c.before))
+    done: list[tuple[Path, str | None, str | None]] = []
+    for step in steps:
+        try:
+            await apply(ctx, *step)
+        except ToolError as exc:
+            raise ChangesNotApplied(str(exc), await _put_back(ctx, done), bool(done)) from None
+        done.append(step)
+
+
+async def _put_back(ctx: TurnContext, done: list[tuple[Path, str | None, str | None]]) -> str:
+    failed = []
+    for file, after, before in reversed(done):
+        try:
+            await apply(ctx, file, before, after)
+        except ToolError:
+            failed.append(rel(ctx, file))
+    if failed:
+        return "could not restore " + ", ".join(failed) + " (ndomo.undo can)"
+    return f"the {len(done)} file(s) already changed were restored" if done else "no file changed"

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ndomo.runtime.tools import BASE_KINDS, ToolKind, admitted
+
 if TYPE_CHECKING:
     from ndomo.runtime.context import TurnContext
     from ndomo.runtime.hooks import HookBase
@@ -21,12 +23,20 @@ class ModeContract:
     role: what the mode is for, so a feature can pick "the research mode" without naming
     it: "plan", "research", "build" or None. requires_tools: the mode cannot work with a
     model that has no tool calling (the turn is refused instead of answered without tools).
+    kinds: the tool classes the mode admits (`ToolDescriptor.tool_kind`: read, edit,
+    execute, network, plan, interact, compose, commit); tools: single tools it admits by
+    name besides. The registry's fence asks `admits`; no tool names a mode.
     """
 
     summary: str
     iteration_cap: int
     role: str | None = None
     requires_tools: bool = False
+    kinds: frozenset[ToolKind] = BASE_KINDS
+    tools: frozenset[str] = frozenset()
+
+    def admits(self, tool: ToolDescriptor) -> bool:
+        return admitted(tool, self.kinds, self.tools)
 
 
 class AgentMode:

@@ -125,7 +125,9 @@ async def commit_steps(
     )
     try:
         batch = await store.create_tasks(
-            plan.id, [_task(s) for s in steps], router=make_router(getattr(ctx.agent, "role", None))
+            plan.id,
+            [_task(s) for s in steps],
+            router=make_router(ctx.agent.role if ctx.agent else None),
         )
     except Exception:
         # no half plan: a plan without its tasks would mislead the planner
@@ -207,7 +209,7 @@ async def commit_plan_file(ctx: TurnContext, rel: str, text: str) -> str | None:
             batch = await store.create_tasks(
                 old.id,
                 [_task(s) for s in steps],
-                router=make_router(getattr(ctx.agent, "role", None)),
+                router=make_router(ctx.agent.role if ctx.agent else None),
             )
             await _announce(ctx, old.id)
             added = ", ".join(f"{t.ord}. {t.description}" for t in batch.tasks) or "none"

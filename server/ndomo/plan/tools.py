@@ -69,6 +69,7 @@ class PlanCreateParams(_P):
     "plan_create",
     PlanCreateParams,
     description="Create a draft plan; then task_create_batch.",
+    plan_step="drafts_plan",
     **PLAN,
 )
 async def plan_create(ctx: TurnContext, p: PlanCreateParams) -> str:
@@ -128,7 +129,13 @@ class PlanStatusParams(PlanRef):
     force: StrictBool = Field(default=False, json_schema_extra=OFF)
 
 
-@tool("plan_update_status", PlanStatusParams, description="Change a plan's status.", **PLAN)
+@tool(
+    "plan_update_status",
+    PlanStatusParams,
+    description="Change a plan's status.",
+    plan_step="starts_work",
+    **PLAN,
+)
 async def plan_update_status(ctx: TurnContext, p: PlanStatusParams) -> str:
     async with _store(ctx) as store:
         change = await store.update_plan_status(
@@ -170,11 +177,17 @@ class TaskBatchParams(_P):
     tasks: list[TaskCreate] = Field(min_length=1, description="dependencies: 1-based positions")
 
 
-@tool("task_create_batch", TaskBatchParams, description="Append tasks to a plan (≤5 best).", **PLAN)
+@tool(
+    "task_create_batch",
+    TaskBatchParams,
+    description="Append tasks to a plan (≤5 best).",
+    plan_step="adds_tasks",
+    **PLAN,
+)
 async def task_create_batch(ctx: TurnContext, p: TaskBatchParams) -> str:
     async with _store(ctx) as store:
         batch = await store.create_tasks(
-            p.plan_id, p.tasks, router=make_router(getattr(ctx.agent, "role", None))
+            p.plan_id, p.tasks, router=make_router(ctx.agent.role if ctx.agent else None)
         )
         plan = await store.get_plan(p.plan_id)
     await _changed(ctx, plan.id)
@@ -205,7 +218,14 @@ class TaskStatusParams(_P):
     tokens: int | None = Field(default=None, ge=0, json_schema_extra=OFF)
 
 
-@tool("task_update_status", TaskStatusParams, core=True, description="Set a task's status.", **PLAN)
+@tool(
+    "task_update_status",
+    TaskStatusParams,
+    core=True,
+    description="Set a task's status.",
+    plan_step="starts_work",
+    **PLAN,
+)
 async def task_update_status(ctx: TurnContext, p: TaskStatusParams) -> str:
     async with _store(ctx) as store:
         task = await store.update_task_status(
@@ -236,6 +256,7 @@ class TaskNextParams(_P):
     "task_next_for_agent",
     TaskNextParams,
     description="Claim the next ready task (marks it running).",
+    plan_step="starts_work",
     **PLAN,
 )
 async def task_next_for_agent(ctx: TurnContext, p: TaskNextParams) -> ToolResult | str:
@@ -259,7 +280,7 @@ async def task_next_for_agent(ctx: TurnContext, p: TaskNextParams) -> ToolResult
     "commit_plan",
     CommitPlanParams,
     core=True,
-    modes=("discussion",),
+    kind="commit",  # only a mode that concludes in a plan admits it
     **PLAN,
     description="Commit the discussion as this session's plan: title + steps (or markdown).",
 )

@@ -7,10 +7,12 @@ the tool. Every refusal is a readable result for the model; the turn goes on.
 
 from __future__ import annotations
 
+import difflib
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ValidationError
@@ -43,15 +45,94 @@ class ToolResult(Schema):
 
 
 ToolFn = Callable[["TurnContext", Any], Awaitable["ToolResult | str"]]
-# From a call's validated params: the workspace paths it touches (as the model named them).
+# From a call's validated params: the workspace paths it reads (as the model named them).
 PathsOf = Callable[[Any], "list[str] | None"]
+# From the turn and a call's validated params: the file changes the call makes (see FileChange).
+ChangesOf = Callable[["TurnContext", Any], Awaitable["list[FileChange]"]]
 # From a call's validated params: the shell command it starts (None: it starts nothing).
 CommandOf = Callable[[Any], "str | None"]
-AfterCall = Callable[["TurnContext", str, "ToolResult"], Awaitable["ToolResult"]]
+
+# What a mode's contract admits: each tool belongs to one class, derived from its risk and
+# permission unless it says otherwise (`kind=`). A mode names classes (and, rarely, tools).
+ToolKind = Literal["read", "edit", "execute", "network", "plan", "interact", "compose", "commit"]
+# The classes a mode admits when its contract names none: everything without an outside effect
+# beyond the workspace files and the plan store.
+BASE_KINDS: frozenset[ToolKind] = frozenset({"read", "edit", "plan", "interact", "compose"})
+# A tool's own plan step, for guards that follow a turn's planning without naming tools:
+# drafts a plan, adds tasks to one, or may start executing one (claims or moves a task or plan).
+PlanStep = Literal["drafts_plan", "adds_tasks", "starts_work"]
+
+
+ChangeKind = Literal["create", "modify", "delete", "move"]
 
 
 class PathsUnknown(Exception):
-    """A tool's path declaration failed: which files the call touches is unknown."""
+    """A tool's declaration failed: which files the call touches is unknown."""
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One file a call changes, as the tool itself will change it.
+
+    `path` is the name the model gave (workspace-relative posix, lexical: what guards judge);
+    `file` the confined real path the tool writes (None for a tool that only announces).
+    `before`/`after` are the texts (None: absent — created or deleted); a tool that cannot
+    give texts gives `lines`, its changed-line count. A move names its new place in `to`
+    (its text there is `after`).
+    """
+
+    path: str
+    kind: ChangeKind
+    before: str | None = None
+    after: str | None = None
+    to: str | None = None
+    lines: int | None = None
+    file: Path | None = None
+    file_to: Path | None = None
+
+    @property
+    def paths(self) -> list[str]:
+        """The names it touches: its path, and a move's new place."""
+        return [self.path, self.to] if self.to and self.to != self.path else [self.path]
+
+    def changed_lines(self) -> int:
+        """Lines it adds, removes or rewrites (a rewritten line counts once)."""
+        if self.lines is not None:
+            return self.lines
+        return changed_lines(self.before, self.after)
+
+
+def changed_lines(before: str | None, after: str | None) -> int:
+    """Lines a change adds, removes or rewrites (a rewritten line counts once); CRLF and LF
+    line ends are the same line."""
+    a = (before or "").splitlines()
+    b = (after or "").splitlines()
+    n = 0
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag != "equal":
+            n += max(i2 - i1, j2 - j1)
+    return n
+
+
+# The changes of the call being dispatched in this task, computed once for every guard and
+# the policy: (params, changes or the failure).
+_CHANGES: ContextVar[tuple[BaseModel, list[FileChange] | Exception] | None] = ContextVar(
+    "ndomo_call_changes", default=None
+)
+
+
+def _kind_of(risk: str, permission: str | None) -> ToolKind:
+    if risk == "exec":
+        return "execute"
+    if risk == "network":
+        return "network"
+    if risk == "write":
+        return "edit"
+    if risk == "plan":
+        return "plan"
+    if permission in ("question", "task"):
+        return "interact"
+    return "read"
 
 
 @dataclass(frozen=True)
@@ -60,34 +141,60 @@ class ToolDescriptor:
     description: str
     params: type[BaseModel]
     run: ToolFn
-    modes: tuple[str, ...] = ()  # empty: every mode; otherwise a whitelist
     risk: Risk = "read"
     permission: str | None = None  # agent permission key: edit, write, bash, webfetch, …
     core: bool = False  # still offered when a small context window needs a short tool list
-    paths: PathsOf | None = None  # the files a call writes (scope, contracts, secrets, asks)
+    changes: ChangesOf | None = None  # the files a call changes (scope, contracts, secrets, asks)
     read_paths: PathsOf | None = None  # the files a call reads (secret files are asked for)
     command: CommandOf | None = None  # the command a `bash`-permission call starts
     host_network: bool = False  # what it starts must stay reachable on loopback (serve)
+    kind: ToolKind | None = None  # the class a mode admits; None: from risk and permission
+    plan_step: PlanStep | None = None
 
-    def declared(
-        self, params: BaseModel, which: Literal["paths", "read_paths"] = "paths"
-    ) -> list[str] | None:
-        """The files a call says it writes (or reads), as the model named them; None when
-        the tool declares none. A failing declaration raises PathsUnknown: callers fail
-        closed (refuse or ask), never skip a check."""
-        fn = self.paths if which == "paths" else self.read_paths
-        if fn is None:
+    @property
+    def tool_kind(self) -> ToolKind:
+        return self.kind or _kind_of(self.risk, self.permission)
+
+    async def changed(self, ctx: TurnContext, params: BaseModel) -> list[FileChange] | None:
+        """The file changes a call declares; None when the tool declares none. A tool's own
+        readable refusal (ToolError: no such file, old_text not found, …) passes through; any
+        other failure raises PathsUnknown: callers fail closed (refuse or ask), never skip."""
+        if self.changes is None:
             return None
+        cached = _CHANGES.get()
+        if cached is not None and cached[0] is params:
+            if isinstance(cached[1], Exception):
+                raise cached[1]
+            return cached[1]
         try:
-            return [str(p) for p in (fn(params) or [])]
+            return list(await self.changes(ctx, params))
+        except ToolError:
+            raise
         except Exception as exc:
-            log.exception("%s of tool %s failed", which, self.name)
+            log.exception("paths of tool %s failed: its changes could not be computed", self.name)
             raise PathsUnknown(
-                f"'{self.name}' could not say which files it touches ({type(exc).__name__}: {exc})"
+                f"'{self.name}' could not say which files it changes ({type(exc).__name__}: {exc})"
             ) from None
 
-    def allowed_in(self, mode: str) -> bool:
-        return not self.modes or mode in self.modes
+    async def paths(self, ctx: TurnContext, params: BaseModel) -> list[str] | None:
+        """The files a call changes, as the model named them (None: it declares none)."""
+        found = await self.changed(ctx, params)
+        if found is None:
+            return None
+        return list(dict.fromkeys(p for c in found for p in c.paths))
+
+    def reads(self, params: BaseModel) -> list[str]:
+        """The files a call says it reads, as the model named them. A failing declaration
+        raises PathsUnknown."""
+        if self.read_paths is None:
+            return []
+        try:
+            return [str(p) for p in (self.read_paths(params) or [])]
+        except Exception as exc:
+            log.exception("read_paths of tool %s failed", self.name)
+            raise PathsUnknown(
+                f"'{self.name}' could not say which files it reads ({type(exc).__name__}: {exc})"
+            ) from None
 
     def schema(self) -> dict[str, Any]:
         """The parameters as offered to the model: compact (see `compact_schema`)."""
@@ -193,14 +300,21 @@ def tool_specs(tools: Iterable[ToolDescriptor]) -> list[Any]:
     return list(specs)  # the caller's list; the specs themselves are shared, never mutated
 
 
-class ToolGuard(Protocol):
-    """A contract check on parsed arguments; returns a refusal message or None."""
+class ToolGuard:
+    """A contract check on a call: `check` sees the parsed arguments before the call and
+    returns a refusal message or None; `after` sees every result (refusals included) and
+    may replace it, e.g. to end the turn."""
 
-    name: str
+    name: str = "guard"
 
-    async def check(
-        self, ctx: TurnContext, tool: ToolDescriptor, params: BaseModel
-    ) -> str | None: ...
+    async def check(self, ctx: TurnContext, tool: ToolDescriptor, params: BaseModel) -> str | None:
+        return None
+
+    async def after(
+        self, ctx: TurnContext, tool: ToolDescriptor | None, result: ToolResult
+    ) -> ToolResult:
+        """`tool` is None when the model named no known tool."""
+        return result
 
 
 class PermissionDecision(Schema):
@@ -242,14 +356,37 @@ class AllowAll:
         return PermissionDecision(allowed=True)
 
 
-def fence_message(tool: ToolDescriptor, mode: str) -> str:
-    where = " or ".join(tool.modes)
+class ModeFence(Protocol):
+    """What the fence asks of a mode (a mode's contract): does it admit this tool?"""
+
+    def admits(self, tool: ToolDescriptor) -> bool: ...
+
+
+def admitted(tool: ToolDescriptor, kinds: Iterable[str], names: Iterable[str] = ()) -> bool:
+    """A tool is admitted when its class or its name is listed."""
+    return tool.tool_kind in kinds or tool.name in names
+
+
+def fence_message(tool: ToolDescriptor, mode: str, admitting: Sequence[str]) -> str:
+    where = " or ".join(admitting) or "no registered mode"
     return f"tool '{tool.name}' is not available in {mode} mode; switch to {where}"
 
 
-# Tools that exist per workspace or per turn (e.g. reflexes): called with the turn's
-# context, cheap and synchronous (refresh caches in a hook). Static tools win on a clash.
+# Tools that exist per workspace or per turn (e.g. reflexes; next, tools of MCP servers):
+# called with the turn's context, cheap and synchronous (refresh caches in a hook). Static
+# tools win on a clash.
 ToolProvider = Callable[["TurnContext"], Iterable[ToolDescriptor]]
+
+
+def _fences(ctx: TurnContext) -> dict[str, ModeFence]:
+    """Every registered mode's contract, by mode name, in registration order."""
+    return {name: mode.contract for name, mode in ctx.runtime.plugins.modes.items()}
+
+
+def admits(ctx: TurnContext, tool: ToolDescriptor) -> bool:
+    """Does the turn's mode admit `tool`? A mode nobody registered admits the base classes."""
+    fence = _fences(ctx).get(ctx.mode)
+    return fence.admits(tool) if fence is not None else admitted(tool, BASE_KINDS)
 
 
 class ToolRegistry:
@@ -257,9 +394,6 @@ class ToolRegistry:
         self._tools: dict[str, ToolDescriptor] = {}
         self.guards: list[ToolGuard] = []
         self.policy: PermissionPolicy = AllowAll()
-        # Observers of every finished call (refusals included); each may replace the result,
-        # e.g. to end the turn. A failing observer is logged and skipped.
-        self.after_call: list[AfterCall] = []
         self.providers: list[ToolProvider] = []
 
     def add(self, tool: ToolDescriptor) -> None:
@@ -295,7 +429,7 @@ class ToolRegistry:
     def filter(self, ctx: TurnContext) -> list[ToolDescriptor]:
         """The tools offered to the model for this turn's mode and agent."""
         every = self.all() + self.provided(ctx)
-        return [t for t in every if t.allowed_in(ctx.mode) and self.policy.visible(ctx, t)]
+        return [t for t in every if admits(ctx, t) and self.policy.visible(ctx, t)]
 
     def parse(self, tool: ToolDescriptor, raw: Any) -> BaseModel | str:
         if not isinstance(raw, dict):
@@ -306,24 +440,47 @@ class ToolRegistry:
             return f"invalid arguments for '{tool.name}': {describe(exc)}"
 
     async def execute(self, ctx: TurnContext, name: str, raw: Any) -> ToolResult:
-        result = await self._dispatch(ctx, name, raw)
-        for observer in self.after_call:
+        tool = self.lookup(ctx, name)
+        result = await self._dispatch(ctx, name, tool, raw)
+        for guard in self.guards:
             try:
-                result = await observer(ctx, name, result)
+                result = await guard.after(ctx, tool, result)
             except Exception:
-                log.exception("after-call observer failed for %s", name)
+                log.exception("guard %s failed after %s", guard.name, name)
         return result
 
-    async def _dispatch(self, ctx: TurnContext, name: str, raw: Any) -> ToolResult:
-        tool = self.lookup(ctx, name)
+    async def _dispatch(
+        self, ctx: TurnContext, name: str, tool: ToolDescriptor | None, raw: Any
+    ) -> ToolResult:
         if tool is None:
             offered = ", ".join(t.name for t in ctx.tools) or "none"
             return ToolResult.refused(f"unknown tool '{name}'; available tools: {offered}")
-        if not tool.allowed_in(ctx.mode):
-            return ToolResult.refused(fence_message(tool, ctx.mode))
+        if not admits(ctx, tool):
+            fences = _fences(ctx)
+            admitting = [m for m, fence in fences.items() if fence.admits(tool)]
+            return ToolResult.refused(fence_message(tool, ctx.mode, admitting))
         params = self.parse(tool, raw)
         if isinstance(params, str):
             return ToolResult.failed(params)
+        # The declared changes, once for every guard and the policy. The tool's own refusal
+        # (no such file, text not found) ends the call here, before anyone is asked.
+        changes: list[FileChange] | Exception | None = None
+        try:
+            changes = await tool.changed(ctx, params)
+        except ToolError as exc:
+            return ToolResult.failed(str(exc))
+        except PathsUnknown as exc:
+            changes = exc
+        token = _CHANGES.set((params, changes) if changes is not None else None)
+        try:
+            return await self._checked(ctx, tool, params)
+        finally:
+            _CHANGES.reset(token)
+
+    async def _checked(
+        self, ctx: TurnContext, tool: ToolDescriptor, params: BaseModel
+    ) -> ToolResult:
+        name = tool.name
         for guard in self.guards:
             refusal = await guard.check(ctx, tool, params)
             if refusal:
@@ -357,14 +514,15 @@ def tool(
     params: type[BaseModel],
     *,
     description: str,
-    modes: tuple[str, ...] = (),
     risk: Risk = "read",
     permission: str | None = None,
     core: bool = False,
-    paths: PathsOf | None = None,
+    changes: ChangesOf | None = None,
     read_paths: PathsOf | None = None,
     command: CommandOf | None = None,
     host_network: bool = False,
+    kind: ToolKind | None = None,
+    plan_step: PlanStep | None = None,
 ) -> Callable[[ToolFn], ToolDescriptor]:
     """Declare a tool: `@tool("read", ReadParams, description=…)` over `async def f(ctx, p)`."""
 
@@ -374,14 +532,15 @@ def tool(
             description=description,
             params=params,
             run=fn,
-            modes=modes,
             risk=risk,
             permission=permission,
             core=core,
-            paths=paths,
+            changes=changes,
             read_paths=read_paths,
             command=command,
             host_network=host_network,
+            kind=kind,
+            plan_step=plan_step,
         )
 
     return deco

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict
 from ndomo.runtime.edits import change_file
 from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.runtime import Runtime
-from ndomo.runtime.tools import ToolError, tool
+from ndomo.runtime.tools import FileChange, ToolError, tool
 
 
 class PutParams(BaseModel):
@@ -16,13 +16,19 @@ class PutParams(BaseModel):
     content: str | None = None  # None deletes
 
 
+async def put_changes(ctx, p: PutParams) -> list[FileChange]:
+    before = await ctx.host.read_text(ctx.app.root / p.path)
+    kind = "create" if before is None else ("delete" if p.content is None else "modify")
+    return [FileChange(p.path, kind, before, p.content)]
+
+
 @tool(
     "put",
     PutParams,
     description="write a whole file (test tool)",
     risk="write",
     permission="edit",
-    paths=lambda p: [p.path],
+    changes=put_changes,
 )
 async def put(ctx, p: PutParams):
     outcome = await change_file(ctx, ctx.app.root / p.path, p.content)

@@ -260,8 +260,12 @@ async def test_a_broken_path_declaration_fails_closed(app, fake):
     assert "TOKEN" not in results[0] and host.asked == []
 
 
-def _broken_write_paths(p):
+async def _broken_write_paths(ctx, p):
     raise RuntimeError("bug in the tool's paths")
+
+
+async def _broken_changes(ctx, p):
+    raise RuntimeError("bug in the tool")
 
 
 @tool(
@@ -270,7 +274,7 @@ def _broken_write_paths(p):
     description="writes a file (test tool)",
     risk="write",
     permission="edit",
-    paths=_broken_write_paths,
+    changes=_broken_write_paths,
 )
 async def scribble(ctx, p: BrokenParams):
     (ctx.app.root / p.path).write_text("written\n")
@@ -340,7 +344,7 @@ class WriteParams(BaseModel):
     description="writes a file (test tool)",
     risk="write",
     permission="edit",
-    paths=_broken,
+    changes=_broken_changes,
 )
 async def broken_writer(ctx, p: WriteParams):
     (ctx.app.root / p.path).write_text(p.content)

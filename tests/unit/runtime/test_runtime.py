@@ -22,7 +22,8 @@ class NoArgs(BaseModel):
 RAN: list[str] = []
 
 
-@tool("shell_only", NoArgs, description="pretend shell", modes=("autopilot",), risk="exec")
+# No mode named here: risk "exec" makes it an "execute" tool, which only autopilot admits.
+@tool("shell_only", NoArgs, description="pretend shell", risk="exec")
 async def shell_only(ctx, p):
     RAN.append("shell_only")
     return "ran"

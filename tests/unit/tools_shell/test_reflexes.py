@@ -149,7 +149,7 @@ async def test_registry_providers(make_ctx):
     reg.add(static)
     dyn = [
         ToolDescriptor(name="same", description="dynamic", params=P, run=run),
-        ToolDescriptor(name="dyn", description="d", params=P, run=run, modes=("autopilot",)),
+        ToolDescriptor(name="dyn", description="d", params=P, run=run, risk="exec"),
     ]
     reg.providers.append(lambda ctx: dyn)
     ctx = await make_ctx("discussion")

@@ -7,6 +7,7 @@ from ndomo.modes.base import AgentMode, ModeContract
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.hooks import HookResult, ModeGatedHook, Phase
 from ndomo.runtime.prompts import ModePromptContributor, add_to_prompt
+from ndomo.runtime.tools import BASE_KINDS
 from ndomo.store.errors import StoreError
 
 NAME = "autopilot"
@@ -70,6 +71,7 @@ class AutopilotMode(AgentMode):
         summary="Full autonomy end to end. Re-plans on failure. Hands back only when truly blocked.",
         iteration_cap=40,
         role="build",
+        kinds=BASE_KINDS | {"execute"},
         requires_tools=True,
     )
 

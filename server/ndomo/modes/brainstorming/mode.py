@@ -3,6 +3,7 @@ from __future__ import annotations
 from ndomo.modes.base import AgentMode, ModeContract
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.prompts import ModePromptContributor
+from ndomo.runtime.tools import BASE_KINDS
 
 NAME = "brainstorming"
 
@@ -29,6 +30,7 @@ class BrainstormingMode(AgentMode):
         summary="Deep research: web, code tools and memory. Findings externalised to notes.",
         iteration_cap=16,
         role="research",
+        kinds=BASE_KINDS | {"network"},
     )
 
     def prompt_contributors(self):

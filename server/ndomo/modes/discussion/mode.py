@@ -9,7 +9,7 @@ from ndomo.modes.base import AgentMode, ModeContract
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.hooks import HookResult, ModeGatedHook, Phase
 from ndomo.runtime.prompts import ModePromptContributor
-from ndomo.runtime.tools import PathsUnknown, ToolDescriptor
+from ndomo.runtime.tools import BASE_KINDS, PathsUnknown, ToolDescriptor, ToolError, ToolGuard
 from ndomo.security.control import control_kind, design_artifact, real_target
 
 log = logging.getLogger("ndomo.modes")
@@ -17,7 +17,7 @@ log = logging.getLogger("ndomo.modes")
 NAME = "discussion"
 
 
-class DesignArtifactsOnly:
+class DesignArtifactsOnly(ToolGuard):
     """Discussion may write, but only design artifacts: files matching the design globs,
     judged on their resolved real path; `.ndomo/` and `.git/` never count. Project
     instruction and agent files pass on to the permission policy, which always asks."""
@@ -29,8 +29,8 @@ class DesignArtifactsOnly:
             return None
         globs = ctx.app.settings.modes.design_globs
         try:
-            paths = tool.declared(params)
-        except PathsUnknown:  # logged there; refused below
+            paths = await tool.paths(ctx, params)
+        except (PathsUnknown, ToolError):  # logged there; refused below
             paths = None
         if not paths:
             return (
@@ -94,6 +94,7 @@ class DiscussionMode(AgentMode):
         summary="Ultra-concise planning. Writes limited to design artifacts. Crystallises into a committed plan.",
         iteration_cap=8,
         role="plan",
+        kinds=BASE_KINDS | {"commit"},
     )
 
     def guards(self):

@@ -7,9 +7,16 @@ from pathlib import Path
 
 from pydantic import ConfigDict, Field
 
-from ndomo.lib.workspace import apply, arg_path, check_writable, rel, resolve
+from ndomo.lib.workspace import (
+    ChangesNotApplied,
+    apply_changes,
+    arg_path,
+    check_writable,
+    rel,
+    resolve,
+)
 from ndomo.runtime.context import TurnContext
-from ndomo.runtime.tools import ToolError, tool
+from ndomo.runtime.tools import ChangeKind, FileChange, ToolError, tool
 from ndomo.schema import Schema
 from ndomo.tools.files.patch import PatchError, apply_file_patch, parse_patch
 from ndomo.tools.files.write import after_write
@@ -25,22 +32,9 @@ class ApplyPatchParams(Schema):
     )
 
 
-def _patch_paths(p: ApplyPatchParams) -> list[str]:
-    try:
-        return [arg_path(x) for fp in parse_patch(p.patch) for x in fp.paths]
-    except PatchError:
-        return []  # unparseable: the tool reports why; guards see no path and refuse where they must
-
-
-@tool(
-    "apply_patch",
-    ApplyPatchParams,
-    risk="write",
-    permission="edit",
-    description="Apply a unified diff to files; all hunks or none.",
-    paths=_patch_paths,
-)
-async def apply_patch(ctx: TurnContext, p: ApplyPatchParams) -> str:
+async def patch_plan(ctx: TurnContext, p: ApplyPatchParams) -> tuple[list[FileChange], list[str]]:
+    """Every file change the patch makes, checked hunk by hunk on copies before anything is
+    written, with a summary line per file patch. A readable ToolError when it does not fit."""
     try:
         files = parse_patch(p.patch)
     except PatchError as exc:
@@ -48,16 +42,18 @@ async def apply_patch(ctx: TurnContext, p: ApplyPatchParams) -> str:
     # Work on copies first: the current text of every file, then the text after each file patch.
     original: dict[Path, str | None] = {}
     work: dict[Path, str | None] = {}
+    named: dict[Path, str] = {}  # the name the patch gave each file
     order: list[Path] = []
+    moves: dict[Path, Path] = {}  # renamed file → its new place
     summary: list[str] = []
     for fp in files:
         src = resolve(ctx, fp.old_path) if fp.old_path else None
         dst = resolve(ctx, fp.new_path) if fp.new_path else None
-        for target in (src, dst):
-            if target is not None and target not in work:
-                check_writable(ctx, target)
+        for target, raw in ((src, fp.old_path), (dst, fp.new_path)):
+            if target is not None and raw is not None and target not in work:
                 text = await ctx.host.read_text(target)
                 original[target] = work[target] = text
+                named[target] = arg_path(raw)
                 order.append(target)
         base = work[src] if src is not None else (work[dst] if dst is not None else None)
         try:
@@ -70,40 +66,74 @@ async def apply_patch(ctx: TurnContext, p: ApplyPatchParams) -> str:
                     f"patch not applied, no file changed: {rel(ctx, dst)} (rename target) already exists"
                 )
             work[src], work[dst] = None, result
+            moves[src] = dst
             summary.append(f"renamed {rel(ctx, src)} → {rel(ctx, dst)}")
         elif dst is None:
-            work[src] = None  # type: ignore[index]  # dst is None here, so src is not (a patch names one side)
-            summary.append(f"deleted {rel(ctx, src)}")  # type: ignore[arg-type]  # dst is None here, so src is not (a patch names one side)
+            assert src is not None  # a patch names one side at least
+            work[src] = None
+            summary.append(f"deleted {rel(ctx, src)}")
         else:
             verb = "created" if fp.old_path is None else "patched"
             work[dst] = result
             summary.append(f"{verb} {rel(ctx, dst)} ({len(fp.hunks)} hunks)")
-    done: list[Path] = []
+    changes: list[FileChange] = []
+    moved: set[Path] = set()  # both sides of an emitted move
     for path in order:
-        if work[path] == original[path]:
+        dst = moves.get(path)
+        if (
+            dst is not None
+            and work[path] is None
+            and original[dst] is None
+            and work[dst] is not None
+        ):
+            changes.append(
+                FileChange(
+                    named[path],
+                    "move",
+                    original[path],
+                    work[dst],
+                    to=named[dst],
+                    file=path,
+                    file_to=dst,
+                )
+            )
+            moved |= {path, dst}
+    for path in order:
+        if path in moved:
             continue
-        try:
-            await apply(ctx, path, work[path], original[path])
-        except ToolError as exc:
-            undone = await _undo(ctx, done, original, work)
-            raise ToolError(f"patch not applied: {exc}; {undone}") from None
-        done.append(path)
-    notes = [
-        await after_write(ctx, rel(ctx, path), work[path])
-        for path in done
-        if work[path] is not None
-    ]
+        before, after = original[path], work[path]
+        if before == after:
+            continue
+        kind: ChangeKind = "create" if before is None else ("delete" if after is None else "modify")
+        changes.append(FileChange(named[path], kind, before, after, file=path))
+    return changes, summary
+
+
+async def patch_changes(ctx: TurnContext, p: ApplyPatchParams) -> list[FileChange]:
+    return (await patch_plan(ctx, p))[0]
+
+
+@tool(
+    "apply_patch",
+    ApplyPatchParams,
+    risk="write",
+    permission="edit",
+    description="Apply a unified diff to files; all hunks or none.",
+    changes=patch_changes,
+)
+async def apply_patch(ctx: TurnContext, p: ApplyPatchParams) -> str:
+    changes, summary = await patch_plan(ctx, p)
+    for c in changes:
+        for target in (c.file, c.file_to):
+            if target is not None:
+                check_writable(ctx, target)
+    try:
+        await apply_changes(ctx, changes)
+    except ChangesNotApplied as exc:
+        raise ToolError(f"patch not applied: {exc.reason}; {exc.undone}") from None
+    notes = []
+    for c in changes:
+        target = c.file_to or c.file
+        if c.after is not None and target is not None:
+            notes.append(await after_write(ctx, rel(ctx, target), c.after))
     return "\n".join(summary) + "".join(notes)
-
-
-async def _undo(ctx: TurnContext, done: list[Path], original: dict, work: dict) -> str:
-    """The editor refused one file mid-way: put back the ones already written."""
-    failed = []
-    for path in reversed(done):
-        try:
-            await apply(ctx, path, original[path], work[path])
-        except ToolError:
-            failed.append(rel(ctx, path))
-    if failed:
-        return "could not restore " + ", ".join(failed) + " (ndomo.undo can)"
-    return f"the {len(done)} file(s) already changed were restored" if done else "no file changed"

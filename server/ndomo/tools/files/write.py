@@ -8,9 +8,9 @@ import logging
 
 from pydantic import ConfigDict, Field
 
-from ndomo.lib.workspace import apply, arg_path, check_writable, not_found, resolve
+from ndomo.lib.workspace import apply_changes, arg_path, check_writable, not_found, rel, resolve
 from ndomo.runtime.context import TurnContext
-from ndomo.runtime.tools import ToolError, tool
+from ndomo.runtime.tools import ChangeKind, FileChange, ToolError, tool
 from ndomo.schema import Schema
 
 log = logging.getLogger(__name__)
@@ -42,6 +42,18 @@ class WriteParams(Schema):
     content: str = Field(description="whole file")
 
 
+async def write_changes(ctx: TurnContext, p: WriteParams) -> list[FileChange]:
+    """The change a `write` makes: none when the file already has this content."""
+    path = resolve(ctx, p.path)
+    if await asyncio.to_thread(path.is_dir):
+        raise ToolError(f"{rel(ctx, path)} is a folder; give a file path")
+    before = await ctx.host.read_text(path)
+    if before == p.content:
+        return []
+    kind: ChangeKind = "create" if before is None else "modify"
+    return [FileChange(arg_path(p.path), kind, before, p.content, file=path)]
+
+
 @tool(
     "write",
     WriteParams,
@@ -49,18 +61,15 @@ class WriteParams(Schema):
     risk="write",
     permission="write",
     description="Create or overwrite a file.",
-    paths=lambda p: [arg_path(p.path)],
+    changes=write_changes,
 )
 async def write(ctx: TurnContext, p: WriteParams) -> str:
-    path = resolve(ctx, p.path)
-    name = check_writable(ctx, path)
-    if await asyncio.to_thread(path.is_dir):
-        raise ToolError(f"{name} is a folder; give a file path")
-    before = await ctx.host.read_text(path)
-    if before == p.content:
+    name = check_writable(ctx, resolve(ctx, p.path))
+    changes = await write_changes(ctx, p)
+    if not changes:
         return f"{name} already has this content; nothing written"
-    await apply(ctx, path, p.content, before)
-    verb = "created" if before is None else "overwrote"
+    await apply_changes(ctx, changes)
+    verb = "created" if changes[0].kind == "create" else "overwrote"
     return f"{verb} {name} ({_lines(p.content)} lines)" + await after_write(ctx, name, p.content)
 
 
@@ -115,31 +124,15 @@ def _closest(text: str, old: str) -> str:
     return f" Closest line {best_i + 1}: {lines[best_i].strip()[:200]!r}. Read the file and copy the text exactly."
 
 
-@tool(
-    "edit",
-    EditParams,
-    core=True,
-    risk="write",
-    permission="edit",
-    description="Replace old_text with new_text in a file.",
-    paths=lambda p: [arg_path(p.path)],
-)
-async def edit(ctx: TurnContext, p: EditParams) -> str:
-    path = resolve(ctx, p.path)
-    name = check_writable(ctx, path)
-    current = await ctx.host.read_text(path)
-    if current is None:
-        raise await not_found(ctx, path)
-    old, new = p.old_text, p.new_text
+def replace_once(current: str, old: str, new: str, name: str) -> tuple[str, int, str, str]:
+    """`current` with `old` replaced by `new`, as `edit` does it: (text, offset, old, new as
+    applied). The model writes \n; a file with CRLF gets its line ends on both texts."""
     hits = _occurrences(current, old)
-    if (
-        not hits and "\r\n" in current and "\r\n" not in old
-    ):  # the model writes \n, the file has CRLF
+    if not hits and "\r\n" in current and "\r\n" not in old:
         old, new = old.replace("\n", "\r\n"), new.replace("\r\n", "\n").replace("\n", "\r\n")
         hits = _occurrences(current, old)
     if not hits:
-        hint = await asyncio.to_thread(_closest, current, p.old_text)
-        raise ToolError(f"old_text not found in {name}.{hint}")
+        raise ToolError(f"old_text not found in {name}.")
     if len(hits) > 1:
         where = ", ".join(str(_line_of(current, h)) for h in hits[:10])
         raise ToolError(
@@ -149,10 +142,44 @@ async def edit(ctx: TurnContext, p: EditParams) -> str:
     if old == new:
         raise ToolError("old_text and new_text are the same; nothing to change")
     at = hits[0]
-    updated = current[:at] + new + current[at + len(old) :]
-    await apply(ctx, path, updated, current)
-    line = _line_of(current, at)
+    return current[:at] + new + current[at + len(old) :], at, old, new
+
+
+async def edit_changes(ctx: TurnContext, p: EditParams) -> list[FileChange]:
+    """The change an `edit` makes, CRLF files included; a readable ToolError when the text
+    is not there exactly once."""
+    path = resolve(ctx, p.path)
+    name = rel(ctx, path)
+    current = await ctx.host.read_text(path)
+    if current is None:
+        raise await not_found(ctx, path)
+    try:
+        updated = replace_once(current, p.old_text, p.new_text, name)[0]
+    except ToolError as exc:
+        if not str(exc).startswith("old_text not found"):
+            raise
+        hint = await asyncio.to_thread(_closest, current, p.old_text)
+        raise ToolError(f"{exc}{hint}") from None
+    return [FileChange(arg_path(p.path), "modify", current, updated, file=path)]
+
+
+@tool(
+    "edit",
+    EditParams,
+    core=True,
+    risk="write",
+    permission="edit",
+    description="Replace old_text with new_text in a file.",
+    changes=edit_changes,
+)
+async def edit(ctx: TurnContext, p: EditParams) -> str:
+    name = check_writable(ctx, resolve(ctx, p.path))
+    (change,) = await edit_changes(ctx, p)
+    assert change.before is not None and change.after is not None
+    _, at, old, new = replace_once(change.before, p.old_text, p.new_text, name)
+    await apply_changes(ctx, [change])
+    line = _line_of(change.before, at)
     return (
         f"edited {name} at line {line} (-{_lines(old) or 1} +{_lines(new)} lines)"
-        + await after_write(ctx, name, updated)
+        + await after_write(ctx, name, change.after)
     )

@@ -44,7 +44,7 @@ def descriptor(reflex: Reflex) -> ToolDescriptor:
         description=describe(reflex),
         params=params_model(reflex),
         run=run,
-        modes=(),
+        kind="compose",  # runs other tools, each step through the fence
         risk="exec",
         permission=None,
     )

@@ -42,7 +42,6 @@ def effective_timeout(ctx: TurnContext, requested: float | None) -> float:
         "Run a bash command in the workspace (no stdin); exit code + output. Servers: use serve. "
         "Sandboxed, offline unless approved."
     ),
-    modes=("autopilot",),
     risk="exec",
     permission="bash",
     command=lambda p: p.command,

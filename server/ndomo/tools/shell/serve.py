@@ -87,7 +87,6 @@ def _command_for_policy(p: ServeParams) -> str | None:
     "serve",
     ServeParams,
     description="Start, stop or list background servers on 127.0.0.1.",
-    modes=("autopilot",),
     risk="exec",
     permission="bash",
     command=_command_for_policy,

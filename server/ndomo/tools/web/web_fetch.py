@@ -53,7 +53,6 @@ def render(f: Fetched) -> tuple[str, str]:
     "web_fetch",
     WebFetchParams,
     description=(f"Fetch a web page as text (≤{MAX_CHARS} chars)."),
-    modes=("brainstorming",),
     risk="network",
     permission="webfetch",
 )
