@@ -1,6 +1,6 @@
-"""The craftsman's 2/5/1 threshold, enforced in code: a guard on every file-changing call.
+"""The 2/5/1 threshold, enforced in code: a guard on every file-changing call.
 
-Applies to every agent whose frontmatter sets `threshold` (the built-in craftsman).
+Applies to every agent whose frontmatter sets `threshold` (the shipped craftsman has one).
 State 1: up to `direct` distinct files, no plan, at most `direct_lines` changed lines and
 one stack (by the routing table). State 2: more files (or lines, or stacks) only once this
 turn made a plan (a tool with `plan_step="drafts_plan"`, then one with "adds_tasks"). State
