@@ -1,8 +1,10 @@
 """The tool registry: the one door every tool call goes through.
 
-Order of checks, for any name the model sends (offered or not): the mode fence, argument
-validation, guards (mode contracts, the craftsman's scope), the permission policy, then
-the tool. Every refusal is a readable result for the model; the turn goes on.
+Order of checks, for any name the model sends (offered or not): the mode fence (the turn's
+mode contract admits the tool's class or name), argument validation, the call's declared
+file changes, guards (mode and agent contracts, the threshold scope), the permission policy,
+then the tool; then every guard sees the result. Every refusal is a readable result for the
+model; the turn goes on.
 """
 
 from __future__ import annotations
