@@ -20,9 +20,8 @@ def valid_for_strict_servers(messages: list[dict]) -> bool:
     for m in messages:
         if m["role"] == "assistant":
             open_calls = {c["id"] for c in m.get("tool_calls") or []}
-        elif m["role"] == "tool":
-            if m.get("tool_call_id") not in open_calls:
-                return False
+        elif m["role"] == "tool" and m.get("tool_call_id") not in open_calls:
+            return False
     return True
 
 
