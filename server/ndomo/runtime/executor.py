@@ -261,6 +261,7 @@ async def execute(ctx: TurnContext) -> None:
     except ModelError as exc:
         ctx.status = "failed"
         ctx.error = str(exc)
+        await mf.forget_learned(ctx, client)
         await ctx.runtime.emit(ctx, Notice(level="error", message=ctx.error))
 
 

@@ -4,6 +4,7 @@ in the store), the context window a request must fit, and tool-less models."""
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from ndomo.llm.budget import Fitted, Window, fit
@@ -16,6 +17,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ndomo.runtime")
 LOADED = "caps_loaded"
+# How long what a server said about itself is taken as still true. A new process within it
+# (`ndomo run` in a script) sends no /v1/models, /props or /api/show before its request. Short,
+# because Ollama cuts a prompt past a lowered num_ctx silently; a context error, a failed turn
+# or `ndomo health` asks again sooner.
+FRESH_S = 600.0
 
 
 def _key(client: Any) -> tuple[str, str]:
@@ -38,13 +44,22 @@ async def load_caps(ctx: TurnContext, client: Any) -> None:
             client.caps = Capabilities.model_validate(saved)
         except ValueError:
             saved = None
-    if ctx.app.settings.model.context_window is None:
-        await (
-            client.learn()
-        )  # once per process: the server's own numbers may have changed (Ollama num_ctx)
+    learned = client.caps.learned_at
+    fresh = bool(saved) and learned is not None and 0 <= time.time() - learned < FRESH_S
+    if ctx.app.settings.model.context_window is None and not fresh:
+        # the server's own numbers may have changed since (Ollama num_ctx)
+        await client.learn()
+        client.caps.learned_at = time.time()
     client.caps_saved = client.caps.model_dump()
-    if not saved:
+    if not saved or not fresh:
         await save_caps(ctx, client, force=True)
+
+
+async def forget_learned(ctx: TurnContext, client: Any) -> None:
+    """A failed model call: the next process asks the server about itself again."""
+    if client.caps.learned_at is not None:
+        client.caps.learned_at = None
+        await save_caps(ctx, client)
 
 
 async def save_caps(ctx: TurnContext, client: Any, force: bool = False) -> None:
