@@ -47,6 +47,12 @@ class ModelConfig(_Section):
         ge=512,
         description="Tokens the model takes per request; unset: learned from the server.",
     )
+    max_output_tokens: int = Field(
+        default=8192,
+        ge=16,
+        description="The most tokens one answer may take (sent as max_tokens, fitted to the "
+        "window's room): a whole-file write fits, a model that never stops is cut off.",
+    )
 
     def resolved_api_key(self, env: Mapping[str, str] | None = None) -> str | None:
         env = os.environ if env is None else env

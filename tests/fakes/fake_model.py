@@ -31,7 +31,7 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -79,6 +79,21 @@ class Step(BaseModel):
     usage: bool = True  # False: ignore stream_options.include_usage, like some local servers
     empty: bool = False  # a streamed reply: event stream opened, ended without a chunk
     stream_error: str | None = None  # a streamed reply: an `error` event after the first piece
+    # a model that never stops on its own (streamed): "repeat" sends `text` over and over
+    # (a small local model's loop), "varied" sends text that never repeats; either ends
+    # only at the request's max_tokens (finish_reason "length"), as llama.cpp does — or at
+    # RUNAWAY_LIMIT tokens, so a test cannot hang forever
+    runaway: Literal["repeat", "varied"] | None = None
+
+
+RUNAWAY_LIMIT = 200_000  # tokens; a runaway answer's own end when the request sets no cap
+CHARS_PER_TOKEN = 4  # how the fake counts an answer's tokens (prompts: bytes / 4)
+
+
+def output_cap(body: dict[str, Any]) -> int | None:
+    """The request's answer cap, under either of OpenAI's names."""
+    cap = body.get("max_completion_tokens", body.get("max_tokens"))
+    return cap if isinstance(cap, int) and cap > 0 else None
 
 
 def prompt_tokens(body: dict[str, Any]) -> int:
@@ -112,6 +127,19 @@ def _last_prompt(body: Any) -> str:
     return ""
 
 
+def varied_text(size: int, offset: int = 0) -> str:
+    """`size` characters of text that never repeats: numbered words."""
+    out: list[str] = []
+    length, i = 0, offset // 8
+    while length < size + 16:
+        word = f"w{i:06d} "
+        out.append(word)
+        length += len(word)
+        i += 1
+    start = offset % 8
+    return "".join(out)[start : start + size]
+
+
 def _split(text: str, n: int) -> list[str]:
     if not text:
         return []
@@ -143,6 +171,7 @@ class FakeModel:
         props: bool = False,
         ollama: dict[str, Any] | None = None,
         max_model_len: int | None = None,
+        refuse_max_tokens: bool = False,
     ) -> None:
         self._steps, default = load_script(list(script or []))
         self.default_text = default if default is not None else default_text
@@ -156,6 +185,9 @@ class FakeModel:
         self.props = props
         self.ollama = ollama  # {"num_ctx": int?, "context_length": int, "capabilities": [...]}
         self.max_model_len = max_model_len
+        self.refuse_max_tokens = (
+            refuse_max_tokens  # OpenAI's reasoning models: max_completion_tokens only
+        )
         self.requests: list[dict[str, Any]] = []
         self.disconnects: list[int] = []  # request numbers whose client went away early
         self._record = Path(record) if record else None
@@ -439,6 +471,20 @@ class _Handler(BaseHTTPRequestHandler):
     def _refusal(self, body: dict[str, Any], model: str) -> Any:
         """A server-level refusal (no script step is used): tools, context, streaming."""
         owner = self.owner
+        if owner.refuse_max_tokens and "max_tokens" in body:
+            # OpenAI's API for its reasoning models, word for word.
+            return lambda: self._send_json(
+                400,
+                {
+                    "error": {
+                        "message": "Unsupported parameter: 'max_tokens' is not supported with this "
+                        "model. Use 'max_completion_tokens' instead.",
+                        "type": "invalid_request_error",
+                        "param": "max_tokens",
+                        "code": "unsupported_parameter",
+                    }
+                },
+            )
         if body.get("tools") and not owner.tools:
             # Ollama's OpenAI-compatible endpoint, word for word.
             return lambda: self._error(
@@ -508,15 +554,62 @@ class _Handler(BaseHTTPRequestHandler):
             )
         text = step.text or ""
         if step.huge is not None:
-            text = ("lorem ipsum " * (step.huge // 12 + 1))[: step.huge]
+            text = varied_text(step.huge)
         if step.cut and not text:
             text = "this answer will be cut off"
         if body.get("stream") and step.empty:
             return self._empty_stream()
+        if step.runaway is not None and body.get("stream"):
+            return self._runaway(step, body, model, text or "I'm glad you're here. ")
+        cap = output_cap(body)
+        if cap is not None and len(text) > cap * CHARS_PER_TOKEN:
+            # like every real server: the answer stops at the cap, finish_reason "length"
+            text = text[: cap * CHARS_PER_TOKEN]
+            step = step.model_copy(update={"finish_reason": "length", "tool_calls": []})
         if body.get("stream"):
             self._stream(step, body, model, text)
         else:
             self._whole(step, body, model, text)
+
+    def _runaway(self, step: Step, body: dict[str, Any], model: str, unit: str) -> None:
+        """Streams until the request's cap (or RUNAWAY_LIMIT): 4 tokens a chunk."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        base = {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:10]}",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+        }
+        limit = output_cap(body) or RUNAWAY_LIMIT
+        piece = 4 * CHARS_PER_TOKEN
+        stream = (unit * (piece // len(unit) + 2)) if step.runaway == "repeat" else ""
+        sent, n = 0, 0
+        self._sse(
+            {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
+        )
+        while sent < limit:
+            if step.runaway == "repeat":
+                start = (n * piece) % len(unit)
+                content = (stream + stream)[start : start + piece]
+            else:
+                content = varied_text(piece, offset=n * piece)
+            n += 1
+            sent += 4
+            if step.chunk_delay:
+                self._wait(step.chunk_delay)
+            self._sse(
+                {
+                    **base,
+                    "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": None}],
+                }
+            )
+        self._sse({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
+        self._chunk(b"data: [DONE]\n\n")
+        self._chunk(b"")
 
     def _usage(self, body: dict[str, Any], text: str, step: Step) -> dict[str, int]:
         prompt = prompt_tokens(body)

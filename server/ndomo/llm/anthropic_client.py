@@ -148,12 +148,13 @@ class AnthropicClient:
         *,
         model: str | None = None,
         temperature: float | None = None,
+        max_tokens: int | None = None,
     ) -> AsyncIterator[StreamEvent]:
         model_name = model or self.cfg.name
         system, wire = to_anthropic(messages)
         params: dict[str, Any] = {
             "model": model_name,
-            "max_tokens": MAX_TOKENS,
+            "max_tokens": max_tokens or MAX_TOKENS,
             "messages": wire,
             "stream": True,
         }

@@ -117,6 +117,7 @@ class Fitted:
     tools: list[ToolSpec]
     window: Window | None = None
     steps: list[str] = field(default_factory=list)  # what gave way, for a notice
+    estimated: int | None = None  # the fit's own estimate of the request, when it made one
 
     # Measured only when asked (a context error): serialising the whole request costs
     # time before every model call otherwise, and the first token waits for it.
@@ -126,9 +127,18 @@ class Fitted:
 
     @cached_property
     def tokens(self) -> int:
+        if self.estimated is not None:
+            return self.estimated
         if self.window is not None:
             return self.window.estimate(self.messages, self.tools)
         return estimate_tokens(self.size)
+
+    def output_cap(self, most: int) -> int:
+        """The `max_tokens` to send: `most`, or less when the window leaves less room after
+        the request (known only with a window; the fit kept at least `reserve` free)."""
+        if self.window is None or self.estimated is None:
+            return most
+        return max(1, min(most, self.window.tokens - self.estimated))
 
 
 def fit(
@@ -142,14 +152,20 @@ def fit(
     """The request to send: `messages` (system first) and `tools`, cut down until it fits."""
 
     def done(ms: list[Message], ts: list[ToolSpec], steps: list[str]) -> Fitted:
-        return Fitted(ms, ts, window, steps)
+        return Fitted(ms, ts, window, steps, estimated)
 
+    estimated: int | None = None
     if window is None:
         return done(messages, tools, [])
     limit = window.input_tokens
 
     def fits_with(ts: list[ToolSpec]) -> Callable[[list[Message]], bool]:
-        return lambda ms: window.estimate(ms, ts) <= limit
+        def fits(ms: list[Message]) -> bool:
+            nonlocal estimated
+            estimated = window.estimate(ms, ts)
+            return estimated <= limit
+
+        return fits
 
     steps: list[str] = []
     # The messages' JSON list is 1 + the sum of each message's wire_size (object + separator).

@@ -24,6 +24,7 @@ class Capabilities(Schema):
     context_window: int | None = None  # tokens, as the server reported it
     context_source: str | None = None  # where the window came from ("/props n_ctx", "error", …)
     bytes_per_token: float | None = None  # request bytes / usage.prompt_tokens, last seen
+    learned_at: float | None = None  # when the server was last asked (epoch s); None: ask again
 
     def describe(self) -> str:
         def yn(v: bool | None) -> str:

@@ -35,8 +35,10 @@ class ModelClient(Protocol):
         *,
         model: str | None = None,
         temperature: float | None = None,
+        max_tokens: int | None = None,
     ) -> AsyncIterator[StreamEvent]:
-        """Events of one completion; raises ModelError subclasses. Close it to abort the request."""
+        """Events of one completion, at most `max_tokens` of answer (None: the client's
+        own cap); raises ModelError subclasses. Close it to abort the request."""
         ...
 
     async def probe(self) -> Probe: ...

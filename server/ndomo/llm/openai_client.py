@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import httpx
 import openai
@@ -73,6 +74,17 @@ def _retryable(exc: BaseException) -> bool:
     return status in (408, 409) or status >= 500
 
 
+def _other_cap_param(name: str) -> str:
+    return "max_tokens" if name == "max_completion_tokens" else "max_completion_tokens"
+
+
+def _refuses(exc: Any, sent: str, other: str) -> bool:
+    """A 400 that names the output-cap parameter it got and the one it wants instead
+    (OpenAI: "Unsupported parameter: 'max_tokens' … Use 'max_completion_tokens' instead.")."""
+    text = str(getattr(exc, "message", "") or exc)
+    return sent in text and other in text
+
+
 class OpenAIClient:
     def __init__(
         self, cfg: ModelConfig, *, probe_timeout_s: float = 5.0, env: dict[str, str] | None = None
@@ -82,6 +94,14 @@ class OpenAIClient:
         self.probe_timeout_s = min(probe_timeout_s, cfg.timeout_s)
         self.caps = Capabilities()  # the runtime loads and saves these (per endpoint + model)
         self._stream_options = True  # dropped once if a server rejects the parameter
+        # OpenAI's own API wants `max_completion_tokens` (its reasoning models refuse
+        # `max_tokens`); every other OpenAI-compatible server reads `max_tokens`. A server that
+        # refuses the one it got is answered once more with the other.
+        self._cap_param = (
+            "max_completion_tokens"
+            if urlsplit(self.url).hostname == "api.openai.com"
+            else "max_tokens"
+        )
         self._sdk = openai.AsyncOpenAI(
             base_url=self.url,
             api_key=cfg.resolved_api_key(env) or NO_KEY,
@@ -111,12 +131,15 @@ class OpenAIClient:
         model: str,
         temperature: float | None,
         stream: bool,
+        max_tokens: int | None = None,
     ) -> dict:
         params: dict[str, Any] = {
             "model": model,
             "messages": to_openai_messages(messages),
             "stream": stream,
         }
+        if max_tokens is not None:
+            params[self._cap_param] = max_tokens
         if tools:
             params["tools"] = to_openai_tools(tools)
             params["tool_choice"] = "auto"
@@ -160,6 +183,15 @@ class OpenAIClient:
                 self._stream_options = False
                 params.pop("stream_options", None)
                 return await self._open(params)
+            other = _other_cap_param(self._cap_param)
+            if (
+                exc.status_code == 400
+                and self._cap_param in params
+                and _refuses(exc, self._cap_param, other)
+            ):
+                params[other] = params.pop(self._cap_param)
+                self._cap_param = other
+                return await self._open(params)
             raise self._map(exc, params["model"]) from exc
         except openai.APIError as exc:
             raise self._map(exc, params["model"]) from exc
@@ -178,19 +210,20 @@ class OpenAIClient:
         *,
         model: str | None = None,
         temperature: float | None = None,
+        max_tokens: int | None = None,
     ) -> AsyncIterator[StreamEvent]:
         model_name = model or self.cfg.name
         try:
             if not self.streams(tools):
                 async for event in self._whole(
-                    self._params(messages, tools, model_name, temperature, False)
+                    self._params(messages, tools, model_name, temperature, False, max_tokens)
                 ):
                     yield event
                 return
             sent = False
             try:
                 async for event in self._streamed(
-                    self._params(messages, tools, model_name, temperature, True)
+                    self._params(messages, tools, model_name, temperature, True, max_tokens)
                 ):
                     sent = True
                     yield event
@@ -204,7 +237,7 @@ class OpenAIClient:
             # auto: the server could not stream this request with tools; once more, whole.
             try:
                 async for event in self._whole(
-                    self._params(messages, tools, model_name, temperature, False)
+                    self._params(messages, tools, model_name, temperature, False, max_tokens)
                 ):
                     yield event
             except ModelError as err:

@@ -4,10 +4,13 @@ a hand-back or a cancel."""
 from __future__ import annotations
 
 import logging
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from ndomo.llm.errors import ModelContextExceeded, ModelError, ModelToolsUnsupported
+from ndomo.llm.loops import LoopWatch
 from ndomo.llm.messages import (
+    Finished,
     Message,
     TextChunk,
     ToolCall,
@@ -88,20 +91,40 @@ def summarise(result: ToolResult, limit: int = 160) -> str:
     return first[:limit]
 
 
+class Cut(Exception):
+    """The answer was stopped before the model ended it: the output cap or a loop. The text
+    so far stays the turn's answer; tool calls cut off with it are dropped."""
+
+    def __init__(self, text: str, why: str) -> None:
+        super().__init__(why)
+        self.text, self.why = text, why
+
+
 async def _stream(
-    ctx: TurnContext, client: Any, messages: list[Message], specs: list[ToolSpec]
+    ctx: TurnContext, client: Any, messages: list[Message], specs: list[ToolSpec], cap: int
 ) -> tuple[str, list[ToolCall]]:
     text: list[str] = []
     calls: list[ToolCall] = []
-    async for event in client.stream(messages, specs, temperature=temperature_for(ctx)):
-        if isinstance(event, TextChunk):
-            text.append(event.text)
-            await ctx.runtime.emit(ctx, TextDelta(text=event.text))
-        elif isinstance(event, ToolCallReady):
-            calls.append(event.call)
-        elif isinstance(event, UsageEvent):
-            ctx.tokens_in += event.usage.prompt_tokens or 0
-            ctx.tokens_out += event.usage.completion_tokens or 0
+    watch = LoopWatch()
+    events = client.stream(messages, specs, temperature=temperature_for(ctx), max_tokens=cap)
+    async with aclosing(events):  # a stopped answer closes the request at once
+        async for event in events:
+            if isinstance(event, TextChunk):
+                text.append(event.text)
+                await ctx.runtime.emit(ctx, TextDelta(text=event.text))
+                if watch.feed(event.text):
+                    raise Cut("".join(text), "the model repeated itself; stopped")
+            elif isinstance(event, ToolCallReady):
+                calls.append(event.call)
+            elif isinstance(event, UsageEvent):
+                ctx.tokens_in += event.usage.prompt_tokens or 0
+                ctx.tokens_out += event.usage.completion_tokens or 0
+            elif isinstance(event, Finished) and event.reason == "length":
+                raise Cut(
+                    "".join(text),
+                    f"the answer hit the output limit of {cap} tokens "
+                    "(model.max_output_tokens, or the room left in the context window)",
+                )
     return "".join(text), calls
 
 
@@ -157,7 +180,8 @@ async def _ask(ctx: TurnContext, client: Any, specs: list[ToolSpec]) -> tuple[st
                 ),
             )
         try:
-            return await _stream(ctx, client, fitted.messages, fitted.tools)
+            cap = fitted.output_cap(ctx.app.settings.model.max_output_tokens)
+            return await _stream(ctx, client, fitted.messages, fitted.tools, cap)
         except ModelContextExceeded as err:
             if retried:
                 raise
@@ -194,7 +218,16 @@ async def execute(ctx: TurnContext) -> None:
                 await ctx.runtime.emit(ctx, Notice(level="warning", message=ctx.error))
                 break
             ctx.iterations += 1
-            text, calls = await _ask(ctx, client, specs)
+            try:
+                text, calls = await _ask(ctx, client, specs)
+            except Cut as cut:
+                # never a normal "done": the user is told why the answer stopped
+                await _add(ctx, Message(role="assistant", content=cut.text or None))
+                ctx.answer = cut.text
+                ctx.status = "capped"
+                ctx.error = cut.why
+                await ctx.runtime.emit(ctx, Notice(level="warning", message=cut.why))
+                break
             await _add(ctx, Message(role="assistant", content=text or None, tool_calls=calls))
             if not calls:
                 nudge = await ctx.runtime.plugins.modes[ctx.mode].on_stop(ctx, text)
@@ -228,6 +261,7 @@ async def execute(ctx: TurnContext) -> None:
     except ModelError as exc:
         ctx.status = "failed"
         ctx.error = str(exc)
+        await mf.forget_learned(ctx, client)
         await ctx.runtime.emit(ctx, Notice(level="error", message=ctx.error))
 
 

@@ -5,7 +5,7 @@ fields of its params model and pydantic validates them exactly as over LSP.
 
 Every user error is one line on stderr saying what to do next, printed once. Exit codes:
 0 done · 1 failed (refused, model unreachable, turn failed) · 2 usage (bad flag or value,
-unknown agent or mode, no workspace) · 3 blocked (handed back) · 4 iteration cap ·
+unknown agent or mode, no workspace) · 3 blocked (handed back) · 4 capped (iteration or output cap, a loop) ·
 130 cancelled.
 """
 
@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ndomo",
         description="ndomo: foreman + craftsman in your editor",
-        epilog="exit codes: 0 done, 1 failed, 2 usage error, 3 blocked (handed back), 4 iteration cap, 130 cancelled",
+        epilog="exit codes: 0 done, 1 failed, 2 usage error, 3 blocked (handed back), 4 capped, 130 cancelled",
     )
     parser.add_argument("--version", action="version", version=f"ndomo {__version__}")
     subs = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -15,7 +15,7 @@ from ndomo.runtime.context import TurnRequest
 from ndomo.runtime.host import BaseHost
 from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.runtime import Runtime
-from tests.fakes.fake_model import FakeModel
+from tests.fakes.fake_model import FakeModel, varied_text
 
 # The first request of a turn (messages + tools, compact UTF-8 JSON, the full tool set of the
 # mode) stays under this (≈ 2,500-3,300 tokens); docs/performance.md has the table.
@@ -160,7 +160,7 @@ async def test_a_context_error_teaches_the_window_and_the_turn_retries_smaller(t
         app, rt = await _app(tmp_path, fake)
         try:
             for i in range(3):  # grow the history past the window
-                fake.push({"text": "x" * 3000})
+                fake.push({"text": varied_text(3000)})  # history to grow past the window
                 summary = await rt.run(
                     TurnRequest(prompt=f"turn {i}", agent="foreman", mode="discussion"), BaseHost()
                 )

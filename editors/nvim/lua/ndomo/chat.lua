@@ -121,12 +121,14 @@ function M.load_history(view)
 end
 
 local OUTCOME = {
-  running = "… working", done = "✓ done", cancelled = "✗ cancelled", capped = "✗ stopped at the iteration cap",
+  running = "… working", done = "✓ done", cancelled = "✗ cancelled",
   interrupted = "✗ interrupted (the server stopped)",
 }
 
 local function outcome(t)
   if t.status == "blocked" then return "⚑ handed back: " .. (t.error ~= "" and t.error or "blocked") end
+  -- the iteration cap, the output cap or a loop: the error says which
+  if t.status == "capped" then return "✗ stopped: " .. (t.error ~= "" and t.error or "a cap was reached") end
   return OUTCOME[t.status] or ("✗ failed" .. (t.error ~= "" and (": " .. t.error) or ""))
 end
 

@@ -210,7 +210,8 @@ export function describeOutcome(t: TurnView): string {
     case "blocked":
       return `handed back: ${t.error ?? "blocked"}`;
     case "capped":
-      return `stopped at the mode's iteration cap${t.error ? ` (${t.error})` : ""}`;
+      // the iteration cap, the output cap or a loop: the error says which
+      return `stopped: ${t.error ?? "a cap was reached"}`;
     case "cancelled":
       return "cancelled";
     case "interrupted":
