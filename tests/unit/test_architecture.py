@@ -28,30 +28,56 @@ def module_name(path: Path, src: Path) -> str:
     return ".".join(parts)
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _imports(tree: ast.AST) -> list[tuple[int, str | None, list[str], int]]:
-    """(level, module, names, line) of every import outside `if TYPE_CHECKING:` blocks."""
+    """(level, module, names, line) of every import statement, wherever it is."""
     found: list[tuple[int, str | None, list[str], int]] = []
-
-    def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            for child in node.orelse:
-                visit(child)
-            return
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            for alias in node.names:
-                found.append((0, alias.name, [], node.lineno))
+            found.extend((0, alias.name, [], node.lineno) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             found.append((node.level, node.module, [a.name for a in node.names], node.lineno))
-        for child in ast.iter_child_nodes(node):
-            visit(child)
+    return found
 
-    visit(tree)
+
+IMPORTERS = ("import_module", "__import__")
+
+
+def _called(call: ast.Call) -> str | None:
+    f = call.func
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+
+
+def _named_modules(tree: ast.Module) -> list[tuple[str, str | None]]:
+    """(name, package) of every module named by a string (the rule in the module docstring)."""
+    constants = {  # module-level `NAME = "..."`, for `import_module(NAME)`
+        target.id: node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name)
+    }
+
+    def text(node: ast.expr | None) -> str | None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        return constants.get(node.id) if isinstance(node, ast.Name) else None
+
+    found: list[tuple[str, str | None]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _called(node) in IMPORTERS and node.args:
+            name = text(node.args[0])
+            package = next((text(k.value) for k in node.keywords if k.arg == "package"), None)
+            if package is None and _called(node) == "import_module" and len(node.args) > 1:
+                package = text(node.args[1])
+            if name is not None:
+                found.append((name, package))
+        elif isinstance(node, ast.List | ast.Tuple | ast.Set | ast.Dict):
+            items = node.elts if not isinstance(node, ast.Dict) else [*node.keys, *node.values]
+            for item in items:
+                if isinstance(item, ast.Constant) and isinstance(item.value, str):
+                    found.append((item.value.split(":", 1)[0], None))
     return found
 
 
@@ -70,8 +96,9 @@ def import_graph(src: Path = SRC, pkg: str = PKG) -> dict[str, set[str]]:
     for mod, path in files.items():
         edges: set[str] = set()
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        is_pkg = path.name == "__init__.py"
         for level, target, names, _line in _imports(tree):
-            full = _resolve(mod, path.name == "__init__.py", level, target)
+            full = _resolve(mod, is_pkg, level, target)
             if full.split(".")[0] != pkg:
                 edges.add(full.split(".")[0])
                 continue
@@ -81,6 +108,12 @@ def import_graph(src: Path = SRC, pkg: str = PKG) -> dict[str, set[str]]:
                 while full not in files and "." in full:
                     full = full.rsplit(".", 1)[0]
                 edges.add(full)
+        for name, package in _named_modules(tree):
+            if name.startswith(".") and package is not None:
+                level = len(name) - len(name.lstrip("."))
+                name = _resolve(package, True, level, name.lstrip(".") or None)
+            if name in files:  # a string naming one of our modules
+                edges.add(name)
         edges.discard(mod)
         graph[mod] = edges
     return graph

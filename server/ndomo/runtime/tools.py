@@ -19,7 +19,7 @@ from ndomo.schema import Schema
 from ndomo.validation import describe
 
 if TYPE_CHECKING:
-    from ndomo.runtime.context import TurnContext
+    from ndomo.runtime.context import OfferedTool, TurnContext
 
 log = logging.getLogger("ndomo.tools")
 
@@ -177,7 +177,7 @@ _SPECS: dict[tuple, list[Any]] = {}
 _SPECS_MAX = 64
 
 
-def tool_specs(tools: Iterable[ToolDescriptor]) -> list[Any]:
+def tool_specs(tools: Iterable[OfferedTool]) -> list[Any]:
     """What the model is offered for `tools`: one place, so the schemas are cached here."""
     from ndomo.llm.messages import ToolSpec
 

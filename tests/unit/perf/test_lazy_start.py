@@ -88,7 +88,7 @@ async def test_start_builds_the_runtime_plugins_off_the_event_loop(tmp_path, mon
     (app,) = server.apps.values()
     try:
         assert built_on == [False]
-        assert isinstance(app.runtime, Runtime)
+        assert isinstance(app.existing(Runtime), Runtime)
         assert Runtime.of(app).plugins.modes  # the one built in the thread
     finally:
         await app.aclose()
