@@ -124,11 +124,11 @@ async def handback(ctx: TurnContext, p: HandbackParams) -> ToolResult:
 
 
 async def _mode(ctx: TurnContext, args: list[str]) -> Any:
-    rt = ctx.runtime
+    rt, modes = ctx.runtime, Plugins.of(ctx).modes
     if not args:
-        return {"mode": ctx.session.mode, "modes": sorted(Plugins.of(ctx).modes)}
+        return {"mode": ctx.session.mode, "modes": sorted(modes)}
     if len(args) != 1:
-        raise SlashError(f"usage: /mode <{'|'.join(Plugins.of(ctx).modes)}>")
+        raise SlashError(f"usage: /mode <{'|'.join(modes)}>")
     try:
         state = await rt.set_mode(args[0], ctx.session.id)
     except (TurnRefused, StoreError) as exc:  # an unknown name or session: the user's error
