@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import to_jsonable_python
 
+from ndomo.errors import ActionError
 from ndomo.schema import Schema
 from ndomo.validation import describe, problems
 
@@ -41,16 +42,6 @@ ACTION_MODULES: list[str] = [
 
 class NoParams(Schema):
     model_config = ConfigDict(extra="forbid")
-
-
-class ActionError(Exception):
-    """A user-facing failure: bad arguments or a refused operation."""
-
-    def __init__(self, message: str, *, field: str | None = None, kind: str = "invalid") -> None:
-        super().__init__(message)
-        self.message = message
-        self.field = field
-        self.kind = kind  # "invalid" (bad arguments) or "failed" (refused / not possible)
 
 
 Handler = Callable[["App", Any], Awaitable[Any]]

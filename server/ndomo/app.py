@@ -19,13 +19,12 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
-from ndomo.actions import ActionError
 from ndomo.config import ConfigProblem, Settings, load_settings
+from ndomo.errors import ActionError
 
 if TYPE_CHECKING:
     from ndomo.agents.loader import AgentSet
     from ndomo.runtime.host import Host
-    from ndomo.runtime.runtime import Runtime
     from ndomo.store.store import PlanStore
 
 log = logging.getLogger("ndomo")
@@ -115,8 +114,6 @@ class App:
         self.origin = origin  # "lsp" or "cli": who drives this process
         self._store: PlanStore | None = None
         self._store_lock = asyncio.Lock()
-        # The runtime once built (`Runtime.of(app)` builds it on first use).
-        self.runtime: Runtime | None = None
         # The agent definitions once loaded (`await app.load_agents()`; the LSP reloads them).
         self.agents: AgentSet | None = None
         # Set by the LSP layer when an editor drives this App; None in the CLI.

@@ -59,9 +59,9 @@ async def test_app_instance_is_one_per_class_and_closed_with_the_app(tmp_path):
 
 async def test_runtime_of_builds_once_and_is_closed_with_the_app(tmp_path):
     app = App(tmp_path)
-    assert app.runtime is None
+    assert app.existing(Runtime) is None
     rt = Runtime.of(app)
-    assert app.runtime is rt and Runtime.of(app) is rt
+    assert app.existing(Runtime) is rt and Runtime.of(app) is rt
     assert rt in app._closables
     await app.aclose()
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from ndomo.runtime.plugins import Plugins
 from ndomo.runtime.tools import (
     PathsUnknown,
     PlanStep,
@@ -52,7 +53,7 @@ def tools_named(
     """The tools that declare a plan step (or a class), for messages that name no tool."""
     names = [
         t.name
-        for t in ctx.runtime.plugins.tools.all()
+        for t in Plugins.of(ctx).tools.all()
         if (step is not None and t.plan_step == step) or (kind is not None and t.tool_kind == kind)
     ]
     return " or ".join(names) or "the plan tools"

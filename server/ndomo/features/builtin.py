@@ -124,11 +124,11 @@ async def handback(ctx: TurnContext, p: HandbackParams) -> ToolResult:
 
 
 async def _mode(ctx: TurnContext, args: list[str]) -> Any:
-    rt = ctx.runtime
+    rt, modes = ctx.runtime, Plugins.of(ctx).modes
     if not args:
-        return {"mode": ctx.session.mode, "modes": sorted(rt.plugins.modes)}
+        return {"mode": ctx.session.mode, "modes": sorted(modes)}
     if len(args) != 1:
-        raise SlashError(f"usage: /mode <{'|'.join(rt.plugins.modes)}>")
+        raise SlashError(f"usage: /mode <{'|'.join(modes)}>")
     try:
         state = await rt.set_mode(args[0], ctx.session.id)
     except (TurnRefused, StoreError) as exc:  # an unknown name or session: the user's error
@@ -156,7 +156,7 @@ async def _new(ctx: TurnContext, args: list[str]) -> Any:
 async def _help(ctx: TurnContext, args: list[str]) -> Any:
     return {
         "commands": [
-            {"command": "/" + s.name, "help": s.help} for s in ctx.runtime.plugins.slash.specs()
+            {"command": "/" + s.name, "help": s.help} for s in Plugins.of(ctx).slash.specs()
         ]
     }
 

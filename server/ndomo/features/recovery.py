@@ -14,7 +14,7 @@ from ndomo.runtime.plugins import Plugins
 
 if TYPE_CHECKING:
     from ndomo.app import App
-    from ndomo.runtime.runtime import Runtime
+    from ndomo.runtime.context import Engine
 
 log = logging.getLogger("ndomo.recovery")
 
@@ -46,7 +46,7 @@ async def recover_interrupted_turns(app: App) -> int:
     return marked
 
 
-def schedule(rt: Runtime) -> None:
+def schedule(rt: Engine) -> None:
     app = rt.app
     if app.existing(TurnRecovery) is not None or app.no_store_reason is not None:
         return

@@ -191,7 +191,7 @@ async def session_export(app: App, p: ExportParams) -> Exported:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
 
-    # An editor that has the export open gets it through its buffer (lsp/owned.py), so the
+    # An editor that has the export open gets it through its buffer (lsp/host.py: write_owned), so the
     # buffer never goes stale; elsewhere (the CLI) the file is written.
     owned = app.owned_writer
     try:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ndomo.lsp.feature import Feature
 from ndomo.lsp.names import pick
+from ndomo.lsp.server import Feature
 
 # title ({agent}: the agent picked), agent role, mode role, prompt — by purpose, never by
 # name (ndomo.features.catalog.pick): a workspace's own planner or builder gets the same actions.

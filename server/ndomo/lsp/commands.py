@@ -18,7 +18,7 @@ from typing import Any
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from ndomo.lsp.command_names import LSP_ACTION_NAMES, READ_ONLY_ACTIONS
-from ndomo.lsp.feature import Feature
+from ndomo.lsp.server import Feature
 
 REQUEST_FAILED = -32803  # LSP ErrorCodes.RequestFailed
 

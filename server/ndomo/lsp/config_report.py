@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
-from ndomo.lsp.feature import Feature
+from ndomo.lsp.server import Feature
 
 if TYPE_CHECKING:
     from ndomo.app import App

@@ -7,7 +7,7 @@ from __future__ import annotations
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from ndomo.lsp.feature import Feature
+from ndomo.lsp.server import Feature
 
 
 class DocumentsFeature(Feature):

@@ -1,7 +1,8 @@
 """LspHost: a turn's edits, questions and approvals go through the editor.
 
 Open buffers are what tools read; edits are version-checked `workspace/applyEdit`s that
-the user can undo in the editor; `applied: false` means nothing was written.
+the user can undo in the editor; `applied: false` means nothing was written. Server-owned
+files (plan views, session exports) change the same way when open (`write_owned`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from ndomo.runtime.events import TurnEvent
 from ndomo.runtime.host import ApprovalChoice, ApprovalRequest, BaseHost, EditOutcome, write_atomic
 
 if TYPE_CHECKING:
-    from ndomo.lsp.progress import _Open
+    from ndomo.app import App
+    from ndomo.lsp.server import NdomoServer
 
 log = logging.getLogger("ndomo.lsp")
 
@@ -51,9 +53,6 @@ class LspHost(BaseHost):
         super().__init__()
         self.server = server
         self.app = app  # the folder's App this host's turn runs in (its settings apply)
-        self.progress: _Open | None = (
-            None  # the open work-done progress of this host's turn (lsp.progress)
-        )
         self._text: list[str] = []  # deltas not sent yet, all of turn `_text_turn`
         self._text_turn: int | None = None
         self._flush_handle: asyncio.TimerHandle | None = None
@@ -328,8 +327,6 @@ class LspHost(BaseHost):
                 await asyncio.to_thread(write_atomic, path, text)
 
     async def append_owned(self, path: Path, text: str) -> None:
-        from ndomo.lsp.owned import append_owned
-
         await append_owned(self.server, path, text)
 
     async def show_document(self, path: Path) -> None:
@@ -339,3 +336,55 @@ class LspHost(BaseHost):
             )
         except Exception:
             log.debug("client could not show %s", path, exc_info=True)
+
+
+def new_host(server: NdomoServer, app: App | None = None) -> LspHost:
+    """The Host for one editor-started turn in `app`'s folder (default: `server.app`)."""
+    return LspHost(server, app if app is not None else server.app)
+
+
+# -- server-owned files: plan views and session exports open in the editor ----------------
+# Written straight to disk, an open buffer of such a file goes stale, and saving the stale
+# buffer writes old text back. So while a file is open its buffer is changed instead — a
+# minimal, versioned `workspace/applyEdit` — and then saved: by the editor when it offers
+# `ndomo/saveDocuments`, else by writing the same text to disk. Closed files are written.
+
+
+def _disk(path: Path) -> str | None:
+    try:
+        with path.open(encoding="utf-8", newline="") as fh:
+            return fh.read()
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None
+
+
+async def write_owned(server: NdomoServer, path: Path, text: str) -> bool:
+    """Make `path` read `text` in the editor (if open) and on disk; False when an open
+    buffer refused the change (it keeps what it had, the disk is left alone)."""
+    doc = server.workspace.text_documents.get(from_fs_path(str(path)))
+    if doc is None:
+        if await asyncio.to_thread(_disk, path) != text:
+            await asyncio.to_thread(write_atomic, path, text)
+        return True
+    if doc.source != text:
+        host = new_host(server, server.app_for(path))
+        outcome = await host.apply_edit(path, text, doc.source)
+        if not outcome.applied:
+            return False
+        await host.save_edited([path])
+    elif await asyncio.to_thread(_disk, path) != text:
+        await asyncio.to_thread(write_atomic, path, text)
+    return True
+
+
+async def append_owned(server: NdomoServer, path: Path, text: str) -> None:
+    """Append to an owned file (a transcript) without losing what the buffer or disk held."""
+    doc = server.workspace.text_documents.get(from_fs_path(str(path)))
+    if doc is None or not await write_owned(server, path, doc.source + text):
+
+        def append() -> None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8") as fh:
+                fh.write(text)
+
+        await asyncio.to_thread(append)

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from ndomo.lsp import warmup
-from ndomo.lsp.feature import Feature
+from ndomo.lsp.logs import LogMessageHandler
+from ndomo.lsp.process import life_of
+from ndomo.lsp.server import Feature
 
 if TYPE_CHECKING:
     from ndomo.app import App
@@ -37,12 +39,13 @@ class LifecycleFeature(Feature):
             ls.init_options = params.initialization_options
             ls.sent_folders = bool(params.workspace_folders or params.root_uri or params.root_path)
             ls.ready_future()
-            ls.life.watch_parent(params.process_id)
+            life_of(ls).watch_parent(params.process_id)
 
         @ls.feature(types.INITIALIZED)
         async def on_initialized(params: types.InitializedParams) -> None:
-            if ls.log_handler is not None:
-                ls.log_handler.ready()
+            for handler in logging.getLogger().handlers:  # `ndomo serve` installs one
+                if isinstance(handler, LogMessageHandler) and handler.server is ls:
+                    handler.ready()
             self._starting = asyncio.ensure_future(self.start())
             await asyncio.shield(self._starting)
 
@@ -55,7 +58,7 @@ class LifecycleFeature(Feature):
         @ls.feature(types.SHUTDOWN)
         async def on_shutdown(*args) -> None:
             ls.closing = True
-            ls.life.shutdown_requested = True
+            life_of(ls).shutdown_requested = True
             if self._starting is not None:  # let start-up finish so nothing reopens the store later
                 try:
                     await asyncio.wait_for(asyncio.shield(self._starting), 10)
@@ -66,7 +69,7 @@ class LifecycleFeature(Feature):
             # One close for shutdown, exit and a dead editor alike; an `exit` that arrives
             # meanwhile cancels this handler, never the close (the wind-down finishes it).
             with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.shield(ls.life.close_app())
+                await asyncio.shield(life_of(ls).close_app())
 
     async def start(self) -> None:
         """Build one App per workspace folder root, publish them, then start every feature

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from ndomo.lsp.process import life_of
+
 if TYPE_CHECKING:
     from ndomo.lsp.server import NdomoServer
 
@@ -78,7 +80,7 @@ class LogMessageHandler(logging.Handler):
                 loop.call_soon_threadsafe(self._send, record.levelno, text)
 
     def _send(self, levelno: int, text: str) -> None:
-        if self.server.life.exiting:
+        if life_of(self.server).exiting:
             return
         self._sending.active = True
         try:

@@ -48,10 +48,11 @@ def current(server: NdomoServer) -> Catalog | None:
     """The catalog without waiting: from the App's runtime and loaded agents once there,
     else the lists advertised at initialize (None before that)."""
     from ndomo.features.catalog import Catalog, build_catalog
+    from ndomo.runtime.runtime import Runtime  # loaded before any App exists (lifecycle)
 
     app = server.app
     if app is not None:
-        rt, agents = app.runtime, app.agents
+        rt, agents = app.existing(Runtime), app.agents
         if rt is not None and agents is not None:
             return build_catalog(rt.plugins.modes, agents, app.settings)
     return Catalog.model_validate(server.catalog) if server.catalog else None

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
-from ndomo.lsp.feature import Feature
 from ndomo.lsp.names import pick
+from ndomo.lsp.server import Feature
 
 if TYPE_CHECKING:  # the store and runtime load after `initialized`, not before initialize
     from ndomo.app import App
@@ -290,7 +290,7 @@ class FolderPlans:
         for good, since nothing changes in the store again: the plan stays unsettled and one
         more refresh is asked for shortly (bounded: the change feed drops the plan once its
         stamp is older than the overlap window)."""
-        from ndomo.lsp.owned import write_owned
+        from ndomo.lsp.host import write_owned
         from ndomo.plan.view import render, view_path
 
         text, where = render(detail)

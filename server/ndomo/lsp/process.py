@@ -24,6 +24,7 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, cast
 
 from lsprotocol import types
+from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
@@ -38,7 +39,12 @@ CLOSE_GRACE_S = 10.0  # how long closing the App may take before the process exi
 
 
 class NdomoProtocol(LanguageServerProtocol):
-    """pygls' protocol, with an `exit` that winds the server down instead of `sys.exit`."""
+    """pygls' protocol, with an `exit` that winds the server down instead of `sys.exit`.
+    It owns the server's `Life` (`life_of(server)`)."""
+
+    def __init__(self, server: Any, converter: Any) -> None:
+        super().__init__(server, converter)
+        self.life = Life(cast("NdomoServer", server))  # stdio loop, wind-down, the editor's process
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, Any]:
@@ -54,7 +60,7 @@ class NdomoProtocol(LanguageServerProtocol):
 
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args: Any) -> None:  # type: ignore[override]  # pygls' is a generator that calls sys.exit; ours only asks Life to wind down
-        life = cast("NdomoServer", self._server).life
+        life = self.life
         life.request_exit(0 if life.shutdown_requested else 1, "exit received")
 
 
@@ -260,6 +266,16 @@ class Life:
         if self._slow_check is not None:
             self._slow_check.cancel()
             self._slow_check = None
+
+
+def life_of(server: LanguageServer) -> Life:
+    """The Life of a server built with `NdomoProtocol` (`lsp.features.create_server`)."""
+    protocol = server.protocol
+    if not isinstance(protocol, NdomoProtocol):
+        raise TypeError(
+            f"{type(server).__name__} runs {type(protocol).__name__}, not NdomoProtocol"
+        )
+    return protocol.life
 
 
 def finish(code: int) -> None:

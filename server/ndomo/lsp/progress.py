@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from lsprotocol import types
 
-from ndomo.lsp.feature import Feature
+from ndomo.lsp.server import Feature
 
 if TYPE_CHECKING:  # the runtime loads after `initialized`, not before initialize
     from ndomo.app import App
@@ -35,12 +36,21 @@ class _Open:
     app: App  # the folder whose runtime runs the turn
 
 
+@dataclass
+class _OnHost:
+    """The progress of the turn an LspHost serves (its sub-agents' turns share the host)."""
+
+    starting: asyncio.Future | None = None  # the token's round trip, not awaited by the turn
+    open: _Open | None = None
+
+
 class TurnProgressFeature(Feature):
     name = "progress"
 
     def __init__(self, server) -> None:
         super().__init__(server)
         self.by_token: dict[str, _Open] = {}  # open progresses → the session to cancel
+        self.on_host: weakref.WeakKeyDictionary[LspHost, _OnHost] = weakref.WeakKeyDictionary()
 
     def register(self) -> None:
         ls = self.server
@@ -85,14 +95,15 @@ class TurnProgressFeature(Feature):
         if not isinstance(host, LspHost):
             return
         top = ctx.depth == 0
+        state = self.on_host.setdefault(host, _OnHost())
         if event.kind == "turn_started" and top:
             # The token is a round trip to the editor: the turn (and its first token) does not
             # wait for it. Reports before it exists are skipped; the end waits for it.
-            host.progress_starting = asyncio.ensure_future(self._begin(ctx, host))  # type: ignore[attr-defined]  # the progress feature keeps its pending start on the host
+            state.starting = asyncio.ensure_future(self._begin(ctx, host))
             return
-        starting = getattr(host, "progress_starting", None)
+        starting = state.starting
         if event.kind == "turn_finished" and top and starting is not None:
-            host.progress_starting = None  # type: ignore[attr-defined]  # the progress feature keeps its pending start on the host
+            state.starting = None
             await starting
         if (
             event.kind == "turn_finished"
@@ -104,7 +115,7 @@ class TurnProgressFeature(Feature):
                 await asyncio.wait_for(self._show_export(ctx, host), 10)
             except Exception:
                 log.warning("the session export could not be shown", exc_info=True)
-        entry: _Open | None = getattr(host, "progress", None)
+        entry = state.open
         if entry is None:
             return
         wdp = self.server.work_done_progress
@@ -124,7 +135,7 @@ class TurnProgressFeature(Feature):
         elif event.kind == "turn_finished" and top:
             # by its kind (the events module loads with the App, after `initialized`)
             done = cast("TurnFinished", event)
-            host.progress = None
+            state.open = None
             self.by_token.pop(entry.token, None)
             err = done.error
             wdp.end(
@@ -140,7 +151,8 @@ class TurnProgressFeature(Feature):
         await host.show_document(Path(done.path))
 
     async def _begin(self, ctx: TurnContext, host: LspHost) -> None:
-        if not self.supports_progress() or getattr(host, "progress", None) is not None:
+        state = self.on_host.setdefault(host, _OnHost())
+        if not self.supports_progress() or state.open is not None:
             return
         token = f"ndomo-turn-{uuid.uuid4().hex[:12]}"
         try:
@@ -154,7 +166,7 @@ class TurnProgressFeature(Feature):
             title=f"{ctx.agent_name} · {ctx.mode}",
             app=ctx.app,
         )
-        host.progress = entry
+        state.open = entry
         self.by_token[token] = entry
         message, percent = await self._message(ctx, ctx.request.prompt.splitlines()[0][:80])
         self.server.work_done_progress.begin(

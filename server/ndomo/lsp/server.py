@@ -1,7 +1,9 @@
-"""The ndomo language server: a thin pygls shell around the `App`.
+"""The ndomo language server: a thin pygls shell around the `App`, and the `Feature` base.
 
-Features are small classes (`lsp.feature.Feature`) listed in `lsp.features.FEATURES`; each registers its handlers in one
-place and its failures are isolated (logged, reported, never fatal to the server).
+The floor of `lsp/`: it imports no other module of it. Features are small classes
+(`Feature`, below) listed in `lsp.features`, which builds the server with them and with
+the process's protocol (`lsp.process`); each registers its handlers in one place and its
+failures are isolated (logged, reported, never fatal to the server).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from ndomo import __version__
@@ -21,8 +24,6 @@ from ndomo.runtime.listeners import Listeners
 
 if TYPE_CHECKING:  # the App (config, pydantic, yaml) loads after `initialized`
     from ndomo.app import App
-    from ndomo.lsp.feature import Feature
-    from ndomo.lsp.logs import LogMessageHandler
 
 log = logging.getLogger("ndomo.lsp")
 
@@ -32,19 +33,17 @@ QuickFixes = Callable[[types.CodeActionParams], list[types.CodeAction]]
 
 
 class NdomoServer(LanguageServer):
-    def __init__(self) -> None:
-        from ndomo.lsp.process import Life, NdomoProtocol
-
+    def __init__(self, protocol_cls: type[LanguageServerProtocol] = LanguageServerProtocol) -> None:
         super().__init__(
             "ndomo",
             __version__,
             # Editors send only the changed ranges; pygls applies them to its copy, which
             # every reader (LspHost, owned files, didSave) takes its text and version from.
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
-            protocol_cls=NdomoProtocol,
+            # `lsp.process.NdomoProtocol` when served (`lsp.features.create_server`): the
+            # stdio loop, the wind-down and the editor's process (`life_of(server)`).
+            protocol_cls=protocol_cls,
         )
-        self.life = Life(self)  # stdio loop, wind-down, the editor's process
-        self.log_handler: LogMessageHandler | None = None  # installed by `ndomo serve`
         # One App (one store) per workspace folder root, in the client's order; the key
         # None is the App without a root (no store) when the client sent no usable folder.
         self.apps: dict[Path | None, App] = {}
@@ -147,12 +146,6 @@ class NdomoServer(LanguageServer):
                 roots.append(root)
         return roots or [None]
 
-    def new_host(self, app: App | None = None):
-        """The Host for one editor-started turn in `app`'s folder."""
-        from ndomo.lsp.host import LspHost
-
-        return LspHost(self, app if app is not None else self.app)
-
     def spawn(self, coro) -> asyncio.Task:
         """Run work in the background without losing the task or its exceptions."""
         task = asyncio.get_running_loop().create_task(coro)
@@ -172,12 +165,22 @@ class NdomoServer(LanguageServer):
         )
 
 
-def create_server() -> NdomoServer:
-    from ndomo.lsp.features import FEATURES
+class Feature:
+    """One concern of the editor surface. Subclasses register handlers in `register`."""
 
-    server = NdomoServer()
-    for cls in FEATURES:
-        feat = cls(server)
-        feat.register()
-        server.features.append(feat)
-    return server
+    name = "feature"
+
+    def __init__(self, server: NdomoServer) -> None:
+        self.server = server
+
+    def register(self) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    async def on_ready(self, app: App) -> None:
+        """Called once per App (one per workspace folder), when it exists."""
+
+    async def on_close(self, app: App) -> None:
+        """Called when a workspace folder is removed, before its App closes."""
+
+    async def on_settings(self, app: App) -> None:
+        """Called after `app.settings` changed (workspace/didChangeConfiguration)."""

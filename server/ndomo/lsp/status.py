@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from pygls.uris import from_fs_path
 
-from ndomo.lsp.feature import Feature
+from ndomo.lsp.server import Feature
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -22,15 +22,16 @@ class StatusFeature(Feature):
         pass
 
     async def on_ready(self, app: App) -> None:
+        from ndomo.lsp.host import new_host
         from ndomo.runtime.runtime import Runtime
 
         rt = Runtime.of(app)
-        app.host_factory = lambda: self.server.new_host(app)
+        app.host_factory = lambda: new_host(self.server, app)
 
         async def owned_writer(
             path: Path, text: str
         ) -> bool:  # session exports open in this editor
-            from ndomo.lsp.owned import write_owned
+            from ndomo.lsp.host import write_owned
 
             return await write_owned(self.server, path, text)
 

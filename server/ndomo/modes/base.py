@@ -8,9 +8,8 @@ from typing import TYPE_CHECKING
 from ndomo.runtime.tools import BASE_KINDS, ToolKind, admitted
 
 if TYPE_CHECKING:
-    from ndomo.runtime.context import TurnContext
+    from ndomo.runtime.context import Engine, TurnContext
     from ndomo.runtime.hooks import HookBase
-    from ndomo.runtime.plugins import Plugins
     from ndomo.runtime.prompts import PromptContributor
     from ndomo.runtime.slash import CommandSpec
     from ndomo.runtime.tools import ToolDescriptor, ToolGuard
@@ -67,16 +66,6 @@ class AgentMode:
         with, or None to end the turn (a mode may set ctx.status first)."""
         return None
 
-    def on_runtime(self, runtime) -> None:
-        """Called with each Runtime built from these plugins (to add event listeners …)."""
-
-    def setup(self, plugins: Plugins) -> None:
-        for t in self.tools():
-            plugins.tools.add(t)
-        plugins.hooks.extend(self.hooks())
-        for c in self.prompt_contributors():
-            plugins.prompts.add(c)
-        for s in self.commands():
-            plugins.slash.add(s)
-        plugins.tools.guards.extend(self.guards())
-        plugins.on_runtime.append(self.on_runtime)
+    def on_runtime(self, runtime: Engine) -> None:
+        """Called with each Runtime built from these plugins (to add event listeners …).
+        `Plugins.add_mode` registers the rest of what a mode brings."""

@@ -9,6 +9,7 @@ from urllib.parse import unquote, urlparse
 from ndomo.llm.messages import Message
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.history import load_history, model_history, record_soon
+from ndomo.runtime.plugins import Plugins
 from ndomo.security.paths import workspace_name
 
 
@@ -49,15 +50,15 @@ async def _no_history() -> list[Message]:
 
 
 async def build_turn(ctx: TurnContext) -> None:
-    rt = ctx.runtime
-    ctx.agent = await rt.check_agent(ctx.agent_name)
-    ctx.tools = rt.plugins.tools.filter(ctx)
+    plugins = Plugins.of(ctx)
+    ctx.agent = await ctx.runtime.check_agent(ctx.agent_name)
+    ctx.tools = plugins.tools.filter(ctx)
     # Independent reads (prompt files, the open buffer, the stored history) wait together:
     # each is a hop to another thread, and the first token waits for all of them.
     ctx.system_prompt, selection, turn, stored = await asyncio.gather(
-        rt.plugins.prompts.build(ctx),
+        plugins.prompts.build(ctx),
         selection_context(ctx),
-        rt.plugins.prompts.build(ctx, placement="turn"),
+        plugins.prompts.build(ctx, placement="turn"),
         load_history(ctx) if ctx.depth == 0 else _no_history(),
     )
     prompt = ctx.request.prompt

@@ -1,24 +1,33 @@
-"""Per-request state that phases, hooks, tools and the executor share."""
+"""Per-request state that phases, hooks, tools and the executor share.
+
+The floor of the engine: the registries (hooks, tools, prompts, slash commands), the
+modes and the Runtime all name `TurnContext`, so it names none of them. What a turn sees
+of them is declared here and implemented above: `Engine` (the Runtime running the turn)
+and `OfferedTool` (a tool the model is offered, `runtime.tools.ToolDescriptor`).
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import ConfigDict, Field
 
 from ndomo.schema import Schema
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from ndomo.agents.loader import AgentSet
     from ndomo.agents.schema import AgentDef
     from ndomo.app import App
     from ndomo.llm.messages import Message
+    from ndomo.runtime.events import Status, TurnEvent
     from ndomo.runtime.host import Host
-    from ndomo.runtime.runtime import Runtime
-    from ndomo.runtime.tools import ToolDescriptor
+    from ndomo.runtime.listeners import Listeners
 
 
 class Position(Schema):
@@ -58,13 +67,85 @@ class SessionState:
     busy: bool = False
 
 
+class TurnSummary(Schema):
+    """What a turn returns: the answer of `ndomo.turn`, `ndomo run` and a delegated `task`."""
+
+    turn_id: int | None
+    session: str
+    agent: str
+    mode: str
+    status: str
+    answer: str = ""
+    error: str | None = None
+    handback: str | None = None
+    iterations: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    modified: list[str] = []
+    payload: Any = None
+
+
 T = TypeVar("T")
+
+
+class Engine(Protocol):
+    """The Runtime (`runtime.runtime`) as the parts of a turn use it: hooks, tools, modes,
+    the builder and the executor sit below the Runtime and reach it through this. Its own
+    objects that name the context back (its `Plugins`, its `ToolCallCoordinator`) are
+    fetched by class, `part(Plugins)`, by the modules that declare that class."""
+
+    @property
+    def app(self) -> App: ...
+
+    @property
+    def status_listeners(self) -> Listeners[[Status]]: ...
+
+    @property
+    def event_listeners(self) -> Listeners[[TurnContext, TurnEvent]]: ...
+
+    def part(self, kind: type[T]) -> T: ...
+
+    async def emit(self, ctx: TurnContext, event: TurnEvent) -> None: ...
+
+    async def publish_status(self, state: SessionState) -> None: ...
+
+    async def agents(self) -> AgentSet: ...
+
+    async def check_agent(self, agent: str) -> AgentDef: ...
+
+    async def new_session(self) -> SessionState: ...
+
+    async def set_mode(self, mode: str, session_id: str | None = None) -> SessionState: ...
+
+    async def set_agent(self, agent: str, session_id: str | None = None) -> SessionState: ...
+
+    async def run(
+        self, request: TurnRequest, host: Host | None = None, *, parent: TurnContext | None = None
+    ) -> TurnSummary: ...
+
+
+class OfferedTool(Protocol):
+    """A tool the model is offered in this turn (`runtime.tools.ToolDescriptor`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def params(self) -> type[BaseModel]: ...
+
+    @property
+    def core(self) -> bool: ...
+
+    def schema(self) -> dict[str, Any]: ...
 
 
 @dataclass
 class TurnContext:
     app: App
-    runtime: Runtime
+    runtime: Engine
     host: Host
     request: TurnRequest
     session: SessionState
@@ -77,7 +158,7 @@ class TurnContext:
     agent: AgentDef | None = None  # the agent's definition, once the build step resolved it
     system_prompt: str = ""
     messages: list[Message] = field(default_factory=list)
-    tools: list[ToolDescriptor] = field(default_factory=list)
+    tools: Sequence[OfferedTool] = field(default_factory=list)
     status: str = "running"  # done | cancelled | failed | blocked | capped
     answer: str = ""
     error: str | None = None

@@ -20,9 +20,11 @@ from ndomo.llm.messages import (
 )
 from ndomo.runtime import model_fit as mf
 from ndomo.runtime.context import TurnContext
+from ndomo.runtime.coordinator import ToolCallCoordinator
 from ndomo.runtime.events import Notice, TextDelta, ToolFinished, ToolStarted
 from ndomo.runtime.history import SKIPPED, record
 from ndomo.runtime.output import current_call
+from ndomo.runtime.plugins import Plugins
 from ndomo.runtime.tools import ToolResult, tool_specs
 
 if TYPE_CHECKING:
@@ -82,7 +84,7 @@ def temperature_for(ctx: TurnContext) -> float | None:
 
 
 def iteration_cap(ctx: TurnContext) -> int:
-    mode = ctx.runtime.plugins.modes[ctx.mode]
+    mode = Plugins.of(ctx).modes[ctx.mode]
     return mode.iteration_cap(ctx)
 
 
@@ -129,8 +131,8 @@ async def _stream(
 
 
 async def run_call(ctx: TurnContext, call: ToolCall) -> ToolResult:
-    rt = ctx.runtime
-    entry = rt.coordinator.new(call.name, ctx.turn_id)
+    rt, calls = ctx.runtime, ctx.runtime.part(ToolCallCoordinator)
+    entry = calls.new(call.name, ctx.turn_id)
     await rt.emit(
         ctx, ToolStarted(call_id=entry.id, name=call.name, arguments=call.arguments or {})
     )
@@ -141,8 +143,8 @@ async def run_call(ctx: TurnContext, call: ToolCall) -> ToolResult:
     else:
         token = current_call.set((entry.id, call.name))  # the tool's task inherits it (live output)
         try:
-            result = await rt.coordinator.run(
-                entry, lambda: rt.plugins.tools.execute(ctx, call.name, call.arguments)
+            result = await calls.run(
+                entry, lambda: Plugins.of(ctx).tools.execute(ctx, call.name, call.arguments)
             )
         finally:
             current_call.reset(token)
@@ -156,7 +158,7 @@ async def run_call(ctx: TurnContext, call: ToolCall) -> ToolResult:
 
 
 def _requires_tools(ctx: TurnContext) -> bool:
-    mode = ctx.runtime.plugins.modes.get(ctx.mode)
+    mode = Plugins.of(ctx).modes.get(ctx.mode)
     return mode is not None and mode.contract.requires_tools
 
 
@@ -230,7 +232,7 @@ async def execute(ctx: TurnContext) -> None:
                 break
             await _add(ctx, Message(role="assistant", content=text or None, tool_calls=calls))
             if not calls:
-                nudge = await ctx.runtime.plugins.modes[ctx.mode].on_stop(ctx, text)
+                nudge = await Plugins.of(ctx).modes[ctx.mode].on_stop(ctx, text)
                 if nudge is None:
                     ctx.answer = text
                     break

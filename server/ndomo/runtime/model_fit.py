@@ -11,6 +11,7 @@ from ndomo.llm.budget import Fitted, Window, fit
 from ndomo.llm.capabilities import Capabilities
 from ndomo.llm.errors import ModelContextTooSmall
 from ndomo.llm.messages import Message, ToolSpec
+from ndomo.runtime.plugins import Plugins
 
 if TYPE_CHECKING:
     from ndomo.runtime.context import TurnContext
@@ -112,7 +113,7 @@ async def fit_request(ctx: TurnContext, client: Any, specs: list[ToolSpec]) -> F
         except ModelContextTooSmall:
             # The compact system prompt is built only when the request must give way that far
             # (building it reads the prompt files again: a hop every turn otherwise).
-            compact = await ctx.runtime.plugins.prompts.build(ctx, compact=True)
+            compact = await Plugins.of(ctx).prompts.build(ctx, compact=True)
             if anchor:
                 compact = f"{compact}\n\n{anchor}"
             fitted = fit(messages, specs, window, core_tools=core, compact_system=compact)
@@ -182,7 +183,7 @@ def learn_window_from_error(client: Any, err: Any, sent_tokens: int) -> None:
 
 
 def tools_refusal(ctx: TurnContext, client: Any) -> str:
-    modes = ctx.runtime.plugins.modes.values()
+    modes = Plugins.of(ctx).modes.values()
     without = [m.name for m in modes if not m.contract.requires_tools]
     switch = (
         f" or switch to a mode that works without them ({', '.join(without)})" if without else ""

@@ -22,8 +22,7 @@ from ndomo.runtime.tools import ToolRegistry
 
 if TYPE_CHECKING:
     from ndomo.modes.base import AgentMode
-    from ndomo.runtime.context import TurnContext
-    from ndomo.runtime.runtime import Runtime
+    from ndomo.runtime.context import Engine, TurnContext
 
 log = logging.getLogger("ndomo.plugins")
 
@@ -64,20 +63,36 @@ class Plugins:
     slash: SlashCommandRegistry = field(default_factory=SlashCommandRegistry)
     modes: dict[str, AgentMode] = field(default_factory=dict)
     # Called with each Runtime built from these plugins (to add listeners, start work …).
-    on_runtime: list[Callable[[Runtime], None]] = field(default_factory=list)
+    on_runtime: list[Callable[[Engine], None]] = field(default_factory=list)
     # Called with the runtime and the session it leaves (a new session started) — e.g. to
     # stop that session's servers.
-    on_session_end: Listeners[[Runtime, str]] = field(
+    on_session_end: Listeners[[Engine, str]] = field(
         default_factory=lambda: Listeners("session-end")
     )
     # Told of each file a tool wrote, in registration order.
     on_file_written: list[FileWritten] = field(default_factory=list)
 
+    @classmethod
+    def of(cls, ctx: TurnContext) -> Plugins:
+        """The registries of the runtime running `ctx`."""
+        return ctx.runtime.part(cls)
+
     def add_mode(self, mode: AgentMode) -> None:
+        """Register `mode` with everything it brings: its tools, hooks, prompt contributors,
+        slash commands and guards."""
         if mode.name in self.modes:
             raise ValueError(f"mode {mode.name!r} registered twice")
         self.modes[mode.name] = mode
-        mode.setup(self)
+        self.tools.fences[mode.name] = mode.contract
+        for t in mode.tools():
+            self.tools.add(t)
+        self.hooks.extend(mode.hooks())
+        for c in mode.prompt_contributors():
+            self.prompts.add(c)
+        for s in mode.commands():
+            self.slash.add(s)
+        self.tools.guards.extend(mode.guards())
+        self.on_runtime.append(mode.on_runtime)
 
 
 def installed_features() -> list[str]:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ndomo.app import App
-from ndomo.runtime.context import SessionState, TurnContext, TurnRequest
+from ndomo.runtime.context import SessionState, TurnContext, TurnRequest, TurnSummary
 from ndomo.runtime.coordinator import ToolCallCoordinator
 from ndomo.runtime.events import Status, TurnEvent
 from ndomo.runtime.hooks import HookAction, Phase
@@ -22,7 +22,6 @@ from ndomo.runtime.host import BaseHost, Host
 from ndomo.runtime.listeners import Listeners
 from ndomo.runtime.plugins import Plugins, build_plugins
 from ndomo.runtime.slash import SlashError
-from ndomo.schema import Schema
 from ndomo.security.paths import workspace_name
 
 if TYPE_CHECKING:
@@ -31,6 +30,8 @@ if TYPE_CHECKING:
     from ndomo.store.models import Session
 
 log = logging.getLogger("ndomo.runtime")
+
+T = TypeVar("T")
 
 
 class _Go(enum.Enum):
@@ -43,22 +44,6 @@ class _Go(enum.Enum):
 
 class TurnRefused(Exception):
     """A request the runtime refuses (unknown mode, unknown agent, busy session)."""
-
-
-class TurnSummary(Schema):
-    turn_id: int | None
-    session: str
-    agent: str
-    mode: str
-    status: str
-    answer: str = ""
-    error: str | None = None
-    handback: str | None = None
-    iterations: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    modified: list[str] = []
-    payload: Any = None
 
 
 class Runtime:
@@ -81,12 +66,17 @@ class Runtime:
     @classmethod
     def of(cls, app: App, plugins: Plugins | None = None) -> Runtime:
         """The App's runtime, created on first use (from `plugins` if given) and closed
-        with the App."""
-        rt = app.runtime
-        if rt is None:
-            rt = app.runtime = cls(app, plugins)
-            app.close_with(rt)
-        return rt
+        with the App. The App keeps it as one of its instances: it names no Runtime."""
+        return app.instance(cls, lambda: cls(app, plugins))
+
+    def part(self, kind: type[T]) -> T:
+        """This runtime's own object of class `kind` (its `Plugins`, its
+        `ToolCallCoordinator`, its `ToolRegistry`): how the modules below it, which name the class but not the
+        Runtime, reach it through `ctx.runtime` (`Engine`)."""
+        for found in (self.plugins, self.coordinator, self.plugins.tools):
+            if isinstance(found, kind):
+                return found
+        raise LookupError(f"a runtime holds no {kind.__name__}")
 
     async def aclose(self) -> None:
         """Cancel every running turn and wait for each to end; a turn that failed on its way

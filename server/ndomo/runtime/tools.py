@@ -23,7 +23,7 @@ from ndomo.schema import Schema
 from ndomo.validation import describe
 
 if TYPE_CHECKING:
-    from ndomo.runtime.context import TurnContext
+    from ndomo.runtime.context import OfferedTool, TurnContext
 
 log = logging.getLogger("ndomo.tools")
 
@@ -286,7 +286,7 @@ _SPECS: dict[tuple, list[Any]] = {}
 _SPECS_MAX = 64
 
 
-def tool_specs(tools: Iterable[ToolDescriptor]) -> list[Any]:
+def tool_specs(tools: Iterable[OfferedTool]) -> list[Any]:
     """What the model is offered for `tools`: one place, so the schemas are cached here."""
     from ndomo.llm.messages import ToolSpec
 
@@ -382,7 +382,7 @@ ToolProvider = Callable[["TurnContext"], Iterable[ToolDescriptor]]
 
 def _fences(ctx: TurnContext) -> dict[str, ModeFence]:
     """Every registered mode's contract, by mode name, in registration order."""
-    return {name: mode.contract for name, mode in ctx.runtime.plugins.modes.items()}
+    return ctx.runtime.part(ToolRegistry).fences
 
 
 def admits(ctx: TurnContext, tool: ToolDescriptor) -> bool:
@@ -397,6 +397,8 @@ class ToolRegistry:
         self.guards: list[ToolGuard] = []
         self.policy: PermissionPolicy = AllowAll()
         self.providers: list[ToolProvider] = []
+        # each registered mode's contract, by mode name (Plugins.add_mode fills it)
+        self.fences: dict[str, ModeFence] = {}
 
     def add(self, tool: ToolDescriptor) -> None:
         if tool.name in self._tools:

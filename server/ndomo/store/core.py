@@ -13,7 +13,7 @@ import sqlite3
 from ndomo.store.base import loads, row_dict
 from ndomo.store.db import now
 from ndomo.store.errors import Invalid, InvalidTransition, NotFound, Refused
-from ndomo.store.models import PLAN_STATUSES, TERMINAL_PLAN_STATUSES, StatusChange
+from ndomo.store.models import PLAN_STATUSES, TERMINAL_PLAN_STATUSES, Session, StatusChange
 
 TRANSITIONS: dict[str, frozenset[str]] = {
     "draft": frozenset({"approved", "abandoned"}),
@@ -191,3 +191,9 @@ def plan_started(
             force=False,
             reason="a task started",
         )
+
+
+def session_from_row(row: sqlite3.Row) -> Session:
+    d = dict(row)
+    d["metadata"] = loads(d.get("metadata"), {})
+    return Session.model_validate(d)

@@ -18,12 +18,11 @@ from typing import Any
 from pydantic import Field
 
 from ndomo.store.base import StoreBase, dumps, loads, row_dict
-from ndomo.store.core import ensure_session_row
+from ndomo.store.core import ensure_session_row, session_from_row
 from ndomo.store.db import now
 from ndomo.store.errors import Invalid, Refused
 from ndomo.store.models import Session, _Out
 from ndomo.store.owner import PidAlive, hostname, owner_is_gone, pid_alive, process_owner
-from ndomo.store.sessions import session_from_row
 
 ROLES = ("user", "assistant", "tool")
 

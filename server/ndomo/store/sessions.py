@@ -6,19 +6,13 @@ import sqlite3
 import uuid
 from typing import Any
 
-from ndomo.store.base import StoreBase, dumps, loads
-from ndomo.store.core import change_status, ensure_session_row
+from ndomo.store.base import StoreBase, dumps
+from ndomo.store.core import change_status, ensure_session_row, session_from_row
 from ndomo.store.db import now
 from ndomo.store.errors import Invalid, NotFound
 from ndomo.store.models import Session
 
 _UNSET: Any = object()
-
-
-def session_from_row(row: sqlite3.Row) -> Session:
-    d = dict(row)
-    d["metadata"] = loads(d.get("metadata"), {})
-    return Session.model_validate(d)
 
 
 class SessionOps(StoreBase):

@@ -51,18 +51,17 @@ def serve(ns: argparse.Namespace) -> int:
     )
     if ns.log_level != "debug":  # pygls logs every message at INFO
         logging.getLogger("pygls").setLevel(logging.WARNING)
+    from ndomo.lsp.features import create_server
     from ndomo.lsp.logs import LogMessageHandler
-    from ndomo.lsp.server import create_server
+    from ndomo.lsp.process import finish, life_of
 
     if not ns.tcp and sys.stdin.isatty():  # a person typed it: say what this is
         print(TTY_NOTE, file=sys.stderr, flush=True)
     server = create_server()
-    server.log_handler = handler = LogMessageHandler(server, level)  # INFO and up: the editor's log
-    logging.getLogger().addHandler(handler)
+    # INFO and up: the editor's log (lifecycle tells it when the client is ready)
+    logging.getLogger().addHandler(LogMessageHandler(server, level))
     if ns.tcp:
         server.start_tcp(ns.host, ns.port)
         return 0
-    from ndomo.lsp.process import finish
-
-    finish(server.life.serve_stdio())
+    finish(life_of(server).serve_stdio())
     return 0  # not reached: finish() exits

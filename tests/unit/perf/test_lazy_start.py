@@ -24,7 +24,7 @@ def test_manifest_lists_every_lsp_action():
 
 def test_server_creation_does_not_import_the_app_or_actions():
     code = (
-        "import sys; from ndomo.lsp.server import create_server; s = create_server();"
+        "import sys; from ndomo.lsp.features import create_server; s = create_server();"
         "heavy = [m for m in ('ndomo.app', 'ndomo.actions', 'ndomo.runtime.runtime', 'pydantic', 'yaml', 'openai')"
         " if m in sys.modules]; print(','.join(heavy));"
         "print(len([c for c in s.protocol.fm.commands if c.startswith('ndomo.')]))"
@@ -88,7 +88,7 @@ async def test_start_builds_the_runtime_plugins_off_the_event_loop(tmp_path, mon
     (app,) = server.apps.values()
     try:
         assert built_on == [False]
-        assert isinstance(app.runtime, Runtime)
+        assert isinstance(app.existing(Runtime), Runtime)
         assert Runtime.of(app).plugins.modes  # the one built in the thread
     finally:
         await app.aclose()

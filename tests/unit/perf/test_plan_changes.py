@@ -260,7 +260,7 @@ def test_a_process_that_leaves_the_store_open_still_exits(tmp_path):
 
 async def test_an_open_view_that_refused_an_update_is_written_again(tmp_path, monkeypatch):
     """Nothing in the store changes again after a refused view edit: the refresh must retry."""
-    import ndomo.lsp.owned as owned
+    import ndomo.lsp.host as owned
 
     monkeypatch.setattr(pd, "SETTLE", timedelta(0))
     answers = [False, True]

@@ -5,6 +5,7 @@ import pytest
 from ndomo.actions import load_actions
 from ndomo.runtime.context import TurnRequest
 from ndomo.runtime.host import BaseHost
+from ndomo.runtime.runtime import Runtime
 from ndomo.runtime.tools import ToolDescriptor, ToolRegistry
 from ndomo.tools.reflexes import catalog_for, load_reflexes
 from ndomo.tools.reflexes.template import TemplateError, substitute
@@ -70,7 +71,7 @@ async def test_reflex_offered_in_a_turn_and_runs_through_registry(rt, fake, refl
 
 
 async def test_reflex_action_uses_session_mode(rt, app, reflexes_dir):
-    app.runtime = rt
+    app.instance(Runtime, lambda: rt)  # the action finds the runtime through the App
     run_action = load_actions().get("reflex.run")
     await rt.set_mode("discussion")
     out = await run_action.invoke(app, {"name": "greet", "params": {"word": "hi"}})

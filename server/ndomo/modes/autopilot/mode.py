@@ -4,7 +4,7 @@ import logging
 
 from ndomo.modes.autopilot import stops
 from ndomo.modes.base import AgentMode, ModeContract
-from ndomo.runtime.context import TurnContext
+from ndomo.runtime.context import Engine, TurnContext
 from ndomo.runtime.hooks import HookResult, ModeGatedHook, Phase
 from ndomo.runtime.prompts import ModePromptContributor, add_to_prompt
 from ndomo.runtime.tools import BASE_KINDS
@@ -84,5 +84,5 @@ class AutopilotMode(AgentMode):
     async def on_stop(self, ctx: TurnContext, answer: str) -> str | None:
         return await stops.on_stop(ctx, answer)
 
-    def on_runtime(self, runtime) -> None:
+    def on_runtime(self, runtime: Engine) -> None:
         runtime.event_listeners.add(stops.track_plans)

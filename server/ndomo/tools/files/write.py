@@ -10,6 +10,7 @@ from pydantic import ConfigDict, Field
 
 from ndomo.lib.workspace import apply_changes, arg_path, check_writable, not_found, rel, resolve
 from ndomo.runtime.context import TurnContext
+from ndomo.runtime.plugins import Plugins
 from ndomo.runtime.tools import ChangeKind, FileChange, ToolError, tool
 from ndomo.schema import Schema
 
@@ -21,7 +22,7 @@ async def after_write(ctx: TurnContext, name: str, text: str | None) -> str:
     if text is None:
         return ""
     notes = []
-    for listener in ctx.runtime.plugins.on_file_written:
+    for listener in Plugins.of(ctx).on_file_written:
         try:
             note = await listener(ctx, name, text)
         except Exception as exc:  # the write itself succeeded: say so, and what failed

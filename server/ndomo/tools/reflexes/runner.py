@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from ndomo.runtime.context import TurnContext
+from ndomo.runtime.plugins import Plugins
 from ndomo.tools.reflexes.model import Reflex, ReflexRun, StepOutcome
 from ndomo.tools.reflexes.template import TemplateError, substitute
 from ndomo.validation import describe
@@ -60,7 +61,7 @@ async def run_reflex(ctx: TurnContext, reflex: Reflex, params: dict[str, Any]) -
     except ValueError as exc:
         run.message = str(exc)
         return run
-    registry = ctx.runtime.plugins.tools
+    registry = Plugins.of(ctx).tools
     outputs: dict[str, str] = {}
     stopped = False
     nesting.depth = depth + 1

@@ -9,8 +9,8 @@ from ndomo.tools.shell.processes import ServeManager
 from ndomo.tools.shell.serve import serve
 
 if TYPE_CHECKING:
+    from ndomo.runtime.context import Engine
     from ndomo.runtime.plugins import Plugins
-    from ndomo.runtime.runtime import Runtime
 
 
 def setup(plugins: Plugins) -> None:
@@ -19,7 +19,7 @@ def setup(plugins: Plugins) -> None:
     plugins.on_session_end.add(stop_with_session)
 
 
-async def stop_with_session(rt: Runtime, session_id: str) -> None:
+async def stop_with_session(rt: Engine, session_id: str) -> None:
     """Served processes stop when their session ends (a new session replaces it)."""
     manager = rt.app.existing(ServeManager)
     if manager is not None:
