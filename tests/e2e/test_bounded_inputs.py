@@ -6,9 +6,13 @@ real files and processes (rg, FIFOs), and reads what the model was sent back.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.e2e.conftest import server_env
 from tests.fakes.fake_model import FakeModel
@@ -24,14 +28,23 @@ PEAK = (
 
 
 def run(workspace: Path, fake: FakeModel, *extra: str, prompt: str = "go", timeout: float = 120):
+    """`ndomo run` in its own process group; a hang fails the test and leaves no process."""
     args = [sys.executable, "-m", "ndomo", "run", "--workspace", str(workspace), *extra, prompt]
-    return subprocess.run(
+    proc = subprocess.Popen(
         [sys.executable, "-c", PEAK, *args],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=timeout,
         env=server_env({"NDOMO_BASE_URL": fake.url}),
+        start_new_session=True,
     )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"ndomo run hung for {timeout} s; output so far: {out[-2000:]}")
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def tool_messages(request: dict) -> list[str]:
@@ -59,3 +72,39 @@ def test_grep_on_a_20mb_single_line_bundle_stays_small_and_finds_the_match(tmp_p
     assert "line cut: 21," in result  # the cut is said, with the line's length
     # Before the bound, the JSON event of the whole line cost ndomo 1.8 GB here.
     assert peak_kib < 250 * 1024, f"peak RSS {peak_kib} KiB"
+
+
+def test_read_of_a_fifo_is_refused_without_blocking_and_the_turn_goes_on(tmp_path):
+    os.mkfifo(tmp_path / "pipe")
+    calls = [
+        {"name": "read", "arguments": {"path": "pipe"}},
+        {"name": "edit", "arguments": {"path": "pipe", "old_text": "a", "new_text": "b"}},
+        {"name": "grep", "arguments": {"pattern": "x", "path": "pipe"}},
+    ]
+    script = [*({"tool_calls": [c]} for c in calls), {"text": "carried on"}]
+    with FakeModel(script=script) as fake:
+        out = run(tmp_path, fake, "--mode", "autopilot", "--agent", "craftsman", timeout=30)
+        assert out.returncode == 0, out.stdout + out.stderr
+        results = tool_messages(fake.chat_requests()[-1])
+    assert "carried on" in out.stdout
+    assert len(results) == 3
+    for text in results:
+        assert "pipe is not a regular file (a FIFO)" in text, text
+
+
+def test_nul_in_a_path_is_a_tool_error_and_the_turn_goes_on(tmp_path):
+    calls = [
+        {"name": "read", "arguments": {"path": "a\x00b"}},
+        {"name": "write", "arguments": {"path": "x\x00.py", "content": "1"}},
+        {"name": "grep", "arguments": {"pattern": "x", "path": "a\x00b"}},
+        {"name": "glob", "arguments": {"pattern": "*\x00"}},
+    ]
+    script = [*({"tool_calls": [c]} for c in calls), {"text": "carried on"}]
+    with FakeModel(script=script) as fake:
+        out = run(tmp_path, fake, "--mode", "autopilot", "--agent", "craftsman", timeout=30)
+        assert out.returncode == 0, out.stdout + out.stderr
+        results = tool_messages(fake.chat_requests()[-1])
+    assert "carried on" in out.stdout and "embedded null byte" not in out.stdout
+    assert len(results) == 4
+    for text in results:
+        assert "NUL" in text, text

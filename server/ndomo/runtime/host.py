@@ -7,7 +7,9 @@ specialise it. File work runs off the event loop.
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Literal, Protocol
@@ -61,12 +63,32 @@ class Host(Protocol):
 
 
 def _read(path: Path) -> str | None:
-    """The file's text as stored (no newline translation: CRLF files stay CRLF)."""
+    """The file's text as stored (no newline translation: CRLF files stay CRLF).
+
+    Only a regular file has text: a FIFO, socket or device reads as no file. It is
+    opened without blocking (a FIFO with no writer would hold the thread, and the
+    turn, beyond cancel) and checked before it is read.
+    """
     try:
-        with path.open(encoding="utf-8", newline="") as fh:
-            return fh.read()
-    except FileNotFoundError:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a socket
+            return None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            return None
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    with open(fd, encoding="utf-8", newline="") as fh:
+        return fh.read()
 
 
 def write_atomic(path: Path, text: str | None) -> None:

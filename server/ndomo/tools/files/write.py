@@ -8,7 +8,7 @@ import logging
 
 from pydantic import ConfigDict, Field
 
-from ndomo.lib.workspace import apply, arg_path, check_writable, not_found, resolve
+from ndomo.lib.workspace import PathArg, apply, arg_path, check_writable, not_found, resolve
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, tool
 from ndomo.schema import Schema
@@ -38,7 +38,7 @@ def _lines(text: str) -> int:
 
 class WriteParams(Schema):
     model_config = ConfigDict(extra="forbid")
-    path: str = Field(min_length=1)
+    path: PathArg = Field(min_length=1)
     content: str = Field(description="whole file")
 
 
@@ -66,7 +66,7 @@ async def write(ctx: TurnContext, p: WriteParams) -> str:
 
 class EditParams(Schema):
     model_config = ConfigDict(extra="forbid")
-    path: str = Field(min_length=1)
+    path: PathArg = Field(min_length=1)
     old_text: str = Field(min_length=1, description="exact, occurs once")
     new_text: str
 
