@@ -108,3 +108,40 @@ def test_nul_in_a_path_is_a_tool_error_and_the_turn_goes_on(tmp_path):
     assert len(results) == 4
     for text in results:
         assert "NUL" in text, text
+
+
+def assert_valid_conversation(messages: list[dict]) -> None:
+    """What strict servers check: each tool message answers a call of the assistant
+    message before it, and every call is answered."""
+    open_calls: set[str] = set()
+    for m in messages:
+        if m["role"] == "tool":
+            assert m["tool_call_id"] in open_calls, f"tool message without its call: {m}"
+            open_calls.discard(m["tool_call_id"])
+            continue
+        assert not open_calls, f"calls left unanswered: {open_calls}"
+        open_calls = {c["id"] for c in m.get("tool_calls") or []}
+    assert not open_calls
+
+
+def test_a_lone_surrogate_is_a_tool_error_and_the_session_stays_valid(tmp_path):
+    # Valid JSON whose string is not encodable text; the fake sends the arguments verbatim.
+    raw = '{"path": "a.txt", "content": "x\\ud800y"}'
+    script = [
+        {"tool_calls": [{"name": "write", "arguments": raw}]},
+        {"text": "tried"},
+        {"text": "second turn answered"},
+    ]
+    with FakeModel(script=script) as fake:
+        first = run(tmp_path, fake, "--mode", "autopilot", "--agent", "craftsman", "--yes")
+        assert first.returncode == 0, first.stdout + first.stderr
+        second = run(tmp_path, fake, "--mode", "autopilot", "--agent", "craftsman", "--yes")
+        assert second.returncode == 0, second.stdout + second.stderr
+        requests = fake.chat_requests()
+    result = tool_messages(requests[1])[0]
+    assert "lone surrogate" in result and "content" in result, result
+    assert not (tmp_path / "a.txt").exists()
+    assert "second turn answered" in second.stdout
+    history = requests[2]["body"]["messages"]
+    assert any(m["role"] == "tool" and "lone surrogate" in m["content"] for m in history)
+    assert_valid_conversation(history)
