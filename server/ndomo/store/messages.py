@@ -96,7 +96,7 @@ class MessageOps(StoreBase):
             turn_id,
             role,
             storable(content),
-            storable(dumps(tool_calls or [])),
+            storable(dumps(tool_calls or [])) or "[]",
             storable(tool_call_id),
             storable(name),
         )
