@@ -19,8 +19,11 @@ from ndomo.runtime.events import (
     TurnEvent,
 )
 from ndomo.schema import Schema
+from ndomo.security.text import one_line
 
 ApprovalChoice = Literal["once", "session", "project", "deny"]
+SUBJECT_CHARS = 300  # VS Code shows ~1,000 characters of a toast: reason, state, then this
+REASON_CHARS = 300
 
 
 class ApprovalRequest(Schema):
@@ -33,14 +36,29 @@ class ApprovalRequest(Schema):
     sandbox: str = ""  # a shell call: the OS sandbox it runs in ("sandboxed (bubblewrap)", …)
 
     def text(self) -> str:
-        """The question shown to the user (editor and terminal alike)."""
-        msg = f"ndomo · {self.agent} ({self.mode}) wants {self.permission}: {self.subject}"
+        """The question shown to the user (editor and terminal alike), on one line.
+
+        It leads with why it is asked and where the command would run, so padding or
+        markup in the subject cannot push them out of sight; the subject is shown with
+        its controls escaped, whitespace collapsed and cut at ``SUBJECT_CHARS`` (the full
+        subject: ``ndomo run`` prints it escaped, chat views have the call's arguments).
+        """
+        parts = []
         if self.reason:
-            msg += f" — {self.reason}"
+            parts.append(one_line(self.reason, REASON_CHARS))
         if self.network is not None:
             net = "WITH network" if self.network else "without network"
-            msg += f" · if allowed it runs {net}, {self.sandbox or 'sandbox unknown'}"
-        return msg
+            parts.append(f"if allowed it runs {net}, {self.sandbox or 'sandbox unknown'}")
+        who = f"ndomo · {one_line(self.agent, 80)} ({one_line(self.mode, 40)})"
+        parts.append(f"{who} wants {self.permission}: {self.shown_subject()}")
+        return " · ".join(parts)
+
+    def shown_subject(self) -> str:
+        return one_line(self.subject, SUBJECT_CHARS)
+
+    def subject_cut(self) -> bool:
+        """The subject as shown in ``text()`` leaves part of it out."""
+        return self.shown_subject() != self.subject
 
 
 class EditOutcome(Schema):
