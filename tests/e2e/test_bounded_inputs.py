@@ -98,6 +98,10 @@ def test_nul_in_a_path_is_a_tool_error_and_the_turn_goes_on(tmp_path):
         {"name": "write", "arguments": {"path": "x\x00.py", "content": "1"}},
         {"name": "grep", "arguments": {"pattern": "x", "path": "a\x00b"}},
         {"name": "glob", "arguments": {"pattern": "*\x00"}},
+        {
+            "name": "apply_patch",
+            "arguments": {"patch": "--- /dev/null\n+++ b/n\x00.py\n@@ -0,0 +1 @@\n+x\n"},
+        },
     ]
     script = [*({"tool_calls": [c]} for c in calls), {"text": "carried on"}]
     with FakeModel(script=script) as fake:
@@ -105,7 +109,7 @@ def test_nul_in_a_path_is_a_tool_error_and_the_turn_goes_on(tmp_path):
         assert out.returncode == 0, out.stdout + out.stderr
         results = tool_messages(fake.chat_requests()[-1])
     assert "carried on" in out.stdout and "embedded null byte" not in out.stdout
-    assert len(results) == 4
+    assert len(results) == 5
     for text in results:
         assert "NUL" in text, text
 

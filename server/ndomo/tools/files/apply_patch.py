@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
-from ndomo.lib.workspace import apply, arg_path, check_writable, rel, resolve
+from ndomo.lib.workspace import apply, arg_path, check_writable, no_nul, rel, resolve
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, tool
 from ndomo.schema import Schema
@@ -23,6 +23,20 @@ class ApplyPatchParams(Schema):
         min_length=1,
         description="unified diff as `git diff` prints it; /dev/null for new or deleted files",
     )
+
+    @field_validator("patch")
+    @classmethod
+    def _paths_without_nul(cls, v: str) -> str:
+        """A file path holding NUL is refused here, before a guard reads the named files."""
+        if "\x00" in v:
+            try:
+                files = parse_patch(v)
+            except PatchError:
+                return v  # the tool says why it cannot parse
+            for fp in files:
+                for path in fp.paths:
+                    no_nul(path)
+        return v
 
 
 def _patch_paths(p: ApplyPatchParams) -> list[str]:
