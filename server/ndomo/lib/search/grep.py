@@ -257,7 +257,7 @@ def _grep_rg(rg, root, start_rel, pattern, glob, keep, limit, icase, hidden, tim
     started = time.monotonic()
     if start_rel and _is_large(root / start_rel):
         # rg applies --max-filesize to walked files only: one named large file is streamed.
-        return _RgResult(matches=[], engine="ripgrep", large=[start_rel])
+        return _RgResult(matches=[], engine="ripgrep", large=[start_rel] if keep(start_rel) else [])
     parallel = _run_rg(
         rg, root, start_rel, pattern, glob, keep, limit, icase, hidden, timeout_s, sort=False
     )
