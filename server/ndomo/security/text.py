@@ -40,7 +40,12 @@ def _shown(ch: str) -> bool:
 
 
 def visible(text: str, *, keep_newlines: bool = True) -> str:
-    """``text`` with every control or invisible character as a visible escape."""
+    """``text`` with every control or invisible character as a visible escape.
+
+    With ``keep_newlines``, a CRLF line end is a newline (a CR alone can overwrite the line,
+    and is shown)."""
+    if keep_newlines and "\r\n" in text:
+        text = text.replace("\r\n", "\n")
     if _PLAIN.fullmatch(text) and (keep_newlines or ("\n" not in text and "\t" not in text)):
         return text
     kept = _KEPT if keep_newlines else set()

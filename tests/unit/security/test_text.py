@@ -15,6 +15,7 @@ def test_controls_bidi_and_invisible_characters_are_shown_as_escapes():
         "a\\x1b[2K\\x0db\\x07\\x9b\\u202e\\u2066\\u200b\\u200d\\ufeff\\xad\\u2028\\U000e0041\ttab\nline"
     )
     assert visible("plain text, ünïcode ✓\n") == "plain text, ünïcode ✓\n"
+    assert visible("crlf\r\nprogress 10%\rprogress 20%") == "crlf\nprogress 10%\\x0dprogress 20%"
     assert visible("a\nb\tc", keep_newlines=False) == "a\\x0ab\\x09c"
 
 
