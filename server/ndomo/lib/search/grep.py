@@ -317,7 +317,9 @@ def _rg_cmd(rg, start_rel, pattern, glob, limit, icase, hidden, sort):
 
 
 # rg's debug line for a file over --max-filesize (crates/ignore/src/walk.rs).
-_TOO_BIG = re.compile(r"^rg: DEBUG\|ignore::walk\|[^ ]* ignoring (.+): (\d+) bytes$")
+# (tests/unit/code/test_grep.py's large-file test fails if a new rg words it otherwise.)
+_TOO_BIG = re.compile(r"^(?:rg: )?DEBUG\|ignore::walk\|\S* ignoring (.+): (\d+) bytes$")
+_LOG = re.compile(r"^(?:rg: )?(?:DEBUG|TRACE)\|")
 
 
 def _read_stderr(stream, too_big: list[str], other: list[str]) -> None:
@@ -327,7 +329,7 @@ def _read_stderr(stream, too_big: list[str], other: list[str]) -> None:
         m = _TOO_BIG.match(line)
         if m:
             too_big.append(m.group(1))
-        elif not line.startswith("rg: DEBUG|") and len(other) < 50:
+        elif not _LOG.match(line) and len(other) < 50:
             other.append(line)
 
 
