@@ -1,4 +1,5 @@
-"""The `grep` tool against the `rg` command on a generated 20,000-file tree.
+"""The `grep` tool against the `rg` command on a generated 20,000-file tree, and grep's
+peak memory on a 200 MB single-line file holding one match.
 
 `rg` comes from the `ripgrep` PyPI wheel (`pip install ripgrep`: benchmark-only) or PATH.
 The tool is called through the runtime's tool registry, as a model would call it.
@@ -6,9 +7,11 @@ The tool is called through the runtime's tool registry, as a model would call it
 
 from __future__ import annotations
 
+import json
 import random
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -63,6 +66,84 @@ def run_rg(rg: str, root: Path, pattern: str) -> int:
         check=False,
     )
     return len(proc.stdout.splitlines())
+
+
+LONG_LINE_BYTES = 200_000_000
+LONG_LINE_NEEDLE = "LONG_LINE_NEEDLE"
+# A fresh interpreter runs search.grep() and reports its own peak RSS and the peak of the
+# processes it waited for (rg): their sum bounds what both held at once.
+MEASURE = """
+import json, resource, sys, time
+from ndomo.lib.search import grep
+t = time.perf_counter()
+res = grep(sys.argv[1], sys.argv[2])
+took = time.perf_counter() - t
+self_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+rg_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(json.dumps({"s": took, "self": self_kib, "rg": rg_kib,
+                  "found": [m.line for m in res.matches], "text": res.render()[-80:]}))
+"""
+
+
+def make_long_line(path: Path) -> None:
+    piece = b"var a=1;function b(){return 2};" * 32768
+    pieces = -(-LONG_LINE_BYTES // (2 * len(piece)))
+    with open(path, "wb") as f:
+        for _ in range(pieces):
+            f.write(piece)
+        f.write(LONG_LINE_NEEDLE.encode())
+        for _ in range(pieces):
+            f.write(piece)
+
+
+def long_line_results(rg: str) -> list[Result]:
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d)
+        make_long_line(root / "bundle.min.js")
+        out = subprocess.run(
+            [sys.executable, "-c", MEASURE, str(root), LONG_LINE_NEEDLE],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        got = json.loads(out.stdout)
+        base = subprocess.run(
+            [sys.executable, "-c", BASE_RSS], capture_output=True, text=True, check=True
+        )
+        t = time.perf_counter()
+        subprocess.run([rg, "--count", LONG_LINE_NEEDLE, "."], cwd=root, capture_output=True)
+        rg_s = time.perf_counter() - t
+    base_kib = int(base.stdout)
+    found = got["found"] == [1]
+    peak_mb = (got["self"] + got["rg"]) / 1024
+    # Baselines: the interpreter with the library imported (RSS), `rg --count` (time).
+    return [
+        Result(
+            "grep",
+            "200 MB single line: peak RSS ndomo + rg",
+            peak_mb,
+            base_kib / 1024,
+            "MB",
+            "≤ 200 MB, match found",
+            peak_mb <= 200 and found,
+            {"self_kib": got["self"], "rg_kib": got["rg"], "found": got["found"]},
+        ),
+        Result(
+            "grep",
+            "200 MB single line: search time",
+            got["s"] * 1000,
+            rg_s * 1000,
+            "ms",
+            "≤ 5000 ms, match found",
+            got["s"] <= 5 and found,
+            {"tail": got["text"]},
+        ),
+    ]
+
+
+BASE_RSS = (
+    "import resource, ndomo.lib.search\nprint(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+)
 
 
 async def run() -> list[Result]:
@@ -150,4 +231,4 @@ async def run() -> list[Result]:
             )
         finally:
             await app.aclose()
-    return results
+    return results + long_line_results(rg)

@@ -7,7 +7,11 @@ import asyncio
 import difflib
 import os
 import posixpath
+import stat
 from pathlib import Path
+from typing import Annotated
+
+from pydantic import AfterValidator
 
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.edits import change_file
@@ -17,12 +21,54 @@ from ndomo.security.paths import PathRefused, resolve_in_workspace, workspace_na
 _NEVER_WRITE = (".git",)
 
 
-def resolve(ctx: TurnContext, raw: str) -> Path:
-    """The model's path, confined to the workspace; a refusal becomes a readable tool error."""
+def no_nul(value: str) -> str:
+    """A path argument holding NUL is refused when the arguments are parsed, before any guard."""
+    if "\x00" in value:
+        raise ValueError("holds a NUL byte (\\x00); a path never does")
+    return value
+
+
+PathArg = Annotated[str, AfterValidator(no_nul)]
+
+_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
+
+
+def special_kind(path: Path) -> str | None:
+    """What a FIFO, socket or device is called; ``None`` for a file, folder or nothing.
+
+    ``os.stat`` never blocks on these, where opening a FIFO to read it waits for a writer.
+    """
     try:
-        return resolve_in_workspace(raw, ctx.roots)
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return _KINDS.get(stat.S_IFMT(mode), "not a file or folder")
+
+
+def resolve(ctx: TurnContext, raw: str) -> Path:
+    """The model's path, confined to the workspace; a refusal becomes a readable tool error.
+
+    A FIFO, socket or device is refused here, so no tool opens one (reading a FIFO
+    blocks the turn until something writes to it, beyond cancel).
+    """
+    try:
+        path = resolve_in_workspace(raw, ctx.roots)
     except PathRefused as exc:
         raise ToolError(f"path refused: {exc.message}") from None
+    kind = special_kind(path)
+    if kind is not None:
+        raise ToolError(
+            f"{workspace_name(path, ctx.roots)} is not a regular file ({kind}); "
+            "tools read and write regular files only"
+        )
+    return path
 
 
 def rel(ctx: TurnContext, path: Path) -> str:

@@ -34,7 +34,34 @@ def parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
         return {}, f"arguments are not valid JSON ({exc.msg} at char {exc.pos})"
     if not isinstance(value, dict):
         return {}, f"arguments must be a JSON object, got {type(value).__name__}"
+    where = _lone_surrogate(value)
+    if where is not None:
+        return {}, (
+            f"arguments hold a lone surrogate ({where}): JSON allows a \\ud800-style escape "
+            "that is half of a character and no text; send whole characters"
+        )
     return value, None
+
+
+def _lone_surrogate(value: Any, at: str = "") -> str | None:
+    """Where a string in ``value`` holds a lone UTF-16 surrogate (not encodable as UTF-8)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return f"{at or 'a value'} at character {exc.start}"
+        return None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found = _lone_surrogate(k, f"{at}.key") or _lone_surrogate(v, f"{at}.{k}" if at else k)
+            if found:
+                return found
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found = _lone_surrogate(v, f"{at}[{i}]")
+            if found:
+                return found
+    return None
 
 
 class ToolCall(_Model):

@@ -28,6 +28,8 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
+from ndomo.lsp.inert import inert_params
+
 if TYPE_CHECKING:
     from ndomo.lsp.server import NdomoServer
 
@@ -57,6 +59,14 @@ class NdomoProtocol(LanguageServerProtocol):
         server.catalog = names
         result.capabilities.experimental = {"ndomo": names}
         return result
+
+    def notify(self, method: str, params: Any | None = None) -> None:
+        """Every notification; a message, log line or progress with its text made inert."""
+        super().notify(method, inert_params(method, params))
+
+    def send_request(self, method: str, params: Any | None = None, *args: Any, **kwargs: Any):
+        """Every request; `window/showMessageRequest` with its text made inert."""
+        return super().send_request(method, inert_params(method, params), *args, **kwargs)
 
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args: Any) -> None:  # type: ignore[override]  # pygls' is a generator that calls sys.exit; ours only asks Life to wind down

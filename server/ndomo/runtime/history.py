@@ -139,12 +139,17 @@ def trim_history(messages: list[Message], budget: int) -> list[Message]:
 
 
 def close_dangling(messages: list[Message]) -> list[Message]:
-    """Answer every tool call left without a result (a cancelled turn), so the history
-    stays a valid conversation for the next request."""
+    """Answer every tool call left without a result (a cancelled turn), and drop a tool
+    result whose call is not in the assistant message before it (that message failed to
+    be stored), so the history stays a valid conversation for the next request: strict
+    servers refuse a request with either, and would refuse every later turn."""
     out: list[Message] = []
     pending: list[ToolCall] = []
     for m in messages:
         if m.role == "tool":
+            if not any(c.id == m.tool_call_id for c in pending):
+                log.warning("dropped a stored tool result without its call (%s)", m.tool_call_id)
+                continue
             pending = [c for c in pending if c.id != m.tool_call_id]
         else:
             out.extend(

@@ -7,7 +7,9 @@ specialise it. File work runs off the event loop.
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Literal, Protocol
@@ -17,8 +19,11 @@ from ndomo.runtime.events import (
     TurnEvent,
 )
 from ndomo.schema import Schema
+from ndomo.security.text import one_line
 
 ApprovalChoice = Literal["once", "session", "project", "deny"]
+SUBJECT_CHARS = 300  # VS Code shows ~1,000 characters of a toast: reason, state, then this
+REASON_CHARS = 300
 
 
 class ApprovalRequest(Schema):
@@ -31,14 +36,29 @@ class ApprovalRequest(Schema):
     sandbox: str = ""  # a shell call: the OS sandbox it runs in ("sandboxed (bubblewrap)", …)
 
     def text(self) -> str:
-        """The question shown to the user (editor and terminal alike)."""
-        msg = f"ndomo · {self.agent} ({self.mode}) wants {self.permission}: {self.subject}"
+        """The question shown to the user (editor and terminal alike), on one line.
+
+        It leads with why it is asked and where the command would run, so padding or
+        markup in the subject cannot push them out of sight; the subject is shown with
+        its controls escaped, whitespace collapsed and cut at ``SUBJECT_CHARS`` (the full
+        subject: ``ndomo run`` prints it escaped, chat views have the call's arguments).
+        """
+        parts = []
         if self.reason:
-            msg += f" — {self.reason}"
+            parts.append(one_line(self.reason, REASON_CHARS))
         if self.network is not None:
             net = "WITH network" if self.network else "without network"
-            msg += f" · if allowed it runs {net}, {self.sandbox or 'sandbox unknown'}"
-        return msg
+            parts.append(f"if allowed it runs {net}, {self.sandbox or 'sandbox unknown'}")
+        who = f"ndomo · {one_line(self.agent, 80)} ({one_line(self.mode, 40)})"
+        parts.append(f"{who} wants {self.permission}: {self.shown_subject()}")
+        return " · ".join(parts)
+
+    def shown_subject(self) -> str:
+        return one_line(self.subject, SUBJECT_CHARS)
+
+    def subject_cut(self) -> bool:
+        """The subject as shown in ``text()`` leaves part of it out."""
+        return self.shown_subject() != self.subject
 
 
 class EditOutcome(Schema):
@@ -61,12 +81,32 @@ class Host(Protocol):
 
 
 def _read(path: Path) -> str | None:
-    """The file's text as stored (no newline translation: CRLF files stay CRLF)."""
+    """The file's text as stored (no newline translation: CRLF files stay CRLF).
+
+    Only a regular file has text: a FIFO, socket or device reads as no file. It is
+    opened without blocking (a FIFO with no writer would hold the thread, and the
+    turn, beyond cancel) and checked before it is read.
+    """
     try:
-        with path.open(encoding="utf-8", newline="") as fh:
-            return fh.read()
-    except FileNotFoundError:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a socket
+            return None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            return None
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    with open(fd, encoding="utf-8", newline="") as fh:
+        return fh.read()
 
 
 def write_atomic(path: Path, text: str | None) -> None:

@@ -51,6 +51,21 @@ class SessionBusy(Refused):
         self.owner = owner
 
 
+def storable(text: str | None) -> str | None:
+    """``text`` with each lone surrogate (no character: SQLite cannot store it) as U+FFFD.
+
+    A message that cannot be stored breaks the conversation every later turn reads
+    back (a tool result without its call), so what cannot be encoded is replaced, not lost.
+    """
+    if text is None:
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
 def _message(row: Any) -> StoredMessage:
     d = row_dict(row)
     d["tool_calls"] = loads(d.get("tool_calls"), [])
@@ -75,7 +90,14 @@ class MessageOps(StoreBase):
                 f"message role must be one of {', '.join(ROLES)}, got {role!r}", field="role"
             )
         return await self._write(
-            _add, session_id, turn_id, role, content, dumps(tool_calls or []), tool_call_id, name
+            _add,
+            session_id,
+            turn_id,
+            role,
+            storable(content),
+            storable(dumps(tool_calls or [])) or "[]",
+            storable(tool_call_id),
+            storable(name),
         )
 
     async def session_messages(

@@ -435,6 +435,14 @@ DROP TABLE temp.plan_search_v16;
 """
 
 
+# v17, a note's provenance: the mode of the turn that saved it and whether that turn's
+# context held web content (a fetched page's words are not the user's). Older notes have
+# no mode (origin unknown) and are taken as not from the web.
+def _v17_note_provenance(conn: sqlite3.Connection) -> None:
+    add_column_if_missing(conn, "memories", "mode", "TEXT")
+    add_column_if_missing(conn, "memories", "from_web", "INTEGER NOT NULL DEFAULT 0")
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, plans, plan_tasks, plan_tags", V1_CORE),
     Migration(2, "fts5 over plans and tasks", V2_FTS),
@@ -456,6 +464,7 @@ MIGRATIONS: list[Migration] = [
         V15_INDEXES,
     ),
     Migration(16, "searches ranked on covering indexes; plan_search prefix indexes", V16_SEARCH),
+    Migration(17, "memories.mode, memories.from_web (a note's provenance)", _v17_note_provenance),
 ]
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -238,13 +238,15 @@ class Approval(_Out):
 
 class Memory(_Out):
     id: int
-    session_id: str | None = None
+    session_id: str | None = None  # the session whose turn saved it (last saved it, if merged)
     category: MemoryCategory
     content: str
     created_at: str
     updated_at: str
     hits: int = 0
     merged: bool = False
+    mode: str | None = None  # the mode of that turn; None: saved before notes had provenance
+    from_web: bool = False  # that turn's context held web content (ever, once merged)
 
 
 class PlanDeleted(_Out):

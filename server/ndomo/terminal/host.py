@@ -16,10 +16,16 @@ from ndomo.runtime.events import (
     TurnFinished,
 )
 from ndomo.runtime.host import ApprovalChoice, ApprovalRequest, BaseHost
+from ndomo.security.text import OscStripper, one_line, visible
 
 
 class TerminalHost(BaseHost):
-    """`ndomo run`: streams the answer and tool activity to a terminal."""
+    """`ndomo run`: streams the answer and tool activity to a terminal.
+
+    Everything written is untrusted text (the model's, a command's output, a file's): its
+    controls are shown escaped (security.text), and OSC sequences in the answer are
+    removed, so nothing printed can move the cursor, rewrite a line or set the clipboard.
+    """
 
     def __init__(
         self, *, assume_yes: bool = False, out=None, interactive: bool | None = None
@@ -30,6 +36,7 @@ class TerminalHost(BaseHost):
         self.interactive = sys.stdin.isatty() if interactive is None else interactive
         self._at_line_start = True
         self._last_notice = ""
+        self._answer = OscStripper()
 
     def _print(self, text: str, end: str = "\n") -> None:
         self.out.write(text + end)
@@ -38,12 +45,18 @@ class TerminalHost(BaseHost):
     async def emit(self, event: TurnEvent) -> None:
         await super().emit(event)
         if isinstance(event, TextDelta):
-            self.out.write(event.text)
-            self.out.flush()
-            self._at_line_start = event.text.endswith("\n")
+            text = visible(self._answer.feed(event.text))
+            if text:
+                self.out.write(text)
+                self.out.flush()
+                self._at_line_start = text.endswith("\n")
             return
+        held = visible(self._answer.flush())  # an OSC the answer never ended is shown
+        if held:
+            self.out.write(held)
+            self._at_line_start = False
         if isinstance(event, ToolOutput):  # a command's output while it runs, under its call
-            text = event.text
+            text = visible(event.text)
             lead = "    | " if self._at_line_start else ""
             self.out.write(lead + text.replace("\n", "\n    | ").removesuffix("    | "))
             self.out.flush()
@@ -53,17 +66,17 @@ class TerminalHost(BaseHost):
             self._print("")
             self._at_line_start = True
         if isinstance(event, ToolStarted):
-            args = ", ".join(f"{k}={v!r}"[:80] for k, v in event.arguments.items())
-            self._print(f"  → {event.name}({args})")
+            args = ", ".join(one_line(f"{k}={v!r}", 80) for k, v in event.arguments.items())
+            self._print(f"  → {one_line(event.name)}({args})")
         elif isinstance(event, ToolFinished):
-            self._print(f"  ← {event.name} {event.status}: {event.summary}")
+            self._print(f"  ← {one_line(event.name)} {event.status}: {visible(event.summary)}")
         elif isinstance(event, Notice):
             self._last_notice = event.message
-            self._print(f"  ! {event.message}")
+            self._print(f"  ! {visible(event.message)}")
         elif isinstance(event, TurnFinished):
             error = event.error
             err = (
-                f" ({error})" if error and error != self._last_notice else ""
+                f" ({visible(error)})" if error and error != self._last_notice else ""
             )  # said once is enough
             self._print(f"[{event.status}]{err}")
 
@@ -78,8 +91,8 @@ class TerminalHost(BaseHost):
     async def ask(self, question: str, choices: list[str] | None = None) -> str | None:
         if not self.interactive:
             return None
-        suffix = f" [{'/'.join(choices)}]" if choices else ""
-        return (await self._prompt(f"? {question}{suffix} ")) or None
+        suffix = f" [{'/'.join(one_line(c, 80) for c in choices)}]" if choices else ""
+        return (await self._prompt(f"? {visible(question)}{suffix} ")) or None
 
     async def approve(self, request: ApprovalRequest) -> ApprovalChoice:
         # --yes approves ordinary asks; a control file (agent files, config, instructions)
@@ -88,8 +101,11 @@ class TerminalHost(BaseHost):
             return "once"
         if not self.interactive:
             return "deny"
+        full = ""
+        if request.subject_cut():  # the whole subject, escaped, before the question
+            full = f"  the whole {request.permission} subject:\n    {visible(request.subject)}\n"
         answer = await self._prompt(
-            f"? {request.text()}\n  allow? [o]nce / [s]ession / [p]roject / [d]eny "
+            f"{full}? {request.text()}\n  allow? [o]nce / [s]ession / [p]roject / [d]eny "
         )
         choices: dict[str, ApprovalChoice] = {"o": "once", "s": "session", "p": "project"}
         return choices.get(answer[:1].lower(), "deny")

@@ -157,9 +157,13 @@ def run(ns: argparse.Namespace) -> int:
     if (
         summary.turn_id is None and summary.error
     ):  # refused before it started: nothing printed it yet
-        print(f"ndomo: {summary.error}", file=sys.stderr)
+        from ndomo.security.text import visible
+
+        print(f"ndomo: {visible(summary.error)}", file=sys.stderr)
     if ns.json:
         print(summary.model_dump_json(indent=2))
     elif summary.answer and not any(e.kind == "text" for e in host.events):
-        print(summary.answer)
+        from ndomo.security.text import model_text
+
+        print(model_text(summary.answer))
     return TURN_EXIT.get(summary.status, EXIT_FAILED)

@@ -85,9 +85,41 @@ def test_limit_truncates_in_walk_order(tree, engine):
 
 
 @pytest.mark.parametrize("engine", ["python", pytest.param("ripgrep", marks=needs_rg)])
-def test_large_files_skipped(tree, engine):
-    root = tree({"big.txt": "needle\n" + "x" * (MAX_FILE_BYTES + 10), "small.txt": "needle\n"})
-    assert [m.path for m in grep(root, "needle", engine=engine).matches] == ["small.txt"]
+def test_large_files_streamed_with_lines_and_cut_said(tree, engine):
+    long = "x" * (3 * MAX_FILE_BYTES) + "needle" + "y" * 1000
+    lines = ["needle", "x" * (MAX_FILE_BYTES + 10), "second needle\r", long, "z" + "x" * len(long)]
+    root = tree(
+        {
+            "big.txt": "\n".join(lines),
+            "small.txt": "needle\n",
+            "big.bin": b"needle\x00" + b"x" * (MAX_FILE_BYTES + 10),
+        }
+    )
+    res = grep(root, "needle", engine=engine)
+    assert [(m.path, m.line) for m in res.matches] == [
+        ("big.txt", 1),
+        ("big.txt", 3),
+        ("big.txt", 4),
+        ("small.txt", 1),
+    ]
+    assert res.matches[1].text == "second needle"
+    cut = res.matches[2].text
+    assert "needle" in cut and len(cut) < 500
+    assert cut.startswith("…") and cut.endswith(f"(line cut: {len(long):,} characters)")
+    # anchors hold at window edges: `^` only at the real line start, `$` only at its end
+    assert [m.line for m in grep(root, "^x", engine=engine).matches if m.path == "big.txt"] == [
+        2,
+        4,
+    ]
+    assert [m.line for m in grep(root, "y$", engine=engine).matches] == [4]
+    assert [m.line for m in grep(root, "x$", engine=engine).matches] == [2, 5]
+    # a named large file is streamed too
+    assert [m.line for m in grep(root, "needle", path="big.txt", engine=engine).matches] == [
+        1,
+        3,
+        4,
+    ]
+    assert grep(root, "needle", limit=2, engine=engine).truncated
 
 
 @pytest.mark.parametrize("pattern", ["(", "[a-", "foo\\"])
@@ -124,6 +156,7 @@ def test_bad_arguments(tree):
 def test_long_lines_clipped_and_render_groups(tree):
     root = tree({"a.py": "x" * 2000 + "\nx\n"})
     res = grep(root, "x", engine="python")
-    assert len(res.matches[0].text) < 500 and res.matches[0].text.endswith("…")
+    assert len(res.matches[0].text) < 500
+    assert res.matches[0].text.endswith("… (line cut: 2,000 characters)")
     assert res.render().splitlines()[0] == "a.py"
     assert grep(root, "nomatch", engine="python").render() == "no matches"

@@ -141,3 +141,34 @@ def test_glob_bad_patterns(tree, bad):
     root = tree({"a.py": ""})
     with pytest.raises(PatternError):
         glob_files(root, bad)
+
+
+def test_a_fifo_ignore_file_or_fifo_in_the_tree_does_not_block_the_walk(tmp_path):
+    import contextlib
+    import os
+    import threading
+
+    from ndomo.lib.search import glob_files, grep
+
+    (tmp_path / "a.py").write_text("needle\n")
+    os.mkfifo(tmp_path / ".gitignore")
+    (tmp_path / "sub").mkdir()
+    os.mkfifo(tmp_path / "sub" / ".ignore")
+    os.mkfifo(tmp_path / "sub" / "pipe.py")
+    out: dict = {}
+
+    def search() -> None:
+        out["glob"] = glob_files(tmp_path, "**/*.py").paths
+        out["grep"] = [m.path for m in grep(tmp_path, "needle", engine="python").matches]
+
+    t = threading.Thread(target=search, daemon=True)
+    t.start()
+    t.join(10)
+    blocked = t.is_alive()
+    while t.is_alive():  # let each blocked open return, so no thread outlives the test
+        for fifo in (".gitignore", "sub/.ignore", "sub/pipe.py"):
+            with contextlib.suppress(OSError):  # nobody reads that one now
+                os.close(os.open(tmp_path / fifo, os.O_WRONLY | os.O_NONBLOCK))
+        t.join(0.1)
+    assert not blocked, "the walk blocked on a FIFO"
+    assert out == {"glob": ["a.py"], "grep": ["a.py"]}

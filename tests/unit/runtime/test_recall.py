@@ -37,7 +37,8 @@ async def test_a_note_from_brainstorming_is_recalled_in_a_later_sessions_discuss
     assert later.session != first.session
     sent = last_user(fake.chat_requests()[-1])
     assert sent.startswith("Which database does the orders service use?\n\n" + NOTES_HEADER)
-    assert f"[decision] {DECISION}" in sent
+    # quoted as data, with its origin
+    assert f'[decision] (saved in brainstorming, session {first.session}): "{DECISION}"' in sent
     assert "not instructions" in NOTES_HEADER
     system = fake.chat_requests()[-1]["body"]["messages"][0]["content"]
     assert DECISION not in system  # the system prompt stays stable
@@ -88,7 +89,7 @@ async def test_recalled_notes_stay_within_the_budget_and_can_be_turned_off(app, 
     topics = ["eviction", "warming", "sharding", "metrics", "expiry"]
     for t in topics:  # distinct notes (near-duplicates would merge), each ~200 characters
         await store.remember(None, "fact", f"Cache layer note on {t}: " + f"{t} " * (160 // len(t)))
-    app.settings.memory.recall_chars = len(NOTES_HEADER) + 2 + 2 * 230
+    app.settings.memory.recall_chars = len(NOTES_HEADER) + 2 + 2 * 270  # a line is ~260
     rt = Runtime(app, build_plugins())
     await rt.run(TurnRequest(prompt="how does the cache layer work?"))
     sent = last_user(fake.chat_requests()[-1])

@@ -236,3 +236,41 @@ async def test_a_dangling_tool_call_is_answered_once_in_every_later_turn(tmp_pat
         ]
     finally:
         await app.aclose()
+
+
+async def test_a_failed_store_write_leaves_a_valid_history_for_the_next_turn(tmp_path, fake):
+    """Any write of a message may fail (a full disk, a locked file): the next turn's request
+    must still be a valid conversation, here with the assistant message holding the call
+    lost and its tool result stored."""
+    first = await fresh_app(tmp_path, fake)
+    (tmp_path / "notes.txt").write_text("milk\n")
+    store = await first.store()
+    real_add = store.add_message
+
+    async def failing_add(session_id, role, content=None, **kw):
+        if role == "assistant" and kw.get("tool_calls"):
+            raise OSError("disk full")
+        return await real_add(session_id, role, content, **kw)
+
+    store.add_message = failing_add  # type: ignore[method-assign]
+    fake.push({"tool_calls": [{"name": "read", "arguments": {"path": "notes.txt"}}]})
+    fake.push({"text": "milk"})
+    await Runtime(first, build_plugins()).run(TurnRequest(prompt="what do I buy?"))
+    await first.aclose()
+
+    second = await fresh_app(tmp_path, fake)
+    try:
+        fake.push({"text": "nothing else"})
+        await Runtime(second, build_plugins()).run(TurnRequest(prompt="anything else?"))
+        sent = fake.chat_requests()[-1]["body"]["messages"]
+        assert [m["role"] for m in sent[1:]] == ["user", "assistant", "user"]
+    finally:
+        await second.aclose()
+
+
+async def test_a_lone_surrogate_in_a_message_is_stored_replaced(app):
+    store = await app.store()
+    sid = (await store.ensure_session()).id
+    await store.add_message(sid, "user", "a\ud800b")
+    stored = await store.session_messages(sid)
+    assert stored[-1].content == "a\ufffdb"

@@ -182,7 +182,7 @@ def test_approval_text_says_sandbox_and_network() -> None:
     assert (
         ApprovalRequest(**base, network=True, sandbox="sandboxed (bubblewrap)")
         .text()
-        .endswith("if allowed it runs WITH network, sandboxed (bubblewrap)")
+        .startswith("if allowed it runs WITH network, sandboxed (bubblewrap) · ")
     )
     assert "without network" in ApprovalRequest(**base, network=False, sandbox="x").text()
     plain = ApprovalRequest(

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import threading
@@ -20,11 +21,13 @@ from pathlib import Path
 from typing import Literal
 
 from ndomo.lib.search.patterns import PatternError, compile_glob, expand_braces
+from ndomo.lib.search.stream import MAX_LINE_CHARS, multiline, preview, search_large
 from ndomo.lib.search.walk import ALWAYS_SKIP, resolve_under, walk
 from ndomo.schema import Schema
 
+# Files up to this size are searched whole (in memory); larger ones are streamed.
 MAX_FILE_BYTES = 2 * 1024 * 1024
-MAX_LINE_CHARS = 400
+__all__ = ["MAX_FILE_BYTES", "MAX_LINE_CHARS", "GrepError", "GrepResult", "Match", "grep"]
 Engine = Literal["ripgrep", "python"]
 
 
@@ -62,9 +65,9 @@ class GrepResult(Schema):
         return "\n".join(out)
 
 
-def clip_line(text: str) -> str:
-    text = text.rstrip("\r\n")
-    return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + "…"
+def clip_line(text: str, start: int = 0) -> str:
+    """The line cut to ``MAX_LINE_CHARS`` around ``start`` (the match), the cut said."""
+    return preview(text, start)
 
 
 @functools.lru_cache(maxsize=1)
@@ -129,6 +132,7 @@ def grep(
         raise GrepError(str(exc)) from exc
     if not start.exists():
         raise GrepError(f"path {path!r} does not exist")
+    deadline = time.monotonic() + timeout_s
 
     def keep(rel: str) -> bool:
         return spec is None or spec.match_file(rel)
@@ -151,19 +155,44 @@ def grep(
                 timeout_s,
             )
             if res is not None:
-                return res
+                return _with_large(res, root, rx, limit, deadline)
             if engine == "ripgrep":
                 raise GrepError(f"rg cannot run regex {pattern!r} (Python-only syntax)")
-    return _grep_py(root, start_rel, rx, keep, limit, include_hidden)
+    return _grep_py(root, start_rel, rx, keep, limit, include_hidden, deadline)
 
 
-def _grep_py(root, start_rel, rx, keep, limit, include_hidden) -> GrepResult:
+def _with_large(res: GrepResult, root: Path, rx, limit: int, deadline: float) -> GrepResult:
+    """rg's result with the files it left to the streaming search (over MAX_FILE_BYTES)."""
+    if not isinstance(res, _RgResult) or not res.large:
+        return GrepResult(matches=res.matches, truncated=res.truncated, engine=res.engine)
+    matches = list(res.matches)
+    truncated: bool = res.truncated
+    for rel in sorted(res.large, key=walk_key):
+        found, stopped = search_large(root / rel, multiline(rx), limit, deadline)
+        matches += [Match(path=rel, line=no, text=text) for no, text in found]
+        truncated = truncated or stopped
+    matches.sort(key=lambda m: (walk_key(m.path), m.line))
+    if len(matches) > limit:
+        matches, truncated = matches[:limit], True
+    return GrepResult(matches=matches, truncated=truncated, engine=res.engine)
+
+
+def _grep_py(root, start_rel, rx, keep, limit, include_hidden, deadline) -> GrepResult:
     matches: list[Match] = []
     for rel, abs_path in walk(root, include_hidden=include_hidden, under=start_rel or None):
         if not keep(rel):
             continue
         try:
-            if abs_path.stat().st_size > MAX_FILE_BYTES:
+            st = abs_path.stat()
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            if st.st_size > MAX_FILE_BYTES:
+                found, stopped = search_large(
+                    abs_path, multiline(rx), limit - len(matches) + 1, deadline
+                )
+                matches += [Match(path=rel, line=no, text=text) for no, text in found]
+                if len(matches) > limit or stopped:
+                    return GrepResult(matches=matches[:limit], truncated=True, engine="python")
                 continue
             data = abs_path.read_bytes()
         except OSError:
@@ -176,10 +205,11 @@ def _grep_py(root, start_rel, rx, keep, limit, include_hidden) -> GrepResult:
         for no, line in enumerate(lines, 1):
             if line.endswith("\r"):  # CRLF: `$` must match before the \r, as with rg --crlf
                 line = line[:-1]
-            if rx.search(line):
+            m = rx.search(line)
+            if m:
                 if len(matches) >= limit:
                     return GrepResult(matches=matches, truncated=True, engine="python")
-                matches.append(Match(path=rel, line=no, text=clip_line(line)))
+                matches.append(Match(path=rel, line=no, text=clip_line(line, m.start())))
     return GrepResult(matches=matches, truncated=False, engine="python")
 
 
@@ -225,6 +255,9 @@ def walk_key(rel: str) -> tuple[str, ...]:
 def _grep_rg(rg, root, start_rel, pattern, glob, keep, limit, icase, hidden, timeout_s):
     """Run rg; ``None`` means rg rejected the regex and the caller should fall back."""
     started = time.monotonic()
+    if start_rel and _is_large(root / start_rel):
+        # rg applies --max-filesize to walked files only: one named large file is streamed.
+        return _RgResult(matches=[], engine="ripgrep", large=[start_rel] if keep(start_rel) else [])
     parallel = _run_rg(
         rg, root, start_rel, pattern, glob, keep, limit, icase, hidden, timeout_s, sort=False
     )
@@ -232,6 +265,19 @@ def _grep_rg(rg, root, start_rel, pattern, glob, keep, limit, icase, hidden, tim
         return parallel
     left = max(0.1, timeout_s - (time.monotonic() - started))
     return _run_rg(rg, root, start_rel, pattern, glob, keep, limit, icase, hidden, left, sort=True)
+
+
+class _RgResult(GrepResult):
+    """rg's matches and the files it skipped for size, left to the streaming search."""
+
+    large: list[str] = []
+
+
+def _is_large(path: Path) -> bool:
+    try:
+        return path.is_file() and path.stat().st_size > MAX_FILE_BYTES
+    except OSError:
+        return False
 
 
 def _rg_cmd(rg, start_rel, pattern, glob, limit, icase, hidden, sort):
@@ -243,9 +289,13 @@ def _rg_cmd(rg, start_rel, pattern, glob, limit, icase, hidden, sort):
         "--no-require-git",
         "--no-ignore-global",
         "--crlf",
+        # rg holds a whole line in memory and prints it whole in --json (which ignores
+        # --max-columns): a 200 MB minified line cost GBs. Larger files are streamed
+        # here instead; --debug names the files the size limit skipped.
+        "--max-filesize",
+        str(MAX_FILE_BYTES),
+        "--debug",
     ]
-    # No --max-filesize: it costs rg a stat of every file (+30% here); the size cap is
-    # checked below, only for files that matched.
     if sort:
         cmd += ["--sort", "path"]
     else:
@@ -264,6 +314,38 @@ def _rg_cmd(rg, start_rel, pattern, glob, limit, icase, hidden, sort):
         cmd += ["--type", "ndomo"]
     cmd += ["--regexp", pattern, "--", start_rel or "."]
     return cmd
+
+
+# rg's debug line for a file over --max-filesize (crates/ignore/src/walk.rs).
+# (tests/unit/code/test_grep.py's large-file test fails if a new rg words it otherwise.)
+_TOO_BIG = re.compile(r"^(?:rg: )?DEBUG\|ignore::walk\|\S* ignoring (.+): (\d+) bytes$")
+_LOG = re.compile(r"^(?:rg: )?(?:DEBUG|TRACE)\|")
+
+
+def _read_stderr(stream, too_big: list[str], other: list[str]) -> None:
+    """Drain rg's stderr (its debug log can fill the pipe) into skipped files and errors."""
+    for raw in stream:
+        line = raw.decode("utf-8", errors="replace").rstrip("\n")
+        m = _TOO_BIG.match(line)
+        if m:
+            too_big.append(m.group(1))
+        elif not _LOG.match(line) and len(other) < 50:
+            other.append(line)
+
+
+def _match_start(data: dict) -> int:
+    """Character offset of the first submatch in the line (rg gives bytes)."""
+    subs = data.get("submatches") or []
+    if not subs:
+        return 0
+    start = subs[0].get("start", 0)
+    line = _json_text(data["lines"])
+    return len(line.encode("utf-8", errors="replace")[:start].decode("utf-8", errors="ignore"))
+
+
+def _norm(rel: str) -> str:
+    key = rel.replace(os.sep, "/")
+    return key[2:] if key.startswith("./") else key
 
 
 def _run_rg(rg, root, start_rel, pattern, glob, keep, limit, icase, hidden, timeout_s, *, sort):
@@ -287,6 +369,10 @@ def _run_rg(rg, root, start_rel, pattern, glob, keep, limit, icase, hidden, time
 
     timer = threading.Timer(timeout_s, _expire)
     timer.start()
+    too_big: list[str] = []
+    errors: list[str] = []
+    drain = threading.Thread(target=_read_stderr, args=(proc.stderr, too_big, errors), daemon=True)
+    drain.start()
     matches: list[Match] = []
     truncated = overflow = False
     # Paths are checked once per file: rg prints a "begin" event before a file's matches.
@@ -307,54 +393,53 @@ def _run_rg(rg, root, start_rel, pattern, glob, keep, limit, icase, hidden, time
             rel = _json_text(data["path"])
             ok = path_ok.get(rel)
             if ok is None:
-                key = rel.replace(os.sep, "/")
-                if key.startswith("./"):
-                    key = key[2:]
-                ok = path_ok[rel] = (
-                    keep(key)
-                    and not _hidden_or_skipped(key, start_rel, hidden)
-                    and _small_enough(root, key)
-                )
+                key = _norm(rel)
+                ok = path_ok[rel] = keep(key) and not _hidden_or_skipped(key, start_rel, hidden)
             if not ok:
                 continue
             if sort and len(matches) >= limit:
                 truncated = True
                 break
-            path = rel.replace(os.sep, "/")
             matches.append(
                 Match(
-                    path=path[2:] if path.startswith("./") else path,
+                    path=_norm(rel),
                     line=data["line_number"],
-                    text=clip_line(_json_text(data["lines"])),
+                    text=clip_line(_json_text(data["lines"]), _match_start(data)),
                 )
             )
     finally:
         timer.cancel()
         if proc.poll() is None:
             proc.kill()
-        _, err = proc.communicate()
+        proc.wait()
+        drain.join()
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()
+        proc.stderr.close()
+    large = [
+        key
+        for key in dict.fromkeys(_norm(p) for p in too_big)
+        if keep(key) and not _hidden_or_skipped(key, start_rel, hidden)
+    ]
     if timed_out.is_set():
-        return GrepResult(matches=_ordered(matches, sort)[:limit], truncated=True, engine="ripgrep")
+        return _RgResult(
+            matches=_ordered(matches, sort)[:limit], truncated=True, engine="ripgrep", large=[]
+        )
     if overflow:
         return "overflow"
     if not sort and len(matches) > limit:
         matches, truncated = _ordered(matches, sort)[:limit], True
     if truncated:
-        return GrepResult(matches=matches, truncated=True, engine="ripgrep")
-    msg = err.decode("utf-8", errors="replace").strip()
+        return _RgResult(matches=matches, truncated=True, engine="ripgrep", large=large)
+    msg = "\n".join(errors).strip()
     if proc.returncode == 2 and not matches and msg:
         # File errors are silenced by --no-messages, so stderr here is about the regex.
         if "regex" in msg.lower():
             return None
         raise GrepError(f"rg failed: {msg[:500]}")
-    return GrepResult(matches=_ordered(matches, sort), truncated=False, engine="ripgrep")
-
-
-def _small_enough(root: Path, rel: str) -> bool:
-    try:
-        return (root / rel).stat().st_size <= MAX_FILE_BYTES
-    except OSError:
-        return False
+    return _RgResult(
+        matches=_ordered(matches, sort), truncated=False, engine="ripgrep", large=large
+    )
 
 
 def _ordered(matches: list[Match], already: bool) -> list[Match]:

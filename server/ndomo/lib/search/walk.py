@@ -7,6 +7,7 @@ Order is depth-first with entries sorted by name inside each folder, the order
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,11 +18,24 @@ ALWAYS_SKIP = frozenset({".git", ".ndomo", "node_modules", "__pycache__", ".venv
 IGNORE_FILES = (".gitignore", ".ignore")  # later file wins, as in ripgrep
 
 
-def _load_spec(path: Path) -> pathspec.PathSpec | None:
+def _read_regular(path: Path) -> str | None:
+    """A regular file's text; None for anything else. Opened without blocking: a FIFO
+    named .gitignore (any sandboxed command can make one) would hold the walk forever."""
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return f.read().decode("utf-8", errors="replace")
+
+
+def _load_spec(path: Path) -> pathspec.PathSpec | None:
+    text = _read_regular(path)
+    if text is None:
+        return None
+    lines = text.splitlines()
     try:
         return pathspec.GitIgnoreSpec.from_lines(lines)
     except ValueError:  # pathspec's pattern errors are ValueErrors

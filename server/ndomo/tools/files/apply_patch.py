@@ -5,13 +5,14 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 from ndomo.lib.workspace import (
     ChangesNotApplied,
     apply_changes,
     arg_path,
     check_writable,
+    no_nul,
     rel,
     resolve,
 )
@@ -30,6 +31,20 @@ class ApplyPatchParams(Schema):
         min_length=1,
         description="unified diff as `git diff` prints it; /dev/null for new or deleted files",
     )
+
+    @field_validator("patch")
+    @classmethod
+    def _paths_without_nul(cls, v: str) -> str:
+        """A file path holding NUL is refused here, before a guard reads the named files."""
+        if "\x00" in v:
+            try:
+                files = parse_patch(v)
+            except PatchError:
+                return v  # the tool says why it cannot parse
+            for fp in files:
+                for path in fp.paths:
+                    no_nul(path)
+        return v
 
 
 async def patch_plan(ctx: TurnContext, p: ApplyPatchParams) -> tuple[list[FileChange], list[str]]:

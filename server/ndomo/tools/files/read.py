@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 from pathlib import Path
 
 from pydantic import ConfigDict, Field, model_validator
 
-from ndomo.lib.workspace import arg_path, not_found, rel, resolve
+from ndomo.lib.workspace import PathArg, arg_path, not_found, rel, resolve
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, tool
 from ndomo.schema import Schema
@@ -23,7 +24,7 @@ MAX_DIR_ENTRIES = 200
 
 class ReadParams(Schema):
     model_config = ConfigDict(extra="forbid")
-    path: str = Field(min_length=1)
+    path: PathArg = Field(min_length=1)
     start_line: int | None = Field(default=None, ge=1)
     end_line: int | None = Field(default=None, ge=1)
 
@@ -35,14 +36,16 @@ class ReadParams(Schema):
 
 
 def _probe(path: Path) -> tuple[str, int | list[str]]:
-    """('dir', entries) | ('file', size) | ('binary', size) | ('missing', 0)."""
+    """('dir', entries) | ('file', size) | ('binary', size) | ('missing', 0) | ('special', 0)."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
         return "missing", 0
-    if os.path.isdir(path):
+    if stat.S_ISDIR(st.st_mode):
         entries = sorted(e.name + ("/" if e.is_dir() else "") for e in os.scandir(path))
         return "dir", entries
+    if not stat.S_ISREG(st.st_mode):
+        return "special", 0  # a FIFO, socket or device: opening it may block
     with open(path, "rb") as fh:
         head = fh.read(8192)
     return ("binary" if b"\0" in head else "file"), st.st_size
@@ -108,6 +111,8 @@ async def read(ctx: TurnContext, p: ReadParams) -> str:
             f"\n… {len(entries) - len(shown)} more (use glob)" if len(entries) > len(shown) else ""
         )
         return f"{name}/ is a folder with {len(entries)} entries:\n" + "\n".join(shown) + more
+    if kind == "special":
+        raise ToolError(f"{name} is not a regular file; not read")
     if kind == "binary":
         raise ToolError(f"{name} is a binary file ({info} bytes); not shown")
     if kind == "file" and int(info) > MAX_FILE_BYTES:  # type: ignore[arg-type]  # _probe returns entries for a dir and a size for a file

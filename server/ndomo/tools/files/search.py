@@ -9,7 +9,7 @@ from pydantic import ConfigDict, Field
 
 from ndomo.lib.search import GrepError, PatternError, glob_files
 from ndomo.lib.search import grep as grep_files
-from ndomo.lib.workspace import rel, resolve
+from ndomo.lib.workspace import PathArg, rel, resolve
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, tool
 from ndomo.schema import Schema
@@ -39,7 +39,7 @@ def _workspace_pattern(ctx: TurnContext, pattern: str) -> str:
 
 class GlobParams(Schema):
     model_config = ConfigDict(extra="forbid")
-    pattern: str = Field(min_length=1, description="gitignore-style, e.g. src/**/*.ts")
+    pattern: PathArg = Field(min_length=1, description="gitignore-style, e.g. src/**/*.ts")
 
 
 @tool("glob", GlobParams, core=True, description="Find files by name pattern.")
@@ -55,8 +55,8 @@ async def glob(ctx: TurnContext, p: GlobParams) -> str:
 class GrepParams(Schema):
     model_config = ConfigDict(extra="forbid")
     pattern: str = Field(min_length=1, description="regex")
-    path: str | None = None
-    glob: str | None = Field(default=None, description="e.g. *.py")
+    path: PathArg | None = None
+    glob: PathArg | None = Field(default=None, description="e.g. *.py")
 
 
 @tool("grep", GrepParams, core=True, description="Search file contents by regex.")

@@ -8,7 +8,15 @@ import logging
 
 from pydantic import ConfigDict, Field
 
-from ndomo.lib.workspace import apply_changes, arg_path, check_writable, not_found, rel, resolve
+from ndomo.lib.workspace import (
+    PathArg,
+    apply_changes,
+    arg_path,
+    check_writable,
+    not_found,
+    rel,
+    resolve,
+)
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.plugins import Plugins
 from ndomo.runtime.tools import ChangeKind, FileChange, ToolError, tool
@@ -39,7 +47,7 @@ def _lines(text: str) -> int:
 
 class WriteParams(Schema):
     model_config = ConfigDict(extra="forbid")
-    path: str = Field(min_length=1)
+    path: PathArg = Field(min_length=1)
     content: str = Field(description="whole file")
 
 
@@ -76,7 +84,7 @@ async def write(ctx: TurnContext, p: WriteParams) -> str:
 
 class EditParams(Schema):
     model_config = ConfigDict(extra="forbid")
-    path: str = Field(min_length=1)
+    path: PathArg = Field(min_length=1)
     old_text: str = Field(min_length=1, description="exact, occurs once")
     new_text: str
 
