@@ -186,15 +186,21 @@ RULES: list[Rule] = [
     Rule("ndomo*", "aiosqlite", "SQL only in store/", unless=("ndomo.store.*",)),
     Rule(
         "ndomo*",
+        "ndomo.compose",
+        "the composition root is the top floor: only the entry script imports it",
+        unless=("ndomo.__main__",),
+    ),
+    Rule(
+        "ndomo*",
         "ndomo.lsp*",
-        "nothing below the LSP layer imports it; terminal/cli.py starts `ndomo serve`",
-        unless=("ndomo.lsp*", "ndomo.terminal.cli", "ndomo.terminal.serve", "ndomo.__main__"),
+        "nothing below the LSP layer imports it; `ndomo serve` starts it, the root wires it",
+        unless=("ndomo.lsp*", "ndomo.terminal.serve", "ndomo.compose"),
     ),
     Rule(
         "ndomo*",
         "ndomo.terminal.cli",
-        "only the entry points import the CLI",
-        unless=("ndomo.__main__",),
+        "only the composition root imports the CLI",
+        unless=("ndomo.compose",),
     ),
     Rule(
         "ndomo.runtime*",
@@ -320,7 +326,7 @@ def test_checker_finds_a_layer_break(tmp_path: Path) -> None:
     assert layer_breaks(import_graph(tmp_path)) == [
         "ndomo.plan.commit imports sqlite3: SQL only in store/",
         "ndomo.runtime.run imports ndomo.lsp.host: "
-        "nothing below the LSP layer imports it; terminal/cli.py starts `ndomo serve`",
+        "nothing below the LSP layer imports it; `ndomo serve` starts it, the root wires it",
         "ndomo.runtime.run imports pygls: pygls only in lsp/",
         "ndomo.tools.files imports ndomo.plan.commit: "
         "tools know the plan feature only through the store",
