@@ -100,8 +100,7 @@ async def test_start_builds_the_runtime_plugins_off_the_event_loop(tmp_path, mon
 def test_building_the_tool_registry_does_not_import_bashlex():
     """bashlex builds parser tables at import (0.3–0.8 s): only the first shell check pays."""
     code = (
-        "import sys; from ndomo import compose; compose.plugins();"
-        "print('bashlex' in sys.modules)"
+        "import sys; from ndomo import compose; compose.plugins();print('bashlex' in sys.modules)"
     )
     out = _fresh(code)
     assert out.strip() == "False"
