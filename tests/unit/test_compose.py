@@ -89,6 +89,14 @@ def test_the_check_finds_each_spelling(tmp_path: Path) -> None:
 # -- what the root wires ------------------------------------------------------------------
 
 
+def test_the_root_lists_exactly_the_modules_that_declare_actions() -> None:
+    """No listed module without an action, no action declared outside a listed module
+    (one imported only along the way would vanish the day that import goes)."""
+    listed = {m.__name__ for m in compose.action_modules()}
+    declaring = {a.handler.__module__ for a in compose.actions().all()}
+    assert declaring == listed
+
+
 def test_read_only_is_declared_by_the_action() -> None:
     acts = {a.name: a for a in compose.actions().all()}
     assert acts["plan.list"].read_only and acts["memory.list"].read_only
