@@ -4,13 +4,20 @@ its folder plus its registration there (or an entry point, for a package outside
 from __future__ import annotations
 
 import ast
+import asyncio
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from pygls.exceptions import JsonRpcInvalidParams
+
 from ndomo import compose
+from ndomo.app import App
+from ndomo.lsp import warmup
+from ndomo.lsp.commands import CommandsFeature
 from tests import throwaway
 
 SRC = Path(__file__).resolve().parents[2] / "server"
@@ -200,3 +207,38 @@ def test_a_new_feature_is_its_folder_plus_its_registration_in_the_root(tmp_path:
     where, command, tool = python("-c", code).split()
     assert where.startswith(str(tmp_path))  # the copy ran, not the checkout
     assert (command, tool) == ("True", "True")
+
+
+async def test_only_commands_that_change_something_wake_the_listeners(tmp_path, monkeypatch):
+    """The LSP commands read `Action.read_only`: `memory.list` wakes nothing (the plan
+    diagnostics are not refreshed), `memory.delete` does — even when it is refused."""
+    monkeypatch.setattr(warmup, "_loads", compose.server_loads())
+    (tmp_path / ".git").mkdir()
+    app = App(tmp_path)
+    handlers, woken = {}, []
+
+    class _Listeners:
+        async def notify(self, name: str) -> None:
+            woken.append(name)
+
+    class _Server:
+        command_listeners = _Listeners()
+
+        def command(self, name):
+            return lambda fn: handlers.setdefault(name, fn)
+
+        async def wait_app(self, uri):
+            return app
+
+        def spawn(self, coro):
+            return asyncio.ensure_future(coro)
+
+    CommandsFeature(_Server()).register()
+    try:
+        assert await handlers["ndomo.memory.list"]({}) == []
+        with pytest.raises(JsonRpcInvalidParams):  # no note 99: refused, still a write
+            await handlers["ndomo.memory.delete"]({"id": 99})
+        await asyncio.sleep(0)
+        assert woken == ["memory.delete"]
+    finally:
+        await app.aclose()
