@@ -1,4 +1,4 @@
-from ndomo.terminal.cli import main
+from ndomo.compose import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -5,12 +5,16 @@
 
 gives `ndomo.plan.list` over LSP (one object argument), `ndomo plan list --flag …`
 on the command line and `/plan list …` in a prompt.
+
+This is the base every declaring module imports (low in the house: `app.py` imports
+`ActionError`). Which modules declare actions is said in one place above everything,
+the composition root (`ndomo.compose.actions`), which imports them and fills REGISTRY.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,21 +27,7 @@ from ndomo.validation import describe, problems
 
 if TYPE_CHECKING:
     from ndomo.app import App
-
-# Every module that declares actions. Registered in one place so that the LSP server,
-# the CLI and the slash registry see the same set.
-ACTION_MODULES: list[str] = [
-    "ndomo.features.health",
-    "ndomo.features.catalog",
-    "ndomo.features.turn",
-    "ndomo.features.sessions",
-    "ndomo.plan.actions",
-    "ndomo.features.approvals",
-    "ndomo.features.undo",
-    "ndomo.plan.view",
-    "ndomo.tools.reflexes.actions",
-    "ndomo.agents.actions",
-]
+    from ndomo.store.store import PlanStore
 
 
 class NoParams(Schema):
@@ -56,6 +46,8 @@ class Action:
     surfaces: frozenset[str] = field(default_factory=lambda: frozenset({"lsp", "cli", "slash"}))
     render: Callable[[Any], str] | None = None
     shows_config: bool = False  # its result reports config problems (the CLI prints them once)
+    # It only reads: the editor's plan diagnostics are not refreshed after it runs.
+    read_only: bool = False
 
     @property
     def command(self) -> str:
@@ -113,8 +105,8 @@ class ActionRegistry:
         return [a for a in acts if surface is None or surface in a.surfaces]
 
 
+# Filled as the declaring modules are imported (by the composition root).
 REGISTRY = ActionRegistry()
-_loaded = False
 
 
 def action(
@@ -125,6 +117,7 @@ def action(
     surfaces: tuple[str, ...] = ("lsp", "cli", "slash"),
     render: Callable[[Any], str] | None = None,
     shows_config: bool = False,
+    read_only: bool = False,
 ) -> Callable[[Handler], Handler]:
     def deco(fn: Handler) -> Handler:
         doc = (fn.__doc__ or "").strip().splitlines()
@@ -137,6 +130,7 @@ def action(
                 surfaces=frozenset(surfaces),
                 render=render,
                 shows_config=shows_config,
+                read_only=read_only,
             )
         )
         return fn
@@ -144,35 +138,12 @@ def action(
     return deco
 
 
-def load_actions() -> ActionRegistry:
-    """Import every declaring module once; returns the filled registry."""
-    global _loaded
-    if not _loaded:
-        for mod in ACTION_MODULES:
-            importlib.import_module(mod)
-        _loaded = True
-    return REGISTRY
+@asynccontextmanager
+async def store_of(app: App) -> AsyncIterator[PlanStore]:
+    """The App's store, its refusals (no such plan, bad status …) as the action's error."""
+    from ndomo.store.errors import StoreError
 
-
-class CommandInfo(Schema):
-    name: str
-    command: str
-    cli: str | None
-    slash: str | None
-    summary: str
-    params: dict
-
-
-@action("commands", summary="List every declared action with its LSP command, CLI and slash forms")
-async def commands(app: App, params: NoParams) -> list[CommandInfo]:
-    return [
-        CommandInfo(
-            name=a.name,
-            command=a.command,
-            cli=("ndomo " + " ".join(a.path)) if "cli" in a.surfaces else None,
-            slash=("/" + " ".join(a.path)) if "slash" in a.surfaces else None,
-            summary=a.summary,
-            params=a.params.model_json_schema(),
-        )
-        for a in load_actions().all()
-    ]
+    try:
+        yield await app.store()
+    except StoreError as exc:
+        raise ActionError(exc.message, field=exc.field, kind=exc.kind) from None

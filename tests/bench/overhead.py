@@ -13,12 +13,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from ndomo import compose
 from ndomo.app import App
 from ndomo.llm.messages import ToolCall
 from ndomo.runtime.context import TurnContext, TurnRequest
 from ndomo.runtime.executor import run_call
 from ndomo.runtime.host import BaseHost
-from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.runtime import Runtime
 from ndomo.runtime.tools import tool
 from tests.bench.common import Result, summary
@@ -42,7 +42,7 @@ async def run() -> list[Result]:
     with tempfile.TemporaryDirectory() as d:
         app = App(Path(d))
         try:
-            plugins = build_plugins()
+            plugins = compose.plugins()
             plugins.tools.add(NOOP)
             rt = Runtime(app, plugins)
             state = await rt.session()

@@ -7,12 +7,12 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from ndomo import compose
 from ndomo.app import App
 from ndomo.llm.budget import json_size
 from ndomo.llm.capabilities import estimate_tokens
 from ndomo.runtime.context import TurnRequest
 from ndomo.runtime.host import BaseHost
-from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.runtime import Runtime
 from tests.bench.common import Result
 from tests.fakes.fake_model import FakeModel
@@ -33,7 +33,7 @@ async def measure() -> list[dict]:
         app.settings.model.base_url = fake.url
         app.settings.model.max_retries = 0
         try:
-            rt = Runtime(app, build_plugins())
+            rt = Runtime(app, compose.plugins())
             for agent, mode in CASES:
                 n = len(fake.chat_requests())
                 await rt.run(TurnRequest(prompt="hello", agent=agent, mode=mode), BaseHost())

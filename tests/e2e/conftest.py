@@ -78,7 +78,7 @@ class Session:
             command = [
                 sys.executable,
                 "-c",
-                "import os, sys; os.chdir(sys.argv[1]); from ndomo.terminal.cli import main; "
+                "import os, sys; os.chdir(sys.argv[1]); from ndomo.compose import main; "
                 "sys.exit(main(['serve']))",
                 str(cwd),
             ]

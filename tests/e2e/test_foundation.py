@@ -24,9 +24,9 @@ async def test_initialize_advertises_commands_code_actions_and_incremental_sync(
     result = await command(client, "ndomo.commands")
     names = {c["command"] for c in result}
     assert set(caps.execute_command_provider.commands) == names
-    from ndomo.actions import load_actions
+    from ndomo import compose
 
-    assert names == {a.command for a in load_actions().all("lsp")}
+    assert names == {a.command for a in compose.actions().all("lsp")}
 
 
 async def test_health_returns_structured_report(lsp, tmp_path):

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from ndomo.actions import load_actions
+from ndomo import compose
 from tests.e2e.conftest import command
 from tests.fakes.fake_model import FakeModel
 
@@ -52,7 +52,7 @@ def malformed(fields: dict[str, bool]) -> st.SearchStrategy[tuple[list[Any], str
 def command_fields() -> dict[str, dict[str, bool]]:
     return {
         a.command: {name: f.is_required() for name, f in a.params.model_fields.items()}
-        for a in load_actions().all("lsp")
+        for a in compose.actions().all("lsp")
     }
 
 

@@ -3,14 +3,14 @@ jobs picked by role, never by name."""
 
 from __future__ import annotations
 
+from ndomo import compose
 from ndomo.agents.loader import load_agents
 from ndomo.config import Settings
 from ndomo.features.catalog import build_catalog, pick
-from ndomo.runtime.plugins import build_plugins
 
 
 def test_builtin_catalog_defaults_and_roles(tmp_path):
-    modes = build_plugins().modes
+    modes = compose.plugins().modes
     cat = build_catalog(modes, load_agents(tmp_path, modes), Settings())
     assert [m.name for m in cat.modes if m.default] == ["discussion"]
     assert [a.name for a in cat.agents if a.default] == ["foreman"]
@@ -32,7 +32,7 @@ def test_roles_follow_the_agent_files_not_the_names(tmp_path):
     (folder / "maker.md").write_text(
         "---\ndescription: our builder\nmode: primary\nthreshold: true\n---\nbuild\n"
     )
-    modes = build_plugins().modes
+    modes = compose.plugins().modes
     settings = Settings(default_agent="maker")
     cat = build_catalog(modes, load_agents(tmp_path, modes), settings)
     assert pick(cat, agent_role="builder", mode_role="build") == ("maker", "autopilot")
@@ -40,7 +40,7 @@ def test_roles_follow_the_agent_files_not_the_names(tmp_path):
 
 
 def test_settings_naming_unknown_modes_or_agents_are_reported(tmp_path):
-    modes = build_plugins().modes
+    modes = compose.plugins().modes
     settings = Settings.model_validate({"default_agent": "ghost", "modes": {"default": "turbo"}})
     cat = build_catalog(modes, load_agents(tmp_path, modes), settings)
     assert any("modes.default 'turbo' is not a mode" in p for p in cat.problems)

@@ -6,15 +6,16 @@ import json
 
 import pytest
 
-from ndomo.terminal.cli import build_parser, find_workspace, main
+from ndomo import compose
+from ndomo.compose import main
+from ndomo.terminal.args import find_workspace
+from ndomo.terminal.cli import build_parser
 
 
 def test_every_cli_action_has_a_subcommand():
-    from ndomo.actions import load_actions
-
-    parser = build_parser()
+    parser = build_parser(compose.command_line())
     help_text = parser.format_help()
-    for act in load_actions().all("cli"):
+    for act in compose.actions().all("cli"):
         assert act.path[0] in help_text
 
 
@@ -73,10 +74,8 @@ def _all_flags(parser, path=()):
 
 
 def test_every_flag_has_help_text():
-    from ndomo.terminal.cli import EXTRA_COMMANDS
-
-    flags = list(_all_flags(build_parser()))
-    assert {"run", "serve"} <= set(EXTRA_COMMANDS)
+    flags = list(_all_flags(build_parser(compose.command_line())))
+    assert {"run", "serve"} <= {p for p, _f, _h in flags}
     assert ("run", "--agent") in {(p, f) for p, f, _ in flags}
     assert [(p, f) for p, f, h in flags if not h] == []
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ndomo.app import App, find_root, given_root
-from ndomo.terminal.cli import main
+from ndomo.compose import main
 
 
 @pytest.fixture

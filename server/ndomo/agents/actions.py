@@ -122,6 +122,7 @@ def render_agents(result: Any) -> str:
     NoParams,
     summary="List agents (role, mode, permissions) and agent-file problems",
     render=render_agents,
+    read_only=True,
 )
 async def agents_list(app: App, params: NoParams) -> AgentList:
     """Read fresh from disk, so an edited agent file shows up without a restart."""

@@ -27,6 +27,7 @@ class ApprovalRevokeParams(Schema):
     "approvals.list",
     ApprovalsListParams,
     summary="List saved approvals: the project's and the session's",
+    read_only=True,
 )
 async def approvals_list(app: App, p: ApprovalsListParams) -> list[Approval]:
     from ndomo.runtime.runtime import Runtime

@@ -1,11 +1,9 @@
-"""Lifecycle features every turn has: recording, base prompt, hand-back, /mode …"""
+"""Lifecycle features every turn has: recording, base prompt, /mode, /agent, /new, /help."""
 
 from __future__ import annotations
 
 import platform
 from typing import Any
-
-from pydantic import ConfigDict, Field
 
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.events import TurnFinished, TurnStarted
@@ -14,9 +12,7 @@ from ndomo.runtime.hooks import HookResult, LifecycleHook, Phase
 from ndomo.runtime.plugins import Plugins
 from ndomo.runtime.prompts import PromptContributor
 from ndomo.runtime.runtime import TurnRefused
-from ndomo.runtime.slash import CommandSpec, SlashError, action_specs
-from ndomo.runtime.tools import ToolResult, tool
-from ndomo.schema import Schema
+from ndomo.runtime.slash import CommandSpec, SlashError
 from ndomo.store.errors import StoreError
 
 # -- recording ----------------------------------------------------------------------------
@@ -100,26 +96,6 @@ class Environment(PromptContributor):
         )
 
 
-# -- hand-back ----------------------------------------------------------------------------
-
-
-class HandbackParams(Schema):
-    model_config = ConfigDict(extra="forbid")
-    # no field description: the tool's own says it (every request carries this schema)
-    reason: str = Field(min_length=1)
-
-
-@tool(
-    "handback",
-    HandbackParams,
-    core=True,
-    description="Stop: you are blocked and need the user.",
-)
-async def handback(ctx: TurnContext, p: HandbackParams) -> ToolResult:
-    ctx.handback = p.reason
-    return ToolResult(content=f"handed back to the user: {p.reason}", ends_turn=True)
-
-
 # -- slash built-ins ---------------------------------------------------------------------
 
 
@@ -165,7 +141,6 @@ def setup(plugins: Plugins) -> None:
     plugins.hooks.extend([TurnRecordHook(), TurnFinishHook()])
     plugins.prompts.add(AgentPrompt())
     plugins.prompts.add(Environment())
-    plugins.tools.add(handback)
     for spec in (
         CommandSpec("mode", _mode, "Show or switch the session's mode", usage="/mode [m]"),
         CommandSpec("agent", _agent, "Show or switch the session's agent", usage="/agent [a]"),
@@ -173,6 +148,3 @@ def setup(plugins: Plugins) -> None:
         CommandSpec("help", _help, "List slash commands", aliases=("?",)),
     ):
         plugins.slash.add(spec)
-    for spec in action_specs():
-        if not plugins.slash.has(spec.name):
-            plugins.slash.add(spec)

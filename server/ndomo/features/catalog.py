@@ -122,6 +122,7 @@ def render_catalog(result: object) -> str:
     NoParams,
     summary="The modes and agents there are, with descriptions and defaults",
     render=render_catalog,
+    read_only=True,
 )
 async def catalog(app: App, params: NoParams) -> Catalog:
     """Agents read fresh from disk, so a new `.ndomo/agents/*.md` shows up without a restart."""

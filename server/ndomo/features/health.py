@@ -291,6 +291,7 @@ def render_health(r: dict) -> str:
     summary="Version, configuration, database, model and agent checks",
     render=render_health,
     shows_config=True,
+    read_only=True,
 )
 async def health(app: App, params: HealthParams) -> HealthReport:
     db, model, agents, sandbox, instructions = await asyncio.gather(

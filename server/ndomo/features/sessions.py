@@ -1,5 +1,6 @@
-"""A session as people read it: opened in an editor's conversation view (with its history)
-or exported to markdown. Built from the stored turns and messages, never from a live log."""
+"""Sessions as people find and read them: listed, opened in an editor's conversation view
+(with its history) or exported to markdown. Built from the stored turns and messages, never
+from a live log."""
 
 from __future__ import annotations
 
@@ -7,15 +8,28 @@ import asyncio
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, StrictBool
 
-from ndomo.actions import ActionError, action
+from ndomo.actions import ActionError, action, store_of
 from ndomo.app import App
 from ndomo.runtime.events import Status
 from ndomo.runtime.runtime import Runtime
 from ndomo.schema import Schema
+from ndomo.store.models import Session
 
 SHOWN_RESULT = 4000  # characters of a tool result an editor gets back (the store keeps all)
+
+
+class SessionListParams(Schema):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+    limit: int = Field(default=50, ge=1, le=1000, description="at most this many rows (1-1000)")
+    open_only: StrictBool = Field(default=False, description="only sessions that are not ended")
+
+
+@action("session.list", SessionListParams, summary="List sessions (newest first)", read_only=True)
+async def session_list(app: App, p: SessionListParams) -> list[Session]:
+    async with store_of(app) as s:
+        return await s.list_sessions(p.limit, open_only=p.open_only)
 
 
 class ChatItem(Schema):
@@ -154,6 +168,7 @@ def _render_view(view: Any) -> str:
     OpenParams,
     render=_render_view,
     summary="Make a session the current one (the latest for `ndomo run`) and return its conversation",
+    read_only=True,
 )
 async def session_open(app: App, p: OpenParams) -> SessionView:
     return await _view(app, p.session, p.limit, switch=True)
@@ -177,6 +192,7 @@ class Exported(Schema):
     "session.export",
     ExportParams,
     summary="Write a session's whole conversation to a markdown file",
+    read_only=True,
 )
 async def session_export(app: App, p: ExportParams) -> Exported:
     view = await _view(app, p.session, 1_000_000, switch=False)

@@ -43,12 +43,19 @@ async def _status(app: App, session: str | None) -> Status:
     return await rt.status(await rt.session(session))
 
 
-@action("status", SessionParam, summary="The session's mode, agent, busy state and plan progress")
+@action(
+    "status",
+    SessionParam,
+    summary="The session's mode, agent, busy state and plan progress",
+    read_only=True,
+)
 async def status(app: App, p: SessionParam) -> Status:
     return await _status(app, p.session)
 
 
-@action("mode.get", SessionParam, summary="The session's mode and the modes there are")
+@action(
+    "mode.get", SessionParam, summary="The session's mode and the modes there are", read_only=True
+)
 async def mode_get(app: App, p: SessionParam) -> ModeReport:
     rt = Runtime.of(app)
     state = await rt.session(p.session)

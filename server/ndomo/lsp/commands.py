@@ -5,20 +5,24 @@ argument's `uri` (a routing key every command accepts; actions that declare `uri
 `turn`, also receive it), else the folder of the document the user last worked in, else the
 first folder.
 
-Handlers are registered from `command_names` so `initialize` does not wait for the action
-modules; each handler finds its action in the registry on first use (the registry is
-normally imported already by the background warm-up started at `initialized`).
+The commands are the declared actions (`warmup.actions()`, the composition root's list),
+registered when the server is created: `initialize` advertises every one. Importing them
+then costs the first answer nothing — `initialize` waits for the runtime's features anyway,
+which load the actions (docs/performance.md).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
-from ndomo.lsp.command_names import LSP_ACTION_NAMES, READ_ONLY_ACTIONS
+from ndomo.lsp import warmup
 from ndomo.lsp.server import Feature
+
+if TYPE_CHECKING:
+    from ndomo.actions import Action
 
 REQUEST_FAILED = -32803  # LSP ErrorCodes.RequestFailed
 
@@ -29,12 +33,12 @@ class CommandsFeature(Feature):
     name = "commands"
 
     def register(self) -> None:
-        for name in LSP_ACTION_NAMES:
-            self._register(name)
+        for act in warmup.actions().all("lsp"):
+            self._register(act)
 
-    def _register(self, name: str) -> None:
+    def _register(self, act: Action) -> None:
         ls = self.server
-        command = f"ndomo.{name}"
+        command = act.command
 
         async def handler(*args: Any) -> Any:
             if len(args) > 1:
@@ -44,11 +48,8 @@ class CommandsFeature(Feature):
             raw = args[0] if args else None
             uri = raw.get("uri") if isinstance(raw, dict) else None
             app = await ls.wait_app(uri if isinstance(uri, str) else None)
-            from ndomo.actions import ActionError, load_actions
+            from ndomo.actions import ActionError
 
-            act = load_actions().get(name)
-            if act is None:  # the manifest names an action nobody declares any more
-                raise JsonRpcException(message=f"{command}: no such action", code=REQUEST_FAILED)
             if isinstance(raw, dict) and uri is not None and "uri" not in act.params.model_fields:
                 raw = {k: v for k, v in raw.items() if k != "uri"}  # routing only
             try:
@@ -60,8 +61,8 @@ class CommandsFeature(Feature):
                     message=f"{command}: {exc.message}", code=REQUEST_FAILED
                 ) from None
             finally:  # whatever the command changed (plans, tasks …) shows up at once
-                if name not in READ_ONLY_ACTIONS:
-                    ls.spawn(ls.command_listeners.notify(name))
+                if not act.read_only:
+                    ls.spawn(ls.command_listeners.notify(act.name))
 
         handler.__name__ = command.replace(".", "_")
         ls.command(command)(handler)

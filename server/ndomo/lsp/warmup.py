@@ -1,60 +1,76 @@
 """Import off the event loop what `initialize` does not need but the first turn does.
 
-`initialize` is answered with only pygls and the light lsp modules loaded. After
-`initialized`, `core()` (actions, runtime, store: what every command needs) runs in a
-thread before the App is published, `plugins()` builds the runtime's registries (every
-tool module and its imports: bashlex's parser tables, bs4 …) in a thread too, so the event
-loop keeps answering meanwhile, and `extras()` (model SDK, parsers, web tools …)
-runs in a background thread, so the first turn neither waits for those imports nor
-makes the server's memory jump; it also builds the models whose build was deferred
-(ndomo.schema), so the first turn does not build them either.
+`initialize` is answered with pygls, the lsp modules and the modes and agents it
+advertises (`plugins()`, in a thread). After `initialized`, `core()` (actions, runtime,
+store: what every command needs) runs in a thread before the App is published, and
+`extras()` (the rest of ndomo, the model SDK, parsers, web tools …) runs in a background
+thread, so the first turn neither waits for those imports nor makes the server's memory
+jump; it also builds the models whose build was deferred (ndomo.schema), so the first turn
+does not build them either.
+
+What each step loads is decided by the composition root (`ndomo.compose`), which hands
+its choice to `ndomo serve` as `Loads`; `install` keeps it for the server's features.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
-import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ndomo.actions import ActionRegistry
+    from ndomo.runtime.plugins import Plugins
 
 log = logging.getLogger("ndomo.lsp")
 
-CORE = (
-    "ndomo.app",
-    "ndomo.runtime.runtime",
-    "ndomo.features.turn",
-    "ndomo.lsp.host",
-    "ndomo.store.store",
-)
 # Third-party modules some tool or the model client imports lazily on first use.
 THIRD_PARTY = ("openai", "httpx", "bashlex", "bs4", "tree_sitter")
-SKIP = ("ndomo.__main__",)
+
+
+@dataclass(frozen=True)
+class Loads:
+    """The composition root's answer to "what does the server load, and when"."""
+
+    actions: Callable[[], ActionRegistry]  # every declared action: the LSP commands
+    core: Callable[[], object]  # what every command needs (runs before the App is published)
+    plugins: Callable[[], Plugins]  # the runtime's registries (every feature module)
+    extras: Callable[[], list[str]]  # the rest of ndomo; returns the modules that failed
+
+
+_loads: Loads | None = None
+
+
+def install(loads: Loads) -> None:
+    global _loads
+    _loads = loads
+
+
+def _installed() -> Loads:
+    if _loads is None:
+        raise LookupError("the server's loads are not installed: start it with `ndomo serve`")
+    return _loads
+
+
+def actions() -> ActionRegistry:
+    return _installed().actions()
 
 
 def core() -> None:
-    from ndomo.actions import load_actions
-
-    for mod in CORE:
-        importlib.import_module(mod)
-    load_actions()
+    _installed().core()
 
 
-def plugins():
+def plugins() -> Plugins:
     """The runtime's registries, built off the event loop (imports every feature module)."""
-    from ndomo.runtime.plugins import build_plugins
-
-    return build_plugins()
-
-
-def _ndomo_modules() -> list[str]:
-    import ndomo
-
-    return [m.name for m in pkgutil.walk_packages(ndomo.__path__, "ndomo.") if m.name not in SKIP]
+    return _installed().plugins()
 
 
 def extras() -> list[str]:
-    """Import every ndomo module and the optional libraries; returns what failed (logged)."""
-    failed = []
-    for mod in (*_ndomo_modules(), *THIRD_PARTY):
+    """Import the rest of ndomo and the optional libraries; returns what failed (logged)."""
+    failed = _installed().extras()
+    for mod in THIRD_PARTY:
         try:
             importlib.import_module(mod)
         except Exception:  # an optional library missing is fine: its tool reports it when used

@@ -1,4 +1,4 @@
-"""User operations on plans, tasks, sessions and notes (LSP command, CLI subcommand, slash command).
+"""User operations on plans and tasks (LSP command, CLI subcommand, slash command).
 
 Handlers translate the store's errors into ActionError: unknown ids and bad values are
 'invalid', refused operations and illegal transitions are 'failed'.
@@ -6,24 +6,18 @@ Handlers translate the store's errors into ActionError: unknown ids and bad valu
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from pydantic import ConfigDict, Field, StrictBool
 
-from ndomo.actions import ActionError, action
+from ndomo.actions import action, store_of
 from ndomo.schema import Schema
-from ndomo.store.errors import StoreError
 from ndomo.store.models import (
-    Memory,
-    MemoryCategory,
     Plan,
     PlanDeleted,
     PlanDetail,
     PlanStatus,
     Progress,
-    Session,
     StatusChange,
     Task,
     TaskStatus,
@@ -31,7 +25,6 @@ from ndomo.store.models import (
 
 if TYPE_CHECKING:
     from ndomo.app import App
-    from ndomo.store.store import PlanStore
 
 
 class _P(Schema):
@@ -108,34 +101,31 @@ class TaskStatusParams(_P):
     session_id: str | None = Field(default=None, description="session that executed it")
 
 
-class SessionListParams(_P):
-    limit: int = Field(default=50, ge=1, le=1000, description=LIMIT)
-    open_only: StrictBool = Field(default=False, description="only sessions that are not ended")
-
-
-@asynccontextmanager
-async def _store(app: App) -> AsyncIterator[PlanStore]:
-    try:
-        yield await app.store()
-    except StoreError as exc:
-        raise ActionError(exc.message, field=exc.field, kind=exc.kind) from None
-
-
-@action("plan.list", PlanListParams, summary="List plans (newest first)")
+@action("plan.list", PlanListParams, summary="List plans (newest first)", read_only=True)
 async def plan_list(app: App, p: PlanListParams) -> list[Plan]:
-    async with _store(app) as s:
+    async with store_of(app) as s:
         return await s.list_plans(p.status, include_archived=p.include_archived, limit=p.limit)
 
 
-@action("plan.show", PlanRef, summary="Show a plan with its tasks, files, tags, progress and audit")
+@action(
+    "plan.show",
+    PlanRef,
+    summary="Show a plan with its tasks, files, tags, progress and audit",
+    read_only=True,
+)
 async def plan_show(app: App, p: PlanRef) -> PlanDetail:
-    async with _store(app) as s:
+    async with store_of(app) as s:
         return await s.get_plan(p.id)
 
 
-@action("plan.search", PlanSearchParams, summary="Search plans by text and/or by a file they touch")
+@action(
+    "plan.search",
+    PlanSearchParams,
+    summary="Search plans by text and/or by a file they touch",
+    read_only=True,
+)
 async def plan_search(app: App, p: PlanSearchParams) -> list[Plan]:
-    async with _store(app) as s:
+    async with store_of(app) as s:
         return await s.search_plans(
             p.query, file_path=p.file_path, include_archived=p.include_archived, limit=p.limit
         )
@@ -143,13 +133,13 @@ async def plan_search(app: App, p: PlanSearchParams) -> list[Plan]:
 
 @action("plan.approve", PlanApproveParams, summary="Approve a draft plan")
 async def plan_approve(app: App, p: PlanApproveParams) -> StatusChange:
-    async with _store(app) as s:
+    async with store_of(app) as s:
         return await s.approve_plan(p.id, actor="user", session_id=p.session_id)
 
 
 @action("plan.status", PlanStatusParams, summary="Move a plan to another status (dry_run, force)")
 async def plan_status(app: App, p: PlanStatusParams) -> StatusChange:
-    async with _store(app) as s:
+    async with store_of(app) as s:
         return await s.update_plan_status(
             p.id,
             p.status,
@@ -163,25 +153,27 @@ async def plan_status(app: App, p: PlanStatusParams) -> StatusChange:
 
 @action("plan.delete", PlanDeleteParams, summary="Delete a finished plan (needs confirm: true)")
 async def plan_delete(app: App, p: PlanDeleteParams) -> PlanDeleted:
-    async with _store(app) as s:
+    async with store_of(app) as s:
         return await s.delete_plan(p.id, p.confirm)
 
 
-@action("plan.progress", PlanRef, summary="Task counts and percentage done of a plan")
+@action(
+    "plan.progress", PlanRef, summary="Task counts and percentage done of a plan", read_only=True
+)
 async def plan_progress(app: App, p: PlanRef) -> Progress:
-    async with _store(app) as s:
+    async with store_of(app) as s:
         return await s.plan_progress(p.id)
 
 
-@action("task.list", TaskListParams, summary="List a plan's tasks")
+@action("task.list", TaskListParams, summary="List a plan's tasks", read_only=True)
 async def task_list(app: App, p: TaskListParams) -> list[Task]:
-    async with _store(app) as s:
+    async with store_of(app) as s:
         return await s.list_tasks(p.plan, p.status)
 
 
 @action("task.next", TaskNextParams, summary="Claim (or peek at) the next ready task for an agent")
 async def task_next(app: App, p: TaskNextParams) -> Task | None:
-    async with _store(app) as s:
+    async with store_of(app) as s:
         if p.peek:
             return await s.peek_task_for_agent(p.agent, p.plan, p.session_id)
         return await s.next_task_for_agent(p.agent, p.plan, p.session_id)
@@ -189,52 +181,7 @@ async def task_next(app: App, p: TaskNextParams) -> Task | None:
 
 @action("task.status", TaskStatusParams, summary="Set a task's status (and result or error)")
 async def task_status(app: App, p: TaskStatusParams) -> Task:
-    async with _store(app) as s:
+    async with store_of(app) as s:
         return await s.update_task_status(
             p.id, p.status, result=p.result, error=p.error, agent=p.agent, session_id=p.session_id
         )
-
-
-@action("session.list", SessionListParams, summary="List sessions (newest first)")
-async def session_list(app: App, p: SessionListParams) -> list[Session]:
-    async with _store(app) as s:
-        return await s.list_sessions(p.limit, open_only=p.open_only)
-
-
-class MemoryListParams(_P):
-    category: MemoryCategory | None = Field(
-        default=None, description="fact, decision or preference"
-    )
-    query: str | None = Field(
-        default=None, description="Only notes with these words (best match first)."
-    )
-    limit: int = Field(default=100, ge=1, le=1000, description="At most this many notes.")
-
-
-class MemoryDeleteParams(_P):
-    id: int = Field(ge=1, description="The note's number (#id in `memory list`).")
-
-
-def _render_memories(rows: list) -> str:
-    if not rows:
-        return "no notes"
-    return "\n".join(f"#{m['id']} [{m['category']}] {' '.join(m['content'].split())}" for m in rows)
-
-
-@action(
-    "memory.list",
-    MemoryListParams,
-    summary="List the notes agents remembered (newest first)",
-    render=_render_memories,
-)
-async def memory_list(app: App, p: MemoryListParams) -> list[Memory]:
-    async with _store(app) as s:
-        if p.query:
-            return await s.search_memories(p.query, p.limit, category=p.category, any_word=True)
-        return await s.list_memories(p.category, p.limit)
-
-
-@action("memory.delete", MemoryDeleteParams, summary="Delete one note")
-async def memory_delete(app: App, p: MemoryDeleteParams) -> Memory:
-    async with _store(app) as s:
-        return await s.delete_memory(p.id)

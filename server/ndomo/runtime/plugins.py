@@ -1,16 +1,16 @@
-"""The registries a runtime is built from, and the one list of features that fill them.
+"""The registries a runtime is built from, filled by features' `setup(plugins)`.
 
-Adding a mode, a tool set or a hook means a new folder plus one line in FEATURES; the
-runtime's core never changes. A package outside ndomo adds its own the same way without
-touching ndomo: an entry point in the `ndomo.features` group naming a module with
-`setup(plugins)` (loaded after the built-ins, in name order).
+Which features fill them is decided above the engine, by the composition root
+(`ndomo.compose.plugins`: the built-in features, then the `ndomo.features` entry points of
+installed packages). The engine only runs the setups it is given (`build_plugins`) and
+keeps the root's choice as the default for a runtime built without plugins
+(`default_plugins`); it never names a feature.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -25,27 +25,6 @@ if TYPE_CHECKING:
     from ndomo.runtime.context import Engine, TurnContext
 
 log = logging.getLogger("ndomo.plugins")
-
-# Entry-point group of features from other packages (same `setup(plugins)` contract).
-ENTRY_POINT_GROUP = "ndomo.features"
-
-# Each module exposes `setup(plugins: Plugins) -> None`.
-FEATURES: list[str] = [
-    "ndomo.features.builtin",
-    "ndomo.features.instructions",
-    "ndomo.modes.discussion",
-    "ndomo.modes.brainstorming",
-    "ndomo.modes.autopilot",
-    "ndomo.features.recovery",
-    "ndomo.tools.shell",
-    "ndomo.tools.web",
-    "ndomo.tools.interaction",
-    "ndomo.tools.reflexes",
-    "ndomo.agents.feature",
-    "ndomo.tools.files",
-    "ndomo.tools.code",
-    "ndomo.plan",
-]
 
 
 class FileWritten(Protocol):
@@ -95,19 +74,34 @@ class Plugins:
         self.on_runtime.append(mode.on_runtime)
 
 
-def installed_features() -> list[str]:
-    """Modules named by the `ndomo.features` entry points of installed packages."""
-    from importlib.metadata import entry_points
+# A feature: the `setup(plugins)` of a module (or of a package outside ndomo).
+Setup = Callable[[Plugins], None]
 
-    found = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
-    return [ep.value for ep in found if ep.value not in FEATURES]
+# The composition root's feature set (`use_default`): what `Runtime(app)` gets without plugins.
+_default: Callable[[], Plugins] | None = None
 
 
-def build_plugins(features: list[str] | None = None) -> Plugins:
-    """The built-in FEATURES plus installed ones (or exactly `features`, for tests)."""
+def build_plugins(setups: Iterable[Setup]) -> Plugins:
+    """Registries filled by `setups`, in order."""
     plugins = Plugins()
-    for mod in [*FEATURES, *installed_features()] if features is None else features:
-        log.debug("feature %s", mod)
-        importlib.import_module(mod).setup(plugins)
+    for setup in setups:
+        log.debug("feature %s", getattr(setup, "__module__", setup))
+        setup(plugins)
     plugins.hooks.validate()  # a cycle is a start-up error, not a mid-turn surprise
     return plugins
+
+
+def use_default(make: Callable[[], Plugins]) -> None:
+    """Set how a runtime built without plugins gets them (called by the composition root)."""
+    global _default
+    _default = make
+
+
+def default_plugins() -> Plugins:
+    """The composition root's features; an error naming the root when none was set."""
+    if _default is None:
+        raise LookupError(
+            "no features wired: build the plugins with ndomo.compose.plugins() "
+            "(a front end started through ndomo.compose sets them)"
+        )
+    return _default()

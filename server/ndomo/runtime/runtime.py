@@ -20,7 +20,7 @@ from ndomo.runtime.events import Status, TurnEvent
 from ndomo.runtime.hooks import HookAction, Phase
 from ndomo.runtime.host import BaseHost, Host
 from ndomo.runtime.listeners import Listeners
-from ndomo.runtime.plugins import Plugins, build_plugins
+from ndomo.runtime.plugins import Plugins, default_plugins
 from ndomo.runtime.slash import SlashError
 from ndomo.security.paths import workspace_name
 
@@ -49,7 +49,7 @@ class TurnRefused(Exception):
 class Runtime:
     def __init__(self, app: App, plugins: Plugins | None = None) -> None:
         self.app = app
-        self.plugins = plugins or build_plugins()
+        self.plugins = plugins or default_plugins()
         self.coordinator = ToolCallCoordinator()
         self.sessions: dict[str, SessionState] = {}
         self.current_session_id: str | None = None

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ndomo.actions import Action
     from ndomo.runtime.context import TurnContext
 
 SlashHandler = Callable[["TurnContext", list[str]], Awaitable[Any]]
@@ -83,13 +84,13 @@ class SlashCommandRegistry:
         return True, await spec.handler(ctx, rest)
 
 
-def action_specs() -> list[CommandSpec]:
-    """Every action with the slash surface, as `/<group> <verb> --flags`."""
-    from ndomo.actions import ActionError, load_actions
+def action_specs(actions: Iterable[Action]) -> list[CommandSpec]:
+    """Each action as `/<group> <verb> --flags`."""
+    from ndomo.actions import ActionError
     from ndomo.terminal.args import add_model_flags
 
     specs = []
-    for act in load_actions().all("slash"):
+    for act in actions:
         parser = _Parser(prog="/" + " ".join(act.path), add_help=False)
         add_model_flags(parser, act.params)
 

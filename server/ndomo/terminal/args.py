@@ -1,9 +1,11 @@
 """The argparse pieces every command shares: flags generated from a pydantic model, the
-workspace flag, exit codes, and the registry of extra top-level commands (`serve`, `run`).
+workspace flag, exit codes, and `Subcommand` (a top-level command that is not an action:
+`serve`, `run`).
 
-A library below `terminal/cli.py`: the modules that declare a command (`terminal/serve.py`,
+A library below `terminal/cli.py`: the modules that define a command (`terminal/serve.py`,
 `terminal/run.py`) and the slash commands (`runtime/slash.py`) import this, never the
-CLI itself, so nothing below the entry point depends on it.
+CLI itself, so nothing below the entry point depends on it. Which commands exist is said
+by the composition root (`ndomo.compose.command_line`).
 """
 
 from __future__ import annotations
@@ -13,23 +15,22 @@ import json
 import types as pytypes
 import typing
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-# Extra top-level commands that are not actions (serve, run …): name -> (setup, handler).
-Subcommand = tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
-EXTRA_COMMANDS: dict[str, Subcommand] = {}
 
+@dataclass(frozen=True)
+class Subcommand:
+    """A top-level command that is not an action: its flags (`setup`) and what runs it."""
 
-def subcommand(name: str, setup: Callable[[argparse.ArgumentParser], None]):
-    def deco(fn: Callable[[argparse.Namespace], int]):
-        EXTRA_COMMANDS[name] = (setup, fn)
-        return fn
-
-    return deco
+    name: str
+    setup: Callable[[argparse.ArgumentParser], None]
+    handler: Callable[[argparse.Namespace], int]
+    help: str
 
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2

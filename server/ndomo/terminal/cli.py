@@ -1,4 +1,5 @@
-"""The `ndomo` command: `serve`, plus one subcommand per declared action.
+"""The `ndomo` command: `serve`, `run`, plus one subcommand per declared action (which
+commands and actions exist is given by the composition root, `ndomo.compose`).
 
 `ndomo plan list --status executing --json` is the action `plan.list`; flags are the
 fields of its params model and pydantic validates them exactly as over LSP.
@@ -13,31 +14,35 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import json
 import logging
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ndomo import __version__
 from ndomo.terminal.args import (
     EXIT_FAILED,
-    EXIT_OK,
     EXIT_USAGE,
-    EXTRA_COMMANDS,
     WORKSPACE_HELP,
     Subcommand,
     add_model_flags,
-    find_workspace,
     resolve_workspace,
-    subcommand,
 )
 
 if TYPE_CHECKING:  # pydantic, yaml and the actions load only when a parser is built
-    from ndomo.actions import Action
+    from ndomo.actions import Action, ActionRegistry
 
-# Modules that declare such commands with @subcommand.
-CLI_MODULES = ["ndomo.terminal.serve", "ndomo.terminal.run"]
+
+@dataclass(frozen=True)
+class Commands:
+    """What the command line offers (given by the composition root), each part built only
+    when a command needs it."""
+
+    serve: Callable[[], Subcommand]  # alone: an editor spawning the server waits for no more
+    others: Callable[[], list[Subcommand]]  # `run` …
+    actions: Callable[[], ActionRegistry]  # one subcommand each (surface "cli")
 
 
 def render_result(act: Action, result: Any, as_json: bool) -> str:
@@ -90,12 +95,7 @@ def run_action(act: Action, ns: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from ndomo.actions import load_actions
-
-    for mod in CLI_MODULES:
-        importlib.import_module(mod)
-
+def build_parser(commands: Commands) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ndomo",
         description="ndomo: foreman + craftsman in your editor",
@@ -108,15 +108,13 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--workspace", "-w", default=None, help=WORKSPACE_HELP)
     common.add_argument("--json", action="store_true", help="print the result as JSON")
 
-    for name, (setup, handler) in EXTRA_COMMANDS.items():
-        p = subs.add_parser(
-            name, help=(handler.__doc__ or "").strip().splitlines()[0] if handler.__doc__ else None
-        )
-        setup(p)
-        p.set_defaults(_handler=handler)
+    for cmd in [commands.serve(), *commands.others()]:
+        p = subs.add_parser(cmd.name, help=cmd.help)
+        cmd.setup(p)
+        p.set_defaults(_handler=cmd.handler)
 
     groups: dict[str, argparse._SubParsersAction] = {}
-    for act in load_actions().all("cli"):
+    for act in commands.actions().all("cli"):
         path = act.path
         if len(path) == 1:
             p = subs.add_parser(
@@ -134,44 +132,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _serve_parser() -> argparse.ArgumentParser:
+def _serve_parser(commands: Commands) -> argparse.ArgumentParser:
     """Only `serve`: an editor spawning the server must not wait for every action's CLI."""
-    importlib.import_module("ndomo.terminal.serve")
-    setup, handler = EXTRA_COMMANDS["serve"]
+    serve = commands.serve()
     parser = argparse.ArgumentParser(prog="ndomo")
     subs = parser.add_subparsers(dest="command", metavar="COMMAND")
-    p = subs.add_parser("serve")
-    setup(p)
-    p.set_defaults(_handler=handler)
+    p = subs.add_parser(serve.name)
+    serve.setup(p)
+    p.set_defaults(_handler=serve.handler)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None, commands: Commands) -> int:
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
     args = sys.argv[1:] if argv is None else list(argv)
     is_serve = args[:1] == ["serve"] and not {"-h", "--help"} & set(args)
-    parser = _serve_parser() if is_serve else build_parser()
+    parser = _serve_parser(commands) if is_serve else build_parser(commands)
     ns = parser.parse_args(argv)
     handler = getattr(ns, "_handler", None)
     if handler is None:
         parser.print_help()
         return 0
     return int(handler(ns) or 0)
-
-
-__all__ = [
-    "EXIT_FAILED",
-    "EXIT_OK",
-    "EXIT_USAGE",
-    "EXTRA_COMMANDS",
-    "WORKSPACE_HELP",
-    "Subcommand",
-    "add_model_flags",
-    "build_parser",
-    "find_workspace",
-    "main",
-    "resolve_workspace",
-    "subcommand",
-]

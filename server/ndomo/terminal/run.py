@@ -9,15 +9,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
+from functools import partial
+from typing import TYPE_CHECKING
 
 from ndomo.terminal.args import (
     EXIT_FAILED,
     EXIT_USAGE,
     WORKSPACE_HELP,
+    Subcommand,
     resolve_workspace,
-    subcommand,
 )
+
+if TYPE_CHECKING:
+    from ndomo.runtime.plugins import Plugins
 
 TURN_EXIT = {"done": 0, "blocked": 3, "capped": 4, "cancelled": 130}
 
@@ -26,14 +31,13 @@ class _Modes(Collection[str]):
     """The registered modes (`ndomo catalog`), built only when argparse needs them: to check
     a `--mode` value, or to print the help or a usage error — not for every command."""
 
-    def __init__(self) -> None:
+    def __init__(self, plugins: Callable[[], Plugins]) -> None:
+        self._plugins = plugins
         self._names: list[str] | None = None
 
     def names(self) -> list[str]:
         if self._names is None:
-            from ndomo.runtime.plugins import build_plugins
-
-            self._names = list(build_plugins().modes)
+            self._names = list(self._plugins().modes)
         return self._names
 
     def __contains__(self, name: object) -> bool:
@@ -62,7 +66,7 @@ class _RunHelp(argparse.HelpFormatter):
         return text
 
 
-def _setup(p: argparse.ArgumentParser) -> None:
+def _setup(p: argparse.ArgumentParser, plugins: Callable[[], Plugins]) -> None:
     p.formatter_class = _RunHelp
     p.add_argument("prompt", help="what to ask; a /slash command runs without the model")
     p.add_argument(
@@ -75,7 +79,7 @@ def _setup(p: argparse.ArgumentParser) -> None:
         "--mode",
         "-m",
         default=None,
-        choices=_Modes(),
+        choices=_Modes(plugins),
         help="mode of this turn, which fences the tools (default: the session's mode): %(choices)s",
     )
     p.add_argument("--workspace", "-w", default=None, help=WORKSPACE_HELP)
@@ -99,8 +103,17 @@ class _UsageError(Exception):
     """A bad request from the user, found before the turn starts."""
 
 
-@subcommand("run", _setup)
-def run(ns: argparse.Namespace) -> int:
+def command(plugins: Callable[[], Plugins]) -> Subcommand:
+    """`ndomo run`, its turns run with the features `plugins` builds."""
+    return Subcommand(
+        "run",
+        partial(_setup, plugins=plugins),
+        partial(run, plugins=plugins),
+        "Run one turn headless and print the answer and tool activity.",
+    )
+
+
+def run(ns: argparse.Namespace, plugins: Callable[[], Plugins]) -> int:
     """Run one turn headless and print the answer and tool activity."""
     from ndomo.actions import ActionError
     from ndomo.app import App
@@ -120,7 +133,7 @@ def run(ns: argparse.Namespace) -> int:
         try:
             if app.no_store_reason is not None:
                 raise _UsageError(app.no_store_reason)
-            rt = Runtime.of(app)
+            rt = Runtime.of(app, plugins())
             if ns.agent:
                 try:
                     await rt.check_agent(ns.agent)

@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import TYPE_CHECKING
 
-from ndomo.terminal.args import subcommand
+from ndomo.terminal.args import Subcommand
+
+if TYPE_CHECKING:
+    from ndomo.lsp.warmup import Loads
 
 
 def _setup(p: argparse.ArgumentParser) -> None:
@@ -34,8 +38,17 @@ TTY_NOTE = (
 )
 
 
-@subcommand("serve", _setup)
-def serve(ns: argparse.Namespace) -> int:
+def command(loads: Loads) -> Subcommand:
+    """`ndomo serve`, its server loading what `loads` says (from the composition root)."""
+    return Subcommand(
+        "serve",
+        _setup,
+        lambda ns: serve(ns, loads),
+        "Run the language server (stdio by default, or --tcp).",
+    )
+
+
+def serve(ns: argparse.Namespace, loads: Loads) -> int:
     """Run the language server (stdio by default, or --tcp)."""
     level = getattr(logging, ns.log_level.upper())
     stderr = logging.StreamHandler(sys.stderr)  # what an editor shows as errors: warnings and worse
@@ -51,9 +64,12 @@ def serve(ns: argparse.Namespace) -> int:
     )
     if ns.log_level != "debug":  # pygls logs every message at INFO
         logging.getLogger("pygls").setLevel(logging.WARNING)
+    from ndomo.lsp import warmup
     from ndomo.lsp.features import create_server
     from ndomo.lsp.logs import LogMessageHandler
     from ndomo.lsp.process import finish, life_of
+
+    warmup.install(loads)
 
     if not ns.tcp and sys.stdin.isatty():  # a person typed it: say what this is
         print(TTY_NOTE, file=sys.stderr, flush=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from ndomo import compose
 from ndomo.runtime.edits import change_file
-from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.runtime import Runtime
 from ndomo.runtime.tools import FileChange, ToolError, tool
 
@@ -48,7 +48,7 @@ async def peek(ctx, p: PeekParams):
 
 
 def runtime_with(app, *extra, plan_tools=True):
-    plugins = build_plugins()
+    plugins = compose.plugins()
     for t in extra:
         plugins.tools.add(t)
     if plan_tools and plugins.tools.get("plan_create") is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ndomo.actions import load_actions
+from ndomo import compose
 from ndomo.runtime.context import TurnRequest
 from ndomo.runtime.host import BaseHost
 
@@ -24,7 +24,7 @@ permission:
     )
     bad = app.root / ".ndomo" / "agents" / "broken.md"
     bad.write_text("---\ndescription: x\npermision:\n  edit: allow\n---\nbody\n")
-    result = await load_actions().get("agents.list").invoke(app, {})
+    result = await compose.actions().get("agents.list").invoke(app, {})
     by_name = {a["name"]: a for a in result["agents"]}
     assert "broken" not in by_name and len(by_name) == 17
     foreman = by_name["foreman"]
@@ -44,14 +44,14 @@ permission:
         and "permision" in problem["message"]
         and problem["line"] == 2
     )
-    text = load_actions().get("agents.list").render(result)
+    text = compose.actions().get("agents.list").render(result)
     assert "broken.md:3" in text and "helper" in text
 
 
 async def test_malformed_agent_file_health_names_it_and_others_work(app, fake):
     (app.root / ".ndomo" / "agents").mkdir(parents=True)
     (app.root / ".ndomo" / "agents" / "scout.md").write_text("---\nmode: sideways\n---\n")
-    health = await load_actions().get("health").invoke(app, {})
+    health = await compose.actions().get("health").invoke(app, {})
     problems = health["agents"]["problems"]
     assert problems and all(p["path"].endswith("scout.md") for p in problems)
     assert any("mode" in p["message"] for p in problems)

@@ -15,11 +15,11 @@ import typing
 from pathlib import Path
 
 import ndomo
+from ndomo import compose
 from ndomo.modes.base import AgentMode, ModeContract
 from ndomo.runtime.context import SessionState, TurnContext, TurnRequest
 from ndomo.runtime.edits import change_file
 from ndomo.runtime.host import BaseHost
-from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.runtime import Runtime
 from ndomo.runtime.tools import (
     BASE_KINDS,
@@ -62,7 +62,7 @@ def _context(rt: Runtime, mode: str) -> TurnContext:
 
 
 async def test_a_throwaway_mode_admitting_bash_gets_it_without_editing_tools(app):
-    plugins = build_plugins()
+    plugins = compose.plugins()
     plugins.add_mode(TryingMode())
     plugins.tools.policy = AllowAll()  # the fence alone; the agents' permissions have their tests
     rt = Runtime(app, plugins)
@@ -83,7 +83,7 @@ async def test_a_throwaway_mode_admitting_bash_gets_it_without_editing_tools(app
 def test_no_tool_names_a_mode():
     """Mode names appear nowhere in the tool features' code: tools state their class."""
     assert "modes" not in {f.name for f in dataclasses.fields(ToolDescriptor)}
-    modes = set(build_plugins().modes)
+    modes = set(compose.plugins().modes)
     sources = [*(SERVER / "tools").rglob("*.py"), SERVER / "plan" / "tools.py"]
     named = {
         (str(path.relative_to(SERVER)), text)
@@ -95,7 +95,7 @@ def test_no_tool_names_a_mode():
 
 
 def test_every_tool_has_a_class_a_built_in_mode_admits():
-    plugins = build_plugins()
+    plugins = compose.plugins()
     kinds = set(typing.get_args(ToolKind))
     for t in plugins.tools.all():
         assert t.tool_kind in kinds, t.name
@@ -290,7 +290,7 @@ def test_guards_name_no_tool_and_no_agent():
     from ndomo.agents.loader import builtin_agents_dir
     from ndomo.agents.schema import AgentPermission
 
-    plugins = build_plugins()
+    plugins = compose.plugins()
     # words that are also the permission, risk and class vocabulary are not tool names here
     vocabulary = (
         set(AgentPermission.model_fields)

@@ -235,9 +235,9 @@ async def test_async_loader_matches_sync(tmp_path):
 
 def test_default_mode_is_checked_against_the_registered_modes(tmp_path):
     """No fixed list: a mode a plugin registered is fine, one nobody registered is not."""
-    from ndomo.runtime.plugins import build_plugins
+    from ndomo import compose
 
-    modes = build_plugins().modes
+    modes = compose.plugins().modes
     text = "---\ndescription: ok\ndefault_mode: {}\n---\nbody\n"
     write(tmp_path, "known", text.format("brainstorming"))
     write(tmp_path, "extra", text.format("sketching"))

@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ndomo import compose
 from ndomo.agents.loader import load_agents
-from ndomo.runtime.plugins import FEATURES, build_plugins
+from ndomo.runtime.plugins import build_plugins
 
 ROOT = Path(__file__).resolve().parents[3]
 # The editors' sources and manifest (docs and the editors' own tests may name them).
@@ -19,7 +20,7 @@ SOURCES = ("editors/vscode/src/**/*.ts", "editors/vscode/package.json", "editors
 
 
 def builtin_names() -> list[str]:
-    modes = build_plugins(list(FEATURES)).modes  # the built-in features only
+    modes = build_plugins(compose.features()).modes  # the built-in features only
     return sorted(set(modes) | set(load_agents(None).names()))
 
 

@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
+from ndomo import compose
 from ndomo.app import App
 from ndomo.llm.budget import json_size
 from ndomo.runtime.context import TurnRequest
 from ndomo.runtime.host import BaseHost
-from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.runtime import Runtime
 from tests.fakes.fake_model import FakeModel, varied_text
 
@@ -28,7 +28,7 @@ async def _app(tmp_path, fake, **model):
     app.settings.model.max_retries = 0
     for k, v in model.items():
         setattr(app.settings.model, k, v)
-    return app, Runtime(app, build_plugins())
+    return app, Runtime(app, compose.plugins())
 
 
 def _first_size(body: dict) -> int:

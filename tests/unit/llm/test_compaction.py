@@ -4,10 +4,10 @@ that leaves old exchanges out, and the conversation stays valid for strict serve
 
 from __future__ import annotations
 
+from ndomo import compose
 from ndomo.app import App
 from ndomo.runtime.context import TurnRequest
 from ndomo.runtime.host import BaseHost
-from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.runtime import Runtime
 from tests.fakes.fake_model import FakeModel, varied_text
 
@@ -32,7 +32,7 @@ async def test_a_long_session_keeps_the_first_request_and_the_plan(tmp_path) -> 
         app.settings.model.base_url = fake.url
         app.settings.model.max_retries = 0
         app.settings.model.context_window = 4096
-        rt = Runtime(app, build_plugins())
+        rt = Runtime(app, compose.plugins())
         try:
             store = await app.store()
             plan = await store.create_plan({"title": "frobnicator", "overview": "port it"})

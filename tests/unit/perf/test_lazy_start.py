@@ -1,12 +1,12 @@
-"""Start-up stays light: the command list is known without importing the actions."""
+"""Start-up stays light: the runtime's features load off the event loop, the tools' heavy
+libraries on first use."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-from ndomo.actions import load_actions
-from ndomo.lsp.command_names import LSP_ACTION_NAMES, READ_ONLY_ACTIONS
+from ndomo import compose
 
 
 def _fresh(code: str) -> str:
@@ -16,41 +16,44 @@ def _fresh(code: str) -> str:
     ).stdout
 
 
-def test_manifest_lists_every_lsp_action():
-    declared = sorted(a.name for a in load_actions().all("lsp"))
-    assert sorted(LSP_ACTION_NAMES) == declared, "update ndomo/lsp/command_names.py"
-    assert set(LSP_ACTION_NAMES) >= READ_ONLY_ACTIONS
-
-
-def test_server_creation_does_not_import_the_app_or_actions():
+def test_the_server_offers_every_lsp_action_and_leaves_the_features_unloaded():
+    """The commands come from the declared actions (no table to keep up to date); the
+    runtime's features (tool modules, the model SDK) load later, in threads."""
     code = (
-        "import sys; from ndomo.lsp.features import create_server; s = create_server();"
-        "heavy = [m for m in ('ndomo.app', 'ndomo.actions', 'ndomo.runtime.runtime', 'pydantic', 'yaml', 'openai')"
-        " if m in sys.modules]; print(','.join(heavy));"
-        "print(len([c for c in s.protocol.fm.commands if c.startswith('ndomo.')]))"
+        "import sys; from ndomo import compose; from ndomo.lsp import warmup;"
+        "from ndomo.lsp.features import create_server;"
+        "warmup.install(compose.server_loads()); s = create_server();"
+        "heavy = [m for m in ('ndomo.tools.shell', 'ndomo.tools.files', 'ndomo.agents.feature',"
+        " 'openai', 'httpx', 'bashlex', 'bs4') if m in sys.modules]; print(','.join(heavy));"
+        "print(' '.join(sorted(c for c in s.protocol.fm.commands if c.startswith('ndomo.'))))"
     )
     out = _fresh(code).split("\n")
     assert out[0] == ""
-    assert int(out[1]) == len(LSP_ACTION_NAMES)
+    declared = sorted(a.command for a in compose.actions().all("lsp"))
+    assert out[1].split() == declared
+    assert "ndomo.memory.list" in declared and "ndomo.session.list" in declared
 
 
 def test_warmup_imports_what_commands_need():
-    from ndomo.lsp import warmup
-
-    code = "import sys; from ndomo.lsp import warmup; warmup.core(); print('ndomo.runtime.runtime' in sys.modules)"
-    out = _fresh(code)
-    assert out.strip() == "True"
-    assert "ndomo.__main__" not in warmup._ndomo_modules()
+    code = (
+        "import sys; from ndomo import compose; from ndomo.lsp import warmup;"
+        "warmup.install(compose.server_loads()); warmup.core();"
+        "print('ndomo.runtime.runtime' in sys.modules, 'ndomo.store.store' in sys.modules)"
+    )
+    assert _fresh(code).strip() == "True True"
+    modules = compose.every_module()
+    assert "ndomo.__main__" not in modules and "ndomo.tools.shell.bash" in modules
 
 
 async def test_start_builds_the_runtime_plugins_off_the_event_loop(tmp_path, monkeypatch):
-    """`build_plugins` imports every tool module (seconds on a busy machine): never on the loop."""
+    """Building the plugins imports every tool module (seconds on a busy machine): never on the loop."""
     import threading
 
     from ndomo.lsp import warmup
     from ndomo.lsp.lifecycle import LifecycleFeature
     from ndomo.runtime.runtime import Runtime
 
+    monkeypatch.setattr(warmup, "_loads", compose.server_loads())
     built_on = []
     real = warmup.plugins
 
@@ -97,8 +100,7 @@ async def test_start_builds_the_runtime_plugins_off_the_event_loop(tmp_path, mon
 def test_building_the_tool_registry_does_not_import_bashlex():
     """bashlex builds parser tables at import (0.3–0.8 s): only the first shell check pays."""
     code = (
-        "import sys; from ndomo.runtime.plugins import build_plugins; build_plugins();"
-        "print('bashlex' in sys.modules)"
+        "import sys; from ndomo import compose; compose.plugins();print('bashlex' in sys.modules)"
     )
     out = _fresh(code)
     assert out.strip() == "False"
@@ -108,7 +110,7 @@ def test_building_the_tool_registry_leaves_page_libraries_unimported():
     """bs4 (with soupsieve) and httpx were ~60% of building the plugins at start-up, which the
     first useful answer waits for; they load when a page is first fetched or read."""
     code = (
-        "import sys; from ndomo.runtime.plugins import build_plugins; p = build_plugins();"
+        "import sys; from ndomo import compose; p = compose.plugins();"
         "print('web_fetch' in p.tools.names(), 'check_page' in p.tools.names());"
         "print(','.join(m for m in ('bs4', 'soupsieve', 'httpx') if m in sys.modules))"
     )

@@ -7,13 +7,13 @@ from __future__ import annotations
 import asyncio
 import time
 
+from ndomo import compose
 from ndomo.features import instructions
 from ndomo.llm import budget
 from ndomo.llm.budget import Window, fit
 from ndomo.llm.messages import Message
 from ndomo.runtime import prefetch
 from ndomo.runtime.context import TurnContext, TurnRequest
-from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.prompts import PromptContributor
 from ndomo.runtime.runtime import Runtime
 from ndomo.tools.reflexes import catalog
@@ -42,7 +42,7 @@ async def test_the_request_goes_out_before_the_user_message_is_stored_and_order_
 
     store.add_message = slow_add  # type: ignore[method-assign]
     fake.push({"tool_calls": [{"name": "handback", "arguments": {"reason": "need more"}}]})
-    summary = await Runtime(app, build_plugins()).run(TurnRequest(prompt="plan the move"))
+    summary = await Runtime(app, compose.plugins()).run(TurnRequest(prompt="plan the move"))
     assert seen == {"request_first": True}
     assert summary.status == "blocked"
     stored = await store.session_messages(summary.session)
@@ -52,14 +52,14 @@ async def test_the_request_goes_out_before_the_user_message_is_stored_and_order_
 
 async def test_a_failed_turn_still_stores_its_user_message(app, fake):
     fake.push({"status": 401})
-    summary = await Runtime(app, build_plugins()).run(TurnRequest(prompt="hello?"))
+    summary = await Runtime(app, compose.plugins()).run(TurnRequest(prompt="hello?"))
     assert summary.status == "failed"
     stored = await (await app.store()).session_messages(summary.session)
     assert [(m.role, m.content) for m in stored] == [("user", "hello?")]
 
 
 async def test_the_busy_status_does_not_hold_the_request_and_comes_before_the_idle_one(app, fake):
-    rt = Runtime(app, build_plugins())
+    rt = Runtime(app, compose.plugins())
     got: list[tuple[bool, bool]] = []
 
     async def listener(status) -> None:
@@ -90,7 +90,7 @@ class _Counting(PromptContributor):
 
 
 async def test_the_compact_prompt_is_built_only_when_the_request_must_shrink(app, fake):
-    plugins = build_plugins()
+    plugins = compose.plugins()
     counting = _Counting()
     plugins.prompts.add(counting)
     rt = Runtime(app, plugins)
@@ -138,7 +138,7 @@ async def test_prompt_files_and_reflexes_are_read_while_the_turn_row_is_written(
 
     store.start_turn = waiting_start  # type: ignore[method-assign]
     fake.push({"text": "ok"})
-    assert (await Runtime(app, build_plugins()).run(TurnRequest(prompt="hi"))).status == "done"
+    assert (await Runtime(app, compose.plugins()).run(TurnRequest(prompt="hi"))).status == "done"
     assert began == [True]
     assert reads.count("instructions") == 1  # once a turn (the compact prompt was not built)
     assert "Be brief." in fake.chat_requests()[-1]["body"]["messages"][0]["content"]
@@ -166,7 +166,9 @@ async def test_recalled_notes_are_searched_while_the_turn_row_is_written(app, fa
     store.search_memories = recording_search  # type: ignore[method-assign]
     store.start_turn = waiting_start  # type: ignore[method-assign]
     fake.push({"text": "ok"})
-    assert (await Runtime(app, build_plugins()).run(TurnRequest(prompt="parser"))).status == "done"
+    assert (
+        await Runtime(app, compose.plugins()).run(TurnRequest(prompt="parser"))
+    ).status == "done"
     assert began == [True] and searched == ["recall"]  # searched once
     assert "tokens in a deque" in fake.chat_requests()[-1]["body"]["messages"][-1]["content"]
 

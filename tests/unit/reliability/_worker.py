@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from ndomo import compose
 from ndomo.app import App
 from ndomo.runtime.context import TurnRequest
 from ndomo.runtime.host import BaseHost
@@ -51,7 +52,7 @@ async def main(root: str, url: str, name: str, n: int) -> dict:
     app.settings.model.max_retries = 0
     out: dict = {"name": name, "turns": [], "claimed": [], "errors": []}
     try:
-        rt = Runtime.of(app)
+        rt = Runtime.of(app, compose.plugins())
         await asyncio.gather(turns(rt, n, out), claims(app, out))
     finally:
         await app.aclose()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from ndomo import compose
 from ndomo.app import App
 from ndomo.features.recovery import TurnRecovery
 from ndomo.runtime.runtime import Runtime
@@ -126,11 +127,11 @@ async def test_runtime_creation_schedules_recovery_once(tmp_path):
     await pre.close()
     app = App(tmp_path)
     try:
-        Runtime.of(app)
+        Runtime.of(app, compose.plugins())
         recovery = app.existing(TurnRecovery)
         assert recovery is not None
         assert await recovery.wait() == 1
-        Runtime(app)  # a second runtime on the same App does not schedule again
+        Runtime(app, compose.plugins())  # a second runtime on the same App does not schedule again
         assert app.existing(TurnRecovery) is recovery
         store = await app.store()
         assert (await store.get_turn(crashed.id)).status == "interrupted"

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from ndomo import compose
 from ndomo.runtime.context import TurnRequest
 from ndomo.runtime.host import BaseHost
 from ndomo.runtime.runtime import Runtime
@@ -21,7 +22,7 @@ def fake():
 
 @pytest.fixture
 def rt(app):
-    return Runtime(app)
+    return Runtime(app, compose.plugins())
 
 
 async def run_then_next(rt: Runtime, prompt: str = "go"):

@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
+from ndomo import compose
 from ndomo.runtime.context import TurnRequest
-from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.runtime import Runtime
 from ndomo.runtime.tools import AllowAll
 
 
 def runtime(app):
-    plugins = build_plugins()
+    plugins = compose.plugins()
     plugins.tools.policy = AllowAll()  # the stop rule is judged here, not the agents' permissions
     return Runtime(app, plugins)
 

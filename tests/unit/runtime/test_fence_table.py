@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from ndomo import compose
 from ndomo.runtime.context import SessionState, TurnContext, TurnRequest
 from ndomo.runtime.host import BaseHost
-from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.runtime import Runtime
 from ndomo.runtime.tools import AllowAll
 
@@ -27,7 +27,7 @@ TABLE = {
 
 @pytest.fixture
 def rt(app):
-    plugins = build_plugins()
+    plugins = compose.plugins()
     plugins.tools.policy = AllowAll()  # the fence alone, not the agents' permissions
     return Runtime(app, plugins)
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from ndomo import compose
+from ndomo.compose import main
 from ndomo.features.health import HealthParams, health
 from ndomo.runtime.context import TurnRequest
-from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.runtime import Runtime
-from ndomo.terminal.cli import main
 
 
 def system_prompt(fake, n=-1):
@@ -18,7 +18,7 @@ async def test_instruction_files_go_into_the_system_prompt_in_order(app, fake):
     (app.root / ".ndomo").mkdir(exist_ok=True)
     (app.root / ".ndomo" / "instructions.md").write_text("Tests live in t/.\n")
     (app.root / "CLAUDE.md").write_text("Answer in French.\n")
-    await Runtime(app, build_plugins()).run(TurnRequest(prompt="hi"))
+    await Runtime(app, compose.plugins()).run(TurnRequest(prompt="hi"))
     prompt = system_prompt(fake)
     assert "### AGENTS.md\nUse tabs, never spaces." in prompt
     assert (
@@ -32,7 +32,7 @@ async def test_the_cap_cuts_and_says_so_and_health_shows_sizes(app, fake):
     app.settings.instructions.max_chars = 100
     (app.root / "AGENTS.md").write_text("A" * 80)
     (app.root / "CLAUDE.md").write_text("B" * 50)
-    await Runtime(app, build_plugins()).run(TurnRequest(prompt="hi"))
+    await Runtime(app, compose.plugins()).run(TurnRequest(prompt="hi"))
     prompt = system_prompt(fake)
     assert "A" * 80 in prompt and "B" * 20 in prompt and "B" * 21 not in prompt
     assert "cut at the 100-character cap" in prompt
@@ -44,7 +44,7 @@ async def test_the_cap_cuts_and_says_so_and_health_shows_sizes(app, fake):
 async def test_off_switch_keeps_them_out(app, fake):
     app.settings.instructions.enabled = False
     (app.root / "AGENTS.md").write_text("SECRET-RULE-42")
-    await Runtime(app, build_plugins()).run(TurnRequest(prompt="hi"))
+    await Runtime(app, compose.plugins()).run(TurnRequest(prompt="hi"))
     assert "SECRET-RULE-42" not in system_prompt(fake)
     report = await health(app, HealthParams(probe_model=False))
     assert report.instructions.enabled is False and report.instructions.files == []
@@ -54,7 +54,7 @@ async def test_a_link_out_of_the_workspace_is_skipped(app, fake, tmp_path_factor
     outside = tmp_path_factory.mktemp("elsewhere") / "evil.md"
     outside.write_text("OUTSIDE-TEXT")
     (app.root / "AGENTS.md").symlink_to(outside)
-    await Runtime(app, build_plugins()).run(TurnRequest(prompt="hi"))
+    await Runtime(app, compose.plugins()).run(TurnRequest(prompt="hi"))
     assert "OUTSIDE-TEXT" not in system_prompt(fake)
     report = await health(app, HealthParams(probe_model=False))
     assert report.instructions.files[0].note == "outside the workspace: skipped"

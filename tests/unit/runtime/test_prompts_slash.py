@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ndomo import compose
 from ndomo.runtime.context import TurnRequest
-from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.prompts import PromptContributor, PromptManager
 from ndomo.runtime.runtime import Runtime
 
@@ -30,7 +30,7 @@ async def test_contributors_by_priority_and_a_failing_one_is_skipped():
 
 
 async def test_slash_runs_an_action_without_the_model(app, fake):
-    rt = Runtime(app, build_plugins())
+    rt = Runtime(app, compose.plugins())
     summary = await rt.run(TurnRequest(prompt="/plan list --limit 5"))
     assert summary.status == "done" and summary.payload == []
     bad = await rt.run(TurnRequest(prompt="/plan list --limit many"))
@@ -44,7 +44,7 @@ async def test_slash_runs_an_action_without_the_model(app, fake):
 async def test_discussion_answer_is_trimmed_to_the_prose_cap(app, fake):
     app.settings.modes.discussion_prose_cap = 100
     fake.push({"text": "word " * 100})
-    rt = Runtime(app, build_plugins())
+    rt = Runtime(app, compose.plugins())
     summary = await rt.run(TurnRequest(prompt="explain", mode="discussion"))
     assert len(summary.answer) < 220 and "prose cap of 100" in summary.answer
     from ndomo.features.sessions import ExportParams, session_export

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
+from ndomo import compose
+from ndomo.compose import main
 from ndomo.runtime.context import TurnRequest
-from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.runtime import Runtime
-from ndomo.terminal.cli import main
 from ndomo.tools.interaction.recall import NOTES_HEADER
 
 DECISION = "The orders service uses PostgreSQL 16, not MySQL"
@@ -18,7 +18,7 @@ def last_user(request) -> str:
 
 
 async def test_a_note_from_brainstorming_is_recalled_in_a_later_sessions_discussion_turn(app, fake):
-    rt = Runtime(app, build_plugins())
+    rt = Runtime(app, compose.plugins())
     fake.push(
         {
             "tool_calls": [
@@ -53,7 +53,7 @@ async def test_recall_tool_searches_by_words_and_category_in_every_mode(app, fak
     await store.remember(None, "decision", DECISION)
     await store.remember(None, "preference", "The user prefers PostgreSQL examples in psql syntax")
     await store.remember(None, "fact", "Deploys run on Fridays")
-    rt = Runtime(app, build_plugins())
+    rt = Runtime(app, compose.plugins())
     for mode in ("discussion", "brainstorming", "autopilot"):
         fake.push(
             {"tool_calls": [{"name": "recall", "arguments": {"query": "decision: postgresql"}}]}
@@ -90,7 +90,7 @@ async def test_recalled_notes_stay_within_the_budget_and_can_be_turned_off(app, 
     for t in topics:  # distinct notes (near-duplicates would merge), each ~200 characters
         await store.remember(None, "fact", f"Cache layer note on {t}: " + f"{t} " * (160 // len(t)))
     app.settings.memory.recall_chars = len(NOTES_HEADER) + 2 + 2 * 270  # a line is ~260
-    rt = Runtime(app, build_plugins())
+    rt = Runtime(app, compose.plugins())
     await rt.run(TurnRequest(prompt="how does the cache layer work?"))
     sent = last_user(fake.chat_requests()[-1])
     assert sent.count("Cache layer note") == 2  # whole notes only, as many as fit

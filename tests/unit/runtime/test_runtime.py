@@ -7,10 +7,10 @@ import asyncio
 import pytest
 from pydantic import BaseModel, ConfigDict
 
+from ndomo import compose
 from ndomo.runtime.context import TurnRequest
 from ndomo.runtime.hooks import HookAction, HookResult, LifecycleHook, Phase
 from ndomo.runtime.host import BaseHost
-from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.runtime import Runtime
 from ndomo.runtime.tools import ToolResult, tool
 
@@ -41,7 +41,7 @@ async def noop(ctx, p):
 
 
 def runtime_with(app, *extra_tools, hooks=()):
-    plugins = build_plugins()
+    plugins = compose.plugins()
     for t in extra_tools:
         plugins.tools.add(t)
     plugins.hooks.extend(hooks)
@@ -376,7 +376,7 @@ async def test_session_history_is_carried_and_trimmed(app, fake):
 async def test_closing_logs_a_turn_that_fails_on_its_way_out(app, caplog):
     """`aclose` cancels running turns; a turn whose clean-up raises is logged with its session
     and traceback (it used to vanish in `except BaseException: pass`)."""
-    rt = Runtime(app, plugins=build_plugins())
+    rt = Runtime(app, plugins=compose.plugins())
     started = asyncio.Event()
 
     async def turn() -> None:
@@ -403,7 +403,7 @@ async def test_a_turn_about_a_folder_names_it_instead_of_failing(app, fake):
     the model is told which folder the user is looking at."""
     (app.root / "src").mkdir()
     fake.push({"text": "it holds the sources"})
-    rt = Runtime(app, build_plugins())
+    rt = Runtime(app, compose.plugins())
     summary = await rt.run(TurnRequest(prompt="what is here?", uri=(app.root / "src").as_uri()))
     assert summary.status == "done", summary.error
     user = fake.chat_requests()[-1]["body"]["messages"][-1]["content"]

@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ndomo import compose
 from ndomo.app import App
 from ndomo.features.sessions import ExportParams, OpenParams, session_export, session_open
 from ndomo.runtime.context import TurnRequest
-from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.runtime import Runtime
 from ndomo.store.owner import hostname
 
@@ -32,7 +32,7 @@ async def test_every_message_is_stored_with_its_turn(app, fake):
     fake.push(
         {"tool_calls": [{"name": "handback", "arguments": {"reason": "need the shop's name"}}]}
     )
-    rt = Runtime(app, build_plugins())
+    rt = Runtime(app, compose.plugins())
     summary = await rt.run(TurnRequest(prompt="what do I buy?"))
     assert summary.status == "blocked"
     stored = await (await app.store()).session_messages(summary.session)
@@ -47,12 +47,12 @@ async def test_every_message_is_stored_with_its_turn(app, fake):
 async def test_a_restarted_runtime_resumes_the_latest_session_with_its_history(tmp_path, fake):
     first = await fresh_app(tmp_path, fake)
     fake.push({"text": "the capital is Paris"})
-    s1 = await Runtime(first, build_plugins()).run(TurnRequest(prompt="capital of France?"))
+    s1 = await Runtime(first, compose.plugins()).run(TurnRequest(prompt="capital of France?"))
     await first.aclose()
 
     second = await fresh_app(tmp_path, fake)  # a new process: new App, new Runtime, same database
     try:
-        rt = Runtime(second, build_plugins())
+        rt = Runtime(second, compose.plugins())
         fake.push({"text": "about 2 million"})
         s2 = await rt.run(TurnRequest(prompt="and its population?"))
         assert s2.session == s1.session
@@ -73,7 +73,7 @@ async def test_a_restarted_runtime_resumes_the_latest_session_with_its_history(t
 
 async def test_stored_history_is_never_trimmed_only_what_the_model_gets(app, fake):
     app.settings.history_chars = 1000
-    rt = Runtime(app, build_plugins())
+    rt = Runtime(app, compose.plugins())
     for i in range(3):
         fake.push({"text": f"answer {i} " + "z" * 600})
         summary = await rt.run(TurnRequest(prompt=f"question {i}"))
@@ -89,7 +89,7 @@ async def test_stored_history_is_never_trimmed_only_what_the_model_gets(app, fak
 async def test_a_session_held_by_a_live_process_is_refused_and_a_dead_ones_claim_is_taken(
     app, fake
 ):
-    rt = Runtime(app, build_plugins())
+    rt = Runtime(app, compose.plugins())
     state = await rt.session()
     store = await app.store()
     live = subprocess.Popen(
@@ -168,7 +168,7 @@ async def test_a_turn_reads_only_the_messages_stored_since_the_last_one(tmp_path
     what another process (the CLI) added to the same session meanwhile."""
     app = await fresh_app(tmp_path, fake)
     try:
-        rt = Runtime(app, build_plugins())
+        rt = Runtime(app, compose.plugins())
         store = await app.store()
         reads: list[int] = []
         real = store.session_messages
@@ -213,7 +213,7 @@ async def test_a_dangling_tool_call_is_answered_once_in_every_later_turn(tmp_pat
 
     app = await fresh_app(tmp_path, fake)
     try:
-        rt = Runtime(app, build_plugins())
+        rt = Runtime(app, compose.plugins())
         fake.push({"text": "one"})
         sid = (await rt.run(TurnRequest(prompt="first"))).session
         store = await app.store()
@@ -255,13 +255,13 @@ async def test_a_failed_store_write_leaves_a_valid_history_for_the_next_turn(tmp
     store.add_message = failing_add  # type: ignore[method-assign]
     fake.push({"tool_calls": [{"name": "read", "arguments": {"path": "notes.txt"}}]})
     fake.push({"text": "milk"})
-    await Runtime(first, build_plugins()).run(TurnRequest(prompt="what do I buy?"))
+    await Runtime(first, compose.plugins()).run(TurnRequest(prompt="what do I buy?"))
     await first.aclose()
 
     second = await fresh_app(tmp_path, fake)
     try:
         fake.push({"text": "nothing else"})
-        await Runtime(second, build_plugins()).run(TurnRequest(prompt="anything else?"))
+        await Runtime(second, compose.plugins()).run(TurnRequest(prompt="anything else?"))
         sent = fake.chat_requests()[-1]["body"]["messages"]
         assert [m["role"] for m in sent[1:]] == ["user", "assistant", "user"]
     finally:

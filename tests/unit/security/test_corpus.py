@@ -312,9 +312,9 @@ class _DenyingHost:
 async def test_tool_corpus(ws: Path, agent, mode, tool, args, expected):
     import os
 
+    from ndomo import compose
     from ndomo.app import App
     from ndomo.runtime.context import TurnContext, TurnRequest
-    from ndomo.runtime.plugins import build_plugins
     from ndomo.runtime.runtime import Runtime
 
     os.symlink("../src/app.py", ws / "docs/link.md")
@@ -326,7 +326,7 @@ async def test_tool_corpus(ws: Path, agent, mode, tool, args, expected):
     }
     app = App(ws)
     try:
-        rt = Runtime(app, build_plugins())
+        rt = Runtime(app, compose.plugins())
         state = await rt.session()
         agent_def, problems = parse_agent_file(builtin_agents_dir() / f"{agent}.md")
         assert agent_def is not None, problems

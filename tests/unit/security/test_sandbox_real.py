@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from ndomo import compose
 from ndomo.agents.policy import AgentPolicy
 from ndomo.agents.schema import AgentDef, AgentPermission
 from ndomo.app import App
 from ndomo.features.health import HealthParams, health, render_health
 from ndomo.runtime.context import TurnContext, TurnRequest
 from ndomo.runtime.host import ApprovalRequest, BaseHost
-from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.runtime import Runtime
 from ndomo.runtime.tools import AllowAll
 from ndomo.security import sandbox
@@ -103,7 +103,7 @@ async def ws_app(tmp_path: Path, fake):
 
 
 async def _ctx(app: App, *, policy=None, host=None, agent: AgentDef | None = None) -> TurnContext:
-    plugins = build_plugins()
+    plugins = compose.plugins()
     plugins.tools.policy = policy or AllowAll()
     rt = Runtime(app, plugins)
     state = await rt.session()

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-import ndomo.plan.actions  # noqa: F401 — registers the actions
-from ndomo.actions import REGISTRY, ActionError
+from ndomo import compose
+from ndomo.actions import ActionError
 from ndomo.app import App
 from ndomo.store.models import PlanCreate
 
@@ -27,7 +27,7 @@ async def _plan(app, title="Do things", tasks=2):
 
 
 def act(name):
-    a = REGISTRY.get(name)
+    a = compose.actions().get(name)
     assert a is not None, name
     return a
 
@@ -46,7 +46,7 @@ def test_all_actions_declared():
         "task.status",
         "session.list",
     }
-    assert names <= {a.name for a in REGISTRY.all()}
+    assert names <= {a.name for a in compose.actions().all()}
 
 
 async def test_plan_list_and_show(app, tmp_path):

@@ -2,21 +2,25 @@ from __future__ import annotations
 
 import pytest
 
+from ndomo import plan
 from ndomo.app import App
+from ndomo.features import builtin
+from ndomo.modes import autopilot, brainstorming, discussion
 from ndomo.runtime.context import TurnContext, TurnRequest
 from ndomo.runtime.host import BaseHost
 from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.runtime import Runtime
+from ndomo.tools import code, files
 
 # Only the features these tools need, so another feature's permission policy cannot change the outcome.
 FEATURES = [
-    "ndomo.features.builtin",
-    "ndomo.modes.discussion",
-    "ndomo.modes.brainstorming",
-    "ndomo.modes.autopilot",
-    "ndomo.tools.files",
-    "ndomo.tools.code",
-    "ndomo.plan",
+    builtin.setup,
+    discussion.setup,
+    brainstorming.setup,
+    autopilot.setup,
+    files.setup,
+    code.setup,
+    plan.setup,
 ]
 
 

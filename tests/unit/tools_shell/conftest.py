@@ -6,16 +6,16 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from ndomo import compose
 from ndomo.runtime.context import TurnContext, TurnRequest
 from ndomo.runtime.host import BaseHost
-from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.runtime import Runtime
 from ndomo.runtime.tools import AllowAll
 
 
 @pytest.fixture
 def rt(app):
-    plugins = build_plugins()
+    plugins = compose.plugins()
     # These tests judge the mode fence and the tools; the agents' permission policy has its own tests.
     plugins.tools.policy = AllowAll()
     return Runtime(app, plugins)

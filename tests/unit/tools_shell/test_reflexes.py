@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from ndomo.actions import load_actions
+from ndomo import compose
 from ndomo.runtime.context import TurnRequest
 from ndomo.runtime.host import BaseHost
 from ndomo.runtime.runtime import Runtime
@@ -72,7 +72,7 @@ async def test_reflex_offered_in_a_turn_and_runs_through_registry(rt, fake, refl
 
 async def test_reflex_action_uses_session_mode(rt, app, reflexes_dir):
     app.instance(Runtime, lambda: rt)  # the action finds the runtime through the App
-    run_action = load_actions().get("reflex.run")
+    run_action = compose.actions().get("reflex.run")
     await rt.set_mode("discussion")
     out = await run_action.invoke(app, {"name": "greet", "params": {"word": "hi"}})
     assert out["ok"] is False and out["mode"] == "discussion"
@@ -84,7 +84,7 @@ async def test_reflex_action_uses_session_mode(rt, app, reflexes_dir):
 
     with pytest.raises(ActionError, match="no reflex named 'nope'"):
         await run_action.invoke(app, {"name": "nope"})
-    listed = await load_actions().get("reflex.list").invoke(app, {})
+    listed = await compose.actions().get("reflex.list").invoke(app, {})
     assert [r["tool"] for r in listed["reflexes"]] == ["reflex_greet"]
 
 

@@ -50,6 +50,7 @@ class ReflexList(Schema):
     "reflex.list",
     ReflexListParams,
     summary="List the workspace's reflexes and any broken reflex files",
+    read_only=True,
 )
 async def reflex_list(app: App, p: ReflexListParams) -> ReflexList:
     cat = await catalog_for(app).refresh()

@@ -1,0 +1,221 @@
+"""The composition root: the one module that names ndomo's features and front ends and
+wires them together. Nothing in ndomo imports it but `__main__`; it imports what it wires
+with plain `import` statements, so the import graph (tests/unit/test_architecture.py)
+sees every edge — and no other module loads one of ndomo's own by name.
+
+- `actions()`: the modules that declare actions (`@action`), imported once; every front
+  end (LSP commands, the CLI, slash commands) takes them from the registry this fills.
+- `features()` / `plugins()`: the runtime's features (`setup(plugins)`), then those of
+  installed packages (the `ndomo.features` entry points, in name order).
+- `main()`: the `ndomo` command — `serve`, `run` and one subcommand per action.
+- `serve`'s warm-up: what the language server loads after `initialized` (`_core`,
+  `_extras`), off the event loop.
+
+A new feature is its folder plus its entry in `features()` (and `actions()` when it
+declares actions) — or, outside ndomo, an entry point. The imports stay inside functions:
+`ndomo serve` answers `initialize` before the features load (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import logging
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ndomo.actions import ActionRegistry
+    from ndomo.lsp.warmup import Loads
+    from ndomo.runtime.plugins import Plugins, Setup
+    from ndomo.terminal.args import Subcommand
+    from ndomo.terminal.cli import Commands
+
+log = logging.getLogger("ndomo")
+
+# Entry-point group of features from other packages (same `setup(plugins)` contract).
+ENTRY_POINT_GROUP = "ndomo.features"
+
+_wired = False
+
+
+def action_modules() -> tuple[ModuleType, ...]:
+    """The modules that declare actions (`@action`); importing them fills the registry."""
+    from ndomo.agents import actions as agent_actions
+    from ndomo.features import approvals, catalog, commands, health, memory, sessions, turn, undo
+    from ndomo.plan import actions as plan_actions
+    from ndomo.plan import view
+    from ndomo.tools.reflexes import actions as reflex_actions
+
+    return (
+        health,
+        catalog,
+        commands,
+        turn,
+        sessions,
+        memory,
+        plan_actions,
+        view,
+        approvals,
+        undo,
+        reflex_actions,
+        agent_actions,
+    )
+
+
+def actions() -> ActionRegistry:
+    """Every declared action: the declaring modules imported (once), the registry filled."""
+    from ndomo.actions import REGISTRY
+
+    action_modules()
+    _wire()
+    return REGISTRY
+
+
+def _wire() -> None:
+    """A runtime built without plugins (`Runtime.of(app)` in an action) gets these
+    features: set before any action can run, since every front end loads the actions first."""
+    global _wired
+    if not _wired:
+        from ndomo.runtime.plugins import use_default
+
+        use_default(plugins)
+        _wired = True
+
+
+def features() -> list[Setup]:
+    """The built-in features in the order they register: hooks of equal priority run in
+    it, and the modes are offered in it (discussion first: the default)."""
+    from ndomo import plan
+    from ndomo.agents import feature as agents
+    from ndomo.features import builtin, instructions, recovery
+    from ndomo.modes import autopilot, brainstorming, discussion
+    from ndomo.tools import code, files, interaction, reflexes, shell, web
+
+    return [
+        builtin.setup,
+        _slash_actions,
+        instructions.setup,
+        discussion.setup,
+        brainstorming.setup,
+        autopilot.setup,
+        recovery.setup,
+        shell.setup,
+        web.setup,
+        interaction.setup,
+        reflexes.setup,
+        agents.setup,
+        files.setup,
+        code.setup,
+        plan.setup,
+    ]
+
+
+def _slash_actions(plugins: Plugins) -> None:
+    """Every action with the slash surface is a `/` command (after the built-in /mode,
+    /agent, /new and /help, which win a clash)."""
+    from ndomo.runtime.slash import action_specs
+
+    for spec in action_specs(actions().all("slash")):
+        if not plugins.slash.has(spec.name):
+            plugins.slash.add(spec)
+
+
+def installed_features() -> list[Setup]:
+    """The `setup` of each `ndomo.features` entry point of an installed package."""
+    from importlib.metadata import entry_points
+
+    builtin = {f.__module__ for f in features()}
+    found = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+    setups = []
+    for ep in found:
+        if ep.module in builtin:
+            continue
+        loaded = ep.load()  # a module with `setup`, or `module:function`
+        setups.append(getattr(loaded, "setup", loaded))
+    return setups
+
+
+def plugins() -> Plugins:
+    """The runtime's registries: the built-in features, then the installed ones."""
+    from ndomo.runtime.plugins import build_plugins
+
+    return build_plugins([*features(), *installed_features()])
+
+
+# -- the command line -------------------------------------------------------------------
+
+
+def command_line() -> Commands:
+    """What `ndomo` offers, each part built only when the command needs it."""
+    from ndomo.terminal.cli import Commands
+
+    return Commands(serve=_serve, others=_others, actions=actions)
+
+
+def _serve() -> Subcommand:
+    from ndomo.terminal import serve
+
+    return serve.command(server_loads())
+
+
+def _others() -> list[Subcommand]:
+    from ndomo.terminal import run
+
+    return [run.command(plugins)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The `ndomo` command (the package's console script and `python -m ndomo`)."""
+    from ndomo.terminal.cli import main as cli_main
+
+    return cli_main(argv, command_line())
+
+
+# -- the language server's warm-up -------------------------------------------------------
+
+
+def server_loads() -> Loads:
+    """What `ndomo serve` loads, and when (see ndomo.lsp.warmup)."""
+    from ndomo.lsp.warmup import Loads
+
+    return Loads(actions=actions, core=_core, plugins=plugins, extras=_extras)
+
+
+def _core() -> tuple[ModuleType, ...]:
+    """What every command needs, imported in a thread after `initialized`, before the App
+    is published: the actions, the runtime, the store, the editor's host."""
+    from ndomo import app
+    from ndomo.lsp import host
+    from ndomo.runtime import runtime
+    from ndomo.store import store
+
+    actions()
+    return (app, host, runtime, store)
+
+
+def every_module() -> list[str]:
+    """Every ndomo module but the entry script (`python -m ndomo`), by name."""
+    import pkgutil
+
+    import ndomo
+
+    return [
+        m.name
+        for m in pkgutil.walk_packages(ndomo.__path__, "ndomo.")
+        if m.name != "ndomo.__main__"
+    ]
+
+
+def _extras() -> list[str]:
+    """The rest of ndomo (parsers, model clients, tools' lazy imports …), so the first turn
+    neither waits for those imports nor makes the server's memory jump. A walk, not a list:
+    nothing to keep up to date, and the root is the top floor, so these edges point down."""
+    import importlib
+
+    failed = []
+    for name in every_module():
+        try:
+            importlib.import_module(name)
+        except Exception:  # an optional library missing is fine: its tool reports it when used
+            log.debug("warm-up could not import %s", name, exc_info=True)
+            failed.append(name)
+    return failed
