@@ -85,7 +85,7 @@ def test_profile_creates_missing_control_folders(repo: Path) -> None:
     assert (repo / ".ndomo").is_dir() and (repo / ".git" / "hooks").is_dir()
 
 
-def test_worktree_git_dirs_are_writable_and_their_config_read_only(tmp_path: Path) -> None:
+def test_worktree_git_dirs_are_read_only_unless_the_user_lists_them(tmp_path: Path) -> None:
     main = tmp_path / "main"
     main.mkdir()
 
@@ -98,9 +98,18 @@ def test_worktree_git_dirs_are_writable_and_their_config_read_only(tmp_path: Pat
     lay = git_layout(tmp_path / "wt")
     assert lay.pointer == tmp_path / "wt" / ".git"
     assert lay.common == Path(os.path.realpath(main / ".git"))
+    common = os.path.realpath(main / ".git")
     p = build_profile(tmp_path / "wt", network=False, env={"HOME": "/nonexistent"})
     m = _mounts(bwrap_argv("bwrap", p))
-    common = os.path.realpath(main / ".git")
+    # the workspace's .git pointer chose them: readable for git status/log, never writable
+    assert ("--ro-bind-try", common) in m and ("--bind", common) not in m
+    p = build_profile(
+        tmp_path / "wt",
+        network=False,
+        env={"HOME": "/nonexistent"},
+        writable_roots=[str(main / ".git")],
+    )
+    m = _mounts(bwrap_argv("bwrap", p))
     assert ("--bind", common) in m and ("--ro-bind-try", f"{common}/config") in m
     assert ("--ro-bind-try", f"{common}/hooks") in m
     assert ("--ro-bind-try", os.path.realpath(tmp_path / "wt" / ".git")) in m  # the pointer file
@@ -174,7 +183,7 @@ def test_sandbox_config_rejects_bad_values(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="under ~/ or an absolute path"):
         SandboxConfig(home=["relative/dir"])
     assert load_settings(tmp_path, None, {"NDOMO_SANDBOX": "off"})[0].sandbox.mode == "off"
-    assert Settings().sandbox.home == sandbox.DEFAULT_HOME_READ
+    assert Settings().sandbox.home == list(sandbox.DEFAULT_HOME_READ)
 
 
 def test_approval_text_says_sandbox_and_network() -> None:

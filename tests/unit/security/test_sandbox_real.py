@@ -154,7 +154,7 @@ async def test_fsmonitor_chain_is_stopped(ws_app: App, tmp_path: Path) -> None:
             "cp evil.cfg evil/config && echo ../evil > .git/commondir"
         },
     )
-    assert redirect.ok and "ndomo removed commondir" in redirect.content, redirect.content
+    assert redirect.ok and "ndomo moved .git/commondir" in redirect.content, redirect.content
     assert not (ws / ".git" / "commondir").exists()
     status = await run(ctx, "bash", {"command": "git status --short"})
     assert status.ok and "evil.cfg" in status.content
@@ -304,7 +304,7 @@ async def test_served_server_keeps_network_and_is_reachable_by_check_page(ws_app
     res = await run(ctx, "serve", {"action": "start", "command": cmd, "name": "web"})
     assert res.ok, res.content
     assert (
-        "ndomo removed commondir" in res.content
+        "ndomo moved .git/commondir" in res.content
         and not (ws_app.root / ".git" / "commondir").exists()
     )
     assert res.data["sandbox"] == "sandboxed (bubblewrap)"

@@ -161,7 +161,7 @@ async def _start_served(ctx: TurnContext, mgr: ServeManager, p: ServeParams, liv
             port,
             root,
             prefix=box.prefix,
-            on_stop=box.undo_forbidden,
+            on_stop=box.after_run,
             listener=listener,
         )
     else:
@@ -179,7 +179,7 @@ async def _start_served(ctx: TurnContext, mgr: ServeManager, p: ServeParams, liv
             root,
             env,
             prefix=box.prefix,
-            on_stop=box.undo_forbidden,
+            on_stop=box.after_run,
             listener=listener,
         )
     ready = await mgr.wait_ready(served, READY_WAIT_S)
@@ -189,7 +189,7 @@ async def _start_served(ctx: TurnContext, mgr: ServeManager, p: ServeParams, liv
     info = served.info(tail=10)
     data = {**info.model_dump(), "sandbox": box.state.label()}
     tail = "\n".join(f"    | {line}" for line in info.recent_output)
-    notes = await box.undo_forbidden()
+    notes = [*box.notes, *await box.after_run()]
     if not served.running:
         await mgr.stop(ctx.session.id, name)
         raise ToolError(
