@@ -759,6 +759,10 @@ class Sandboxed:
     controls: Controls | None = None
     notes: tuple[str, ...] = ()  # what the profile refused or undid before the run
 
+    @property
+    def sandboxed(self) -> bool:
+        return bool(self.prefix)
+
     async def after_run(self) -> list[str]:
         """After (or while) the process runs: control files it created are quarantined;
         one line each for the tool result."""

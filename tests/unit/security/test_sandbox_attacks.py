@@ -12,15 +12,19 @@ import asyncio
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import urllib.request
+import uuid
 from pathlib import Path
 
 import pytest
 
+from ndomo.agents.policy import AgentPolicy
 from ndomo.app import App
 from tests.fakes.fake_model import FakeModel
-from tests.unit.security.test_sandbox_real import _ctx
+from tests.unit.security.test_sandbox_real import Approver, Listener, _agent, _ctx
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None,
@@ -385,3 +389,79 @@ def test_one_sandbox_defaults_table() -> None:
 
     assert config.SANDBOX_DEFAULTS is sandbox.SANDBOX_DEFAULTS
     assert config.Settings().sandbox.home == list(sandbox.SANDBOX_DEFAULTS.home_read)
+
+
+# --- 4. no process outside the network rules ------------------------------------------------
+
+PROBE = """
+import socket, sys
+results = []
+try:
+    socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=3).close()
+    results.append("tcp:ok")
+except OSError as exc:
+    results.append("tcp:blocked:" + type(exc).__name__)
+u = socket.socket(socket.AF_UNIX)
+try:
+    u.connect(sys.argv[2].replace("@", "\\0", 1))
+    results.append("abstract:ok")
+except OSError as exc:
+    results.append("abstract:blocked:" + type(exc).__name__)
+open("report.txt", "w").write(" ".join(results))
+"""
+
+
+@pytest.fixture
+def listener():
+    lst = Listener()  # a host loopback service
+    yield lst
+    lst.close()
+
+
+@pytest.fixture
+def abstract_socket():
+    """A host abstract unix socket (like X11's or D-Bus's), which only the host's network
+    namespace can reach."""
+    name = f"@ndomo-test-{uuid.uuid4().hex}"
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(name.replace("@", "\0", 1))
+    s.listen(4)
+    yield name
+    s.close()
+
+
+def _get(url: str) -> tuple[int, str]:
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return r.status, r.read().decode()
+
+
+@pytest.mark.parametrize("approved", [False, True], ids=["allowed", "approved"])
+async def test_served_process_is_offline_unless_approved_and_its_port_reachable(
+    ws_app, home, listener, abstract_socket, approved: bool
+) -> None:
+    (ws_app.root / "probe.py").write_text(PROBE)
+    (ws_app.root / "index.html").write_text("<title>served page</title>")
+    cmd = (
+        f"python3 probe.py {listener.port} {abstract_socket} && "
+        "exec python3 -m http.server --bind $HOST $PORT"
+    )
+    if approved:
+        host = Approver("once")
+        ctx = await _ctx(ws_app, policy=AgentPolicy(), host=host, agent=_agent(bash="ask"))
+    else:
+        ctx = await _ctx(ws_app)  # allowed without asking, like bash: offline
+    run = ctx.runtime.plugins.tools.execute
+    res = await run(ctx, "serve", {"action": "start", "command": cmd, "name": "web"})
+    try:
+        assert res.ok, res.content
+        report = (ws_app.root / "report.txt").read_text()
+        if approved:
+            assert report.startswith("tcp:ok") and listener.hits == 1, report
+            assert res.data["network"] is True
+        else:
+            assert report.startswith("tcp:blocked") and "abstract:blocked" in report, report
+            assert listener.hits == 0 and res.data["network"] is False
+        status, body = await asyncio.to_thread(_get, res.data["url"] + "index.html")
+        assert status == 200 and "served page" in body  # the user and check_page reach it
+    finally:
+        await run(ctx, "serve", {"action": "stop", "name": "web"})
