@@ -16,7 +16,7 @@ import yaml
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ndomo.schema import Schema
-from ndomo.security.sandbox import SANDBOX_DEFAULTS
+from ndomo.security.defaults import SANDBOX_DEFAULTS
 
 CONFIG_FILE = Path(".ndomo") / "config.yaml"
 # A mode's name: any mode the runtime registered (`setup(plugins)`); checked against that

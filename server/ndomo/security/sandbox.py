@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ndomo.schema import Schema
 from ndomo.security.control import CONTROL_DIRS, CONTROL_ENTRY_POINTS, CONTROL_FILES, GIT_CONTROL
+from ndomo.security.defaults import SANDBOX_DEFAULTS
 
 if TYPE_CHECKING:
     from ndomo.config import Settings
@@ -283,68 +284,6 @@ def _worktree_of(gitdir: Path, pointer: Path) -> bool:
     return bool(back) and _real(back or "") == _real(pointer)
 
 
-@dataclass(frozen=True)
-class SandboxDefaults:
-    """The sandbox's built-in settings, defined once (config.py's schema uses this object)."""
-
-    home_read: tuple[str, ...]
-    # environment variables whose names contain one of these (case-insensitive) never reach
-    # a sandboxed command unless the user's `sandbox.env_allow` names them
-    env_deny: tuple[str, ...]
-    # credential files and folders hidden even inside the readable home folders (home-relative)
-    hidden_in_home: tuple[str, ...]
-    # how deep below the workspace root nested control files are protected
-    control_depth: int
-    control_dirs_cap: int  # folders looked at per scan (a huge tree is scanned in part)
-
-
-SANDBOX_DEFAULTS = SandboxDefaults(
-    home_read=(
-        "~/.pyenv",
-        "~/.rustup",
-        "~/.cargo",
-        "~/.nvm",
-        "~/.local",
-        "~/go",
-        "~/.npm",
-        "~/.cache",
-    ),
-    env_deny=("KEY", "SECRET", "TOKEN", "PASSWORD", "CREDENTIAL"),
-    hidden_in_home=(
-        ".cargo/credentials",
-        ".cargo/credentials.toml",
-        ".npmrc",
-        ".npm/.npmrc",
-        ".pypirc",
-        ".netrc",
-        ".docker/config.json",
-        ".config/gh/hosts.yml",
-        ".config/hub",
-        ".cache/huggingface/token",
-        ".cache/huggingface/stored_tokens",
-        ".huggingface/token",
-        ".aws",
-        ".kube/config",
-        ".git-credentials",
-        ".config/git/credentials",
-        ".local/share/keyrings",
-        ".local/share/fish/fish_history",
-        ".local/share/zsh",
-        ".local/state/zsh",
-        ".local/share/ipython",
-        ".local/state/python_history",
-        ".local/share/recently-used.xbel",
-        ".bash_history",
-        ".zsh_history",
-        ".python_history",
-        ".node_repl_history",
-        ".psql_history",
-        ".mysql_history",
-        ".sqlite_history",
-    ),
-    control_depth=4,
-    control_dirs_cap=20_000,
-)
 DEFAULT_HOME_READ = SANDBOX_DEFAULTS.home_read
 
 

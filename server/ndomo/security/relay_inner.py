@@ -7,10 +7,11 @@ This file imports nothing from ndomo: its text runs as `python -I -c` inside bub
       Once the served process listens on 127.0.0.1:PORT inside the sandbox, FD starts
       listening, so the host sees the port open exactly when the server is up; every
       connection is piped to the inner port. Host → sandbox only.
-  ask FD PORT — FD is one end of a unix socket pair whose other end ndomo holds. Listens
-      on 127.0.0.1:PORT inside (a browser's namespace); for each connection it asks ndomo
-      for a socket connected to the host's 127.0.0.1:PORT and pipes to it. Nothing else
-      on the host is reachable: ndomo connects only to that port.
+  ask FD PORT CMD… — FD is one end of a unix socket pair whose other end ndomo holds.
+      Listens on 127.0.0.1:PORT inside (a browser's namespace), then runs CMD and exits
+      with its code; for each connection it asks ndomo for a socket connected to the
+      host's 127.0.0.1:PORT and pipes to it. Nothing else on the host is reachable: ndomo
+      connects only to that port.
 """
 
 import asyncio
@@ -71,7 +72,7 @@ async def serve(fd, port):
     await server.serve_forever()
 
 
-async def ask(fd, port):
+async def ask(fd, port, argv):
     broker = socket.socket(fileno=fd)
     lock = threading.Lock()
 
@@ -95,9 +96,15 @@ async def ask(fd, port):
         await _join(r, w, sr, sw)
 
     server = await asyncio.start_server(handle, HOST, port)
-    await server.serve_forever()
+    child = await asyncio.create_subprocess_exec(*argv, pass_fds=())
+    code = await child.wait()
+    server.close()
+    return code
 
 
 if __name__ == "__main__":
     mode, fd_arg, port_arg = sys.argv[1:4]
-    asyncio.run((serve if mode == "serve" else ask)(int(fd_arg), int(port_arg)))
+    if mode == "serve":
+        asyncio.run(serve(int(fd_arg), int(port_arg)))
+    else:
+        sys.exit(asyncio.run(ask(int(fd_arg), int(port_arg), sys.argv[4:])))
