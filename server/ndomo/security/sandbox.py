@@ -5,13 +5,18 @@ The permission layer parses commands, but an allowed "harmless" command (`pytest
 hold the line too. Linux: bubblewrap; macOS: `sandbox-exec` with a generated profile.
 
 The profile (both systems):
-- the system is read-only; the workspace is writable except its control files
-  (`.git/config`, `.git/hooks/`, `.ndomo/` and a worktree's `.git` pointer file);
+- the system is read-only; writable are the workspace and the user's `sandbox.writable`,
+  nothing else: a `.git` pointer, symlink or `commondir` (workspace content) never widens
+  that — one leading out is followed only to a worktree git links back to, read-only;
+- control files at any depth (security.control) are read-only; one a command creates is
+  quarantined after it (a mount cannot stop a file that does not exist yet);
 - a private `/tmp` (Linux) that does not hide a workspace living under `/tmp`;
-- the home directory is hidden except a configurable read-only toolchain list;
+- the home directory is hidden except a configurable read-only toolchain list, and the
+  credential files inside that list, ndomo's user data and `.ndomo/ndomo.db*` are hidden;
+- secret-looking environment variables are removed (`sandbox.env_allow` excepted);
 - no network unless the call was granted it (the user approved the command, or an agent's
-  `network: allow` rule matched); `serve` keeps the host network (its server must be
-  reachable on loopback) but keeps the filesystem rules;
+  `network: allow` rule matched); `serve` and check_page's browser too, their one port
+  relayed (security/relay.py);
 - Linux only: new pid/ipc/uts namespaces (no view of, or signals to, host processes),
   capabilities dropped (root in the sandbox cannot remount), `/proc/sys` read-only,
   `/run` replaced (system sockets such as D-Bus or Docker are out of reach).
