@@ -35,9 +35,10 @@ import logging
 import os
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -315,6 +316,7 @@ class Profile:
     ] = ()  # shown as empty (/dev/null): secrets inside readable places
     hidden_dirs: tuple[Path, ...] = ()  # an empty read-only folder in their place
     notes: tuple[str, ...] = ()  # what the profile refused, for the tool result
+    placeholders: tuple[Path, ...] = ()  # held for this run: release with release_placeholders
 
 
 _PRIVATE_DIRS = ("/tmp", "/run")  # replaced by empty tmpfs folders inside the sandbox
@@ -371,13 +373,25 @@ def build_profile(
             git.gitdir / "commondir",
             git.gitdir / "gitdir",
         ]
-    if git.gitdir is not None and git.common == git.gitdir and _inside(git.gitdir, ws):
-        # git reads `<gitdir>/commondir` in any repository and takes config and hooks from where
-        # it points: a planted one is removed before the run (and a new one after it)
-        notes = [*git.refused, *_quarantine([git.gitdir / "commondir"], ws, "before the run")]
-    else:
-        notes = list(git.refused)
+    notes = list(git.refused)
+    planted = git.gitdir / "commondir" if git.gitdir is not None else None
+    # git reads `<gitdir>/commondir` in any repository and takes config and hooks from where
+    # it points: a planted one is removed before the run
+    in_ws = planted is not None and git.common == git.gitdir and _inside(planted, ws)
+    if planted is not None and in_ws and not _is_placeholder(planted):
+        notes += _quarantine([planted], ws, "before the run")
     controls = scan_controls(ws)
+    # ...and none can be created during it: a read-only placeholder saying "." (the common
+    # dir is the git dir itself, which git reads as usual) while any sandbox runs here
+    gitdirs = [p for p in controls.found if p.name == ".git" and p.is_dir() and not p.is_symlink()]
+    if planted is not None and _inside(planted, ws) and planted.parent not in gitdirs:
+        gitdirs.append(planted.parent)
+    held = hold_placeholders(gitdirs)
+    controls = replace(
+        controls,
+        found=controls.found | frozenset(held),
+        protect=tuple(dict.fromkeys([*controls.protect, *held])),
+    )
     home = (
         _real(raw_home)
         if raw_home and _real(raw_home) != Path("/") and _real(raw_home).is_dir()
@@ -415,7 +429,56 @@ def build_profile(
         hidden_files=hidden_files,
         hidden_dirs=hidden_dirs,
         notes=tuple(notes),
+        placeholders=held,
     )
+
+
+_PLACEHOLDER = ".\n"
+_held: dict[Path, int] = {}  # placeholder -> sandboxes using it (any thread)
+_held_lock = threading.Lock()
+
+
+def _is_placeholder(path: Path) -> bool:
+    with _held_lock:
+        return path in _held
+
+
+def hold_placeholders(gitdirs: Sequence[Path]) -> tuple[Path, ...]:
+    """A `commondir` placeholder in each git dir that has none (created by ndomo on the
+    host, bound read-only into the sandbox); counted, so concurrent sandboxes share it."""
+    held: list[Path] = []
+    with _held_lock:
+        for gitdir in gitdirs:
+            path = gitdir / "commondir"
+            if path in _held:
+                _held[path] += 1
+                held.append(path)
+                continue
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            except OSError:
+                continue  # one exists (protected read-only as found) or none can be made
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(_PLACEHOLDER)
+            _held[path] = 1
+            held.append(path)
+    return tuple(held)
+
+
+def release_placeholders(paths: Sequence[Path]) -> None:
+    """The last sandbox using a placeholder is done: remove it (if it is still ours)."""
+    with _held_lock:
+        for path in paths:
+            left = _held.get(path, 0) - 1
+            if left > 0:
+                _held[path] = left
+                continue
+            _held.pop(path, None)
+            try:
+                if not path.is_symlink() and path.read_text(encoding="utf-8") == _PLACEHOLDER:
+                    path.unlink()
+            except OSError as exc:
+                log.warning("could not remove the placeholder %s: %s", path, exc)
 
 
 def _hidden(
@@ -702,6 +765,7 @@ class Sandboxed:
     network: bool
     controls: Controls | None = None
     notes: tuple[str, ...] = ()  # what the profile refused or undid before the run
+    placeholders: tuple[Path, ...] = ()
 
     @property
     def sandboxed(self) -> bool:
@@ -713,6 +777,14 @@ class Sandboxed:
         if self.controls is None:
             return []
         return await asyncio.to_thread(_after_run, self.controls)
+
+    async def close(self) -> list[str]:
+        """The process is gone: the last check, and the placeholders are released."""
+        try:
+            return await self.after_run()
+        finally:
+            if self.placeholders:
+                await asyncio.to_thread(release_placeholders, self.placeholders)
 
 
 def _after_run(before: Controls) -> list[str]:
@@ -766,4 +838,5 @@ async def prepare(settings: Settings, workspace: Path, *, network: bool) -> Sand
         network=network,
         controls=profile.controls,
         notes=profile.notes,
+        placeholders=profile.placeholders,
     )

@@ -315,6 +315,10 @@ async def test_served_process_recreating_commondir_gains_nothing(ws_app, tmp_pat
             if (ws_app.root / ".git" / "commondir").exists():
                 break
             await asyncio.sleep(0.05)
+        # the user's own git, meanwhile, sees only the read-only placeholder (the git dir itself)
+        await asyncio.sleep(0.5)
+        assert (ws_app.root / ".git" / "commondir").read_text() == ".\n"
+        subprocess.run(["git", "-C", str(ws_app.root), "status"], check=True, capture_output=True)
         escape = tmp_path / "escaped.txt"
         res = await run(
             ctx,

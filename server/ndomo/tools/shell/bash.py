@@ -68,7 +68,7 @@ async def bash(ctx: TurnContext, p: BashParams) -> ToolResult:
     except ValueError as exc:
         raise ToolError(str(exc)) from None
     finally:  # also on cancel: every process of the sandbox is dead by now
-        notes = await asyncio.shield(box.after_run())
+        notes = await asyncio.shield(box.close())
         if live is not None:
             await live.close()
     text = "\n".join([*box.notes, result.render(), *notes])

@@ -55,6 +55,51 @@ class ServeParams(Schema):
         return self
 
 
+async def _launch(ctx: TurnContext, mgr: ServeManager, p: ServeParams, box, port: int, listener):
+    root = ctx.app.root
+    if p.static_dir is not None:
+        try:
+            folder = resolve_in_workspace(p.static_dir, ctx.roots)
+        except PathRefused as exc:
+            raise ToolError(exc.message) from None
+        if not folder.is_dir():
+            raise ToolError(f"{p.static_dir} is not a folder in the workspace")
+        name, kind = p.name or "static", "static"
+        argv = static_argv(str(folder), port)
+        shown = f"static files of {relative_to_workspace(folder, ctx.roots)}/"
+        env: dict[str, str] = {}
+    else:
+        name, kind = p.name or "server", "command"
+        argv = shell_argv(p.command or "")
+        shown = p.command or ""
+        env = {"PORT": str(port), "HOST": HOST}
+    outer = None
+    if box.sandboxed and not box.network:
+        try:
+            outer = host_port(port)
+        except OSError as exc:
+            raise ToolError(f"port {port} on {HOST} is not free: {exc}") from None
+        argv = served_argv(argv, outer.fileno(), port)
+    try:
+        return await mgr.start(
+            ctx.session.id,
+            name,
+            kind,
+            argv,
+            shown,
+            port,
+            root,
+            env,
+            prefix=box.prefix,
+            on_stop=box.close,
+            listener=listener,
+            pass_fds=(outer.fileno(),) if outer is not None else (),
+        )
+    finally:
+        if outer is not None:
+            outer.close()  # the sandbox's relay holds it now
+
+
 def manager_for(ctx: TurnContext) -> ServeManager:
     # The App closes it: served processes die with the workspace's app.
     return ctx.app.instance(ServeManager, ServeManager)
@@ -146,51 +191,16 @@ async def _start_served(ctx: TurnContext, mgr: ServeManager, p: ServeParams, liv
         box = await prepare(ctx.app.settings, root, network=network)
         if box.state.backend == "sandbox-exec" and not box.network:
             # Seatbelt has no loopback of its own to relay from: offline would mean no port
+            await box.close()
             box = await prepare(ctx.app.settings, root, network=True)
     except SandboxRefused as exc:
         raise ToolError(str(exc)) from None
-    if p.static_dir is not None:
-        try:
-            folder = resolve_in_workspace(p.static_dir, ctx.roots)
-        except PathRefused as exc:
-            raise ToolError(exc.message) from None
-        if not folder.is_dir():
-            raise ToolError(f"{p.static_dir} is not a folder in the workspace")
-        name, kind = p.name or "static", "static"
-        argv = static_argv(str(folder), port)
-        shown = f"static files of {relative_to_workspace(folder, ctx.roots)}/"
-        env: dict[str, str] = {}
-    else:
-        name, kind = p.name or "server", "command"
-        argv = shell_argv(p.command or "")
-        shown = p.command or ""
-        env = {"PORT": str(port), "HOST": HOST}
-    relayed = box.sandboxed and not box.network
-    outer = None
-    if relayed:
-        try:
-            outer = host_port(port)
-        except OSError as exc:
-            raise ToolError(f"port {port} on {HOST} is not free: {exc}") from None
-        argv = served_argv(argv, outer.fileno(), port)
     try:
-        served = await mgr.start(
-            ctx.session.id,
-            name,
-            kind,
-            argv,
-            shown,
-            port,
-            root,
-            env,
-            prefix=box.prefix,
-            on_stop=box.after_run,
-            listener=listener,
-            pass_fds=(outer.fileno(),) if outer is not None else (),
-        )
-    finally:
-        if outer is not None:
-            outer.close()  # the sandbox's relay holds it now
+        served = await _launch(ctx, mgr, p, box, port, listener)
+    except BaseException:
+        await asyncio.shield(box.close())  # nothing runs in it: release what it holds
+        raise
+    name = served.name
     ready = await mgr.wait_ready(served, READY_WAIT_S)
     if not served.running and served.pump is not None:  # let the reader collect its last words
         with contextlib.suppress(Exception):

@@ -196,7 +196,7 @@ async def _in_browser(
     try:
         page = await browser.render(chromium, url, prefix=box.prefix, relay_port=port)
     finally:
-        notes = await asyncio.shield(box.after_run())
+        notes = await asyncio.shield(box.close())
     return page, notes
 
 
