@@ -29,10 +29,10 @@ with the real flags (it may be installed and still fail, e.g. user namespaces di
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import fnmatch
 import logging
 import os
+import re
 import shutil
 import sys
 import threading
@@ -317,6 +317,9 @@ class Profile:
     hidden_dirs: tuple[Path, ...] = ()  # an empty read-only folder in their place
     notes: tuple[str, ...] = ()  # what the profile refused, for the tool result
     placeholders: tuple[Path, ...] = ()  # held for this run: release with release_placeholders
+    # each `.ndomo/` as a read-only snapshot of its names: its entries but the database files,
+    # and nothing created after the start (the database's -wal appears and goes)
+    ndomo_views: tuple[tuple[Path, tuple[Path, ...]], ...] = ()
 
 
 _PRIVATE_DIRS = ("/tmp", "/run")  # replaced by empty tmpfs folders inside the sandbox
@@ -417,7 +420,11 @@ def build_profile(
     return Profile(
         workspace=ws,
         writable=tuple(writable),
-        read_only=tuple(dict.fromkeys([*read_only, *controls.protect])),
+        read_only=tuple(
+            p
+            for p in dict.fromkeys([*read_only, *controls.protect])
+            if p not in controls.ndomo_dirs
+        ),
         home=home,
         home_read=tuple(dict.fromkeys(reads)),
         network=network,
@@ -430,6 +437,7 @@ def build_profile(
         hidden_dirs=hidden_dirs,
         notes=tuple(notes),
         placeholders=held,
+        ndomo_views=_ndomo_views(controls),
     )
 
 
@@ -502,10 +510,22 @@ def _hidden(
             dirs.append(c)
         elif c.exists():
             files.append(c)
-    for ndomo_dir in controls.ndomo_dirs:
-        with contextlib.suppress(OSError):
-            files += sorted(ndomo_dir.glob("ndomo.db*"))
     return tuple(dict.fromkeys(files)), tuple(dict.fromkeys(dirs))
+
+
+def _ndomo_views(controls: Controls) -> tuple[tuple[Path, tuple[Path, ...]], ...]:
+    views = []
+    for d in controls.ndomo_dirs:
+        try:
+            entries = tuple(
+                Path(e.path)
+                for e in os.scandir(d)
+                if not e.name.startswith("ndomo.db") and not e.is_symlink()
+            )
+        except OSError:
+            entries = ()
+        views.append((d, entries))
+    return tuple(views)
 
 
 # --- control files at any depth ------------------------------------------------------------
@@ -655,12 +675,17 @@ def bwrap_argv(bwrap: str, profile: Profile) -> list[str]:
         mounts.append((p, ["--ro-bind", "/dev/null", str(p)]))
     for p in profile.hidden_dirs:
         mounts.append((p, ["--tmpfs", str(p), "--remount-ro", str(p)]))
+    for d, entries in profile.ndomo_views:
+        mounts.append((d, ["--tmpfs", str(d)]))
+        mounts += [(e, ["--ro-bind", str(e), str(e)]) for e in entries]
     mounts.sort(key=lambda m: _depth(m[0]))  # stable: equal depth keeps the order above
     argv = [bwrap, *BWRAP_BASE]
     if not profile.network:
         argv.append("--unshare-net")
     for _, args in mounts:
         argv += args
+    for d, _ in profile.ndomo_views:  # once the entries' mount points exist in it
+        argv += ["--remount-ro", str(d)]
     for name in profile.drop_env:
         argv += ["--unsetenv", name]
     if profile.tmpdir_env:
@@ -711,8 +736,16 @@ def seatbelt_profile(
             f"  ({'subpath' if p.name in _DIR_NAMES else 'literal'} {_sb(p)})"
             for p in profile.read_only
         ],
+        *[f"  (subpath {_sb(d)})" for d, _ in profile.ndomo_views],
         ")",
     ]
+    if profile.ndomo_views:
+        lines += [
+            ";; ndomo's databases",
+            "(deny file-read*",
+            *[f'  (regex #"^{re.escape(str(d / "ndomo.db"))}")' for d, _ in profile.ndomo_views],
+            ")",
+        ]
     if profile.home is not None:
         visible = [
             f"(subpath {_sb(profile.workspace)})",

@@ -57,8 +57,12 @@ def test_workspace_under_tmp_is_mounted_after_the_private_tmp(repo: Path, tmp_pa
         m, "--ro-bind-try", os.path.realpath(home / ".pyenv")
     )
     # control files land on top of the writable workspace; .git is a mount of its own
-    for ro in (f"{ws}/.git/config", f"{ws}/.git/hooks", f"{ws}/.ndomo"):
+    for ro in (f"{ws}/.git/config", f"{ws}/.git/hooks"):
         assert _index(m, "--bind", ws) < _index(m, "--ro-bind-try", ro)
+    # .ndomo/ is a read-only snapshot of its names: a tmpfs over it, remounted read-only
+    assert _index(m, "--bind", ws) < _index(m, "--tmpfs", f"{ws}/.ndomo")
+    full = bwrap_argv("bwrap", p)
+    assert full[full.index("--remount-ro") + 1] == f"{ws}/.ndomo"
     assert _index(m, "--bind", f"{ws}/.git") < _index(m, "--ro-bind-try", f"{ws}/.git/config")
     argv = bwrap_argv("bwrap", p)
     assert "--unshare-net" in argv and "--cap-drop" in argv and "--unshare-pid" in argv

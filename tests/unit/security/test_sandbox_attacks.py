@@ -511,3 +511,25 @@ async def test_check_page_browser_reaches_only_the_checked_page(ws_app, listener
         await run(ctx, "serve", {"action": "stop", "name": "site"})
     await asyncio.sleep(0.5)
     assert listener.hits == 0  # neither page reached the other local service
+
+
+async def test_database_files_appearing_during_a_command_stay_hidden(ws_app, home) -> None:
+    """SQLite's -wal comes and goes while ndomo runs: one created after the command
+    started is not readable inside either (`.ndomo/` is a snapshot of its names)."""
+    (ws_app.root / ".ndomo").mkdir(exist_ok=True)
+    (ws_app.root / ".ndomo" / "notes.txt").write_text("visible note")
+    ctx = await _ctx(ws_app)
+    wait = "for i in $(seq 200); do [ -e go ] && break; sleep 0.05; done"
+    task = asyncio.ensure_future(
+        ctx.runtime.plugins.tools.execute(
+            ctx,
+            "bash",
+            {"command": f"{wait}; cat .ndomo/notes.txt; cat .ndomo/ndomo.db-wal; echo end"},
+        )
+    )
+    await asyncio.sleep(1.0)
+    (ws_app.root / ".ndomo" / "ndomo.db-wal").write_text("WAL-SECRET")
+    (ws_app.root / "go").write_text("")
+    res = await task
+    assert "end" in res.content and "visible note" in res.content, res.content
+    assert "WAL-SECRET" not in res.content
