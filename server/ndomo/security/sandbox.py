@@ -236,7 +236,9 @@ def _read_first_line(path: Path) -> str | None:
         return None
 
 
-def git_layout(ws: Path) -> GitLayout:
+def git_layout(ws: Path, trusted: Sequence[Path] = ()) -> GitLayout:
+    """`trusted`: the user's `sandbox.writable` folders; a `.git` pointer into one (a
+    submodule's `.git/modules/…`, a worktree's) is followed like a worktree's."""
     ws = _real(ws)
     dotgit = ws / ".git"
     refused: list[str] = []
@@ -257,7 +259,8 @@ def git_layout(ws: Path) -> GitLayout:
         first = _read_first_line(dotgit) or ""
         if first.startswith("gitdir:"):
             target = _real(ws / first[len("gitdir:") :].strip())
-            if (_inside(target, ws) and target.is_dir()) or _worktree_of(target, dotgit):
+            named = any(_inside(target, t) for t in trusted) and target.is_dir()
+            if (_inside(target, ws) and target.is_dir()) or named or _worktree_of(target, dotgit):
                 gitdir = target
             else:
                 refused.append(
@@ -272,7 +275,9 @@ def git_layout(ws: Path) -> GitLayout:
         target = _real(gitdir / ref)
         # a worktree's git dir is <common>/worktrees/<name>, and git wrote its commondir; a
         # commondir anywhere else was planted (or copied) and names config and hooks git obeys
-        if not _inside(gitdir, ws) and gitdir.parent.parent == target and target.is_dir():
+        if target == gitdir:
+            pass  # "." (ndomo's placeholder): the git dir itself, no redirection
+        elif not _inside(gitdir, ws) and gitdir.parent.parent == target and target.is_dir():
             common = target
         else:
             refused.append(
@@ -356,7 +361,7 @@ def build_profile(
     user_writable = [
         _real(r.replace("~", raw_home, 1) if r.startswith("~") else r) for r in writable_roots
     ]
-    git = git_layout(ws)
+    git = git_layout(ws, user_writable)
     writable: list[Path] = []
     outside: list[Path] = []
     read_only: list[Path] = [ws / ".ndomo"]
@@ -381,7 +386,7 @@ def build_profile(
     # git reads `<gitdir>/commondir` in any repository and takes config and hooks from where
     # it points: a planted one is removed before the run
     in_ws = planted is not None and git.common == git.gitdir and _inside(planted, ws)
-    if planted is not None and in_ws and not _is_placeholder(planted):
+    if planted is not None and in_ws and _planted(planted):
         notes += _quarantine([planted], ws, "before the run")
     controls = scan_controls(ws)
     # ...and none can be created during it: a read-only placeholder saying "." (the common
@@ -449,9 +454,19 @@ _held: dict[Path, int] = {}  # placeholder -> sandboxes using it (any thread)
 _held_lock = threading.Lock()
 
 
-def _is_placeholder(path: Path) -> bool:
+def _planted(path: Path) -> bool:
+    """Is this `commondir` someone else's (to quarantine)? Ours, held by a running sandbox,
+    is not; ours left by a run that never ended (the server was killed) is removed."""
     with _held_lock:
-        return path in _held
+        if path in _held or not os.path.lexists(path):
+            return False
+        try:
+            leftover = not path.is_symlink() and path.read_text(encoding="utf-8") == _PLACEHOLDER
+            if leftover:
+                path.unlink()
+        except OSError:
+            return True
+        return not leftover
 
 
 def hold_placeholders(files: Sequence[Path], dirs: Sequence[Path] = ()) -> tuple[Path, ...]:

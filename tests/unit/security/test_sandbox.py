@@ -265,3 +265,38 @@ def test_interpreter_in_the_private_tmp_stays_readable(
     m = _mounts(bwrap_argv("bwrap", p))
     real = os.path.realpath(venv)
     assert _index(m, "--tmpfs", "/tmp") < _index(m, "--ro-bind-try", real)
+
+
+def test_a_commondir_placeholder_left_by_a_killed_server_is_removed_quietly(repo: Path) -> None:
+    (repo / ".git" / "commondir").write_text(".\n")
+    p = build_profile(repo, network=False, env={"HOME": "/nonexistent"})
+    try:
+        assert p.notes == ()  # nothing planted, nothing to report
+        # this run holds a fresh one; a concurrent run shares it and says nothing either
+        assert (repo / ".git" / "commondir").read_text() == ".\n"
+        q = build_profile(repo, network=False, env={"HOME": "/nonexistent"})
+        assert q.notes == () and q.placeholders == p.placeholders
+        sandbox.release_placeholders(q.placeholders)
+        assert (repo / ".git" / "commondir").exists()  # p still holds it
+    finally:
+        sandbox.release_placeholders(p.placeholders)
+    assert not (repo / ".git" / "commondir").exists() and not (repo / ".vscode").exists()
+
+
+def test_a_submodule_pointer_is_followed_into_the_users_writable_folder(tmp_path: Path) -> None:
+    modules = tmp_path / "super" / ".git" / "modules" / "sub"
+    modules.mkdir(parents=True)
+    ws = tmp_path / "super" / "sub"
+    ws.mkdir()
+    (ws / ".git").write_text("gitdir: ../.git/modules/sub\n")
+    refused = build_profile(ws, network=False, env={"HOME": "/nonexistent"})
+    assert "not a git worktree folder" in refused.notes[0]
+    sandbox.release_placeholders(refused.placeholders)
+    ok = build_profile(
+        ws,
+        network=False,
+        env={"HOME": "/nonexistent"},
+        writable_roots=[str(tmp_path / "super" / ".git")],
+    )
+    sandbox.release_placeholders(ok.placeholders)
+    assert ok.notes == () and Path(os.path.realpath(modules)) in ok.writable
