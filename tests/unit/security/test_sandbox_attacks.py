@@ -52,9 +52,11 @@ def ws(tmp_path: Path) -> Path:
     return w
 
 
-def ndomo_run(ws: Path, home: Path, steps: list[dict], *, extra_env: dict | None = None) -> str:
+def ndomo_run(
+    ws: Path, home: Path, steps: list[dict], *, extra_env: dict | None = None, yes: bool = True
+) -> str:
     """`ndomo run --yes` in autopilot with the craftsman; the model asks for `steps`
-    (tool calls), then says done. Returns stdout + stderr."""
+    (tool calls), then says done. Returns stdout + stderr and the tool results."""
     script = [{"tool_calls": [call]} for call in steps] + [{"text": "all done"}]
     with FakeModel(script) as fake:
         env = {
@@ -74,7 +76,7 @@ def ndomo_run(ws: Path, home: Path, steps: list[dict], *, extra_env: dict | None
                 "run",
                 "--workspace",
                 str(ws),
-                "--yes",
+                *(["--yes"] if yes else []),
                 "--agent",
                 "craftsman",
                 "--mode",
@@ -540,3 +542,46 @@ async def test_database_files_appearing_during_a_command_stay_hidden(ws_app, hom
     res = await task
     assert "end" in res.content and "visible note" in res.content, res.content
     assert "WAL-SECRET" not in res.content
+
+
+@pytest.mark.skipif(
+    shutil.which("chromium") is None, reason="SKIPPED LOUDLY: chromium not installed"
+)
+def test_cli_served_page_and_browser_stay_offline(ws: Path, home: Path, listener) -> None:
+    """`ndomo run`: an allowed served process probes the host's loopback; check_page's
+    Chromium loads the served page, whose script tries to POST to that host service."""
+    from ndomo.tools.shell.processes import free_port
+
+    (ws / "probe.py").write_text(PROBE)
+    (ws / "design.html").write_text(_page(listener.port))
+    (ws / "data.txt").write_text("own-origin\n")
+    # an allowed `pytest` (no approval: no network) whose conftest becomes a web server
+    (ws / "conftest.py").write_text(
+        "import os, subprocess, sys\n"
+        "def pytest_configure(config):\n"
+        f"    subprocess.run([sys.executable, 'probe.py', '{listener.port}', '@ndomo-none'])\n"
+        "    os.execvp(sys.executable, [sys.executable, '-m', 'http.server', '--bind',\n"
+        "              os.environ['HOST'], os.environ['PORT']])\n"
+    )
+    (ws / "test_x.py").write_text("def test_x():\n    pass\n")
+    port = free_port()
+    cmd = "python3 -m pytest -q -p no:cacheprovider test_x.py"
+    out = ndomo_run(
+        ws,
+        home,
+        [
+            {"name": "serve", "arguments": {"action": "start", "command": cmd, "port": port}},
+            {
+                "name": "check_page",
+                "arguments": {
+                    "url_or_path": f"http://127.0.0.1:{port}/design.html",
+                    "expect": ['body[data-got="own-origin"]'],
+                },
+            },
+        ],
+        yes=False,
+    )
+    assert (ws / "report.txt").read_text().startswith("tcp:blocked"), out
+    assert f"PASS http://127.0.0.1:{port}/design.html (engine: chromium)" in out, out
+    assert "title: scripts ran" in out
+    assert listener.hits == 0
