@@ -4,6 +4,7 @@ the configuration shorthands, the approval prompt. (Real runs: test_sandbox_real
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -149,6 +150,16 @@ def test_seatbelt_profile_text(repo: Path, tmp_path: Path) -> None:
     assert f'(deny file-read* (require-all (subpath "{hidden}") (require-not (require-any' in text
     assert f'(subpath "{hidden}/.cargo")' in text
     assert '(deny network-outbound (remote ip "*:*"))' in text
+    assert f'(regex #"^{re.escape(ws)}/\\.ndomo/ndomo\\.db")' in text  # databases unreadable
+    assert text.count("(") == text.count(")")
+    (home / ".cargo").mkdir()
+    (home / ".cargo" / "credentials.toml").write_text("secret")
+    (repo / "pkg" / ".vscode").mkdir(parents=True)
+    q = build_profile(repo, network=False, home_read=["~/.cargo"], env={"HOME": str(home)})
+    text = seatbelt_profile(q)
+    creds = os.path.realpath(home / ".cargo" / "credentials.toml")
+    assert f'(deny file-read* file-write*\n  (literal "{creds}")' in text
+    assert f'(subpath "{ws}/pkg/.vscode")' in text  # a nested control folder: no writes
     assert text.count("(") == text.count(")")
     with_net = seatbelt_profile(build_profile(repo, network=True, env={"HOME": str(home)}))
     assert "network" not in with_net
