@@ -16,6 +16,7 @@ import yaml
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ndomo.schema import Schema
+from ndomo.security.defaults import SANDBOX_DEFAULTS
 
 CONFIG_FILE = Path(".ndomo") / "config.yaml"
 # A mode's name: any mode the runtime registered (`setup(plugins)`); checked against that
@@ -101,17 +102,18 @@ class SandboxConfig(_Section):
         "otherwise; off: no OS sandbox (health warns).",
     )
     home: list[str] = Field(
-        default_factory=lambda: [
-            "~/.pyenv",
-            "~/.rustup",
-            "~/.cargo",
-            "~/.nvm",
-            "~/.local",
-            "~/go",
-            "~/.npm",
-            "~/.cache",
-        ],
+        default_factory=lambda: list(SANDBOX_DEFAULTS.home_read),
         description="Folders of the home directory a sandboxed command may read (the rest of home is hidden).",
+    )
+    writable: list[str] = Field(
+        default_factory=list,
+        description="Folders beside the workspace a sandboxed command may write (e.g. the main repository's "
+        ".git of a worktree; without it a worktree's git data is read-only). User settings only.",
+    )
+    env_allow: list[str] = Field(
+        default_factory=list,
+        description="Environment variables (names or globs) that reach sandboxed commands although their name "
+        "holds KEY, SECRET, TOKEN, PASSWORD or CREDENTIAL. User settings only.",
     )
 
     @model_validator(mode="before")
@@ -124,7 +126,7 @@ class SandboxConfig(_Section):
             return {"mode": value}
         return value
 
-    @field_validator("home")
+    @field_validator("home", "writable")
     @classmethod
     def _absolute(cls, value: list[str]) -> list[str]:
         bad = [p for p in value if not (p.startswith("~/") or p.startswith("/"))]

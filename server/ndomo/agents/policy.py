@@ -308,14 +308,11 @@ async def shell_network(
 ) -> bool | None:
     """Does this shell call get network inside the OS sandbox? None: not a shell call.
 
-    A tool that declares `host_network=True` (serve) always keeps it. Otherwise the agent's
-    `network` permission decides: allow → yes, deny → no, ask → only when the user approved
-    this command (now or by a saved rule).
+    The agent's `network` permission decides, for `bash` and `serve` alike: allow → yes,
+    deny → no, ask → only when the user approved this command (now or by a saved rule).
     """
     if tool is None or tool.permission != "bash" or v.permission != "bash":
         return None
-    if tool.host_network:
-        return True
     action = await asyncio.to_thread(
         decide_network,
         effective_permission(ctx),

@@ -149,7 +149,6 @@ class ToolDescriptor:
     changes: ChangesOf | None = None  # the files a call changes (scope, contracts, secrets, asks)
     read_paths: PathsOf | None = None  # the files a call reads (secret files are asked for)
     command: CommandOf | None = None  # the command a `bash`-permission call starts
-    host_network: bool = False  # what it starts must stay reachable on loopback (serve)
     kind: ToolKind | None = None  # the class a mode admits; None: from risk and permission
     plan_step: PlanStep | None = None
 
@@ -524,7 +523,6 @@ def tool(
     changes: ChangesOf | None = None,
     read_paths: PathsOf | None = None,
     command: CommandOf | None = None,
-    host_network: bool = False,
     kind: ToolKind | None = None,
     plan_step: PlanStep | None = None,
 ) -> Callable[[ToolFn], ToolDescriptor]:
@@ -542,7 +540,6 @@ def tool(
             changes=changes,
             read_paths=read_paths,
             command=command,
-            host_network=host_network,
             kind=kind,
             plan_step=plan_step,
         )

@@ -23,6 +23,13 @@ ControlKind = Literal["plan_view", "instructions", "agent_config", "denied"]
 INSTRUCTION_FILES = frozenset({"AGENTS.md", "CLAUDE.md", ".ndomo/instructions.md"})
 _PLAN_VIEWS = ".ndomo/plans"
 
+# Control files at any depth (a nested project is opened, run or git-ed on its own):
+# folders protected whole, single files, and the `ndomo` a venv would put on PATH.
+CONTROL_DIRS = (".ndomo", ".vscode", ".idea")
+CONTROL_FILES = (".envrc", ".mcp.json")
+CONTROL_ENTRY_POINTS = (".venv/bin/ndomo", "venv/bin/ndomo")
+GIT_CONTROL = ("config", "hooks", "commondir")  # inside any `.git` folder
+
 
 def _under(rel: str, folder: str) -> bool:
     return rel == folder or rel.startswith(folder + "/")
@@ -41,18 +48,30 @@ def _in_git(rel: str) -> bool:
 def shell_read_only(rel: str) -> bool:
     """Where a shell command may never write: the sandbox mounts these read-only too.
 
-    `.git/config` and `.git/hooks/` of the repository and of any nested one (a `sub/.git`
-    made by the agent would run its hooks and config under `git -C sub`), the `.git`
-    folder itself, and `.ndomo/`. The rest of `.git/` stays writable so `git add` and
-    `git commit` work.
+    `.git/config`, `.git/hooks/` and `.git/commondir` of the repository and of any nested
+    one (a `sub/.git` made by the agent would run its hooks and config under `git -C sub`),
+    the `.git` folder or pointer itself, and every other control file at any depth
+    (`.ndomo/`, `.vscode/`, `.idea/`, `.envrc`, `.mcp.json`, a venv's `bin/ndomo`). The
+    rest of `.git/` stays writable so `git add` and `git commit` work.
     """
     parts = rel.split("/")
     for i, part in enumerate(parts):
         if part == ".git":
             rest = parts[i + 1 :]
-            if not rest or rest[0] in ("config", "hooks"):
+            if not rest or rest[0] in GIT_CONTROL:
                 return True
-    return _under(rel, ".ndomo")
+    return _nested_control(parts)
+
+
+def _nested_control(parts: list[str]) -> bool:
+    """Under a control folder, a control file or a venv's `bin/ndomo`, at any depth."""
+    if any(p in CONTROL_DIRS for p in parts) or parts[-1] in CONTROL_FILES:
+        return True
+    return any(
+        parts[i : i + 3] == ep.split("/")
+        for ep in CONTROL_ENTRY_POINTS
+        for i in range(len(parts) - 2)
+    )
 
 
 def control_kind(rel: str) -> ControlKind | None:
@@ -60,15 +79,24 @@ def control_kind(rel: str) -> ControlKind | None:
 
     instructions / agent_config: always ask the user, in every mode, with a warning;
     plan_view: refused, plans change through the plan tools; denied: refused.
+    A nested project's control files count as the root's do (`pkg/.ndomo/config.yaml` is
+    obeyed by `ndomo run` in `pkg/`); editor settings, `.envrc`, `.mcp.json` and a venv's
+    `bin/ndomo` configure what launches or feeds ndomo, so they are asked about too.
     """
     if instruction_file(rel):
         return "instructions"
-    if rel == ".ndomo/config.yaml" or (rel.startswith(".ndomo/agents/") and rel.count("/") == 2):
-        return "agent_config"
     if _under(rel, _PLAN_VIEWS):
         return "plan_view"
-    if _under(rel, ".ndomo") or _in_git(rel):
+    parts = rel.split("/")
+    if ".ndomo" in parts:
+        tail = parts[parts.index(".ndomo") + 1 :]
+        if tail == ["config.yaml"] or (len(tail) == 2 and tail[0] == "agents"):
+            return "agent_config"
         return "denied"
+    if _in_git(rel):
+        return "denied"
+    if _nested_control(parts):
+        return "agent_config"
     return None
 
 
@@ -90,6 +118,19 @@ def warning(rel: str) -> str:
             "WARNING: .ndomo/config.yaml decides which model server gets your code and which environment "
             "variable is sent as its API key, which files count as secrets and as design artifacts. "
             "A change here can leak secrets or widen what discussion mode may write."
+        )
+    parts = rel.split("/")
+    if kind == "agent_config" and ".ndomo" not in parts:
+        return (
+            f"WARNING: {rel} configures what starts or feeds ndomo and your tools (editor settings such as "
+            "`ndomo.server.command`, direnv, MCP servers, a venv's `ndomo` on PATH): a change here can run "
+            "code outside the sandbox, with your rights. Approve only if you have read the change."
+        )
+    if kind == "agent_config" and parts[-1] == "config.yaml":
+        return (
+            f"WARNING: {rel} configures ndomo for the project in {'/'.join(parts[:-2]) or '.'}: which model "
+            "server gets your code, which variable is sent as its API key, what counts as a secret. "
+            "A change here can leak secrets or widen what the agents may do."
         )
     if kind == "agent_config":
         return (

@@ -5,13 +5,18 @@ The permission layer parses commands, but an allowed "harmless" command (`pytest
 hold the line too. Linux: bubblewrap; macOS: `sandbox-exec` with a generated profile.
 
 The profile (both systems):
-- the system is read-only; the workspace is writable except its control files
-  (`.git/config`, `.git/hooks/`, `.ndomo/` and a worktree's `.git` pointer file);
+- the system is read-only; writable are the workspace and the user's `sandbox.writable`,
+  nothing else: a `.git` pointer, symlink or `commondir` (workspace content) never widens
+  that — one leading out is followed only to a worktree git links back to, read-only;
+- control files at any depth (security.control) are read-only; one a command creates is
+  quarantined after it (a mount cannot stop a file that does not exist yet);
 - a private `/tmp` (Linux) that does not hide a workspace living under `/tmp`;
-- the home directory is hidden except a configurable read-only toolchain list;
+- the home directory is hidden except a configurable read-only toolchain list, and the
+  credential files inside that list, ndomo's user data and `.ndomo/ndomo.db*` are hidden;
+- secret-looking environment variables are removed (`sandbox.env_allow` excepted);
 - no network unless the call was granted it (the user approved the command, or an agent's
-  `network: allow` rule matched); `serve` keeps the host network (its server must be
-  reachable on loopback) but keeps the filesystem rules;
+  `network: allow` rule matched); `serve` and check_page's browser too, their one port
+  relayed (security/relay.py);
 - Linux only: new pid/ipc/uts namespaces (no view of, or signals to, host processes),
   capabilities dropped (root in the sandbox cannot remount), `/proc/sys` read-only,
   `/run` replaced (system sockets such as D-Bus or Docker are out of reach).
@@ -24,16 +29,22 @@ with the real flags (it may be installed and still fail, e.g. user namespaces di
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import logging
 import os
+import re
 import shutil
 import sys
+import threading
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from ndomo.schema import Schema
+from ndomo.security.control import CONTROL_DIRS, CONTROL_ENTRY_POINTS, CONTROL_FILES, GIT_CONTROL
+from ndomo.security.defaults import SANDBOX_DEFAULTS
 
 if TYPE_CHECKING:
     from ndomo.config import Settings
@@ -41,16 +52,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("ndomo.sandbox")
 
 SandboxMode = Literal["auto", "required", "off"]
-DEFAULT_HOME_READ = [
-    "~/.pyenv",
-    "~/.rustup",
-    "~/.cargo",
-    "~/.nvm",
-    "~/.local",
-    "~/go",
-    "~/.npm",
-    "~/.cache",
-]
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"  # absolute: a workspace cannot shadow it on PATH
 PROBE_TIMEOUT_S = 30.0  # generous: a loaded machine must not be mistaken for one without a sandbox
 
@@ -214,38 +215,87 @@ async def current_state(settings: Settings) -> SandboxState:
 
 @dataclass(frozen=True)
 class GitLayout:
-    """Where a workspace's git data lives (a worktree's lives outside it)."""
+    """Where a workspace's git data lives, as far as the sandbox trusts it.
+
+    Only the workspace's own `.git` folder, or a worktree's git dirs that git itself links
+    back to this workspace, count: a `.git` pointer, symlink or `commondir` is a file any
+    sandboxed command can write, so what it names outside the workspace is never trusted
+    to widen the sandbox (`refused` says what was ignored and why)."""
 
     pointer: Path | None  # `.git` when it is a file ("gitdir: …")
     gitdir: Path | None
     common: Path | None
+    refused: tuple[str, ...] = ()
 
 
-def git_layout(ws: Path) -> GitLayout:
+def _read_first_line(path: Path) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.readline(4096).strip()
+    except OSError:
+        return None
+
+
+def git_layout(ws: Path, trusted: Sequence[Path] = ()) -> GitLayout:
+    """`trusted`: the user's `sandbox.writable` folders; a `.git` pointer into one (a
+    submodule's `.git/modules/…`, a worktree's) is followed like a worktree's."""
+    ws = _real(ws)
     dotgit = ws / ".git"
-    if dotgit.is_dir():
+    refused: list[str] = []
+    pointer: Path | None = None
+    gitdir: Path | None = None
+    if dotgit.is_symlink():
+        target = _real(dotgit)
+        if _inside(target, ws) and target.is_dir():
+            gitdir = target
+        else:
+            refused.append(
+                f".git is a symlink to {target}, outside the workspace: ndomo mounts nothing for it"
+            )
+    elif dotgit.is_dir():
         gitdir = dotgit
-        pointer = None
     elif dotgit.is_file():
         pointer = dotgit
-        try:
-            first = dotgit.read_text(encoding="utf-8", errors="replace").splitlines()[0]
-        except (OSError, IndexError):
-            return GitLayout(pointer, None, None)
-        if not first.startswith("gitdir:"):
-            return GitLayout(pointer, None, None)
-        gitdir = Path(os.path.realpath(ws / first[len("gitdir:") :].strip()))
-        if not gitdir.is_dir():
-            return GitLayout(pointer, None, None)
-    else:
-        return GitLayout(None, None, None)
+        first = _read_first_line(dotgit) or ""
+        if first.startswith("gitdir:"):
+            target = _real(ws / first[len("gitdir:") :].strip())
+            named = any(_inside(target, t) for t in trusted) and target.is_dir()
+            if (_inside(target, ws) and target.is_dir()) or named or _worktree_of(target, dotgit):
+                gitdir = target
+            else:
+                refused.append(
+                    f".git points to {target}, which is not a git worktree folder of this workspace: "
+                    "ndomo mounts nothing for it"
+                )
+    if gitdir is None:
+        return GitLayout(pointer, None, None, tuple(refused))
     common = gitdir
-    try:
-        ref = (gitdir / "commondir").read_text(encoding="utf-8").strip()
-        common = Path(os.path.realpath(gitdir / ref))
-    except OSError:
-        pass
-    return GitLayout(pointer, Path(os.path.realpath(gitdir)), common)
+    ref = _read_first_line(gitdir / "commondir")
+    if ref:
+        target = _real(gitdir / ref)
+        # a worktree's git dir is <common>/worktrees/<name>, and git wrote its commondir; a
+        # commondir anywhere else was planted (or copied) and names config and hooks git obeys
+        if target == gitdir:
+            pass  # "." (ndomo's placeholder): the git dir itself, no redirection
+        elif not _inside(gitdir, ws) and gitdir.parent.parent == target and target.is_dir():
+            common = target
+        else:
+            refused.append(
+                f"{gitdir / 'commondir'} redirects git to {target}: ignored (ndomo removes it)"
+            )
+    return GitLayout(pointer, gitdir, common, tuple(refused))
+
+
+def _worktree_of(gitdir: Path, pointer: Path) -> bool:
+    """Is `gitdir` a worktree git dir whose back-link (written by `git worktree add`) names
+    this very `.git` file? A sandboxed command cannot forge that file outside the workspace."""
+    if not gitdir.is_dir() or gitdir.parent.name != "worktrees":
+        return False
+    back = _read_first_line(gitdir / "gitdir")
+    return bool(back) and _real(back or "") == _real(pointer)
+
+
+DEFAULT_HOME_READ = SANDBOX_DEFAULTS.home_read
 
 
 @dataclass(frozen=True)
@@ -253,17 +303,28 @@ class Profile:
     """What one sandboxed process may touch. Paths are real (symlinks resolved)."""
 
     workspace: Path
-    writable: tuple[Path, ...]  # beside the workspace: a worktree's git dirs
+    writable: tuple[Path, ...]  # beside the workspace: a worktree's git dirs the user made writable
     read_only: tuple[Path, ...]  # control files inside writable places
     home: Path | None
     home_read: tuple[Path, ...]
     network: bool
     drop_env: tuple[str, ...] = ()
     tmpdir_env: str | None = None  # TMPDIR to set inside (when the host's is not writable there)
-    # Files that must not appear, which a mount cannot stop: checked (and removed) after the run
-    forbidden_new: tuple[Path, ...] = ()
+    # control files that may appear and a mount cannot stop: compared after the run (see Controls)
+    controls: Controls | None = None
     # Read-only inside the private /tmp or /run: the interpreter ndomo runs with, when it lives there
     keep_read: tuple[Path, ...] = ()
+    # beside the workspace, read-only: a worktree's git dirs (not listed in `sandbox.writable`)
+    outside_read: tuple[Path, ...] = ()
+    hidden_files: tuple[
+        Path, ...
+    ] = ()  # shown as empty (/dev/null): secrets inside readable places
+    hidden_dirs: tuple[Path, ...] = ()  # an empty read-only folder in their place
+    notes: tuple[str, ...] = ()  # what the profile refused, for the tool result
+    placeholders: tuple[Path, ...] = ()  # held for this run: release with release_placeholders
+    # each `.ndomo/` as a read-only snapshot of its names: its entries but the database files,
+    # and nothing created after the start (the database's -wal appears and goes)
+    ndomo_views: tuple[tuple[Path, tuple[Path, ...]], ...] = ()
 
 
 _PRIVATE_DIRS = ("/tmp", "/run")  # replaced by empty tmpfs folders inside the sandbox
@@ -284,35 +345,64 @@ def build_profile(
     home_read: Sequence[str] = DEFAULT_HOME_READ,
     drop_env: Sequence[str] = (),
     env: dict[str, str] | None = None,
+    writable_roots: Sequence[str] = (),
 ) -> Profile:
     """The profile for a workspace. Creates `.ndomo/` (and `.git/hooks/` in a repository)
     when missing, so a sandboxed command cannot create them as its own (an agent file or a
-    hook written there would be trusted later, outside the sandbox)."""
+    hook written there would be trusted later, outside the sandbox).
+
+    What is writable comes from the workspace's real path and the user's `writable_roots`
+    only: a `.git` pointer, symlink or `commondir` (files any command can write) never widens
+    it; a worktree's git dirs beside the workspace are read-only unless the user listed them."""
     env = dict(os.environ) if env is None else env
     ws = _real(workspace)
     _mkdir(ws / ".ndomo")
-    git = git_layout(ws)
+    raw_home = env.get("HOME") or ""
+    user_writable = [
+        _real(r.replace("~", raw_home, 1) if r.startswith("~") else r) for r in writable_roots
+    ]
+    git = git_layout(ws, user_writable)
     writable: list[Path] = []
+    outside: list[Path] = []
     read_only: list[Path] = [ws / ".ndomo"]
     if git.pointer is not None:
         read_only.append(git.pointer)
     for d in dict.fromkeys(x for x in (git.gitdir, git.common) if x is not None):
-        writable.append(d)  # a mount point of its own: `mv .git elsewhere` fails (busy)
-    if git.common is not None:
+        if _inside(d, ws) or any(_inside(d, r) for r in user_writable):
+            writable.append(d)  # a mount point of its own: `mv .git elsewhere` fails (busy)
+        else:
+            outside.append(d)
+    if git.common is not None and git.common not in outside:
         _mkdir(git.common / "hooks")
         read_only += [git.common / "config", git.common / "hooks", git.common / "config.worktree"]
-    forbidden: list[Path] = []
-    if git.gitdir is not None and git.gitdir != git.common:
+    if git.gitdir is not None and git.gitdir != git.common and git.gitdir not in outside:
         read_only += [
             git.gitdir / "config.worktree",
             git.gitdir / "commondir",
             git.gitdir / "gitdir",
         ]
-    elif git.gitdir is not None and not (git.gitdir / "commondir").exists():
-        # git reads `<gitdir>/commondir` in any repository and takes config and hooks from where
-        # it points; a missing file cannot be mounted read-only, so its creation is undone after
-        forbidden.append(git.gitdir / "commondir")
-    raw_home = env.get("HOME") or ""
+    notes = list(git.refused)
+    planted = git.gitdir / "commondir" if git.gitdir is not None else None
+    # git reads `<gitdir>/commondir` in any repository and takes config and hooks from where
+    # it points: a planted one is removed before the run
+    in_ws = planted is not None and git.common == git.gitdir and _inside(planted, ws)
+    if planted is not None and in_ws and _planted(planted):
+        notes += _quarantine([planted], ws, "before the run")
+    controls = scan_controls(ws)
+    # ...and none can be created during it: a read-only placeholder saying "." (the common
+    # dir is the git dir itself, which git reads as usual) while any sandbox runs here
+    gitdirs = [p for p in controls.found if p.name == ".git" and p.is_dir() and not p.is_symlink()]
+    if planted is not None and _inside(planted, ws) and planted.parent not in gitdirs:
+        gitdirs.append(planted.parent)
+    # an editor acts on a new `.vscode/settings.json` at once (ndomo.server.command runs code
+    # outside the sandbox): the root's cannot be created either, an empty read-only folder
+    # stands there while a sandbox runs (the after-run check covers the nested ones)
+    held = hold_placeholders([g / "commondir" for g in gitdirs], dirs=[ws / ".vscode"])
+    controls = replace(
+        controls,
+        found=controls.found | frozenset(held),
+        protect=tuple(dict.fromkeys([*controls.protect, *held])),
+    )
     home = (
         _real(raw_home)
         if raw_home and _real(raw_home) != Path("/") and _real(raw_home).is_dir()
@@ -330,6 +420,7 @@ def build_profile(
             reads.append(prefix)
         elif any(_inside(prefix, Path(d)) for d in _PRIVATE_DIRS):
             keep.append(prefix)
+    hidden_files, hidden_dirs = _hidden(ws, raw_home, reads, controls, env)
     tmpdir = env.get("TMPDIR")
     tmpdir_env = None
     if tmpdir and not (_inside(_real(tmpdir), Path("/tmp")) or _inside(_real(tmpdir), ws)):
@@ -337,15 +428,229 @@ def build_profile(
     return Profile(
         workspace=ws,
         writable=tuple(writable),
-        read_only=tuple(read_only),
+        read_only=tuple(
+            p
+            for p in dict.fromkeys([*read_only, *controls.protect])
+            if p not in controls.ndomo_dirs
+        ),
         home=home,
         home_read=tuple(dict.fromkeys(reads)),
         network=network,
         drop_env=tuple(drop_env),
         tmpdir_env=tmpdir_env,
-        forbidden_new=tuple(forbidden),
+        controls=controls,
         keep_read=tuple(keep),
+        outside_read=tuple(outside),
+        hidden_files=hidden_files,
+        hidden_dirs=hidden_dirs,
+        notes=tuple(notes),
+        placeholders=held,
+        ndomo_views=_ndomo_views(controls),
     )
+
+
+_PLACEHOLDER = ".\n"
+_held: dict[Path, int] = {}  # placeholder -> sandboxes using it (any thread)
+_held_lock = threading.Lock()
+
+
+def _planted(path: Path) -> bool:
+    """Is this `commondir` someone else's (to quarantine)? Ours, held by a running sandbox,
+    is not; ours left by a run that never ended (the server was killed) is removed."""
+    with _held_lock:
+        if path in _held or not os.path.lexists(path):
+            return False
+        try:
+            leftover = not path.is_symlink() and path.read_text(encoding="utf-8") == _PLACEHOLDER
+            if leftover:
+                path.unlink()
+        except OSError:
+            return True
+        return not leftover
+
+
+def hold_placeholders(files: Sequence[Path], dirs: Sequence[Path] = ()) -> tuple[Path, ...]:
+    """Placeholders where a control file must not appear: a `commondir` saying "." for
+    `files`, an empty folder for `dirs`; made by ndomo on the host where none exists, bound
+    read-only into the sandbox, counted so concurrent sandboxes share them."""
+    held: list[Path] = []
+    with _held_lock:
+        for path, folder in [*((f, False) for f in files), *((d, True) for d in dirs)]:
+            if path in _held:
+                _held[path] += 1
+                held.append(path)
+                continue
+            try:
+                if folder:
+                    path.mkdir()
+                else:
+                    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                    with os.fdopen(os.open(path, flags, 0o644), "w", encoding="utf-8") as f:
+                        f.write(_PLACEHOLDER)
+            except OSError:
+                continue  # one exists (protected read-only as found) or none can be made
+            _held[path] = 1
+            held.append(path)
+    return tuple(held)
+
+
+def release_placeholders(paths: Sequence[Path]) -> None:
+    """The last sandbox using a placeholder is done: remove it if it is still ours (a
+    folder the user put files in meanwhile stays)."""
+    with _held_lock:
+        for path in paths:
+            left = _held.get(path, 0) - 1
+            if left > 0:
+                _held[path] = left
+                continue
+            _held.pop(path, None)
+            try:
+                if path.is_symlink():
+                    continue
+                if path.is_dir():
+                    path.rmdir()
+                elif path.read_text(encoding="utf-8") == _PLACEHOLDER:
+                    path.unlink()
+            except OSError as exc:
+                log.info("left the placeholder %s: %s", path, exc)
+
+
+def _hidden(
+    ws: Path, raw_home: str, reads: Sequence[Path], controls: Controls, env: dict[str, str]
+) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+    """Secrets inside places a command may read: credential files in the readable home
+    folders, ndomo's own user data (trust record, approvals) and each `.ndomo/ndomo.db*`."""
+    files: list[Path] = []
+    dirs: list[Path] = []
+    candidates: list[Path] = []
+    if raw_home:
+        candidates += [Path(raw_home) / rel for rel in SANDBOX_DEFAULTS.hidden_in_home]
+    data_home = env.get("XDG_DATA_HOME") or (f"{raw_home}/.local/share" if raw_home else "")
+    if data_home:
+        candidates.append(Path(data_home) / "ndomo")
+    visible = [*reads, ws]
+    for c in candidates:
+        if not any(_inside(Path(os.path.normpath(c)), r) for r in visible):
+            continue  # hidden already (the home is a tmpfs) or outside every readable place
+        if c.is_dir():
+            dirs.append(c)
+        elif c.exists():
+            files.append(c)
+    return tuple(dict.fromkeys(files)), tuple(dict.fromkeys(dirs))
+
+
+def _ndomo_views(controls: Controls) -> tuple[tuple[Path, tuple[Path, ...]], ...]:
+    views = []
+    for d in controls.ndomo_dirs:
+        try:
+            entries = tuple(
+                Path(e.path)
+                for e in os.scandir(d)
+                if not e.name.startswith("ndomo.db") and not e.is_symlink()
+            )
+        except OSError:
+            entries = ()
+        views.append((d, entries))
+    return tuple(views)
+
+
+# --- control files at any depth ------------------------------------------------------------
+
+_NO_DESCENT = frozenset(
+    {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache"}
+)
+
+
+@dataclass(frozen=True)
+class Controls:
+    """The workspace's control files (security.control) as found before a run, to depth
+    `SANDBOX_DEFAULTS.control_depth`: the existing ones are mounted read-only; one that
+    appears during the run (a mount cannot stop a file that does not exist yet) is moved
+    to `.ndomo/quarantine/` after it and reported."""
+
+    workspace: Path
+    found: frozenset[Path]
+    protect: tuple[Path, ...]  # existing, not symlinks: read-only binds
+    ndomo_dirs: tuple[Path, ...]
+
+
+def _control_entries(d: Path) -> list[Path]:
+    out = [d / n for n in (*CONTROL_DIRS, *CONTROL_FILES, *CONTROL_ENTRY_POINTS, ".git")]
+    dotgit = d / ".git"
+    if dotgit.is_dir() and not dotgit.is_symlink():
+        out += [dotgit / n for n in GIT_CONTROL]
+    return [p for p in out if os.path.lexists(p)]
+
+
+def scan_controls(ws: Path) -> Controls:
+    ws = _real(ws)
+    found: list[Path] = []
+    level = [ws]
+    seen = 0
+    for depth in range(SANDBOX_DEFAULTS.control_depth + 1):
+        below: list[Path] = []
+        for d in level:
+            found += _control_entries(d)
+            if depth == SANDBOX_DEFAULTS.control_depth:
+                continue
+            try:
+                with os.scandir(d) as it:
+                    for e in it:
+                        if e.name in _NO_DESCENT or e.name in CONTROL_DIRS:
+                            continue
+                        if e.is_dir(follow_symlinks=False):
+                            below.append(Path(e.path))
+            except OSError:
+                continue
+        seen += len(level)
+        if seen >= SANDBOX_DEFAULTS.control_dirs_cap:
+            log.info("control file scan of %s stopped after %d folders", ws, seen)
+            break
+        level = below[: max(0, SANDBOX_DEFAULTS.control_dirs_cap - seen)]
+    # a `.git` folder itself stays writable (objects, refs, index); its config, hooks and
+    # commondir are entries of their own. A symlink is not followed: its target may be hidden.
+    protect = tuple(
+        p for p in found if not p.is_symlink() and not (p.name == ".git" and p.is_dir())
+    )
+    ndomo_dirs = tuple(p for p in found if p.name == ".ndomo" and p.is_dir() and not p.is_symlink())
+    return Controls(ws, frozenset(found), protect, ndomo_dirs)
+
+
+def new_controls(before: Controls) -> list[Path]:
+    """Control files that appeared since `before` was taken (outermost only)."""
+    now = scan_controls(before.workspace).found
+    new = sorted(p for p in now - before.found)
+    return [p for p in new if not any(q != p and _inside(p, q) for q in new)]
+
+
+def _quarantine(paths: Sequence[Path], ws: Path, when: str) -> list[str]:
+    """Move control files a sandboxed command created to `.ndomo/quarantine/` (read-only
+    inside the sandbox; nothing there is read as configuration); one line each."""
+    notes = []
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    for p in paths:
+        if not os.path.lexists(p):
+            continue
+        rel = p.relative_to(ws) if _inside(p, ws) else Path(p.name)
+        dest = ws / ".ndomo" / "quarantine" / stamp / rel
+        n = 1
+        while os.path.lexists(dest):
+            n += 1
+            dest = ws / ".ndomo" / "quarantine" / f"{stamp}-{n}" / rel
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(p, dest)
+            notes.append(
+                f"ndomo moved {rel}, which a sandboxed command created {when}, to "
+                f"{dest.relative_to(ws)}: it is a control file (it configures git, ndomo or the editor); "
+                "only the user creates those"
+            )
+        except OSError as exc:
+            notes.append(
+                f"WARNING: a sandboxed command created the control file {rel} and ndomo could not move it "
+                f"({exc}) — delete it before running git, ndomo or the editor there"
+            )
+    return notes
 
 
 def _mkdir(path: Path) -> None:
@@ -386,16 +691,27 @@ def bwrap_argv(bwrap: str, profile: Profile) -> list[str]:
     mounts.append((profile.workspace, ["--bind", str(profile.workspace), str(profile.workspace)]))
     for d in profile.writable:
         mounts.append((d, ["--bind", str(d), str(d)]))
+    for d in profile.outside_read:
+        mounts.append((d, ["--ro-bind-try", str(d), str(d)]))
     for p in profile.read_only:
         mounts.append((p, ["--ro-bind-try", str(p), str(p)]))
     for p in profile.keep_read:
         mounts.append((p, ["--ro-bind-try", str(p), str(p)]))
+    for p in profile.hidden_files:
+        mounts.append((p, ["--ro-bind", "/dev/null", str(p)]))
+    for p in profile.hidden_dirs:
+        mounts.append((p, ["--tmpfs", str(p), "--remount-ro", str(p)]))
+    for d, entries in profile.ndomo_views:
+        mounts.append((d, ["--tmpfs", str(d)]))
+        mounts += [(e, ["--ro-bind", str(e), str(e)]) for e in entries]
     mounts.sort(key=lambda m: _depth(m[0]))  # stable: equal depth keeps the order above
     argv = [bwrap, *BWRAP_BASE]
     if not profile.network:
         argv.append("--unshare-net")
     for _, args in mounts:
         argv += args
+    for d, _ in profile.ndomo_views:  # once the entries' mount points exist in it
+        argv += ["--remount-ro", str(d)]
     for name in profile.drop_env:
         argv += ["--unsetenv", name]
     if profile.tmpdir_env:
@@ -404,7 +720,9 @@ def bwrap_argv(bwrap: str, profile: Profile) -> list[str]:
     return argv
 
 
-_DIR_NAMES = frozenset({"hooks", ".ndomo"})  # read-only folders; the other control files are files
+_DIR_NAMES = frozenset(
+    {"hooks", *CONTROL_DIRS}
+)  # read-only folders; the other control files are files
 
 
 def _sb(path: Path | str) -> str:
@@ -444,18 +762,35 @@ def seatbelt_profile(
             f"  ({'subpath' if p.name in _DIR_NAMES else 'literal'} {_sb(p)})"
             for p in profile.read_only
         ],
+        *[f"  (subpath {_sb(d)})" for d, _ in profile.ndomo_views],
         ")",
     ]
+    if profile.ndomo_views:
+        lines += [
+            ";; ndomo's databases",
+            "(deny file-read*",
+            *[f'  (regex #"^{re.escape(str(d / "ndomo.db"))}")' for d, _ in profile.ndomo_views],
+            ")",
+        ]
     if profile.home is not None:
         visible = [
             f"(subpath {_sb(profile.workspace)})",
             *[f"(subpath {_sb(p)})" for p in profile.home_read],
+            *[f"(subpath {_sb(p)})" for p in profile.outside_read],
         ]
         lines += [
             ";; the home folder is hidden except the toolchains",
             f"(deny file-read* (require-all (subpath {_sb(profile.home)}) (require-not (require-any",
             *[f"  {v}" for v in visible],
             "))))",
+        ]
+    if profile.hidden_files or profile.hidden_dirs:
+        lines += [
+            ";; secrets inside the readable places",
+            "(deny file-read* file-write*",
+            *[f"  (literal {_sb(p)})" for p in profile.hidden_files],
+            *[f"  (subpath {_sb(p)})" for p in profile.hidden_dirs],
+            ")",
         ]
     if not profile.network:
         lines += [
@@ -480,30 +815,6 @@ def seatbelt_argv(profile: Profile) -> list[str]:
     ]
 
 
-def undo_forbidden(paths: Sequence[Path]) -> list[str]:
-    """Remove control files a sandboxed command created where no mount could stop it;
-    one line per removal, for the tool result."""
-    notes = []
-    for p in paths:
-        if not (p.exists() or p.is_symlink()):
-            continue
-        try:
-            if p.is_dir() and not p.is_symlink():
-                shutil.rmtree(p)
-            else:
-                p.unlink()
-            notes.append(
-                f"ndomo removed {p.name} that the command created in {p.parent}: "
-                "it would redirect git's configuration and hooks"
-            )
-        except OSError as exc:
-            notes.append(
-                f"WARNING: the command created {p}, which redirects git's configuration; "
-                f"ndomo could not remove it ({exc}) — delete it before running git"
-            )
-    return notes
-
-
 @dataclass(frozen=True)
 class Sandboxed:
     """How to start one process: `prefix` goes before its argv (empty when unsandboxed)."""
@@ -511,18 +822,47 @@ class Sandboxed:
     prefix: list[str]
     state: SandboxState
     network: bool
-    forbidden_new: tuple[Path, ...] = ()
+    controls: Controls | None = None
+    notes: tuple[str, ...] = ()  # what the profile refused or undid before the run
+    placeholders: tuple[Path, ...] = ()
 
-    async def undo_forbidden(self) -> list[str]:
-        """After (or while) the process runs: see `undo_forbidden`."""
-        if not self.forbidden_new:
+    @property
+    def sandboxed(self) -> bool:
+        return bool(self.prefix)
+
+    async def after_run(self) -> list[str]:
+        """After (or while) the process runs: control files it created are quarantined;
+        one line each for the tool result."""
+        if self.controls is None:
             return []
-        return await asyncio.to_thread(undo_forbidden, self.forbidden_new)
+        return await asyncio.to_thread(_after_run, self.controls)
+
+    async def close(self) -> list[str]:
+        """The process is gone: the last check, and the placeholders are released."""
+        try:
+            return await self.after_run()
+        finally:
+            if self.placeholders:
+                await asyncio.to_thread(release_placeholders, self.placeholders)
 
 
-def secret_env_names(settings: Settings) -> tuple[str, ...]:
-    """ndomo's own model keys: a sandboxed command has no business reading them."""
+def _after_run(before: Controls) -> list[str]:
+    return _quarantine(new_controls(before), before.workspace, "during the run")
+
+
+def secret_env_names(settings: Settings, env: dict[str, str] | None = None) -> tuple[str, ...]:
+    """Variables a sandboxed command never sees: ndomo's own model keys, and every name
+    holding KEY, SECRET, TOKEN, PASSWORD or CREDENTIAL (any case) that the user's
+    `sandbox.env_allow` (names or globs) does not let through."""
+    env = dict(os.environ) if env is None else env
     names = {"NDOMO_API_KEY", settings.model.api_key_env}
+    allow = settings.sandbox.env_allow
+    for name in env:
+        upper = name.upper()
+        if any(word in upper for word in SANDBOX_DEFAULTS.env_deny) and not any(
+            fnmatch.fnmatchcase(name, pattern) for pattern in allow
+        ):
+            names.add(name)
     return tuple(sorted(n for n in names if n))
 
 
@@ -545,11 +885,17 @@ async def prepare(settings: Settings, workspace: Path, *, network: bool) -> Sand
         network=network,
         home_read=settings.sandbox.home,
         drop_env=secret_env_names(settings),
+        writable_roots=settings.sandbox.writable,
     )
     if state.backend == "sandbox-exec":
         prefix = seatbelt_argv(profile)
     else:
         prefix = bwrap_argv((await probe()).path or "bwrap", profile)
     return Sandboxed(
-        prefix=prefix, state=state, network=network, forbidden_new=profile.forbidden_new
+        prefix=prefix,
+        state=state,
+        network=network,
+        controls=profile.controls,
+        notes=profile.notes,
+        placeholders=profile.placeholders,
     )

@@ -4,6 +4,7 @@ the configuration shorthands, the approval prompt. (Real runs: test_sandbox_real
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -57,8 +58,12 @@ def test_workspace_under_tmp_is_mounted_after_the_private_tmp(repo: Path, tmp_pa
         m, "--ro-bind-try", os.path.realpath(home / ".pyenv")
     )
     # control files land on top of the writable workspace; .git is a mount of its own
-    for ro in (f"{ws}/.git/config", f"{ws}/.git/hooks", f"{ws}/.ndomo"):
+    for ro in (f"{ws}/.git/config", f"{ws}/.git/hooks"):
         assert _index(m, "--bind", ws) < _index(m, "--ro-bind-try", ro)
+    # .ndomo/ is a read-only snapshot of its names: a tmpfs over it, remounted read-only
+    assert _index(m, "--bind", ws) < _index(m, "--tmpfs", f"{ws}/.ndomo")
+    full = bwrap_argv("bwrap", p)
+    assert full[full.index("--remount-ro") + 1] == f"{ws}/.ndomo"
     assert _index(m, "--bind", f"{ws}/.git") < _index(m, "--ro-bind-try", f"{ws}/.git/config")
     argv = bwrap_argv("bwrap", p)
     assert "--unshare-net" in argv and "--cap-drop" in argv and "--unshare-pid" in argv
@@ -85,7 +90,7 @@ def test_profile_creates_missing_control_folders(repo: Path) -> None:
     assert (repo / ".ndomo").is_dir() and (repo / ".git" / "hooks").is_dir()
 
 
-def test_worktree_git_dirs_are_writable_and_their_config_read_only(tmp_path: Path) -> None:
+def test_worktree_git_dirs_are_read_only_unless_the_user_lists_them(tmp_path: Path) -> None:
     main = tmp_path / "main"
     main.mkdir()
 
@@ -98,9 +103,18 @@ def test_worktree_git_dirs_are_writable_and_their_config_read_only(tmp_path: Pat
     lay = git_layout(tmp_path / "wt")
     assert lay.pointer == tmp_path / "wt" / ".git"
     assert lay.common == Path(os.path.realpath(main / ".git"))
+    common = os.path.realpath(main / ".git")
     p = build_profile(tmp_path / "wt", network=False, env={"HOME": "/nonexistent"})
     m = _mounts(bwrap_argv("bwrap", p))
-    common = os.path.realpath(main / ".git")
+    # the workspace's .git pointer chose them: readable for git status/log, never writable
+    assert ("--ro-bind-try", common) in m and ("--bind", common) not in m
+    p = build_profile(
+        tmp_path / "wt",
+        network=False,
+        env={"HOME": "/nonexistent"},
+        writable_roots=[str(main / ".git")],
+    )
+    m = _mounts(bwrap_argv("bwrap", p))
     assert ("--bind", common) in m and ("--ro-bind-try", f"{common}/config") in m
     assert ("--ro-bind-try", f"{common}/hooks") in m
     assert ("--ro-bind-try", os.path.realpath(tmp_path / "wt" / ".git")) in m  # the pointer file
@@ -136,6 +150,16 @@ def test_seatbelt_profile_text(repo: Path, tmp_path: Path) -> None:
     assert f'(deny file-read* (require-all (subpath "{hidden}") (require-not (require-any' in text
     assert f'(subpath "{hidden}/.cargo")' in text
     assert '(deny network-outbound (remote ip "*:*"))' in text
+    assert f'(regex #"^{re.escape(ws)}/\\.ndomo/ndomo\\.db")' in text  # databases unreadable
+    assert text.count("(") == text.count(")")
+    (home / ".cargo").mkdir()
+    (home / ".cargo" / "credentials.toml").write_text("secret")
+    (repo / "pkg" / ".vscode").mkdir(parents=True)
+    q = build_profile(repo, network=False, home_read=["~/.cargo"], env={"HOME": str(home)})
+    text = seatbelt_profile(q)
+    creds = os.path.realpath(home / ".cargo" / "credentials.toml")
+    assert f'(deny file-read* file-write*\n  (literal "{creds}")' in text
+    assert f'(subpath "{ws}/pkg/.vscode")' in text  # a nested control folder: no writes
     assert text.count("(") == text.count(")")
     with_net = seatbelt_profile(build_profile(repo, network=True, env={"HOME": str(home)}))
     assert "network" not in with_net
@@ -174,7 +198,7 @@ def test_sandbox_config_rejects_bad_values(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="under ~/ or an absolute path"):
         SandboxConfig(home=["relative/dir"])
     assert load_settings(tmp_path, None, {"NDOMO_SANDBOX": "off"})[0].sandbox.mode == "off"
-    assert Settings().sandbox.home == sandbox.DEFAULT_HOME_READ
+    assert Settings().sandbox.home == list(sandbox.DEFAULT_HOME_READ)
 
 
 def test_approval_text_says_sandbox_and_network() -> None:
@@ -252,3 +276,38 @@ def test_interpreter_in_the_private_tmp_stays_readable(
     m = _mounts(bwrap_argv("bwrap", p))
     real = os.path.realpath(venv)
     assert _index(m, "--tmpfs", "/tmp") < _index(m, "--ro-bind-try", real)
+
+
+def test_a_commondir_placeholder_left_by_a_killed_server_is_removed_quietly(repo: Path) -> None:
+    (repo / ".git" / "commondir").write_text(".\n")
+    p = build_profile(repo, network=False, env={"HOME": "/nonexistent"})
+    try:
+        assert p.notes == ()  # nothing planted, nothing to report
+        # this run holds a fresh one; a concurrent run shares it and says nothing either
+        assert (repo / ".git" / "commondir").read_text() == ".\n"
+        q = build_profile(repo, network=False, env={"HOME": "/nonexistent"})
+        assert q.notes == () and q.placeholders == p.placeholders
+        sandbox.release_placeholders(q.placeholders)
+        assert (repo / ".git" / "commondir").exists()  # p still holds it
+    finally:
+        sandbox.release_placeholders(p.placeholders)
+    assert not (repo / ".git" / "commondir").exists() and not (repo / ".vscode").exists()
+
+
+def test_a_submodule_pointer_is_followed_into_the_users_writable_folder(tmp_path: Path) -> None:
+    modules = tmp_path / "super" / ".git" / "modules" / "sub"
+    modules.mkdir(parents=True)
+    ws = tmp_path / "super" / "sub"
+    ws.mkdir()
+    (ws / ".git").write_text("gitdir: ../.git/modules/sub\n")
+    refused = build_profile(ws, network=False, env={"HOME": "/nonexistent"})
+    assert "not a git worktree folder" in refused.notes[0]
+    sandbox.release_placeholders(refused.placeholders)
+    ok = build_profile(
+        ws,
+        network=False,
+        env={"HOME": "/nonexistent"},
+        writable_roots=[str(tmp_path / "super" / ".git")],
+    )
+    sandbox.release_placeholders(ok.placeholders)
+    assert ok.notes == () and Path(os.path.realpath(modules)) in ok.writable

@@ -145,7 +145,8 @@ async def test_fsmonitor_chain_is_stopped(ws_app: App, tmp_path: Path) -> None:
         ctx, "bash", {"command": "mkdir -p .ndomo/agents && echo x > .ndomo/agents/craftsman.md"}
     )
     assert agents.status == "failed" and not (ws / ".ndomo" / "agents").exists()
-    # a missing .git/commondir cannot be mounted read-only: creating it is undone after the run
+    # a missing .git/commondir cannot be created: a read-only placeholder ("." — the git dir
+    # itself) stands there while the command runs, and is gone after it
     redirect = await run(
         ctx,
         "bash",
@@ -154,7 +155,7 @@ async def test_fsmonitor_chain_is_stopped(ws_app: App, tmp_path: Path) -> None:
             "cp evil.cfg evil/config && echo ../evil > .git/commondir"
         },
     )
-    assert redirect.ok and "ndomo removed commondir" in redirect.content, redirect.content
+    assert not redirect.ok and "commondir: Read-only file system" in redirect.content
     assert not (ws / ".git" / "commondir").exists()
     status = await run(ctx, "bash", {"command": "git status --short"})
     assert status.ok and "evil.cfg" in status.content
@@ -289,7 +290,7 @@ async def test_network_permission_per_command_pattern(ws_app, listener, home):
     assert "without network" in denied.host.asked[0].text()  # type: ignore[attr-defined]
 
 
-async def test_served_server_keeps_network_and_is_reachable_by_check_page(ws_app, monkeypatch):
+async def test_served_server_is_reachable_by_check_page(ws_app, monkeypatch):
     monkeypatch.setattr("ndomo.tools.web.browser.find_chromium", lambda: None)
     (ws_app.root / "site").mkdir()
     (ws_app.root / "site" / "index.html").write_text(
@@ -303,10 +304,7 @@ async def test_served_server_keeps_network_and_is_reachable_by_check_page(ws_app
     )
     res = await run(ctx, "serve", {"action": "start", "command": cmd, "name": "web"})
     assert res.ok, res.content
-    assert (
-        "ndomo removed commondir" in res.content
-        and not (ws_app.root / ".git" / "commondir").exists()
-    )
+    assert (ws_app.root / ".git" / "commondir").read_text() == ".\n"  # the placeholder
     assert res.data["sandbox"] == "sandboxed (bubblewrap)"
     page = await run(
         ctx,
@@ -321,7 +319,7 @@ async def test_served_server_keeps_network_and_is_reachable_by_check_page(ws_app
     assert not Path("/var/tmp/ndomo-serve-escape").exists()
     assert (ws_app.root / "site" / "from-server.txt").exists()
     stopped = await run(ctx, "serve", {"action": "stop", "name": "web"})
-    assert stopped.ok
+    assert stopped.ok and not (ws_app.root / ".git" / "commondir").exists()
 
 
 async def test_required_refuses_where_bwrap_is_missing(ws_app, monkeypatch, tmp_path):

@@ -67,10 +67,10 @@ async def bash(ctx: TurnContext, p: BashParams) -> ToolResult:
     except ValueError as exc:
         raise ToolError(str(exc)) from None
     finally:  # also on cancel: every process of the sandbox is dead by now
-        notes = await asyncio.shield(box.undo_forbidden())
+        notes = await asyncio.shield(box.close())
         if live is not None:
             await live.close()
-    text = "\n".join([result.render(), *notes])
+    text = "\n".join([*box.notes, result.render(), *notes])
     if result.truncated_bytes:
         text += f"\n(output truncated: {result.truncated_bytes} bytes in the middle not shown)"
     data = result.model_dump(exclude={"output"})

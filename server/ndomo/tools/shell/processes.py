@@ -110,8 +110,10 @@ class ServeManager:
         prefix: list[str] | None = None,
         on_stop: Callable[[], Awaitable[list[str]]] | None = None,
         listener=None,
+        pass_fds: tuple[int, ...] = (),
     ) -> Served:
-        """Start `argv` (after the sandbox `prefix`) in its own process group."""
+        """Start `argv` (after the sandbox `prefix`) in its own process group; `pass_fds`
+        are inherited (the host end of a loopback relay)."""
         table = self.of(session_id)
         old = table.get(name)
         if old is not None and old.running:
@@ -128,6 +130,7 @@ class ServeManager:
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
             env={**os.environ, **(env or {})},
+            pass_fds=pass_fds,
         )
         served = Served(
             name=name, kind=kind, command=command, port=port, proc=proc, on_stop=on_stop

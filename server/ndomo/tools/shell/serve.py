@@ -15,11 +15,12 @@ from pydantic import ConfigDict, Field, model_validator
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.edits import save_turn_edits
 from ndomo.runtime.output import output_stream
-from ndomo.runtime.tools import ToolError, ToolResult, tool
+from ndomo.runtime.tools import ToolError, ToolResult, call_grant, tool
 from ndomo.schema import Schema
 from ndomo.security.paths import PathRefused, relative_to_workspace, resolve_in_workspace
+from ndomo.security.relay import host_port, served_argv
 from ndomo.security.sandbox import SandboxRefused, prepare
-from ndomo.tools.shell.processes import HOST, ServeError, ServeManager, free_port
+from ndomo.tools.shell.processes import HOST, ServeError, ServeManager, free_port, shell_argv
 
 READY_WAIT_S = 10.0
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
@@ -54,6 +55,51 @@ class ServeParams(Schema):
         return self
 
 
+async def _launch(ctx: TurnContext, mgr: ServeManager, p: ServeParams, box, port: int, listener):
+    root = ctx.app.root
+    if p.static_dir is not None:
+        try:
+            folder = resolve_in_workspace(p.static_dir, ctx.roots)
+        except PathRefused as exc:
+            raise ToolError(exc.message) from None
+        if not folder.is_dir():
+            raise ToolError(f"{p.static_dir} is not a folder in the workspace")
+        name, kind = p.name or "static", "static"
+        argv = static_argv(str(folder), port)
+        shown = f"static files of {relative_to_workspace(folder, ctx.roots)}/"
+        env: dict[str, str] = {}
+    else:
+        name, kind = p.name or "server", "command"
+        argv = shell_argv(p.command or "")
+        shown = p.command or ""
+        env = {"PORT": str(port), "HOST": HOST}
+    outer = None
+    if box.sandboxed and not box.network:
+        try:
+            outer = host_port(port)
+        except OSError as exc:
+            raise ToolError(f"port {port} on {HOST} is not free: {exc}") from None
+        argv = served_argv(argv, outer.fileno(), port)
+    try:
+        return await mgr.start(
+            ctx.session.id,
+            name,
+            kind,
+            argv,
+            shown,
+            port,
+            root,
+            env,
+            prefix=box.prefix,
+            on_stop=box.close,
+            listener=listener,
+            pass_fds=(outer.fileno(),) if outer is not None else (),
+        )
+    finally:
+        if outer is not None:
+            outer.close()  # the sandbox's relay holds it now
+
+
 def manager_for(ctx: TurnContext) -> ServeManager:
     # The App closes it: served processes die with the workspace's app.
     return ctx.app.instance(ServeManager, ServeManager)
@@ -86,11 +132,10 @@ def _command_for_policy(p: ServeParams) -> str | None:
 @tool(
     "serve",
     ServeParams,
-    description="Start, stop or list background servers on 127.0.0.1.",
+    description="Start, stop or list background servers on 127.0.0.1 (sandboxed, offline unless approved).",
     risk="exec",
     permission="bash",
     command=_command_for_policy,
-    host_network=True,  # its server must be reachable on loopback by check_page and the user
 )
 async def serve(ctx: TurnContext, p: ServeParams) -> ToolResult:
     mgr = manager_for(ctx)
@@ -133,70 +178,45 @@ async def _start(ctx: TurnContext, mgr: ServeManager, p: ServeParams) -> ToolRes
 
 
 async def _start_served(ctx: TurnContext, mgr: ServeManager, p: ServeParams, live) -> ToolResult:
+    """Start it under the same rules as `bash`: offline unless the call was granted the
+    network. Offline, it has a loopback of its own; a relay opens its port (only that port,
+    only inward) on the host's 127.0.0.1 for check_page and the user."""
     await save_turn_edits(ctx)  # the served process reads the disk
     listener = live.feed if live is not None else None
     port = p.port or free_port()
     root = ctx.app.root
+    network = call_grant().network
     try:
-        box = await prepare(ctx.app.settings, root, network=True)
+        box = await prepare(ctx.app.settings, root, network=network)
+        if box.state.backend == "sandbox-exec" and not box.network:
+            # Seatbelt has no loopback of its own to relay from: offline would mean no port
+            await box.close()
+            box = await prepare(ctx.app.settings, root, network=True)
     except SandboxRefused as exc:
         raise ToolError(str(exc)) from None
-    if p.static_dir is not None:
-        try:
-            folder = resolve_in_workspace(p.static_dir, ctx.roots)
-        except PathRefused as exc:
-            raise ToolError(exc.message) from None
-        if not folder.is_dir():
-            raise ToolError(f"{p.static_dir} is not a folder in the workspace")
-        name = p.name or "static"
-        argv = static_argv(str(folder), port)
-        shown = f"static files of {relative_to_workspace(folder, ctx.roots)}/"
-        served = await mgr.start(
-            ctx.session.id,
-            name,
-            "static",
-            argv,
-            shown,
-            port,
-            root,
-            prefix=box.prefix,
-            on_stop=box.undo_forbidden,
-            listener=listener,
-        )
-    else:
-        from ndomo.tools.shell.processes import shell_argv
-
-        name = p.name or "server"
-        env = {"PORT": str(port), "HOST": HOST}
-        served = await mgr.start(
-            ctx.session.id,
-            name,
-            "command",
-            shell_argv(p.command or ""),
-            p.command or "",
-            port,
-            root,
-            env,
-            prefix=box.prefix,
-            on_stop=box.undo_forbidden,
-            listener=listener,
-        )
+    try:
+        served = await _launch(ctx, mgr, p, box, port, listener)
+    except BaseException:
+        await asyncio.shield(box.close())  # nothing runs in it: release what it holds
+        raise
+    name = served.name
     ready = await mgr.wait_ready(served, READY_WAIT_S)
     if not served.running and served.pump is not None:  # let the reader collect its last words
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.shield(served.pump), 2.0)
     info = served.info(tail=10)
-    data = {**info.model_dump(), "sandbox": box.state.label()}
+    data = {**info.model_dump(), "sandbox": box.state.label(), "network": box.network}
     tail = "\n".join(f"    | {line}" for line in info.recent_output)
-    notes = await box.undo_forbidden()
+    notes = [*box.notes, *await box.after_run()]
     if not served.running:
         await mgr.stop(ctx.session.id, name)
         raise ToolError(
             f"'{name}' exited at once with code {info.exit_code}"
             + (f":\n{tail}" if tail else " (no output)")
         )
+    net = "with network" if box.network else "offline (its port is relayed to the host)"
     head = (
-        f"serving '{name}' at {info.url} (pid {info.pid})"
+        f"serving '{name}' at {info.url} (pid {info.pid}, {net})"
         if ready
         else f"started '{name}' (pid {info.pid}) but nothing listens on {info.url} yet after {READY_WAIT_S:g}s; "
         "check it with serve action=list"

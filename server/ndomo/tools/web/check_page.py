@@ -15,6 +15,7 @@ from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ToolError, ToolResult, tool
 from ndomo.schema import Schema
 from ndomo.security.paths import PathRefused, relative_to_workspace, resolve_in_workspace
+from ndomo.security.sandbox import SandboxRefused, prepare
 from ndomo.tools.web import browser, html_text
 from ndomo.tools.web.fetch import FetchError, fetch
 
@@ -146,11 +147,12 @@ async def check_page(ctx: TurnContext, p: CheckPageParams) -> ToolResult:
             raise ToolError(f"{p.url_or_path} does not exist")
         html, target, engine = text, relative_to_workspace(path, ctx.roots), "file"
         browse_url = path.as_uri()
+    notes: list[str] = []
     if chromium:
         try:
-            page = await browser.render(chromium, browse_url)
+            page, notes = await _in_browser(ctx, chromium, browse_url)
             html, errors, engine = page.dom or html, page.console_errors, "chromium"
-        except (TimeoutError, OSError) as exc:
+        except (TimeoutError, OSError, SandboxRefused) as exc:
             errors = [f"(chromium could not run: {exc}; checked the {engine} HTML instead)"]
     title, excerpt, checks = await asyncio.to_thread(run_checks, html, p.expect, p.missing)
     passed = (
@@ -170,10 +172,32 @@ async def check_page(ctx: TurnContext, p: CheckPageParams) -> ToolResult:
     )
     return ToolResult(
         ok=passed,
-        content=_render(report),
+        content="\n".join([_render(report), *notes]),
         status="done" if passed else "failed",
         data=report.model_dump(),
     )
+
+
+async def _in_browser(
+    ctx: TurnContext, chromium: str, url: str
+) -> tuple[browser.BrowserPage, list[str]]:
+    """Chromium inside bubblewrap with no network; an http URL's one port is relayed in."""
+    box = await prepare(ctx.app.settings, ctx.app.root, network=False)
+    if not box.sandboxed or box.state.backend != "bubblewrap":
+        raise OSError(f"it runs only inside bubblewrap ({box.state.label()})")
+    port = None
+    parts = urlsplit(url)
+    if parts.scheme in ("http", "https"):
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        if port < 1024:
+            raise OSError(f"port {port} cannot be relayed into the sandbox (use a port >= 1024)")
+        # inside, only 127.0.0.1:port answers; `localhost` may resolve to ::1 there
+        url = parts._replace(netloc=f"127.0.0.1:{port}").geturl()
+    try:
+        page = await browser.render(chromium, url, prefix=box.prefix, relay_port=port)
+    finally:
+        notes = await asyncio.shield(box.close())
+    return page, notes
 
 
 def _render(r: PageReport) -> str:
