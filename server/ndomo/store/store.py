@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
 import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from ndomo.store.approvals import ApprovalOps
+from ndomo.store.user import stamp_new_db
 from ndomo.store.db import Db
 from ndomo.store.memories import MemoryOps
 from ndomo.store.messages import MessageOps
@@ -32,9 +35,12 @@ class PlanStore(
     async def open(cls, db_path: Path, *, workspace: Path) -> PlanStore:
         """Open (creating parent folders and the file) and migrate to the latest schema."""
         db_path = Path(db_path)
+        fresh = not db_path.exists()
         db = await Db.open(db_path)
         try:
             await db.call(migrate)
+            if fresh:  # this user's own database: its id goes to the user's store
+                await db.call(stamp_new_db, os.path.realpath(workspace))
         except BaseException:
             await db.close()
             raise
