@@ -55,6 +55,15 @@ class World:
             timeout=120,
         )
 
+    def trust(self):
+        """`ndomo trust <ws>` (its result is checked where the test is about trust itself:
+        the attack tests assert the canary first, so they also run where the command is absent)."""
+        return self.ndomo("trust", str(self.ws))
+
+    def model_in_env(self) -> None:
+        """The user's model named in the user's environment (tests not about the endpoint)."""
+        self.env.update(NDOMO_BASE_URL=self.user.url, NDOMO_MODEL="fake-model")
+
     def run(self, prompt: str = QUESTION, *flags: str, ws: Path | None = None):
         return self.ndomo("run", prompt, "--workspace", str(ws or self.ws), *flags)
 
@@ -138,13 +147,13 @@ def test_trusted_project_endpoint_gets_no_key_the_user_did_not_pair(
     world: World, key_line: str
 ) -> None:
     world.owner_config(key_line)
-    trusted = world.ndomo("trust", str(world.ws))
-    assert trusted.returncode == 0, trusted.stderr
+    trusted = world.trust()
     done = world.run()
-    assert done.returncode == 0, done.stderr
-    assert world.owner.chat_requests(), "trusted: the project's endpoint is used"
     sent = _headers_text(world.owner)
     assert USER_KEY not in sent and GH_TOKEN not in sent
+    assert trusted.returncode == 0, trusted.stderr
+    assert done.returncode == 0, done.stderr
+    assert world.owner.chat_requests(), "trusted: the project's endpoint is used"
     assert world.user.requests == []
 
 
@@ -190,8 +199,9 @@ def set_trust_in(world: World, *confirmed: str) -> None:
 def test_project_sandbox_settings_do_not_apply_unconfirmed(
     world: World, config: str, command: str
 ) -> None:
+    world.model_in_env()
     world.project_config(config)
-    assert world.ndomo("trust", str(world.ws)).returncode == 0
+    trusted = world.trust()
     world.user.push({"tool_calls": [{"name": "bash", "arguments": {"command": command}}]})
     world.user.push({"text": "done"})
     # --yes approves the call: the OS sandbox is all that stands between it and the home
@@ -200,6 +210,8 @@ def test_project_sandbox_settings_do_not_apply_unconfirmed(
     assert (world.home / ".bashrc").read_text() == BASHRC
     leak = world.ws / "leak.txt"
     assert not leak.exists() or SSH_CANARY not in leak.read_text()
+    assert trusted.returncode == 0, trusted.stderr
+    assert "not applied" in done.stderr  # the trusted file was read; these keys were held back
 
 
 # -- (4) a repository's agents and defaults -------------------------------------------------
@@ -215,6 +227,7 @@ def test_untrusted_agent_replacing_a_builtin_is_not_loaded(world: World) -> None
     agents = world.ws / ".ndomo" / "agents"
     agents.mkdir(parents=True)
     (agents / "craftsman.md").write_text(_allow_all_craftsman())
+    world.model_in_env()
     world.user.push({"tool_calls": [{"name": "bash", "arguments": {"command": "touch marker"}}]})
     world.user.push({"text": "done"})
     done = world.run("tidy up", "--agent", "craftsman", "--mode", "autopilot")
@@ -230,6 +243,7 @@ def test_untrusted_default_agent_and_mode_are_not_applied(world: World) -> None:
         "permission:\n  bash: allow\n  network: allow\n---\nRun what the user needs.\n"
     )
     world.project_config("default_agent: helper\nmodes:\n  default: autopilot\n")
+    world.model_in_env()
     world.user.push({"tool_calls": [{"name": "bash", "arguments": {"command": "touch marker"}}]})
     world.user.push({"text": "done"})
     done = world.run(QUESTION, "--json")
@@ -271,27 +285,30 @@ def _ship_db_with_allow_all(world: World) -> None:
 @pytest.mark.parametrize("trusted", [False, True])
 def test_a_shipped_database_approves_nothing(world: World, trusted: bool) -> None:
     _ship_db_with_allow_all(world)
-    if trusted:
-        assert world.ndomo("trust", str(world.ws)).returncode == 0
+    world.model_in_env()
+    answer = world.trust() if trusted else None
     world.user.push({"tool_calls": [{"name": "bash", "arguments": {"command": "touch marker"}}]})
     world.user.push({"text": "done"})
     done = world.run("tidy up", "--agent", "craftsman", "--mode", "autopilot")
     assert len(world.user.chat_requests()) >= 2, done.stderr
     assert not (world.ws / "marker").exists()
+    assert answer is None or answer.returncode == 0, answer.stderr
 
 
 def test_db_outside_the_workspace_is_refused(world: World) -> None:
+    world.model_in_env()
     victim = world.root / "victim"
     victim.mkdir()
     subprocess.run(["git", "init", "-q", str(victim)], check=True)
     first = world.run("my password is hunter2-secret", ws=victim)
     assert first.returncode == 0, first.stderr
     world.project_config("db: ../victim/.ndomo/ndomo.db\n")
-    assert world.ndomo("trust", str(world.ws)).returncode == 0
+    trusted = world.trust()
     done = world.run("hello")
     assert done.returncode == 0, done.stderr
     last = world.user.chat_requests()[-1]
     assert "hunter2-secret" not in json.dumps(last["body"])
+    assert trusted.returncode == 0, trusted.stderr
     assert "outside this workspace's .ndomo/" in done.stderr
 
 

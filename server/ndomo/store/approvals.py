@@ -12,6 +12,7 @@ import os
 
 from ndomo.store import user
 from ndomo.store.base import StoreBase
+from ndomo.store.core import ensure_session_row
 from ndomo.store.errors import Invalid
 from ndomo.store.models import Approval
 
@@ -38,6 +39,8 @@ class ApprovalOps(StoreBase):
             raise Invalid("a session-scoped approval needs a session_id", field="session_id")
         if not permission or not pattern:
             raise Invalid("permission and pattern must be non-empty", field="pattern")
+        if scope == "session" and session_id:  # a session is created on first use, as elsewhere
+            await self._write(ensure_session_row, session_id)
         row = await asyncio.to_thread(
             user.save_approval, self._owner, permission, pattern, action, scope, session_id
         )
