@@ -176,6 +176,11 @@ class App:
         return p if p.is_absolute() else self.root / p
 
     @property
+    def trusted_root(self) -> Path | None:
+        """The root whose project files (agents …) apply: None until the user trusts it."""
+        return self.root if self.trust.trusted else None
+
+    @property
     def state_dir(self) -> Path:
         return self.root / ".ndomo"
 
@@ -207,7 +212,7 @@ class App:
             from ndomo.agents.loader import load_agents_async
 
             # an untrusted folder's own agents are not loaded: the built-ins only
-            self.agents = await load_agents_async(self.root if self.trust.trusted else None, modes)
+            self.agents = await load_agents_async(self.trusted_root, modes)
         return self.agents
 
     def close_with(self, closable: Closable) -> None:
