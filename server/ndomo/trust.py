@@ -291,8 +291,11 @@ def _mcp_items(root: Path) -> list[str]:
 PROBES: list[Callable[[Path], list[str]]] = [_config_items, _agent_items, _reflex_items, _mcp_items]
 
 
-def configures(root: Path, settings: Settings | None = None) -> list[str]:
-    """What the folder would configure if trusted: one line each (blocking: reads files)."""
+def configures(
+    root: Path, settings: Settings | None = None, db_note: str | None = None
+) -> list[str]:
+    """What the folder would configure if trusted: one line each (blocking: reads files).
+    `db_note`: what the caller's App found about the workspace database (None: look)."""
     out: list[str] = []
     for probe in PROBES:
         out.extend(probe(root))
@@ -303,8 +306,9 @@ def configures(root: Path, settings: Settings | None = None) -> list[str]:
         if rel not in files:
             files.append(rel)
     out.extend(_instruction_items(root, files))
-    if foreign_db_reason(root):
-        out.append(f"database: {foreign_db_reason(root)}")
+    note = foreign_db_reason(root) if db_note is None else db_note
+    if note:
+        out.append(f"database: {note}")
     return out
 
 

@@ -71,7 +71,9 @@ def _start_nvim(script: Path, env: dict[str, str], out: Path) -> subprocess.Pope
     )
     # Neovim's state (swap files, lsp.log), data, config and cache stay in the test's folder:
     # a killed Neovim leaves no swap file in the real home for the next run to trip on (E325).
-    xdg = {f"XDG_{k}_HOME": str(out.parent / "xdg" / k.lower()) for k in ("STATE", "DATA", "CONFIG", "CACHE")}
+    # XDG_DATA_HOME stays the suite's (`--clean` writes no shada there): the `ndomo serve` Neovim
+    # starts shares the test's trust record and the identities of the databases it created.
+    xdg = {f"XDG_{k}_HOME": str(out.parent / "xdg" / k.lower()) for k in ("STATE", "CONFIG", "CACHE")}
     full_env = {**os.environ, **xdg, **env, "NDOMO_TEST_OUT": str(out)}
     return subprocess.Popen(
         [NVIM, "--headless", "--clean", "-u", str(init)],

@@ -106,7 +106,7 @@ async def _trust(app: App) -> TrustHealth:
 
     skipped: list[str] = []
     if app.has_root and not app.trust.trusted:
-        skipped = await asyncio.to_thread(configures, app.root, app.settings)
+        skipped = await asyncio.to_thread(configures, app.root, app.settings, app.db_elsewhere)
     return TrustHealth(
         state=app.trust.state,
         record=str(record_path()),

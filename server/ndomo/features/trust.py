@@ -35,7 +35,7 @@ class TrustSetParams(Schema):
 async def trust_info(app: App) -> TrustInfo:
     if not app.has_root:
         return TrustInfo(root="", state="unknown", configures=[], note="no workspace folder")
-    found = await asyncio.to_thread(configures, app.root, app.settings)
+    found = await asyncio.to_thread(configures, app.root, app.settings, app.db_elsewhere)
     return TrustInfo(
         root=str(app.root), state=app.trust.state, configures=found, note=app.trust.note
     )
