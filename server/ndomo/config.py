@@ -49,6 +49,8 @@ def user_data_dir(env: Mapping[str, str] | None = None) -> Path:
 
 def user_config_file(env: Mapping[str, str] | None = None) -> Path:
     return user_config_dir(env) / USER_CONFIG_NAME
+
+
 # A mode's name: any mode the runtime registered (`setup(plugins)`); checked against that
 # registry where it is used (the runtime, the catalog), not here — config loads without it.
 ModeName = str
@@ -482,7 +484,7 @@ def project_needs(project: dict, below: Settings, root: Path) -> list[Needs]:
                 why=f"lets discussion mode write {', '.join(map(str, wider))}",
             )
         )
-    model = project.get("model") if isinstance(project.get("model"), dict) else {}
+    model: dict = project["model"] if isinstance(project.get("model"), dict) else {}
     var = model.get("api_key_env")
     if isinstance(var, str) and var:
         url = model.get("base_url") or below.model.base_url
@@ -550,7 +552,7 @@ def _pair_key(
     for that host, or the project's own literal key); a project's `api_key_env` never
     replaces the user's unless confirmed."""
     model = merged.setdefault("model", {})
-    pmodel = project.get("model") if isinstance(project.get("model"), dict) else {}
+    pmodel: dict = project["model"] if isinstance(project.get("model"), dict) else {}
     url_from_project = "base_url" in pmodel and not any(
         "base_url" in (h.get("model") or {}) for h in higher
     )

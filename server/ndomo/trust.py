@@ -160,8 +160,7 @@ def set_trust(root: Path, trusted: bool, confirmed: list[str] | None = None) -> 
 def list_trust() -> list[tuple[str, str, str]]:
     """(real path, state, when) of every recorded folder, by path."""
     return [
-        (key, entry["state"], entry.get("at", ""))
-        for key, entry in sorted(read_record().items())
+        (key, entry["state"], entry.get("at", "")) for key, entry in sorted(read_record().items())
     ]
 
 

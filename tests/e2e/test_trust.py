@@ -73,9 +73,7 @@ class World:
         path.write_text(text, encoding="utf-8")
 
     def owner_config(self, extra: str = "") -> None:
-        self.project_config(
-            f"model:\n  base_url: {self.owner.url}\n  name: fake-model\n{extra}"
-        )
+        self.project_config(f"model:\n  base_url: {self.owner.url}\n  name: fake-model\n{extra}")
 
     def record(self) -> dict:
         path = self.root / "data" / "ndomo" / "trust.json"
@@ -206,7 +204,9 @@ def test_project_sandbox_settings_do_not_apply_unconfirmed(
     world.user.push({"text": "done"})
     # --yes approves the call: the OS sandbox is all that stands between it and the home
     done = world.run("tidy up", "--agent", "craftsman", "--mode", "autopilot", "--yes")
-    assert len(world.user.chat_requests()) >= 2, done.stderr  # the command ran, its result came back
+    assert len(world.user.chat_requests()) >= 2, (
+        done.stderr
+    )  # the command ran, its result came back
     assert (world.home / ".bashrc").read_text() == BASHRC
     leak = world.ws / "leak.txt"
     assert not leak.exists() or SSH_CANARY not in leak.read_text()
@@ -324,7 +324,7 @@ def test_trust_list_revoke_and_yes_grants_nothing(world: World) -> None:
     assert world.owner.requests == [] and world.record() == {}
     shown = world.ndomo("trust", str(world.ws))
     assert shown.returncode == 0
-    assert f"model.base_url: \"{world.owner.url}\"" in shown.stdout
+    assert f'model.base_url: "{world.owner.url}"' in shown.stdout
     assert "trusted" in world.ndomo("trust", "--list").stdout
     health = world.ndomo("health", "--no-probe-model", "--workspace", str(world.ws))
     assert "trust     trusted" in health.stdout
@@ -341,7 +341,7 @@ def test_a_malformed_record_fails_closed_and_is_not_overwritten(world: World) ->
     world.owner_config()
     record = world.root / "data" / "ndomo" / "trust.json"
     record.parent.mkdir(parents=True)
-    record.write_text('{"workspaces": {"%s": {"state": "trusted"' % world.ws)  # cut short
+    record.write_text('{"workspaces": {"' + str(world.ws) + '": {"state": "trusted"')  # cut short
     before = record.read_text()
     done = world.run()
     assert done.returncode == 0, done.stderr

@@ -100,8 +100,11 @@ def test_loosening_project_settings_need_a_confirmation(tmp_path):
     assert settings.sandbox.mode == "off" and settings.sandbox.home == ["~/.ssh"]
     assert settings.db == base.db  # never: the database stays inside .ndomo/
     # narrowing needs no confirmation
-    write(tmp_path, "sandbox: required\nsecret_globs: ['.env', '.env.*', '*.pem', '*.key', "
-          "'id_rsa*', 'id_ed25519*', '*.p12', '*.sqlite']\n")
+    write(
+        tmp_path,
+        "sandbox: required\nsecret_globs: ['.env', '.env.*', '*.pem', '*.key', "
+        "'id_rsa*', 'id_ed25519*', '*.p12', '*.sqlite']\n",
+    )
     settings, problems = load_settings(tmp_path, None, env={}, grant=TRUSTED)
     assert settings.sandbox.mode == "required" and "*.sqlite" in settings.secret_globs
     assert problems == []

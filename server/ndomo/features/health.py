@@ -212,9 +212,7 @@ async def _agents(app: App) -> AgentsHealth:
 
     try:
         modes = Runtime.of(app).plugins.modes
-        aset = await asyncio.to_thread(
-            load_agents, app.trusted_root, modes
-        )
+        aset = await asyncio.to_thread(load_agents, app.trusted_root, modes)
     except Exception as exc:  # noqa: BLE001 - health reports any failure as its answer, never raises
         return AgentsHealth(
             loaded=0,

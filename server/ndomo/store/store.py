@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import os
-
 import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from ndomo.store.approvals import ApprovalOps
-from ndomo.store.user import stamp_new_db
 from ndomo.store.db import Db
 from ndomo.store.memories import MemoryOps
 from ndomo.store.messages import MessageOps
@@ -20,6 +18,7 @@ from ndomo.store.plan_ops import PlanOps
 from ndomo.store.sessions import SessionOps
 from ndomo.store.task_ops import TaskOps
 from ndomo.store.turns import TurnOps
+from ndomo.store.user import stamp_new_db
 from ndomo.store.watch import Stamp, file_stamp
 
 STAMP_SETTLE_NS = 50_000_000  # 50 ms: well above the kernel's coarse mtime tick

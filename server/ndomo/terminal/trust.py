@@ -71,7 +71,9 @@ def trust(ns: argparse.Namespace) -> int:
             return EXIT_USAGE
         if ns.revoke:
             set_trust(root, False)
-            print(f"{root}: untrusted (its .ndomo config, agents, reflexes and instructions are ignored)")
+            print(
+                f"{root}: untrusted (its .ndomo config, agents, reflexes and instructions are ignored)"
+            )
             return EXIT_OK
         print(describe(root, configures(root)))
         confirmed: list[str] = []

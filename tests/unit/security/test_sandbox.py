@@ -165,9 +165,7 @@ def test_sandbox_config_shorthands(tmp_path: Path, yaml_text: str, mode: str) ->
     # the user's own file (a project's `sandbox: off` would need the user's confirmation)
     user = tmp_path / "user.yaml"
     user.write_text(yaml_text)
-    settings, problems = load_settings(
-        None, {"sandbox": {"home": ["~/.x"]}}, {}, user_config=user
-    )
+    settings, problems = load_settings(None, {"sandbox": {"home": ["~/.x"]}}, {}, user_config=user)
     assert not problems and settings.sandbox.mode == mode and settings.sandbox.home == ["~/.x"]
 
 
