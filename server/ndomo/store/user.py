@@ -133,12 +133,6 @@ def revoke_approval(workspace: str, approval_id: int) -> None:
         raise NotFound(f"no approval with id {approval_id}", field="id")
 
 
-def forget_workspace(workspace: str) -> None:
-    """Drop a folder's approvals (its trust was revoked)."""
-    with _connect() as conn:
-        conn.execute("DELETE FROM approvals WHERE workspace = ?", (workspace,))
-
-
 def _out(row: sqlite3.Row) -> dict:
     d = dict(row)
     d.pop("workspace", None)
