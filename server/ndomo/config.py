@@ -553,8 +553,10 @@ def _pair_key(
     replaces the user's unless confirmed."""
     model = merged.setdefault("model", {})
     pmodel: dict = project["model"] if isinstance(project.get("model"), dict) else {}
-    url_from_project = "base_url" in pmodel and not any(
-        "base_url" in (h.get("model") or {}) for h in higher
+    url_from_project = (
+        "base_url" in pmodel
+        and pmodel["base_url"] != base.model.base_url  # the user's own endpoint, repeated
+        and not any("base_url" in (h.get("model") or {}) for h in higher)
     )
     url = model.get("base_url") or ModelConfig().base_url
     var = pmodel.get("api_key_env")
