@@ -40,7 +40,17 @@ _wired = False
 def action_modules() -> tuple[ModuleType, ...]:
     """The modules that declare actions (`@action`); importing them fills the registry."""
     from ndomo.agents import actions as agent_actions
-    from ndomo.features import approvals, catalog, commands, health, memory, sessions, turn, undo
+    from ndomo.features import (
+        approvals,
+        catalog,
+        commands,
+        health,
+        memory,
+        sessions,
+        trust,
+        turn,
+        undo,
+    )
     from ndomo.plan import actions as plan_actions
     from ndomo.plan import view
     from ndomo.tools.reflexes import actions as reflex_actions
@@ -57,6 +67,7 @@ def action_modules() -> tuple[ModuleType, ...]:
         approvals,
         undo,
         reflex_actions,
+        trust,
         agent_actions,
     )
 
@@ -158,9 +169,9 @@ def _serve() -> Subcommand:
 
 
 def _others() -> list[Subcommand]:
-    from ndomo.terminal import run
+    from ndomo.terminal import run, trust
 
-    return [run.command(plugins)]
+    return [run.command(plugins), trust.command()]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests import throwaway
+from tests.trusting import trust
 
 HERE = Path(__file__).resolve().parent
 PLUGIN = HERE.parents[1] / "editors" / "nvim"
@@ -71,7 +72,9 @@ def _start_nvim(script: Path, env: dict[str, str], out: Path) -> subprocess.Pope
     )
     # Neovim's state (swap files, lsp.log), data, config and cache stay in the test's folder:
     # a killed Neovim leaves no swap file in the real home for the next run to trip on (E325).
-    xdg = {f"XDG_{k}_HOME": str(out.parent / "xdg" / k.lower()) for k in ("STATE", "DATA", "CONFIG", "CACHE")}
+    # XDG_DATA_HOME stays the suite's (`--clean` writes no shada there): the `ndomo serve` Neovim
+    # starts shares the test's trust record and the identities of the databases it created.
+    xdg = {f"XDG_{k}_HOME": str(out.parent / "xdg" / k.lower()) for k in ("STATE", "CONFIG", "CACHE")}
     full_env = {**os.environ, **xdg, **env, "NDOMO_TEST_OUT": str(out)}
     return subprocess.Popen(
         [NVIM, "--headless", "--clean", "-u", str(init)],
@@ -362,6 +365,7 @@ def test_menus_offer_a_throwaway_mode_and_agent(workspace: Path, tmp_path: Path)
     """A mode registered by a plugin outside ndomo and an agent file in the workspace show up
     in completion and in the :Ndomo mode / :Ndomo agent pickers, and picking them works."""
     throwaway.add_agent(workspace)
+    trust(workspace)  # the workspace's agent file applies once the user trusts the folder
     r = _run_e2e(
         workspace,
         tmp_path,
