@@ -168,10 +168,6 @@ class FolderPlans:
         self._status_plan: Any = None  # (session, mode, agent, plan) last sent
 
     @property
-    def open_plans(self) -> set[str]:
-        return set(self.plans)
-
-    @property
     def tasks(self) -> dict[int, Task]:
         """Task id → task of every open plan, for quick-fix prompts."""
         return {tid: t for e in self.plans.values() for tid, t in e.tasks.items()}

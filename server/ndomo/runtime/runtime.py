@@ -122,7 +122,7 @@ class Runtime:
         async with self._session_lock:
             store = await self.app.store()
             known = session_id or (None if new else self.current_session_id)
-            stamp = store.change_stamp() if hasattr(store, "change_stamp") else None
+            stamp = store.change_stamp()
             cached = self.sessions.get(known) if known else None
             if (
                 known
