@@ -39,7 +39,6 @@ class TaskBinding(LifecycleHook):
 
     phase = Phase.PRE_AGENT_BUILD
     name = "agents.task_binding"
-    after = ("turn_record",)
     priority = 20
 
     def applies(self, ctx: TurnContext) -> bool:
@@ -95,7 +94,6 @@ class ChildTurns(LifecycleHook):
 
     phase = Phase.PRE_AGENT_BUILD
     name = "agents.child_turns"
-    after = ("turn_record",)
     priority = 21
 
     def applies(self, ctx: TurnContext) -> bool:

@@ -94,5 +94,4 @@ def build_plugins(features: list[str] | None = None) -> Plugins:
     for mod in [*FEATURES, *installed_features()] if features is None else features:
         log.debug("feature %s", mod)
         importlib.import_module(mod).setup(plugins)
-    plugins.hooks.validate()  # a cycle is a start-up error, not a mid-turn surprise
     return plugins

@@ -1,9 +1,9 @@
 """Runtime.run: the fixed phases of a request, as explicit calls (`_steps`). Features hook
 in through the phases; this file does not change when one is added.
 
-PRE_DISPATCH → [slash dispatch] → POST_DISPATCH → PRE_AGENT_BUILD → [build] →
-POST_AGENT_BUILD → PRE_EXECUTE → [execute] → POST_RESPONSE; ON_ERROR on failure;
-FINALLY always. SKIP_AGENT skips build and execute but not POST_RESPONSE / FINALLY.
+PRE_DISPATCH → [slash dispatch] → PRE_AGENT_BUILD → [build] → POST_AGENT_BUILD →
+PRE_EXECUTE → [execute] → POST_RESPONSE; FINALLY always, also after a failure or a cancel.
+SKIP_AGENT skips build and execute but not POST_RESPONSE / FINALLY.
 """
 
 from __future__ import annotations
@@ -388,8 +388,6 @@ class Runtime:
             log.exception("turn failed")
             ctx.status = "failed"
             ctx.error = ctx.error or f"{type(exc).__name__}: {exc}"
-            ctx.exception = exc
-            await self._on_error(ctx)
         finally:
             await self._finally(ctx)
             if ctx.turn_id is not None:
@@ -412,8 +410,6 @@ class Runtime:
             return
         if go is _Go.ON and await self._dispatch(ctx):
             go = _Go.SKIP
-        if go is _Go.ON:
-            go = await self._phase(Phase.POST_DISPATCH, ctx, done_on_stop=True)
         if go is _Go.ON:
             go = await self._phase(Phase.PRE_AGENT_BUILD, ctx)
         if go is _Go.ON:
@@ -439,12 +435,6 @@ class Runtime:
                 ctx.status = "done"
             return _Go.STOP
         return _Go.SKIP if result.action is HookAction.SKIP_AGENT else _Go.ON
-
-    async def _on_error(self, ctx: TurnContext) -> None:
-        try:
-            await self.plugins.hooks.run_phase(Phase.ON_ERROR, ctx)
-        except Exception:
-            log.exception("ON_ERROR hook failed")
 
     async def _finally(self, ctx: TurnContext) -> None:
         """FINALLY hooks, each shielded from a cancel and run even when another fails."""

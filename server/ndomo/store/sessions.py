@@ -92,4 +92,3 @@ def _update(conn: sqlite3.Connection, session_id: str, sets: dict[str, Any]) -> 
             (*sets.values(), session_id),
         )
     return _get(conn, session_id)
-
