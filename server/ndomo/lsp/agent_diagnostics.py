@@ -14,6 +14,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 
 from ndomo.lsp.feature import Feature
+from ndomo.lsp.protocol import DIAGNOSTIC_SOURCE
 
 if TYPE_CHECKING:
     from ndomo.agents.loader import AgentSet
@@ -33,7 +34,7 @@ def agent_diagnostics(agents: AgentSet) -> dict[str, list[types.Diagnostic]]:
                 ),
                 message=p.message,
                 severity=SEVERITY.get(p.severity, types.DiagnosticSeverity.Error),
-                source="ndomo",
+                source=DIAGNOSTIC_SOURCE,
             )
         )
     return dict(by_uri)

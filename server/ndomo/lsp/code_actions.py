@@ -10,6 +10,7 @@ from lsprotocol import types
 
 from ndomo.lsp.feature import Feature
 from ndomo.lsp.names import pick
+from ndomo.lsp.protocol import command
 
 # title ({agent}: the agent picked), agent role, mode role, prompt — by purpose, never by
 # name (ndomo.features.catalog.pick): a workspace's own planner or builder gets the same actions.
@@ -53,7 +54,7 @@ class CodeActionsFeature(Feature):
             return self.selection_actions(params) + self.diagnostic_fixes(params)
 
     def selection_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
-        if "ndomo.turn" not in self.server.protocol.fm.commands:
+        if command("turn") not in self.server.protocol.fm.commands:
             return []
         uri, rng = params.text_document.uri, params.range
         out = []
@@ -77,7 +78,7 @@ class CodeActionsFeature(Feature):
                 types.CodeAction(
                     title=title,
                     kind=types.CodeActionKind.Refactor,
-                    command=types.Command(title=title, command="ndomo.turn", arguments=[args]),
+                    command=types.Command(title=title, command=command("turn"), arguments=[args]),
                 )
             )
         return out

@@ -19,6 +19,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from ndomo.lsp.command_names import LSP_ACTION_NAMES, READ_ONLY_ACTIONS
 from ndomo.lsp.feature import Feature
+from ndomo.lsp.protocol import command as command_name
 
 REQUEST_FAILED = -32803  # LSP ErrorCodes.RequestFailed
 
@@ -34,7 +35,7 @@ class CommandsFeature(Feature):
 
     def _register(self, name: str) -> None:
         ls = self.server
-        command = f"ndomo.{name}"
+        command = command_name(name)
 
         async def handler(*args: Any) -> Any:
             if len(args) > 1:

@@ -11,6 +11,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 
 from ndomo.lsp.feature import Feature
+from ndomo.lsp.protocol import DIAGNOSTIC_SOURCE
 
 if TYPE_CHECKING:
     from ndomo.app import App
@@ -64,7 +65,7 @@ class ConfigReportFeature(Feature):
                     ),
                     message=f"{p.key}: {p.message}",
                     severity=types.DiagnosticSeverity.Error,
-                    source="ndomo",
+                    source=DIAGNOSTIC_SOURCE,
                 )
             )
         self._publish(app, by_file)

@@ -24,6 +24,7 @@ from pygls.uris import from_fs_path
 
 from ndomo.lsp.feature import Feature
 from ndomo.lsp.names import pick
+from ndomo.lsp.protocol import DIAGNOSTIC_SOURCE, TaskData, command
 
 if TYPE_CHECKING:  # the store and runtime load after `initialized`, not before initialize
     from ndomo.app import App
@@ -60,9 +61,9 @@ def task_diagnostic(plan: PlanDetail, task: Task, line: int = 0) -> types.Diagno
         message=f"plan {plan.slug} · task {task.ord}/{len(plan.tasks)} [{task.status}] "
         + " ".join(task.description.split()),
         severity=SEVERITY.get(task.status, types.DiagnosticSeverity.Information),
-        source="ndomo",
+        source=DIAGNOSTIC_SOURCE,
         code=task.id,
-        data={"plan": plan.slug, "plan_id": plan.id, "task_id": task.id, "ord": task.ord},
+        data=TaskData(plan=plan.slug, plan_id=plan.id, task_id=task.id, ord=task.ord),
     )
 
 
@@ -404,7 +405,7 @@ class FolderPlans:
         out: list[types.CodeAction] = []
         for d in params.context.diagnostics:
             data = d.data if isinstance(d.data, dict) else None
-            if d.source != "ndomo" or not data or "task_id" not in data:
+            if d.source != DIAGNOSTIC_SOURCE or not data or "task_id" not in data:
                 continue
             tid, slug = int(data["task_id"]), str(data.get("plan", ""))
             task = self.tasks.get(tid)
@@ -418,11 +419,11 @@ class FolderPlans:
             if builder is not None:  # the builder agent in the build mode (by role, not name)
                 agent, mode = builder
                 turn = {"prompt": prompt, "agent": agent, "mode": mode, "task_id": str(tid)}
-                run.append((f"Run {which} with {agent}", "ndomo.turn", turn))
-            for title, command, args in (
+                run.append((f"Run {which} with {agent}", command("turn"), turn))
+            for title, name, args in (
                 *run,
-                (f"Mark {which} done", "ndomo.task.status", {"id": tid, "status": "done"}),
-                (f"Open plan {slug}", "ndomo.plan.open", {"plan": slug}),
+                (f"Mark {which} done", command("task.status"), {"id": tid, "status": "done"}),
+                (f"Open plan {slug}", command("plan.open"), {"plan": slug}),
             ):
                 if any(a.title == f"ndomo: {title}" for a in out):  # one "open plan" per plan
                     continue
@@ -431,7 +432,7 @@ class FolderPlans:
                         title=f"ndomo: {title}",
                         kind=types.CodeActionKind.QuickFix,
                         diagnostics=[d],
-                        command=types.Command(title=title, command=command, arguments=[args]),
+                        command=types.Command(title=title, command=name, arguments=[args]),
                     )
                 )
         return out

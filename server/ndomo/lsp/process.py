@@ -43,13 +43,14 @@ class NdomoProtocol(LanguageServerProtocol):
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, Any]:
         """pygls' initialize, plus the modes and agents (`experimental.ndomo`)."""
+        from ndomo.lsp import protocol
         from ndomo.lsp.names import advertise
 
         server = cast("NdomoServer", self._server)
         result = yield from super().lsp_initialize(params)
         names = yield advertise, (server,), None
         server.catalog = names
-        result.capabilities.experimental = {"ndomo": names}
+        result.capabilities.experimental = {protocol.EXPERIMENTAL: names}
         return result
 
     @lsp_method(types.EXIT)

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from pygls.uris import from_fs_path
 
+from ndomo.lsp import protocol
 from ndomo.lsp.feature import Feature
 
 if TYPE_CHECKING:
@@ -39,9 +40,7 @@ class StatusFeature(Feature):
         folder = from_fs_path(str(app.root)) if app.has_root else None
 
         async def send(status: Status) -> None:  # `folder`: whose status, with several folders
-            self.server.protocol.notify(
-                "ndomo/status", {**status.model_dump(mode="json"), "folder": folder}
-            )
+            self.server.protocol.notify(protocol.STATUS, protocol.status_params(status, folder))
 
         rt.status_listeners.add(send)
         if app.no_store_reason is None:  # no store, no session to show
