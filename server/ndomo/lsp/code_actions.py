@@ -49,9 +49,9 @@ class CodeActionsFeature(Feature):
                 code_action_kinds=[types.CodeActionKind.Refactor, types.CodeActionKind.QuickFix]
             ),
         )
-        def code_actions(params: types.CodeActionParams) -> list[types.CodeAction]:
+        async def code_actions(params: types.CodeActionParams) -> list[types.CodeAction]:
             ls.touch(params.text_document.uri)  # editors ask as the cursor moves: the active file
-            return self.selection_actions(params) + self.diagnostic_fixes(params)
+            return self.selection_actions(params) + await self.diagnostic_fixes(params)
 
     def selection_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
         if command("turn") not in self.server.protocol.fm.commands:
@@ -83,8 +83,7 @@ class CodeActionsFeature(Feature):
             )
         return out
 
-    def diagnostic_fixes(self, params: types.CodeActionParams) -> list[types.CodeAction]:
-        fixes = []
-        for provider in self.server.quick_fix_providers:
-            fixes.extend(provider(params))
-        return fixes
+    async def diagnostic_fixes(self, params: types.CodeActionParams) -> list[types.CodeAction]:
+        """Each feature's quick fixes on its own diagnostics (one that fails is logged)."""
+        answers = await self.server.quick_fix_providers.notify(params)
+        return [fix for fixes in answers for fix in fixes]

@@ -118,7 +118,7 @@ class PlanDiagnosticsFeature(Feature):
         self.folders: dict[Path, FolderPlans] = {}  # folder root → its plans
 
     def register(self) -> None:
-        self.server.quick_fix_providers.append(self.quick_fixes)
+        self.server.quick_fix_providers.add(self.quick_fixes)
         self.server.save_listeners.add(self.on_save)
         self.server.command_listeners.add(self.on_command)
 
@@ -183,7 +183,7 @@ class FolderPlans:
         if app.no_store_reason is not None:  # no store: no plans to show
             return False
         store = await app.store()
-        store.commit_listeners.append(self.poke)
+        store.commit_listeners.add(self.poke)
         watch = None
         db_path = getattr(store, "db_path", None)
         if db_path is not None:

@@ -14,12 +14,13 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ndomo.app import App
+from ndomo.listeners import Listeners
 from ndomo.runtime.context import SessionState, TurnContext, TurnRequest
 from ndomo.runtime.coordinator import ToolCallCoordinator
 from ndomo.runtime.events import Status, TurnEvent
+from ndomo.runtime.extensions import EventListeners, StatusListeners
 from ndomo.runtime.hooks import HookAction, Phase
 from ndomo.runtime.host import BaseHost, Host
-from ndomo.runtime.listeners import Listeners
 from ndomo.runtime.plugins import Plugins, build_plugins
 from ndomo.runtime.slash import SlashError
 from ndomo.schema import Schema
@@ -70,9 +71,9 @@ class Runtime:
         self.current_session_id: str | None = None
         self.active: dict[str, tuple[TurnContext, asyncio.Task]] = {}  # session id → running turn
         # Told of every status change (the LSP sends `ndomo/status`).
-        self.status_listeners: Listeners[[Status]] = Listeners("status")
+        self.status_listeners: StatusListeners = Listeners("status")
         # Told of every turn event after the turn's Host (progress, plan diagnostics, autopilot).
-        self.event_listeners: Listeners[[TurnContext, TurnEvent]] = Listeners("event")
+        self.event_listeners: EventListeners = Listeners("event")
         self._session_lock = asyncio.Lock()
         self._session_stamps: dict[str, Any] = {}  # session id → store stamp when last read
         for hook in self.plugins.on_runtime:

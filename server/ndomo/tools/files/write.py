@@ -20,16 +20,8 @@ async def after_write(ctx: TurnContext, name: str, text: str | None) -> str:
     """What the features told of a write add to the result (plan-in-a-file: "also committed")."""
     if text is None:
         return ""
-    notes = []
-    for listener in ctx.runtime.plugins.on_file_written:
-        try:
-            note = await listener(ctx, name, text)
-        except Exception as exc:  # the write itself succeeded: say so, and what failed
-            log.exception("a listener of the write of %s failed", name)
-            note = f"(note: {name} was written, but {type(exc).__name__}: {exc})"
-        if note:
-            notes.append(f"\n{note}")
-    return "".join(notes)
+    notes = await ctx.runtime.plugins.on_file_written.notify(ctx, name, text)
+    return "".join(f"\n{note}" for note in notes if note)
 
 
 def _lines(text: str) -> int:
