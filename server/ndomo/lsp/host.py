@@ -278,9 +278,7 @@ class LspHost(BaseHost):
                     type=types.MessageType.Info, message=msg, actions=actions
                 )
             )
-        except (
-            Exception
-        ) as exc:  # an editor error is not the user's answer: the call fails, saying why
+        except Exception as exc:  # noqa: BLE001 - an editor error is not the user's answer: the call fails, saying why
             raise RuntimeError(
                 f"the editor failed to show the approval request ({type(exc).__name__}: {exc})"
             ) from exc
@@ -332,5 +330,5 @@ class LspHost(BaseHost):
             await self.server.window_show_document_async(
                 types.ShowDocumentParams(uri=from_fs_path(str(path)), take_focus=False)
             )
-        except Exception:
+        except Exception:  # noqa: BLE001 - a document the editor cannot show is not an error
             log.debug("client could not show %s", path, exc_info=True)

@@ -40,7 +40,7 @@ async def advertise(server: NdomoServer) -> ServerCapability:
     """The `experimental.ndomo` capability; never fails the initialize request."""
     try:
         return await asyncio.to_thread(_catalog, server)
-    except Exception as exc:  # a broken feature or agent folder: the first command reports it
+    except Exception as exc:  # noqa: BLE001 - a broken feature or agent folder: the first command reports it
         log.exception("listing modes and agents for the initialize result failed")
         return {"modes": [], "agents": [], "problems": [f"{type(exc).__name__}: {exc}"]}
 

@@ -225,7 +225,7 @@ class FolderPlans:
                 await self.refresh(app)
             except asyncio.CancelledError:
                 raise
-            except Exception:
+            except Exception:  # noqa: BLE001 - the watcher outlives a failed refresh and starts over
                 log.exception("plan diagnostics refresh failed")
                 self._since = None  # start over from every live plan next time
 

@@ -121,7 +121,7 @@ class Life:
         for app in apps:  # each folder's store; one failing does not keep the others open
             try:
                 await app.aclose()
-            except Exception:
+            except Exception:  # noqa: BLE001 - one folder failing to close does not keep the others open
                 log.exception("closing the workspace %s failed", app.root)
 
     async def _wind_down(self) -> None:
@@ -141,7 +141,7 @@ class Life:
             await asyncio.wait_for(asyncio.shield(self.close_app()), CLOSE_GRACE_S)
         except TimeoutError:
             log.warning("closing the workspace took over %.0f s; exiting anyway", CLOSE_GRACE_S)
-        except Exception:
+        except Exception:  # noqa: BLE001 - the process exits whatever closing raised
             log.exception("closing the workspace failed")
 
     # -- the stdio loop ------------------------------------------------------------------

@@ -64,7 +64,7 @@ class PromptManager:
                 continue
             try:
                 fragment = await (c.compact(ctx) if compact else c.contribute(ctx))
-            except Exception:
+            except Exception:  # noqa: BLE001 - a broken contributor is skipped, the prompt is still built
                 log.exception("prompt contributor %s failed; skipped", c.name)
                 continue
             if fragment and fragment.strip():

@@ -244,7 +244,7 @@ class Runtime:
                     "done": detail.progress.done,
                     "total": detail.progress.total,
                 }
-            except Exception:  # a deleted plan must not break the status bar
+            except Exception:  # noqa: BLE001 - a deleted plan must not break the status bar
                 log.debug("plan status unavailable", exc_info=True)
         return Status(
             session=state.id,
@@ -262,7 +262,7 @@ class Runtime:
         event.turn_id = event.turn_id or ctx.turn_id or None
         try:
             await ctx.host.emit(event)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a host that cannot show an event must not stop the turn
             log.exception("host failed to take an event")
         await self.event_listeners.notify(ctx, event)
 
@@ -353,7 +353,7 @@ class Runtime:
     async def _release(self, session_id: str) -> None:
         try:
             await (await self.app.store()).release_session(session_id)
-        except Exception:  # a claim left behind is taken over once this process is gone
+        except Exception:  # noqa: BLE001 - a claim left behind is taken over once this process is gone
             log.exception("could not release session %s", session_id)
 
     def cancel(self, session_id: str | None = None) -> bool:
@@ -385,7 +385,7 @@ class Runtime:
             ctx.error = ctx.error or "cancelled by the user"
             if ctx.turn_id is not None:
                 self.coordinator.cancel_turn(ctx.turn_id)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the turn's boundary: any failure is the turn's answer
             log.exception("turn failed")
             ctx.status = "failed"
             ctx.error = ctx.error or f"{type(exc).__name__}: {exc}"
@@ -445,7 +445,7 @@ class Runtime:
                     await asyncio.shield(hook.run(ctx))
                 except asyncio.CancelledError:
                     log.warning("FINALLY hook %s was cancelled", hook.name)
-                except Exception:
+                except Exception:  # noqa: BLE001 - every FINALLY hook runs, whatever another raised
                     log.exception("FINALLY hook %s failed", hook.name)
 
     @staticmethod
