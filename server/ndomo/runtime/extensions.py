@@ -30,7 +30,7 @@ Registered in `setup(plugins)`:
 - `plugins.on_session_end` — `SessionEndListeners`: `async (runtime, session_id) -> None`.
   [1: served processes stop; in sight: the MCP servers an ACP `session/new` brings,
   issues [mcp] and [acp]]
-- `plugins.on_file_written` — `FileWritten`: `async (ctx, rel, text) -> str | None`, a
+- `plugins.on_file_written` — `FileWrittenListeners`: `async (ctx, rel, text) -> str | None`, a
   note for the tool's result. [1: plan-in-a-file; in sight: the editor's diagnostics
   after an edit, issue [context]]
 
@@ -59,7 +59,7 @@ runtime.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from ndomo.listeners import Listeners
 
@@ -77,19 +77,14 @@ OnRuntime: TypeAlias = Callable[["Runtime"], None]
 SessionEndListeners: TypeAlias = Listeners[["Runtime", str]]
 
 
-class FileWritten(Protocol):
-    """Told of a whole file a tool wrote (`write`, `edit`, `apply_patch`); its answer is a
-    note for the tool's result, None when it has nothing to say (e.g. plan-in-a-file)."""
-
-    async def __call__(self, ctx: TurnContext, rel: str, text: str) -> str | None: ...
-
-
-# `FileWritten` listeners; one that fails answers `file_write_failed`'s note.
+# Told of a whole file a tool wrote (`write`, `edit`, `apply_patch`):
+# `async (ctx, rel, text) -> str | None`, a note for the tool's result, None when it has
+# nothing to say (plan-in-a-file). One that fails answers `file_write_failed`'s note.
 FileWrittenListeners: TypeAlias = Listeners[["TurnContext", str, str]]
 
 
 def file_write_failed(exc: Exception, ctx: TurnContext, rel: str, text: str) -> str:
-    """A failed `FileWritten` listener's note: the write itself succeeded, say what failed."""
+    """A failed `on_file_written` listener's note: the write itself succeeded, say what failed."""
     return f"(note: {rel} was written, but {type(exc).__name__}: {exc})"
 
 

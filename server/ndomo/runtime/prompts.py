@@ -50,10 +50,6 @@ class PromptManager:
         self._contributors.append(contributor)
         self._contributors.sort(key=lambda c: (c.priority, c.name))
 
-    @property
-    def contributors(self) -> list[PromptContributor]:
-        return list(self._contributors)
-
     async def build(
         self, ctx: TurnContext, *, compact: bool = False, placement: str = "system"
     ) -> str:
