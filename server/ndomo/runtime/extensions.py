@@ -51,9 +51,10 @@ the "fix this problem" quick fix on any diagnostic, issue [context]]); they are 
 `lsp/server.py`, the only floor that may name lsprotocol.
 
 Every list of callbacks is a `Listeners` (`ndomo/listeners.py`): told in order, a failing
-one logged and skipped, answers gathered. The one plain list is `on_runtime`, a setup
-step: a mode whose setup failed must not run half attached, so its failure fails the
-runtime.
+one logged and skipped, answers gathered. Two kinds stay plain lists: `on_runtime`, a
+setup step (a mode whose setup failed must not run half attached, so its failure fails
+the runtime), and the tool registry's own `providers` and `after_call`, whose loops sit
+in the tool-call path of runtime/tools.py.
 """
 
 from __future__ import annotations
