@@ -246,7 +246,7 @@ class App:
             for closable in closables:
                 try:
                     await closable.aclose()
-                except Exception:
+                except Exception:  # noqa: BLE001 - one closable that fails must not keep the others (or the store) open
                     log.exception("closing %r failed", closable)
         finally:
             store, self._store = self._store, None

@@ -226,7 +226,7 @@ def _extras() -> list[str]:
     for name in every_module():
         try:
             importlib.import_module(name)
-        except Exception:  # an optional library missing is fine: its tool reports it when used
+        except Exception:  # noqa: BLE001 - an optional library missing is fine: its tool reports it when used
             log.debug("warm-up could not import %s", name, exc_info=True)
             failed.append(name)
     return failed

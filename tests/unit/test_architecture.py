@@ -270,6 +270,7 @@ LOWER = (
     "ndomo.validation",
     "ndomo.filetypes",
     "ndomo.errors",
+    "ndomo.listeners",
     "ndomo.trust",
     "ndomo.lib.search*",
     "ndomo.lib.code*",

@@ -11,9 +11,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ndomo.app import App
 from ndomo.filetypes import GRAMMARS, KNOWN, STACKS
+from ndomo.listeners import Listeners
 from ndomo.runtime.context import TurnContext, TurnRequest
 from ndomo.runtime.host import BaseHost
-from ndomo.runtime.listeners import Listeners
 from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.runtime import Runtime
 from ndomo.security.paths import workspace_name
@@ -85,12 +85,28 @@ async def test_listeners_tell_everyone_even_when_one_fails(caplog):
     listeners: Listeners[[int]] = Listeners("number")
     listeners.add(broken)
     listeners.add(good)
-    with caplog.at_level(logging.ERROR, "ndomo.runtime"):
+    with caplog.at_level(logging.ERROR, "ndomo.listeners"):
         await listeners.notify(7)
     assert heard == [7]
     assert "number listener" in caplog.text and "broken" in caplog.text
     listeners.remove(broken)
     assert len(listeners) == 1
+
+
+async def test_listeners_may_be_plain_functions_and_answer():
+    asked: Listeners[[int]] = Listeners("double", failed=lambda exc, n: f"failed on {n}")
+
+    def broken(n: int) -> int:
+        raise ValueError("no")
+
+    async def double(n: int) -> int:
+        return 2 * n
+
+    asked.add(lambda n: None)  # no answer: left out
+    asked.add(broken)
+    asked.add(double)
+    assert broken in asked
+    assert await asked.notify(4) == ["failed on 4", 8]
 
 
 async def test_turn_state_is_per_class_and_per_turn(tmp_path):

@@ -38,7 +38,6 @@ class TaskBinding(LifecycleHook):
 
     phase = Phase.PRE_AGENT_BUILD
     name = "agents.task_binding"
-    after = ("turn_record",)
     priority = 20
 
     def applies(self, ctx: TurnContext) -> bool:
@@ -94,7 +93,6 @@ class ChildTurns(LifecycleHook):
 
     phase = Phase.PRE_AGENT_BUILD
     name = "agents.child_turns"
-    after = ("turn_record",)
     priority = 21
 
     def applies(self, ctx: TurnContext) -> bool:
@@ -193,7 +191,7 @@ class TaskFinish(LifecycleHook):
                 await store.update_task_status(
                     current.id, "blocked", error=reason, agent=agent, session_id=sid
                 )
-        except Exception:
+        except Exception:  # noqa: BLE001 - the turn has ended; a task left running is logged
             log.exception("could not finish task %s", bound.task.id)
         return None
 
@@ -210,7 +208,7 @@ async def _block_bound_task(ctx: TurnContext, reason: str) -> None:
             await store.update_task_status(
                 current.id, "blocked", error=reason, agent=ctx.agent_name, session_id=ctx.session.id
             )
-    except Exception:
+    except Exception:  # noqa: BLE001 - the hand-back stands; a task not blocked is logged
         log.exception("could not block task %s", bound.task.id)
 
 

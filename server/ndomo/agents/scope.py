@@ -251,7 +251,7 @@ async def abandon_own_drafts(owner: TurnContext, scope: Scope) -> list[str]:
                 session_id=owner.session.id,
                 reason=f"{owner.agent_name} went out of scope (State 4) in the turn that drafted it",
             )
-        except Exception:
+        except Exception:  # noqa: BLE001 - one plan that cannot be abandoned must not keep the others
             log.exception("could not abandon draft plan %s", pid)
             continue
         scope.abandoned.append(pid)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
+from ndomo.lsp.protocol import DIAGNOSTIC_SOURCE
 from ndomo.lsp.server import Feature
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ def agent_diagnostics(agents: AgentSet) -> dict[str, list[types.Diagnostic]]:
                 ),
                 message=p.message,
                 severity=SEVERITY.get(p.severity, types.DiagnosticSeverity.Error),
-                source="ndomo",
+                source=DIAGNOSTIC_SOURCE,
             )
         )
     return dict(by_uri)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from ndomo.lsp.names import pick
+from ndomo.lsp.protocol import command
 from ndomo.lsp.server import Feature
 
 # title ({agent}: the agent picked), agent role, mode role, prompt — by purpose, never by
@@ -48,12 +49,12 @@ class CodeActionsFeature(Feature):
                 code_action_kinds=[types.CodeActionKind.Refactor, types.CodeActionKind.QuickFix]
             ),
         )
-        def code_actions(params: types.CodeActionParams) -> list[types.CodeAction]:
+        async def code_actions(params: types.CodeActionParams) -> list[types.CodeAction]:
             ls.touch(params.text_document.uri)  # editors ask as the cursor moves: the active file
-            return self.selection_actions(params) + self.diagnostic_fixes(params)
+            return self.selection_actions(params) + await self.diagnostic_fixes(params)
 
     def selection_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
-        if "ndomo.turn" not in self.server.protocol.fm.commands:
+        if command("turn") not in self.server.protocol.fm.commands:
             return []
         uri, rng = params.text_document.uri, params.range
         out = []
@@ -77,13 +78,12 @@ class CodeActionsFeature(Feature):
                 types.CodeAction(
                     title=title,
                     kind=types.CodeActionKind.Refactor,
-                    command=types.Command(title=title, command="ndomo.turn", arguments=[args]),
+                    command=types.Command(title=title, command=command("turn"), arguments=[args]),
                 )
             )
         return out
 
-    def diagnostic_fixes(self, params: types.CodeActionParams) -> list[types.CodeAction]:
-        fixes = []
-        for provider in self.server.quick_fix_providers:
-            fixes.extend(provider(params))
-        return fixes
+    async def diagnostic_fixes(self, params: types.CodeActionParams) -> list[types.CodeAction]:
+        """Each feature's quick fixes on its own diagnostics (one that fails is logged)."""
+        answers = await self.server.quick_fix_providers.notify(params)
+        return [fix for fixes in answers for fix in fixes]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
+from ndomo.lsp.protocol import DIAGNOSTIC_SOURCE
 from ndomo.lsp.server import Feature
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ class ConfigReportFeature(Feature):
                     ),
                     message=f"{p.key}: {p.message}",
                     severity=types.DiagnosticSeverity.Error,
-                    source="ndomo",
+                    source=DIAGNOSTIC_SOURCE,
                 )
             )
         self._publish(app, by_file)

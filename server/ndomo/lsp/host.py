@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
+from ndomo.lsp import protocol
 from ndomo.lsp.text_edits import text_edits
-from ndomo.runtime.events import TurnEvent
+from ndomo.runtime.events import TextDelta, TurnEvent
 from ndomo.runtime.host import ApprovalChoice, ApprovalRequest, BaseHost, EditOutcome, write_atomic
 
 if TYPE_CHECKING:
@@ -39,7 +40,6 @@ APPROVAL_HELP = (
 )
 
 
-SAVE_DOCUMENTS = "ndomo/saveDocuments"  # server→client request {uris} → {saved}
 SAVE_TIMEOUT_S = 30.0  # an editor that never answers must not hold the shell command forever
 
 # After a text delta is sent, later ones are merged for this long: one notification per
@@ -104,7 +104,7 @@ class LspHost(BaseHost):
                 )
         else:
             self.flush_text()  # text before a tool call / the end is sent before it
-            self.server.protocol.notify("ndomo/turn/event", event.model_dump(mode="json"))
+            self.server.protocol.notify(protocol.TURN_EVENT, protocol.turn_event_params(event))
 
     def flush_text(self) -> None:
         """Send the buffered text deltas as one `text` event (no-op when none)."""
@@ -127,9 +127,8 @@ class LspHost(BaseHost):
         if not self._text:
             return
         text, self._text = "".join(self._text), []
-        self.server.protocol.notify(
-            "ndomo/turn/event", {"kind": "text", "turn_id": self._text_turn, "text": text}
-        )
+        merged = TextDelta(turn_id=self._text_turn, text=text)
+        self.server.protocol.notify(protocol.TURN_EVENT, protocol.turn_event_params(merged))
 
     def _open_doc(self, path: Path):
         uri = from_fs_path(str(path))
@@ -278,9 +277,7 @@ class LspHost(BaseHost):
                     type=types.MessageType.Info, message=msg, actions=actions
                 )
             )
-        except (
-            Exception
-        ) as exc:  # an editor error is not the user's answer: the call fails, saying why
+        except Exception as exc:  # noqa: BLE001 - an editor error is not the user's answer: the call fails, saying why
             raise RuntimeError(
                 f"the editor failed to show the approval request ({type(exc).__name__}: {exc})"
             ) from exc
@@ -289,10 +286,8 @@ class LspHost(BaseHost):
     # -- saving what the turn edited ---------------------------------------------------------
     def supports_save_documents(self) -> bool:
         """The client announced `experimental.ndomo.saveDocuments` (our editor plugins do)."""
-        caps = self.server.client_capabilities
-        exp = getattr(caps, "experimental", None) if caps else None
-        ndomo = exp.get("ndomo") if isinstance(exp, dict) else None
-        return bool(isinstance(ndomo, dict) and ndomo.get("saveDocuments"))
+        own = protocol.client_capability(self.server.client_capabilities)
+        return bool(own.get("saveDocuments"))
 
     async def save_edited(self, paths: list[Path]) -> None:
         """Ask the editor to save the edited documents (`ndomo/saveDocuments`), so the save
@@ -301,14 +296,12 @@ class LspHost(BaseHost):
         pending = {from_fs_path(str(p)): p for p in paths}
         if self.supports_save_documents():
             try:
+                params = protocol.SaveDocumentsParams(uris=list(pending))
                 result = await asyncio.wait_for(
-                    self.server.protocol.send_request_async(
-                        SAVE_DOCUMENTS, {"uris": list(pending)}
-                    ),
+                    self.server.protocol.send_request_async(protocol.SAVE_DOCUMENTS, params),
                     SAVE_TIMEOUT_S,
                 )
-                saved = result.get("saved", []) if isinstance(result, dict) else []
-                for uri in saved:
+                for uri in protocol.saved_uris(result):
                     pending.pop(uri, None)
             except Exception as exc:  # noqa: BLE001 — a failed save falls back to writing
                 log.warning("the editor did not save the edited documents (%s); writing them", exc)
@@ -334,7 +327,7 @@ class LspHost(BaseHost):
             await self.server.window_show_document_async(
                 types.ShowDocumentParams(uri=from_fs_path(str(path)), take_focus=False)
             )
-        except Exception:
+        except Exception:  # noqa: BLE001 - a document the editor cannot show is not an error
             log.debug("client could not show %s", path, exc_info=True)
 
 

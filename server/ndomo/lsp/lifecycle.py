@@ -104,7 +104,7 @@ class LifecycleFeature(Feature):
                 origin="lsp",
                 client_settings=ls.client_settings.get(root),
             )
-        except Exception as exc:  # never die at start-up: run on defaults
+        except Exception as exc:  # noqa: BLE001 - never die at start-up: run on defaults
             log.exception("loading configuration failed")
             from ndomo.trust import TrustView
 
@@ -114,7 +114,7 @@ class LifecycleFeature(Feature):
         try:  # the runtime's plugins import every tool module: in a thread, not on the loop
             plugins = ls.plugins or await asyncio.to_thread(warmup.plugins)
             Runtime.of(app, plugins)
-        except Exception:  # a broken feature module: the first command reports it
+        except Exception:  # noqa: BLE001 - a broken feature module: the first command reports it
             log.exception("building the runtime's plugins failed")
         return app
 
@@ -130,7 +130,7 @@ class LifecycleFeature(Feature):
             for feat in ls.features:
                 try:
                     await feat.on_close(old)
-                except Exception:
+                except Exception:  # noqa: BLE001 - a feature that fails to let go must not keep the folder open
                     log.exception("feature %s failed to let go of %s", feat.name, old.root)
             await old.aclose()
             app = await self._load(key)
@@ -154,7 +154,7 @@ class LifecycleFeature(Feature):
                 break
             try:
                 await feat.on_ready(app)
-            except Exception as exc:  # one broken feature must not take the others down
+            except Exception as exc:  # noqa: BLE001 - one broken feature must not take the others down
                 log.exception("feature %s failed to start", feat.name)
                 ls.notify_error(f"ndomo: {feat.name} failed to start: {exc}")
 
@@ -173,7 +173,7 @@ class LifecycleFeature(Feature):
                 for feat in ls.features:
                     try:
                         await feat.on_close(app)
-                    except Exception:
+                    except Exception:  # noqa: BLE001 - one feature failing must not keep the folder open
                         log.exception("feature %s failed to let go of %s", feat.name, app.root)
                 await app.aclose()
             added = [root for root in wanted if root not in ls.apps]
@@ -196,7 +196,7 @@ class LifecycleFeature(Feature):
             try:
                 await Runtime.of(app).agents()
                 await asyncio.to_thread(shared_client, app)
-            except Exception:  # a bad agent file or model setting is reported by the first turn
+            except Exception:  # noqa: BLE001 - a bad agent file or model setting is reported by the first turn
                 log.debug("warm-up of agents / model client failed", exc_info=True)
         # The start-up heap (modules, classes, schemas: most of the process) never becomes
         # garbage: frozen, it is left out of every later collection, so a full collection

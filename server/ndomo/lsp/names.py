@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from ndomo.lsp import warmup
 
 if TYPE_CHECKING:
     from ndomo.features.catalog import Catalog
+    from ndomo.lsp.protocol import ServerCapability
     from ndomo.lsp.server import NdomoServer
 
 log = logging.getLogger("ndomo.lsp")
 
 
-def _catalog(server: NdomoServer) -> dict[str, Any]:
+def _catalog(server: NdomoServer) -> ServerCapability:
     from ndomo.agents.loader import load_agents
     from ndomo.config import load_settings
     from ndomo.features.catalog import build_catalog
@@ -36,16 +37,18 @@ def _catalog(server: NdomoServer) -> dict[str, Any]:
     cat = build_catalog(plugins.modes, agents, settings)
     for problem in cat.problems:  # a default naming a mode or agent nobody registered
         log.warning("config: %s", problem)
-    return {**cat.model_dump(), "trust": trust.state}  # the first folder's
+    # the trust is the first folder's
+    return cast("ServerCapability", {**cat.model_dump(), "trust": trust.state})
 
 
-async def advertise(server: NdomoServer) -> dict[str, Any]:
+async def advertise(server: NdomoServer) -> ServerCapability:
     """The `experimental.ndomo` capability; never fails the initialize request."""
     try:
         return await asyncio.to_thread(_catalog, server)
-    except Exception as exc:  # a broken feature or agent folder: the first command reports it
+    except Exception as exc:  # noqa: BLE001 - a broken feature or agent folder: the first command reports it
         log.exception("listing modes and agents for the initialize result failed")
-        return {"modes": [], "agents": [], "problems": [f"{type(exc).__name__}: {exc}"]}
+        problems = [f"{type(exc).__name__}: {exc}"]
+        return {"modes": [], "agents": [], "problems": problems, "trust": "unknown"}
 
 
 def current(server: NdomoServer) -> Catalog | None:

@@ -23,6 +23,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 
 from ndomo.lsp.names import pick
+from ndomo.lsp.protocol import DIAGNOSTIC_SOURCE, TaskData, command
 from ndomo.lsp.server import Feature
 
 if TYPE_CHECKING:  # the store and runtime load after `initialized`, not before initialize
@@ -60,9 +61,9 @@ def task_diagnostic(plan: PlanDetail, task: Task, line: int = 0) -> types.Diagno
         message=f"plan {plan.slug} · task {task.ord}/{len(plan.tasks)} [{task.status}] "
         + " ".join(task.description.split()),
         severity=SEVERITY.get(task.status, types.DiagnosticSeverity.Information),
-        source="ndomo",
+        source=DIAGNOSTIC_SOURCE,
         code=task.id,
-        data={"plan": plan.slug, "plan_id": plan.id, "task_id": task.id, "ord": task.ord},
+        data=TaskData(plan=plan.slug, plan_id=plan.id, task_id=task.id, ord=task.ord),
     )
 
 
@@ -117,7 +118,7 @@ class PlanDiagnosticsFeature(Feature):
         self.folders: dict[Path, FolderPlans] = {}  # folder root → its plans
 
     def register(self) -> None:
-        self.server.quick_fix_providers.append(self.quick_fixes)
+        self.server.quick_fix_providers.add(self.quick_fixes)
         self.server.save_listeners.add(self.on_save)
         self.server.command_listeners.add(self.on_command)
 
@@ -168,10 +169,6 @@ class FolderPlans:
         self._status_plan: Any = None  # (session, mode, agent, plan) last sent
 
     @property
-    def open_plans(self) -> set[str]:
-        return set(self.plans)
-
-    @property
     def tasks(self) -> dict[int, Task]:
         """Task id → task of every open plan, for quick-fix prompts."""
         return {tid: t for e in self.plans.values() for tid, t in e.tasks.items()}
@@ -186,7 +183,7 @@ class FolderPlans:
         if app.no_store_reason is not None:  # no store: no plans to show
             return False
         store = await app.store()
-        store.commit_listeners.append(self.poke)
+        store.commit_listeners.add(self.poke)
         watch = None
         db_path = getattr(store, "db_path", None)
         if db_path is not None:
@@ -228,7 +225,7 @@ class FolderPlans:
                 await self.refresh(app)
             except asyncio.CancelledError:
                 raise
-            except Exception:
+            except Exception:  # noqa: BLE001 - the watcher outlives a failed refresh and starts over
                 log.exception("plan diagnostics refresh failed")
                 self._since = None  # start over from every live plan next time
 
@@ -408,7 +405,7 @@ class FolderPlans:
         out: list[types.CodeAction] = []
         for d in params.context.diagnostics:
             data = d.data if isinstance(d.data, dict) else None
-            if d.source != "ndomo" or not data or "task_id" not in data:
+            if d.source != DIAGNOSTIC_SOURCE or not data or "task_id" not in data:
                 continue
             tid, slug = int(data["task_id"]), str(data.get("plan", ""))
             task = self.tasks.get(tid)
@@ -422,11 +419,11 @@ class FolderPlans:
             if builder is not None:  # the builder agent in the build mode (by role, not name)
                 agent, mode = builder
                 turn = {"prompt": prompt, "agent": agent, "mode": mode, "task_id": str(tid)}
-                run.append((f"Run {which} with {agent}", "ndomo.turn", turn))
-            for title, command, args in (
+                run.append((f"Run {which} with {agent}", command("turn"), turn))
+            for title, name, args in (
                 *run,
-                (f"Mark {which} done", "ndomo.task.status", {"id": tid, "status": "done"}),
-                (f"Open plan {slug}", "ndomo.plan.open", {"plan": slug}),
+                (f"Mark {which} done", command("task.status"), {"id": tid, "status": "done"}),
+                (f"Open plan {slug}", command("plan.open"), {"plan": slug}),
             ):
                 if any(a.title == f"ndomo: {title}" for a in out):  # one "open plan" per plan
                     continue
@@ -435,7 +432,7 @@ class FolderPlans:
                         title=f"ndomo: {title}",
                         kind=types.CodeActionKind.QuickFix,
                         diagnostics=[d],
-                        command=types.Command(title=title, command=command, arguments=[args]),
+                        command=types.Command(title=title, command=name, arguments=[args]),
                     )
                 )
         return out

@@ -51,13 +51,14 @@ class NdomoProtocol(LanguageServerProtocol):
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, Any]:
         """pygls' initialize, plus the modes and agents (`experimental.ndomo`)."""
+        from ndomo.lsp import protocol
         from ndomo.lsp.names import advertise
 
         server = cast("NdomoServer", self._server)
         result = yield from super().lsp_initialize(params)
         names = yield advertise, (server,), None
         server.catalog = names
-        result.capabilities.experimental = {"ndomo": names}
+        result.capabilities.experimental = {protocol.EXPERIMENTAL: names}
         return result
 
     def notify(self, method: str, params: Any | None = None) -> None:
@@ -136,7 +137,7 @@ class Life:
         for app in apps:  # each folder's store; one failing does not keep the others open
             try:
                 await app.aclose()
-            except Exception:
+            except Exception:  # noqa: BLE001 - one folder failing to close does not keep the others open
                 log.exception("closing the workspace %s failed", app.root)
 
     async def _wind_down(self) -> None:
@@ -156,7 +157,7 @@ class Life:
             await asyncio.wait_for(asyncio.shield(self.close_app()), CLOSE_GRACE_S)
         except TimeoutError:
             log.warning("closing the workspace took over %.0f s; exiting anyway", CLOSE_GRACE_S)
-        except Exception:
+        except Exception:  # noqa: BLE001 - the process exits whatever closing raised
             log.exception("closing the workspace failed")
 
     # -- the stdio loop ------------------------------------------------------------------

@@ -113,7 +113,7 @@ class TurnProgressFeature(Feature):
         ):
             try:  # before the turn's result goes back, so the editor shows the export with it
                 await asyncio.wait_for(self._show_export(ctx, host), 10)
-            except Exception:
+            except Exception:  # noqa: BLE001 - the export is a courtesy; the turn's result goes back anyway
                 log.warning("the session export could not be shown", exc_info=True)
         entry = state.open
         if entry is None:
@@ -157,7 +157,7 @@ class TurnProgressFeature(Feature):
         token = f"ndomo-turn-{uuid.uuid4().hex[:12]}"
         try:
             await self.server.work_done_progress.create_async(token)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a client without a token gets no progress
             log.debug("client refused progress token", exc_info=True)
             return
         entry = _Open(
@@ -195,6 +195,6 @@ async def _plan_progress(ctx: TurnContext) -> tuple[int, int, int] | None:
             return None
         p = await store.plan_progress(plan_id)
         return p.done, p.total, p.percent
-    except Exception:  # a missing plan or task must not break the turn's progress
+    except Exception:  # noqa: BLE001 - a missing plan or task must not break the turn's progress
         log.debug("plan progress unavailable", exc_info=True)
         return None

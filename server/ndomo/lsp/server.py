@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,16 +19,12 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from ndomo import __version__
-from ndomo.runtime.listeners import Listeners
+from ndomo.listeners import Listeners
 
 if TYPE_CHECKING:  # the App (config, pydantic, yaml) loads after `initialized`
     from ndomo.app import App
 
 log = logging.getLogger("ndomo.lsp")
-
-
-# A feature's quick fixes for its own diagnostics in a code-action request.
-QuickFixes = Callable[[types.CodeActionParams], list[types.CodeAction]]
 
 
 class NdomoServer(LanguageServer):
@@ -61,8 +56,9 @@ class NdomoServer(LanguageServer):
         self.sent_folders = False
         self._ready: asyncio.Future[App] | None = None
         self.features: list[Feature] = []
-        # Features that offer quick fixes on their own diagnostics (plan tasks …).
-        self.quick_fix_providers: list[QuickFixes] = []
+        # Features that offer quick fixes on their own diagnostics (plan tasks …):
+        # `(CodeActionParams) -> list[CodeAction]`, answered for each code-action request.
+        self.quick_fix_providers: Listeners[[types.CodeActionParams]] = Listeners("quick-fix")
         # told the path and text of every saved document (plan views, agent files …)
         self.save_listeners: Listeners[[str, str]] = Listeners("didSave")
         # told the name of every executed command (refresh what it may have changed)

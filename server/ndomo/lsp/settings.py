@@ -120,7 +120,7 @@ class SettingsFeature(Feature):
         for feat in ls.features:
             try:
                 await feat.on_settings(app)
-            except Exception:
+            except Exception:  # noqa: BLE001 - one feature failing must not keep the others on old settings
                 log.exception("feature %s failed to apply the new settings", feat.name)
 
 

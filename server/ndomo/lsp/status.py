@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from pygls.uris import from_fs_path
 
+from ndomo.lsp import protocol
 from ndomo.lsp.server import Feature
 
 if TYPE_CHECKING:
@@ -41,8 +42,7 @@ class StatusFeature(Feature):
 
         async def send(status: Status) -> None:  # `folder`: whose status, with several folders
             self.server.protocol.notify(
-                "ndomo/status",
-                {**status.model_dump(mode="json"), "folder": folder, "trust": app.trust.state},
+                protocol.STATUS, protocol.status_params(status, folder, app.trust.state)
             )
 
         rt.status_listeners.add(send)

@@ -73,7 +73,7 @@ def extras() -> list[str]:
     for mod in THIRD_PARTY:
         try:
             importlib.import_module(mod)
-        except Exception:  # an optional library missing is fine: its tool reports it when used
+        except Exception:  # noqa: BLE001 - an optional library missing is fine: its tool reports it when used
             log.debug("warm-up could not import %s", mod, exc_info=True)
             failed.append(mod)
     from ndomo.schema import build_all

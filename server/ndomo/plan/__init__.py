@@ -14,4 +14,4 @@ def setup(plugins: Plugins) -> None:
 
     for t in TOOLS:
         plugins.tools.add(t)
-    plugins.on_file_written.append(plan_from_file)
+    plugins.on_file_written.add(plan_from_file)

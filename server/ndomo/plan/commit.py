@@ -97,7 +97,7 @@ async def _make_committed(ctx: TurnContext, plan_id: str) -> None:
     ctx.session.committed_plan_id = plan_id
     try:
         await ctx.runtime.publish_status(ctx.session)
-    except Exception:  # the status bar is a courtesy; the plan is committed either way
+    except Exception:  # noqa: BLE001 - the status bar is a courtesy; the plan is committed either way
         log.exception("status publish after commit failed")
 
 
@@ -129,7 +129,7 @@ async def commit_steps(
             [_task(s) for s in steps],
             router=make_router(ctx.agent.role if ctx.agent else None),
         )
-    except Exception:
+    except Exception:  # noqa: BLE001 - no half plan: any failure removes the plan, then re-raises
         # no half plan: a plan without its tasks would mislead the planner
         await store.update_plan_status(
             plan.id,
@@ -168,7 +168,7 @@ async def plan_from_file(ctx: TurnContext, rel: str, text: str) -> str | None:
     """Plan-in-a-file, told of every file a tool wrote: the note for the write's result."""
     try:
         return await commit_plan_file(ctx, rel, text)
-    except Exception as exc:  # the write itself succeeded; say why the plan did not
+    except Exception as exc:  # noqa: BLE001 - the write itself succeeded; say why the plan did not
         log.exception("plan-in-a-file commit of %s failed", rel)
         return f"(note: {rel} looks like a plan but could not be committed as one: {exc})"
 

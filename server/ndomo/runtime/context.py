@@ -24,10 +24,10 @@ if TYPE_CHECKING:
     from ndomo.agents.loader import AgentSet
     from ndomo.agents.schema import AgentDef
     from ndomo.app import App
+    from ndomo.listeners import Listeners
     from ndomo.llm.messages import Message
     from ndomo.runtime.events import Status, TurnEvent
     from ndomo.runtime.host import Host
-    from ndomo.runtime.listeners import Listeners
 
 
 class Position(Schema):
@@ -169,7 +169,6 @@ class TurnContext:
     payload: Any = None  # what a slash command or short-circuit returned
     modified: list[Path] = field(default_factory=list)  # distinct files this turn changed
     final_state: str | None = None  # a feature's `ndomo/status` state for after the turn
-    exception: Exception | None = None  # what failed the turn, for ON_ERROR hooks
     fit_noticed: bool = False  # the user was told the request was fitted to the window
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     _parts: dict[type, Any] = field(default_factory=dict, repr=False)

@@ -65,7 +65,7 @@ class ModelClients:
         for client in clients:
             try:
                 await client.aclose()
-            except Exception:
+            except Exception:  # noqa: BLE001 - one client failing to close must not keep the others open
                 log.exception("closing the model client for %s failed", client.url)
 
 

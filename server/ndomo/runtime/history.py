@@ -128,7 +128,7 @@ async def _store(ctx: TurnContext, message: Message) -> None:
             tool_call_id=message.tool_call_id,
             name=message.name,
         )
-    except Exception:
+    except Exception:  # noqa: BLE001 - the conversation goes on; a message not stored is logged
         log.exception("could not store a message of session %s", ctx.session.id)
 
 

@@ -14,10 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Literal, Protocol
 
-from ndomo.runtime.events import (
-    Status,
-    TurnEvent,
-)
+from ndomo.runtime.events import TurnEvent
 from ndomo.schema import Schema
 from ndomo.security.text import one_line
 
@@ -68,7 +65,6 @@ class EditOutcome(Schema):
 
 class Host(Protocol):
     async def emit(self, event: TurnEvent) -> None: ...
-    async def status(self, status: Status) -> None: ...
     async def read_text(self, path: Path) -> str | None: ...
     async def apply_edit(
         self, path: Path, new_text: str | None, old_text: str | None
@@ -132,13 +128,9 @@ class BaseHost:
 
     def __init__(self) -> None:
         self.events: list[TurnEvent] = []
-        self.statuses: list[Status] = []
 
     async def emit(self, event: TurnEvent) -> None:
         self.events.append(event)
-
-    async def status(self, status: Status) -> None:
-        self.statuses.append(status)
 
     async def read_text(self, path: Path) -> str | None:
         return await asyncio.to_thread(_read, path)

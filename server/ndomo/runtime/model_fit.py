@@ -37,7 +37,7 @@ async def load_caps(ctx: TurnContext, client: Any) -> None:
     try:
         store = await ctx.app.store()
         saved = await store.model_caps(*_key(client))
-    except Exception:  # a store problem must not stop a turn; it only costs a re-learn
+    except Exception:  # noqa: BLE001 - a store problem must not stop a turn; it only costs a re-learn
         log.warning("could not read remembered model capabilities", exc_info=True)
         saved = None
     if saved:
@@ -71,7 +71,7 @@ async def save_caps(ctx: TurnContext, client: Any, force: bool = False) -> None:
         store = await ctx.app.store()
         await store.save_model_caps(*_key(client), now)
         client.caps_saved = now
-    except Exception:
+    except Exception:  # noqa: BLE001 - remembering is a cache; a failure only costs a re-learn
         log.warning("could not remember model capabilities", exc_info=True)
 
 

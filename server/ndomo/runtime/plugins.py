@@ -12,44 +12,46 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
+from ndomo.listeners import Listeners
+from ndomo.runtime.extensions import (
+    FileWrittenListeners,
+    OnRuntime,
+    SessionEndListeners,
+    file_write_failed,
+)
 from ndomo.runtime.hooks import HookRegistry
-from ndomo.runtime.listeners import Listeners
 from ndomo.runtime.prompts import PromptManager
 from ndomo.runtime.slash import SlashCommandRegistry
 from ndomo.runtime.tools import ToolRegistry
 
 if TYPE_CHECKING:
     from ndomo.modes.base import AgentMode
-    from ndomo.runtime.context import Engine, TurnContext
+    from ndomo.runtime.context import TurnContext
 
 log = logging.getLogger("ndomo.plugins")
 
 
-class FileWritten(Protocol):
-    """Told of a whole file a tool wrote (`write`, `edit`, `apply_patch`); its answer is a
-    note for the tool's result, None when it has nothing to say (e.g. plan-in-a-file)."""
-
-    async def __call__(self, ctx: TurnContext, rel: str, text: str) -> str | None: ...
-
-
 @dataclass
 class Plugins:
+    """The registries `setup(plugins)` fills; every extension point, with its signature,
+    is listed in `ndomo.runtime.extensions`."""
+
     hooks: HookRegistry = field(default_factory=HookRegistry)
     tools: ToolRegistry = field(default_factory=ToolRegistry)
     prompts: PromptManager = field(default_factory=PromptManager)
     slash: SlashCommandRegistry = field(default_factory=SlashCommandRegistry)
     modes: dict[str, AgentMode] = field(default_factory=dict)
     # Called with each Runtime built from these plugins (to add listeners, start work …).
-    on_runtime: list[Callable[[Engine], None]] = field(default_factory=list)
-    # Called with the runtime and the session it leaves (a new session started) — e.g. to
+    on_runtime: list[OnRuntime] = field(default_factory=list)
+    # Told of the runtime and the session it leaves (a new session started) — e.g. to
     # stop that session's servers.
-    on_session_end: Listeners[[Engine, str]] = field(
-        default_factory=lambda: Listeners("session-end")
+    on_session_end: SessionEndListeners = field(default_factory=lambda: Listeners("session-end"))
+    # Told of each file a tool wrote, in registration order; their answers are notes.
+    on_file_written: FileWrittenListeners = field(
+        default_factory=lambda: Listeners("file-written", failed=file_write_failed)
     )
-    # Told of each file a tool wrote, in registration order.
-    on_file_written: list[FileWritten] = field(default_factory=list)
 
     @classmethod
     def of(cls, ctx: TurnContext) -> Plugins:
@@ -87,7 +89,6 @@ def build_plugins(setups: Iterable[Setup]) -> Plugins:
     for setup in setups:
         log.debug("feature %s", getattr(setup, "__module__", setup))
         setup(plugins)
-    plugins.hooks.validate()  # a cycle is a start-up error, not a mid-turn surprise
     return plugins
 
 

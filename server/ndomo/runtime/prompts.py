@@ -50,10 +50,6 @@ class PromptManager:
         self._contributors.append(contributor)
         self._contributors.sort(key=lambda c: (c.priority, c.name))
 
-    @property
-    def contributors(self) -> list[PromptContributor]:
-        return list(self._contributors)
-
     async def build(
         self, ctx: TurnContext, *, compact: bool = False, placement: str = "system"
     ) -> str:
@@ -64,7 +60,7 @@ class PromptManager:
                 continue
             try:
                 fragment = await (c.compact(ctx) if compact else c.contribute(ctx))
-            except Exception:
+            except Exception:  # noqa: BLE001 - a broken contributor is skipped, the prompt is still built
                 log.exception("prompt contributor %s failed; skipped", c.name)
                 continue
             if fragment and fragment.strip():

@@ -1,9 +1,9 @@
 """Runtime.run: the fixed phases of a request, as explicit calls (`_steps`). Features hook
 in through the phases; this file does not change when one is added.
 
-PRE_DISPATCH → [slash dispatch] → POST_DISPATCH → PRE_AGENT_BUILD → [build] →
-POST_AGENT_BUILD → PRE_EXECUTE → [execute] → POST_RESPONSE; ON_ERROR on failure;
-FINALLY always. SKIP_AGENT skips build and execute but not POST_RESPONSE / FINALLY.
+PRE_DISPATCH → [slash dispatch] → PRE_AGENT_BUILD → [build] → POST_AGENT_BUILD →
+PRE_EXECUTE → [execute] → POST_RESPONSE; FINALLY always, also after a failure or a cancel.
+SKIP_AGENT skips build and execute but not POST_RESPONSE / FINALLY.
 """
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ import logging
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ndomo.app import App
+from ndomo.listeners import Listeners
 from ndomo.runtime.context import SessionState, TurnContext, TurnRequest, TurnSummary
 from ndomo.runtime.coordinator import ToolCallCoordinator
 from ndomo.runtime.events import Status, TurnEvent
+from ndomo.runtime.extensions import EventListeners, StatusListeners
 from ndomo.runtime.hooks import HookAction, Phase
 from ndomo.runtime.host import BaseHost, Host
-from ndomo.runtime.listeners import Listeners
 from ndomo.runtime.plugins import Plugins, default_plugins
 from ndomo.runtime.slash import SlashError
 from ndomo.security.paths import workspace_name
@@ -55,9 +56,9 @@ class Runtime:
         self.current_session_id: str | None = None
         self.active: dict[str, tuple[TurnContext, asyncio.Task]] = {}  # session id → running turn
         # Told of every status change (the LSP sends `ndomo/status`).
-        self.status_listeners: Listeners[[Status]] = Listeners("status")
+        self.status_listeners: StatusListeners = Listeners("status")
         # Told of every turn event after the turn's Host (progress, plan diagnostics, autopilot).
-        self.event_listeners: Listeners[[TurnContext, TurnEvent]] = Listeners("event")
+        self.event_listeners: EventListeners = Listeners("event")
         self._session_lock = asyncio.Lock()
         self._session_stamps: dict[str, Any] = {}  # session id → store stamp when last read
         for hook in self.plugins.on_runtime:
@@ -112,7 +113,7 @@ class Runtime:
         async with self._session_lock:
             store = await self.app.store()
             known = session_id or (None if new else self.current_session_id)
-            stamp = store.change_stamp() if hasattr(store, "change_stamp") else None
+            stamp = store.change_stamp()
             cached = self.sessions.get(known) if known else None
             if (
                 known
@@ -233,7 +234,7 @@ class Runtime:
                     "done": detail.progress.done,
                     "total": detail.progress.total,
                 }
-            except Exception:  # a deleted plan must not break the status bar
+            except Exception:  # noqa: BLE001 - a deleted plan must not break the status bar
                 log.debug("plan status unavailable", exc_info=True)
         return Status(
             session=state.id,
@@ -251,7 +252,7 @@ class Runtime:
         event.turn_id = event.turn_id or ctx.turn_id or None
         try:
             await ctx.host.emit(event)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a host that cannot show an event must not stop the turn
             log.exception("host failed to take an event")
         await self.event_listeners.notify(ctx, event)
 
@@ -342,7 +343,7 @@ class Runtime:
     async def _release(self, session_id: str) -> None:
         try:
             await (await self.app.store()).release_session(session_id)
-        except Exception:  # a claim left behind is taken over once this process is gone
+        except Exception:  # noqa: BLE001 - a claim left behind is taken over once this process is gone
             log.exception("could not release session %s", session_id)
 
     def cancel(self, session_id: str | None = None) -> bool:
@@ -374,12 +375,10 @@ class Runtime:
             ctx.error = ctx.error or "cancelled by the user"
             if ctx.turn_id is not None:
                 self.coordinator.cancel_turn(ctx.turn_id)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the turn's boundary: any failure is the turn's answer
             log.exception("turn failed")
             ctx.status = "failed"
             ctx.error = ctx.error or f"{type(exc).__name__}: {exc}"
-            ctx.exception = exc
-            await self._on_error(ctx)
         finally:
             await self._finally(ctx)
             if ctx.turn_id is not None:
@@ -402,8 +401,6 @@ class Runtime:
             return
         if go is _Go.ON and await self._dispatch(ctx):
             go = _Go.SKIP
-        if go is _Go.ON:
-            go = await self._phase(Phase.POST_DISPATCH, ctx, done_on_stop=True)
         if go is _Go.ON:
             go = await self._phase(Phase.PRE_AGENT_BUILD, ctx)
         if go is _Go.ON:
@@ -430,12 +427,6 @@ class Runtime:
             return _Go.STOP
         return _Go.SKIP if result.action is HookAction.SKIP_AGENT else _Go.ON
 
-    async def _on_error(self, ctx: TurnContext) -> None:
-        try:
-            await self.plugins.hooks.run_phase(Phase.ON_ERROR, ctx)
-        except Exception:
-            log.exception("ON_ERROR hook failed")
-
     async def _finally(self, ctx: TurnContext) -> None:
         """FINALLY hooks, each shielded from a cancel and run even when another fails."""
         for hook in self.plugins.hooks.ordered(Phase.FINALLY):
@@ -444,7 +435,7 @@ class Runtime:
                     await asyncio.shield(hook.run(ctx))
                 except asyncio.CancelledError:
                     log.warning("FINALLY hook %s was cancelled", hook.name)
-                except Exception:
+                except Exception:  # noqa: BLE001 - every FINALLY hook runs, whatever another raised
                     log.exception("FINALLY hook %s failed", hook.name)
 
     @staticmethod

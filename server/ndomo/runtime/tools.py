@@ -171,7 +171,7 @@ class ToolDescriptor:
             return list(await self.changes(ctx, params))
         except ToolError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a tool's own declaration: any failure is a refusal, never a skipped check
             log.exception("paths of tool %s failed: its changes could not be computed", self.name)
             raise PathsUnknown(
                 f"'{self.name}' could not say which files it changes ({type(exc).__name__}: {exc})"
@@ -191,7 +191,7 @@ class ToolDescriptor:
             return []
         try:
             return [str(p) for p in (self.read_paths(params) or [])]
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a tool's own declaration: any failure is a refusal, never a skipped check
             log.exception("read_paths of tool %s failed", self.name)
             raise PathsUnknown(
                 f"'{self.name}' could not say which files it reads ({type(exc).__name__}: {exc})"
@@ -448,7 +448,7 @@ class ToolRegistry:
         for guard in self.guards:
             try:
                 result = await guard.after(ctx, tool, result)
-            except Exception:
+            except Exception:  # noqa: BLE001 - a guard's after-call step: the call already ran; its result stands
                 log.exception("guard %s failed after %s", guard.name, name)
         return result
 
@@ -500,7 +500,7 @@ class ToolRegistry:
             result = await tool.run(ctx, params)
         except ToolError as exc:
             return ToolResult.failed(str(exc))
-        except Exception as exc:  # a broken tool is the model's problem to read, not a crash
+        except Exception as exc:  # noqa: BLE001 - a broken tool is the model's problem to read, not a crash
             log.exception("tool %s failed", name)
             return ToolResult.failed(f"tool '{name}' failed: {type(exc).__name__}: {exc}")
         finally:

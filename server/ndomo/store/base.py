@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import from_json
 
+from ndomo.listeners import Listeners
 from ndomo.store.db import Db, Fn
 from ndomo.store.errors import Invalid, WriteOnceViolation
 
@@ -75,9 +76,9 @@ class StoreBase:
         self._db = db
         self.db_path = db_path
         self.workspace = workspace
-        # Called (synchronously, on the event loop) after each write transaction this store
+        # Told (on the event loop, plain functions) after each write transaction this store
         # commits: what shows the store's data (plan diagnostics) wakes without polling.
-        self.commit_listeners: list[Callable[[], None]] = []
+        self.commit_listeners: Listeners[[]] = Listeners("commit")
 
     async def _read(self, fn: Fn[P, T], *args: P.args, **kw: P.kwargs) -> T:
         """`fn(conn, *args)` as one read snapshot, one hop to the store's thread."""
@@ -92,11 +93,7 @@ class StoreBase:
             if "write-once" in str(exc):
                 raise WriteOnceViolation(str(exc)) from exc
             raise
-        for listener in list(self.commit_listeners):
-            try:
-                listener()
-            except Exception:  # noqa: BLE001 — a listener must never fail a committed write
-                log.exception("commit listener failed")
+        await self.commit_listeners.notify()  # a failing one is logged: the write stays committed
         return result
 
     async def _all(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:

@@ -6,9 +6,8 @@ import sqlite3
 import uuid
 from typing import Any
 
-from ndomo.store.base import StoreBase, dumps
-from ndomo.store.core import change_status, ensure_session_row, session_from_row
-from ndomo.store.db import now
+from ndomo.store.base import StoreBase
+from ndomo.store.core import ensure_session_row, session_from_row
 from ndomo.store.errors import Invalid, NotFound
 from ndomo.store.models import Session
 
@@ -21,21 +20,6 @@ class SessionOps(StoreBase):
         if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
             raise Invalid("session id must be a non-empty string", field="session_id")
         return session_from_row(await self._write(_ensure, session_id or str(uuid.uuid4())))
-
-    async def start_session(
-        self,
-        session_id: str | None = None,
-        *,
-        mode: str | None = None,
-        agent: str | None = None,
-        title: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> Session:
-        if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
-            raise Invalid("session id must be a non-empty string", field="session_id")
-        meta = dumps(metadata) if metadata is not None else None
-        row = await self._write(_start, session_id or str(uuid.uuid4()), mode, agent, title, meta)
-        return session_from_row(row)
 
     async def get_session(self, session_id: str) -> Session:
         row = await self._one("SELECT * FROM sessions WHERE id = ?", (session_id,))
@@ -80,13 +64,6 @@ class SessionOps(StoreBase):
         }
         return session_from_row(await self._write(_update, session_id, sets))
 
-    async def end_session(self, session_id: str, *, actor: str = "system") -> Session:
-        """Close the session and abandon its plans still approved or executing."""
-        row, abandoned = await self._write(_end, session_id, actor)
-        for pid in abandoned:
-            await self._archive_quietly(pid)  # type: ignore[attr-defined]  # PlanOps, in PlanStore
-        return session_from_row(row)
-
 
 # ------------------------------------------------------------ on the store's thread
 
@@ -101,24 +78,6 @@ def _ensure(conn: sqlite3.Connection, session_id: str) -> sqlite3.Row:
     return _get(conn, session_id)
 
 
-def _start(
-    conn: sqlite3.Connection,
-    session_id: str,
-    mode: str | None,
-    agent: str | None,
-    title: str | None,
-    metadata: str | None,
-) -> sqlite3.Row:
-    ensure_session_row(conn, session_id)
-    conn.execute(
-        "UPDATE sessions SET mode = coalesce(?, mode), agent = coalesce(?, agent),"
-        " title = coalesce(?, title), metadata = coalesce(?, metadata), ended_at = NULL"
-        " WHERE id = ?",
-        (mode, agent, title, metadata, session_id),
-    )
-    return _get(conn, session_id)
-
-
 def _update(conn: sqlite3.Connection, session_id: str, sets: dict[str, Any]) -> sqlite3.Row:
     ensure_session_row(conn, session_id)
     if sets:
@@ -127,27 +86,3 @@ def _update(conn: sqlite3.Connection, session_id: str, sets: dict[str, Any]) -> 
             (*sets.values(), session_id),
         )
     return _get(conn, session_id)
-
-
-def _end(conn: sqlite3.Connection, session_id: str, actor: str) -> tuple[sqlite3.Row, list[str]]:
-    ensure_session_row(conn, session_id)
-    conn.execute(
-        "UPDATE sessions SET ended_at = coalesce(ended_at, ?) WHERE id = ?", (now(), session_id)
-    )
-    rows = conn.execute(
-        "SELECT id FROM plans WHERE status IN ('approved', 'executing')"
-        " AND (session_id = ? OR executed_by_session = ?)",
-        (session_id, session_id),
-    ).fetchall()
-    abandoned = [r["id"] for r in rows]
-    for pid in abandoned:
-        change_status(
-            conn,
-            pid,
-            "abandoned",
-            actor=actor,
-            session_id=session_id,
-            force=False,
-            reason=f"session {session_id} ended",
-        )
-    return _get(conn, session_id), abandoned

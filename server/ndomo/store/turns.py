@@ -77,14 +77,6 @@ class TurnOps(StoreBase):
         )
         return [TurnEdit.model_validate(dict(r)) for r in rows]
 
-    async def last_turn_with_edits(self, session_id: str) -> Turn | None:
-        row = await self._one(
-            "SELECT * FROM turns WHERE session_id = ? AND EXISTS"
-            " (SELECT 1 FROM turn_edits e WHERE e.turn_id = turns.id) ORDER BY id DESC LIMIT 1",
-            (session_id,),
-        )
-        return Turn.model_validate(dict(row)) if row else None
-
     async def list_turns(self, session_id: str, limit: int = 200) -> list[Turn]:
         rows = await self._all(
             "SELECT * FROM turns WHERE session_id = ? ORDER BY id LIMIT ?", (session_id, limit)

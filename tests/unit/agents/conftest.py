@@ -55,7 +55,6 @@ def runtime_with(app, *extra, plan_tools=True):
         from ndomo.plan import setup as plans_setup
 
         plans_setup(plugins)
-    plugins.hooks.validate()
     return Runtime(app, plugins)
 
 

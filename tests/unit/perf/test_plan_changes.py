@@ -70,7 +70,7 @@ async def test_change_feed_sees_changes_and_deletions(store):
 
 async def test_own_commits_call_the_commit_listeners(store):
     seen = []
-    store.commit_listeners.append(lambda: seen.append(1))
+    store.commit_listeners.add(lambda: seen.append(1))
     plan = await store.create_plan(PlanCreate(title="L", overview="o"))
     n = len(seen)
     assert n >= 1

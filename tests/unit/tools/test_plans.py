@@ -196,3 +196,25 @@ async def test_plan_delete_needs_a_real_true(app, make_ctx, call):
     assert (await call(ctx, "plan_update_status", {"id": "old", "status": "abandoned"})).ok
     res = await call(ctx, "plan_delete", {"id": "old", "confirm": True})
     assert res.ok and res.content == "deleted plan old and its 0 tasks"
+
+
+async def test_a_failing_write_listener_becomes_a_note_and_the_others_still_speak(
+    ws, plugins, make_ctx, call
+):
+    async def broken(ctx, rel, text):
+        raise ValueError("index offline")
+
+    async def later(ctx, rel, text):
+        return f"(note: {rel} seen)"
+
+    plugins.on_file_written.add(broken)
+    plugins.on_file_written.add(later)
+    ctx = await make_ctx("autopilot")
+    res = await call(ctx, "write", {"path": "a.txt", "content": "x\n"})
+    assert res.ok, res.content
+    assert (ws / "a.txt").read_text() == "x\n"
+    assert res.content.splitlines() == [
+        "created a.txt (1 lines)",
+        "(note: a.txt was written, but ValueError: index offline)",
+        "(note: a.txt seen)",
+    ]

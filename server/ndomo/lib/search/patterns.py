@@ -48,7 +48,7 @@ def compile_glob(pattern: str) -> pathspec.PathSpec:
             raise PatternError(f"glob {pattern!r} must not contain '..'")
     try:
         return pathspec.GitIgnoreSpec.from_lines(parts)
-    except Exception as exc:  # pathspec raises several types for malformed globs
+    except Exception as exc:  # noqa: BLE001 - pathspec raises several types for malformed globs
         raise PatternError(f"invalid glob {pattern!r}: {exc}") from exc
 
 

@@ -29,16 +29,8 @@ async def after_write(ctx: TurnContext, name: str, text: str | None) -> str:
     """What the features told of a write add to the result (plan-in-a-file: "also committed")."""
     if text is None:
         return ""
-    notes = []
-    for listener in Plugins.of(ctx).on_file_written:
-        try:
-            note = await listener(ctx, name, text)
-        except Exception as exc:  # the write itself succeeded: say so, and what failed
-            log.exception("a listener of the write of %s failed", name)
-            note = f"(note: {name} was written, but {type(exc).__name__}: {exc})"
-        if note:
-            notes.append(f"\n{note}")
-    return "".join(notes)
+    notes = await Plugins.of(ctx).on_file_written.notify(ctx, name, text)
+    return "".join(f"\n{note}" for note in notes if note)
 
 
 def _lines(text: str) -> int:

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ndomo.listeners import Listeners
 from ndomo.schema import Schema
 from ndomo.security.run import KILL_GRACE_S, SHELL, _kill_group
 
@@ -63,7 +64,8 @@ class Served:
     lines: deque = field(default_factory=lambda: deque(maxlen=RING_LINES))
     pump: asyncio.Task | None = None
     on_stop: Callable[[], Awaitable[list[str]]] | None = None  # the sandbox's after-run check
-    listeners: list = field(default_factory=list)  # async fn(bytes) per chunk read (a live view)
+    # told each chunk read, `async (bytes) -> None` (a live view)
+    listeners: Listeners[[bytes]] = field(default_factory=lambda: Listeners("served output"))
 
     @property
     def running(self) -> bool:
@@ -136,7 +138,7 @@ class ServeManager:
             name=name, kind=kind, command=command, port=port, proc=proc, on_stop=on_stop
         )
         if listener is not None:
-            served.listeners.append(listener)
+            served.listeners.add(listener)
         served.pump = asyncio.ensure_future(self._pump(served))
         table[name] = served
         return served
@@ -152,9 +154,7 @@ class ServeManager:
                 line = await stream.read(65536)
             if not line:
                 break
-            for listener in list(served.listeners):
-                with contextlib.suppress(Exception):
-                    await listener(line)
+            await served.listeners.notify(line)
             served.lines.append(line.decode("utf-8", "replace").rstrip("\n")[:RING_LINE_CHARS])
         with contextlib.suppress(Exception):
             await served.proc.wait()

@@ -1,0 +1,136 @@
+"""ndomo's own LSP protocol: every method, capability and payload beyond the LSP spec.
+
+The clients are editors/vscode/src (extension.ts, save.ts, status.ts, chat/model.ts) and
+editors/nvim/lua/ndomo (init.lua, save.lua, turns.lua); docs/editors.md ("The LSP
+surface") describes the same wire format for any other client. Every sender in `lsp/`
+takes the names from here.
+
+The payloads are TypedDicts — the JSON as it goes on the wire, checked by mypy — not
+attrs or pydantic classes: this module loads before `initialize` is answered, when
+pydantic is not imported yet (tests/unit/perf/test_lazy_start.py), and lsprotocol's
+converter would rename `turn_id` to `turnId`. The turn events themselves are the
+engine's models (`ndomo.runtime.events`), sent as their JSON dump.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, TypedDict, cast
+
+if TYPE_CHECKING:
+    from ndomo.runtime.events import Status, TurnEvent
+
+# -- methods ---------------------------------------------------------------------------------
+
+# server → client notification, `StatusParams`: after every change of the session's mode,
+# agent, busy state, last outcome or plan progress, per workspace folder.
+STATUS = "ndomo/status"
+# server → client notification: one turn event (`ndomo.runtime.events`: turn_started, text,
+# tool_started, tool_output, tool_finished, plan_changed, notice, turn_finished), each with
+# `kind` and `turn_id`; consecutive `text` deltas of a turn go out merged (LspHost.emit).
+TURN_EVENT = "ndomo/turn/event"
+# server → client request, `SaveDocumentsParams` → `SaveDocumentsResult`: save what a turn
+# edited before a shell command reads the disk; sent only to a client announcing it.
+SAVE_DOCUMENTS = "ndomo/saveDocuments"
+
+# -- capabilities ----------------------------------------------------------------------------
+
+# The key of ndomo's entry in `capabilities.experimental`, on both sides: the client's
+# `ClientCapability` in `initialize`'s params, the server's `ServerCapability` in its result.
+EXPERIMENTAL = "ndomo"
+
+# -- commands --------------------------------------------------------------------------------
+
+COMMAND_PREFIX = "ndomo."  # every action is the `workspace/executeCommand` `ndomo.<action>`
+
+
+def command(action: str) -> str:
+    """The command name of an action: `turn` → `ndomo.turn`."""
+    return COMMAND_PREFIX + action
+
+
+# The diagnostics the server publishes (plan tasks, agent files, configuration).
+DIAGNOSTIC_SOURCE = "ndomo"
+
+# -- payloads --------------------------------------------------------------------------------
+
+
+class PlanProgress(TypedDict):
+    """`StatusParams.plan`: the session's committed plan."""
+
+    id: str
+    slug: str
+    status: str
+    done: int
+    total: int
+
+
+class StatusParams(TypedDict):
+    """`ndomo/status`: the engine's `Status` plus the folder it is of."""
+
+    session: str
+    mode: str
+    agent: str
+    busy: bool
+    state: str  # what is going on in plain words; empty once a turn ended well
+    plan: PlanProgress | None
+    folder: str | None  # the workspace folder's uri; None for a server without folders
+    trust: str  # the folder's trust: trusted | untrusted | unknown (ndomo.trust)
+
+
+class SaveDocumentsParams(TypedDict):
+    uris: list[str]
+
+
+class SaveDocumentsResult(TypedDict):
+    saved: list[str]  # the uris the editor saved; the server writes the others itself
+
+
+class ClientCapability(TypedDict, total=False):
+    """`capabilities.experimental.ndomo` in the client's `initialize` params."""
+
+    saveDocuments: bool  # the client answers `ndomo/saveDocuments`
+
+
+class ServerCapability(TypedDict):
+    """`capabilities.experimental.ndomo` in the `initialize` result: the catalog's lists
+    (`ndomo.features.catalog.Catalog`), so editors build their menus before any command."""
+
+    modes: list[dict[str, Any]]
+    agents: list[dict[str, Any]]
+    problems: list[str]
+    trust: str  # the first folder's trust: trusted | untrusted | unknown
+
+
+class TaskData(TypedDict):
+    """A plan-task diagnostic's `data`, sent back in a code-action request."""
+
+    plan: str  # the plan's slug
+    plan_id: str
+    task_id: int
+    ord: int
+
+
+# -- building and reading them ----------------------------------------------------------------
+
+
+def status_params(status: Status, folder: str | None, trust: str) -> StatusParams:
+    return cast(
+        "StatusParams", {**status.model_dump(mode="json"), "folder": folder, "trust": trust}
+    )
+
+
+def turn_event_params(event: TurnEvent) -> dict[str, Any]:
+    return event.model_dump(mode="json")
+
+
+def client_capability(capabilities: Any) -> ClientCapability:
+    """What the client announced under `capabilities.experimental.ndomo` (empty if nothing)."""
+    experimental = getattr(capabilities, "experimental", None) if capabilities else None
+    own = experimental.get(EXPERIMENTAL) if isinstance(experimental, dict) else None
+    return cast("ClientCapability", own) if isinstance(own, dict) else {}
+
+
+def saved_uris(result: SaveDocumentsResult | Any) -> list[str]:
+    """The uris a `SaveDocumentsResult` names; none from an answer of another shape."""
+    saved = result.get("saved") if isinstance(result, dict) else None
+    return [u for u in saved if isinstance(u, str)] if isinstance(saved, list) else []
