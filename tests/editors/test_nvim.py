@@ -109,13 +109,20 @@ def test_plugin_logic_without_server(unit: dict) -> None:
     assert r["state"] == "ndomo: craftsman · autopilot · failed"
     assert r["busy"].endswith(" ndomo: craftsman · autopilot") and r["busy"] != "ndomo: craftsman · autopilot"
     assert r["none"] == "" and r["before_setup"] == ""
+    assert r["trust_unknown"] == "ndomo: foreman · discussion · untrusted"
+    assert r["trust_untrusted"] == "ndomo: craftsman · autopilot · 2/5 · untrusted"
+    assert r["trust_trusted"] == "ndomo: foreman · discussion"
+    assert r["trust_prompt"].startswith("ndomo: trust /ws?")
+    assert "• agents: craftsman (replaces the built-in)" in r["trust_prompt"] and "• model.base_url" in r["trust_prompt"]
+    assert r["trust_ask"] == [True, False, False, False]
+    assert r["complete_trust"] == ["revoke"]
     assert r["cmd"] == ["python", "-m", "ndomo", "serve"]
     assert r["keymaps_default"] is False and r["no_keymaps"] is True
     assert r["init_options"] == {"model": {"name": "m"}}
     assert "cmd must name the server executable" in r["bad_cmd"]
     assert "keymaps must be false" in r["bad_keymaps"]
     assert r["has_command"] is True
-    assert {"ask", "fix", "plan", "mode", "agent", "cancel", "undo", "plans", "health"} <= set(r["complete_all"])
+    assert {"ask", "fix", "plan", "mode", "agent", "cancel", "undo", "plans", "health", "trust"} <= set(r["complete_all"])
     assert r["complete_mode"] == [] and r["complete_agent"] == []  # no server: no names
     assert r["cat_modes"] == ["talk", "dig", "make"]
     assert r["cat_agents"] == ["boss", "maker", "odd"]  # session agents: no sub-agents
