@@ -61,9 +61,10 @@ function S.attach()
   root = client.get(0).root_dir
   results.root = root
   wait(20000, function() return trust.checked[root] end, "the trust check")
-  results.info = trust.info[root]
+  results.info = trust.initial[root]
   -- the status after the answer: the server reloaded the folder and sent its new trust
-  local want = answer == trust.TRUST and "trusted" or nil
+  local asked = #vim.tbl_filter(function(s) return s.kind == "ndomo_trust" end, results.selects) > 0
+  local want = asked and answer == trust.TRUST and "trusted" or nil
   wait(20000, function()
     local s = ndomo.last_status
     return s ~= nil and type(s.trust) == "string" and (want == nil or s.trust == want)
@@ -73,13 +74,17 @@ end
 
 function S.revoke()
   vim.cmd("Ndomo trust revoke")
-  wait(20000, function() return ndomo.last_status and ndomo.last_status.trust == "untrusted" end, "untrusted status")
+  wait(20000, function()
+    return ndomo.last_status and ndomo.last_status.trust == "untrusted" and trust.info[root].state == "untrusted"
+  end, "untrusted status and answer")
   snapshot("revoke")
 end
 
 function S.trust()
   vim.cmd("Ndomo trust")
-  wait(20000, function() return ndomo.last_status and ndomo.last_status.trust == "trusted" end, "trusted status")
+  wait(20000, function()
+    return ndomo.last_status and ndomo.last_status.trust == "trusted" and trust.info[root].state == "trusted"
+  end, "trusted status and answer")
   snapshot("trust")
 end
 

@@ -11,6 +11,8 @@ M.DONT = "Don't trust"
 
 --- root → the last `ndomo.trust.get`/`set` answer {root, state, configures}.
 M.info = {}
+--- root → the `ndomo.trust.get` answer of the first attach (what the question was about).
+M.initial = {}
 --- root → true once the first-attach check finished (asked and answered, or nothing to ask).
 M.checked = {}
 --- Roots asked about in this Neovim (a second client on the same root does not ask again).
@@ -49,6 +51,7 @@ function M.check(c, root)
       return
     end
     M.info[root] = info
+    M.initial[root] = info
     if asked[root] or not M.should_ask(info) then
       M.checked[root] = true
       return
