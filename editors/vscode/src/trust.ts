@@ -65,8 +65,8 @@ export function question(info: TrustInfo, restricted: boolean, declined = false)
       message: `ndomo: trust ${name}? It would configure the agent that reads it.`,
       detail:
         `Trusting it lets it set:\n${listed(info.configures)}\n\n` +
-        "Until you trust it, ndomo ignores all of these. Your answer is kept in your own data directory " +
-        "(`ndomo trust --revoke` or \"ndomo: Folder trust…\" changes it).",
+        "Until you trust it, ndomo ignores all of these. Your answer is kept in your own data directory; " +
+        "\"ndomo: Folder trust…\" (or ndomo trust / ndomo trust --revoke in a shell) changes it.",
       buttons: [TRUST, DONT_TRUST],
     };
   }
