@@ -62,6 +62,16 @@ def _outliving_servers(marker: str, grace: float = 30.0) -> list[int]:
     return left
 
 
+def trust_folder(root: Path, out_dir: Path) -> None:
+    """`ndomo trust ROOT` for the user the Neovim runs of `out_dir` stand for (their XDG data
+    dir, see _start_nvim): a folder whose store or `.ndomo/` a test prepares is one the user
+    trusted (an untrusted folder's store lives in the user's data dir, its agents are ignored)."""
+    env = {**os.environ, "XDG_DATA_HOME": str(out_dir / "xdg" / "data"), "XDG_CONFIG_HOME": str(out_dir / "xdg" / "config")}
+    proc = subprocess.run([sys.executable, "-m", "ndomo", "trust", str(root)], env=env, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def _start_nvim(script: Path, env: dict[str, str], out: Path) -> subprocess.Popen:
     init = out.parent / "init.lua"
     init.write_text(
@@ -216,6 +226,7 @@ def workspace(tmp_path: Path) -> Path:
     (root / ".git").mkdir(parents=True)
     (root / "calc.py").write_text(SOURCE, encoding="utf-8")
     asyncio.run(_make_plan(root))
+    trust_folder(root, tmp_path)
     return root
 
 
