@@ -24,3 +24,26 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"
         report.longrepr = f"skipped under NDOMO_NO_SKIP=1 (CI must run every real check): {reason}"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The user's data and config directories (the trust record, user approvals, the user
+    config file) point into a throw-away folder: the suite never reads or writes the real
+    ones, and every `ndomo` subprocess inherits the same."""
+    import tempfile
+
+    if os.environ.get("NDOMO_TEST_XDG"):  # a nested pytest keeps its parent's
+        return
+    base = tempfile.mkdtemp(prefix="ndomo-test-xdg-")
+    config._ndomo_xdg = base  # type: ignore[attr-defined]
+    os.environ["NDOMO_TEST_XDG"] = base
+    os.environ["XDG_DATA_HOME"] = os.path.join(base, "data")
+    os.environ["XDG_CONFIG_HOME"] = os.path.join(base, "config")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    import shutil
+
+    base = getattr(config, "_ndomo_xdg", None)
+    if base:
+        shutil.rmtree(base, ignore_errors=True)

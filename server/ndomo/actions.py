@@ -36,6 +36,7 @@ ACTION_MODULES: list[str] = [
     "ndomo.plan.view",
     "ndomo.tools.reflexes.actions",
     "ndomo.agents.actions",
+    "ndomo.features.trust",
 ]
 
 

@@ -8,11 +8,18 @@ or the CLI's `--workspace`, is the root whatever it holds — except `$HOME` and
 never get a `.ndomo/`. With no folder given (an editor in single-file mode, the CLI
 without `--workspace`) the root is the nearest folder upward holding a project marker.
 None found: the App runs without a store, and what needs one says why (`NoWorkspace`).
+
+Trust (ndomo.trust): `App.load` reads the user's trust record for the root. An untrusted
+or unknown folder's `.ndomo/config.yaml` is not read, its agents, reflexes and instruction
+files are not loaded (`app.trust` says so; `ndomo health` lists what was skipped), and a
+`.ndomo/ndomo.db` ndomo did not create for this user is not resumed: such an App keeps its
+sessions in the user's data directory instead.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import os
 from collections.abc import Awaitable, Callable, Collection, Mapping
@@ -20,7 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from ndomo.actions import ActionError
-from ndomo.config import ConfigProblem, Settings, load_settings
+from ndomo.config import ConfigProblem, Settings, load_settings, user_data_dir
+from ndomo.trust import TRUSTED_BY_CALLER, TrustView, foreign_db_reason, session_options, view
 
 if TYPE_CHECKING:
     from ndomo.agents.loader import AgentSet
@@ -81,6 +89,9 @@ T = TypeVar("T")
 HostFactory = Callable[[], "Host"]
 # Writes a server-owned file through the editor's buffer when it is open there: False if not.
 OwnedWriter = Callable[[Path, str], Awaitable[bool]]
+# Replaces this App by a freshly loaded one for the same folder (set by the LSP layer, which
+# owns the Apps; None in the CLI): the trust answer then applies at once.
+Reloader = Callable[[], Awaitable["App"]]
 
 
 class NoWorkspace(ActionError):
@@ -106,13 +117,20 @@ class App:
         problems: list[ConfigProblem] | None = None,
         *,
         origin: str = "cli",
+        trust: TrustView | None = None,
+        db_elsewhere: str = "",
     ) -> None:
+        """`trust`: how this folder is trusted (App.load reads the record; an App built
+        directly runs what its caller passed, as trusted). `db_elsewhere`: why the
+        workspace's own database is not used (its sessions go to the user's data dir)."""
         # No root: tools still resolve paths from the current folder, but nothing opens a store.
         self.has_root = root is not None
         self.root = (root if root is not None else Path.cwd()).resolve()
         self.settings = settings or Settings()
         self.config_problems = list(problems or [])
         self.origin = origin  # "lsp" or "cli": who drives this process
+        self.trust = trust or TRUSTED_BY_CALLER
+        self.db_elsewhere = db_elsewhere
         self._store: PlanStore | None = None
         self._store_lock = asyncio.Lock()
         # The runtime once built (`Runtime.of(app)` builds it on first use).
@@ -122,6 +140,7 @@ class App:
         # Set by the LSP layer when an editor drives this App; None in the CLI.
         self.host_factory: HostFactory | None = None
         self.owned_writer: OwnedWriter | None = None
+        self.reloader: Reloader | None = None
         self._closables: list[Closable] = []
         self._instances: dict[type, Any] = {}  # feature-owned singletons, one per class
 
@@ -135,13 +154,31 @@ class App:
         origin: str = "cli",
         client_settings: Any = None,
     ) -> App:
-        settings, problems = load_settings(root, init_options, env, client_settings)
-        return cls(root, settings, problems, origin=origin)
+        """Blocking (files, git): from async code call it through a thread."""
+        init_options, restricted = session_options(init_options)
+        trust = view(root, restricted=restricted)
+        settings, problems = load_settings(
+            root, init_options, env, client_settings, grant=trust.grant
+        )
+        if trust.note and root is not None and "malformed" in trust.note:
+            problems.append(ConfigProblem(key="(trust)", message=trust.note, source="trust record"))
+        elsewhere = ""
+        if root is not None and not trust.trusted and settings.db == Settings().db:
+            elsewhere = foreign_db_reason(root.resolve(), settings.db)
+        return cls(root, settings, problems, origin=origin, trust=trust, db_elsewhere=elsewhere)
 
     @property
     def db_path(self) -> Path:
+        if self.db_elsewhere:  # not this user's own: a private one in the user's data dir
+            digest = hashlib.sha256(str(self.root).encode()).hexdigest()[:16]
+            return user_data_dir() / "untrusted" / digest / "ndomo.db"
         p = Path(os.path.expanduser(self.settings.db))
         return p if p.is_absolute() else self.root / p
+
+    @property
+    def trusted_root(self) -> Path | None:
+        """The root whose project files (agents …) apply: None until the user trusts it."""
+        return self.root if self.trust.trusted else None
 
     @property
     def state_dir(self) -> Path:
@@ -161,7 +198,10 @@ class App:
 
                 fresh = not self.state_dir.exists()
                 self._store = await PlanStore.open(self.db_path, workspace=self.root)
-                if fresh or not (self.state_dir / ".gitignore").exists():
+                # (a database kept elsewhere leaves the workspace's .ndomo/ alone)
+                if not self.db_elsewhere and (
+                    fresh or not (self.state_dir / ".gitignore").exists()
+                ):
                     await asyncio.to_thread(self._write_gitignore)
             return self._store
 
@@ -171,7 +211,8 @@ class App:
         if self.agents is None:
             from ndomo.agents.loader import load_agents_async
 
-            self.agents = await load_agents_async(self.root, modes)
+            # an untrusted folder's own agents are not loaded: the built-ins only
+            self.agents = await load_agents_async(self.trusted_root, modes)
         return self.agents
 
     def close_with(self, closable: Closable) -> None:

@@ -1,4 +1,13 @@
-"""Settings: defaults < .ndomo/config.yaml < LSP initializationOptions < environment.
+"""Settings: defaults < the user's config < the workspace's .ndomo/config.yaml (trusted
+workspaces only) < LSP initializationOptions / editor settings < environment.
+
+The user's own config is `$XDG_CONFIG_HOME/ndomo/config.yaml` (default
+`~/.config/ndomo/config.yaml`), same schema as the workspace's. A workspace's file is read
+only when the user trusted that folder (ndomo.trust), and even then it cannot, without the
+user's confirmation recorded with the trust: send the user's API key to a host it names
+(a key pairs with the `base_url` of its own side), name another environment variable as the
+key, turn the sandbox off or widen `sandbox.home`, drop `secret_globs` or widen
+`modes.design_globs`; its `db` stays inside `.ndomo/`.
 
 A bad key never stops the server: that key falls back to its default and the
 problem is reported (with the file and line when it came from the YAML file).
@@ -18,6 +27,30 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator, model_
 from ndomo.schema import Schema
 
 CONFIG_FILE = Path(".ndomo") / "config.yaml"
+USER_CONFIG_NAME = "config.yaml"
+
+
+def user_config_dir(env: Mapping[str, str] | None = None) -> Path:
+    """`$XDG_CONFIG_HOME/ndomo` (default `~/.config/ndomo`): the user's own settings."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_CONFIG_HOME") or ""
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".config"
+    return root / "ndomo"
+
+
+def user_data_dir(env: Mapping[str, str] | None = None) -> Path:
+    """`$XDG_DATA_HOME/ndomo` (default `~/.local/share/ndomo`): the trust record, the user's
+    approvals and the identities of the databases ndomo created — never in a workspace."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_DATA_HOME") or ""
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".local" / "share"
+    return root / "ndomo"
+
+
+def user_config_file(env: Mapping[str, str] | None = None) -> Path:
+    return user_config_dir(env) / USER_CONFIG_NAME
+
+
 # A mode's name: any mode the runtime registered (`setup(plugins)`); checked against that
 # registry where it is used (the runtime, the catalog), not here — config loads without it.
 ModeName = str
@@ -352,24 +385,244 @@ def _expand_shorthands(layer: dict) -> dict:
     return layer
 
 
+class Grant(Schema):
+    """What the user granted one workspace: trust (its `.ndomo/config.yaml` is read) and the
+    confirmations recorded with it (ndomo.trust), each naming one project setting that
+    needs the user's word: `key:VAR@HOST`, `sandbox.mode=off`, `sandbox.home=[...]`,
+    `secret_globs=[...]`, `modes.design_globs=[...]` (values as canonical JSON)."""
+
+    trusted: bool = False
+    confirmed: frozenset[str] = frozenset()
+
+
+UNTRUSTED = Grant()
+
+
+def confirmation(key: str, value: Any) -> str:
+    """The string a confirmation of `key: value` is recorded as."""
+    import json
+
+    return f"{key}={json.dumps(value, sort_keys=True)}"
+
+
+def key_confirmation(var: str, base_url: str) -> str:
+    """Confirms that the project's `base_url` host may receive the variable `var`."""
+    return f"key:{var}@{host_of(base_url)}"
+
+
+def host_of(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    try:
+        return urlsplit(url).netloc or url
+    except ValueError:
+        return url
+
+
+class Needs(Schema):
+    """A project setting withheld until the user confirms it (`ndomo trust` asks)."""
+
+    key: str
+    value: Any
+    confirmation: str
+    why: str
+
+
+def _get(d: dict, path: tuple[str, ...]) -> Any:
+    for part in path:
+        if not isinstance(d, dict) or part not in d:
+            return None
+        d = d[part]
+    return d
+
+
+def project_needs(project: dict, below: Settings, root: Path) -> list[Needs]:
+    """The settings of a (trusted) project's layer that apply only once the user confirms
+    them: each loosens what the user's own side set (`below`: defaults < user config)."""
+    out: list[Needs] = []
+    sandbox = project.get("sandbox")
+    mode = _get(project, ("sandbox", "mode")) if isinstance(sandbox, dict) else None
+    if mode == "off":
+        out.append(
+            Needs(
+                key="sandbox.mode",
+                value="off",
+                confirmation=confirmation("sandbox.mode", "off"),
+                why="turns the OS sandbox off for shell commands",
+            )
+        )
+    home = _get(project, ("sandbox", "home"))
+    if isinstance(home, list) and not set(home) <= set(below.sandbox.home):
+        wider = sorted(set(home) - set(below.sandbox.home))
+        out.append(
+            Needs(
+                key="sandbox.home",
+                value=home,
+                confirmation=confirmation("sandbox.home", home),
+                why=f"lets sandboxed commands read {', '.join(map(str, wider))}",
+            )
+        )
+    globs = project.get("secret_globs")
+    if isinstance(globs, list) and not set(below.secret_globs) <= set(globs):
+        dropped = sorted(set(below.secret_globs) - set(globs))
+        out.append(
+            Needs(
+                key="secret_globs",
+                value=globs,
+                confirmation=confirmation("secret_globs", globs),
+                why=f"stops treating {', '.join(dropped)} as secrets",
+            )
+        )
+    design = _get(project, ("modes", "design_globs"))
+    if isinstance(design, list) and not set(design) <= set(below.modes.design_globs):
+        wider = sorted(set(design) - set(below.modes.design_globs))
+        out.append(
+            Needs(
+                key="modes.design_globs",
+                value=design,
+                confirmation=confirmation("modes.design_globs", design),
+                why=f"lets discussion mode write {', '.join(map(str, wider))}",
+            )
+        )
+    model: dict = project["model"] if isinstance(project.get("model"), dict) else {}
+    var = model.get("api_key_env")
+    if isinstance(var, str) and var:
+        url = model.get("base_url") or below.model.base_url
+        out.append(
+            Needs(
+                key="model.api_key_env",
+                value=var,
+                confirmation=key_confirmation(var, url),
+                why=f"sends ${var} as the API key to {host_of(url)}",
+            )
+        )
+    return out
+
+
+def _db_inside(value: Any, root: Path) -> bool:
+    """A project's `db` must be a file inside the workspace's own `.ndomo/`."""
+    if not isinstance(value, str) or not value or value.startswith("~"):
+        return False
+    path = Path(value)
+    if path.is_absolute():
+        return False
+    state = (root / ".ndomo").resolve()
+    return state.is_relative_to(root.resolve()) and (root / path).resolve().is_relative_to(state)
+
+
+def _gate_project(
+    project: dict, below: Settings, root: Path, grant: Grant, source: str, problems: list
+) -> dict:
+    """The project layer minus what it may not set without the user's confirmation."""
+    project = copy.deepcopy(project)
+    for need in project_needs(project, below, root):
+        if need.confirmation in grant.confirmed or need.key == "model.api_key_env":
+            continue  # the key variable is paired (or not) with its host after the merge
+        _delete_path(project, tuple(need.key.split(".")))
+        problems.append(
+            ConfigProblem(
+                key=need.key,
+                message=f"not applied: it {need.why}; `ndomo trust` asks you to confirm it",
+                source=source,
+            )
+        )
+    if "db" in project and not _db_inside(project["db"], root):
+        problems.append(
+            ConfigProblem(
+                key="db",
+                message=f"{project['db']!r} is outside this workspace's .ndomo/: refused",
+                source=source,
+            )
+        )
+        del project["db"]
+    return project
+
+
+def _pair_key(
+    merged: dict,
+    base: Settings,
+    project: dict,
+    higher: list[dict],
+    grant: Grant,
+    source: str,
+    problems: list,
+) -> None:
+    """The API key goes only to the endpoint configured beside it: a `base_url` from the
+    project gets no key of the user's (only a project-named variable the user confirmed
+    for that host, or the project's own literal key); a project's `api_key_env` never
+    replaces the user's unless confirmed."""
+    model = merged.setdefault("model", {})
+    pmodel: dict = project["model"] if isinstance(project.get("model"), dict) else {}
+    url_from_project = (
+        "base_url" in pmodel
+        and pmodel["base_url"] != base.model.base_url  # the user's own endpoint, repeated
+        and not any("base_url" in (h.get("model") or {}) for h in higher)
+    )
+    url = model.get("base_url") or ModelConfig().base_url
+    var = pmodel.get("api_key_env")
+    confirmed = isinstance(var, str) and key_confirmation(var, url) in grant.confirmed
+    if url_from_project:
+        model["api_key"] = pmodel.get("api_key")
+        model["api_key_env"] = var if confirmed else ""
+        if not confirmed and not pmodel.get("api_key"):
+            problems.append(
+                ConfigProblem(
+                    key="model.base_url",
+                    message=f"set by the project: no API key of yours is sent to {host_of(url)}"
+                    + (
+                        f" (pairing ${var} with it needs your confirmation: `ndomo trust`)"
+                        if var
+                        else ""
+                    ),
+                    source=source,
+                )
+            )
+        return
+    if "api_key" in pmodel and not any("api_key" in (h.get("model") or {}) for h in higher):
+        model["api_key"] = base.model.api_key  # the project's key is not for this endpoint
+    if var and not confirmed and not any("api_key_env" in (h.get("model") or {}) for h in higher):
+        model["api_key_env"] = base.model.api_key_env
+        problems.append(
+            ConfigProblem(
+                key="model.api_key_env",
+                message=f"set by the project: ${var} is not sent to {host_of(url)} without "
+                "your confirmation (`ndomo trust`)",
+                source=source,
+            )
+        )
+
+
 def load_settings(
     root: Path | None,
     init_options: Any = None,
     env: Mapping[str, str] | None = None,
     client_settings: Any = None,
+    *,
+    grant: Grant = UNTRUSTED,
+    user_config: Path | None = None,
 ) -> tuple[Settings, list[ConfigProblem]]:
-    """Merge the sources (config.yaml < initializationOptions < the editor's live settings
-    < environment); bad keys fall back to defaults and are reported."""
+    """Merge the sources (user config < the workspace's config.yaml when `grant.trusted` <
+    initializationOptions < the editor's live settings < environment); bad keys fall back
+    to defaults and are reported. `user_config`: the user's file (default: the XDG one)."""
     env = os.environ if env is None else env
     problems: list[ConfigProblem] = []
-    layers: list[dict] = []
-    if root is not None:
+    below: list[dict] = []  # the user's side under the project: defaults < user config
+    upath = user_config if user_config is not None else user_config_file()
+    data, node = read_yaml_layer(upath, problems)
+    below.append(_clean_layer(data, str(upath), node, problems))
+    project: dict = {}
+    source = ""
+    base = _merged(below)
+    if root is not None and grant.trusted:
         path = root / CONFIG_FILE
+        source = str(path)
         data, node = read_yaml_layer(path, problems)
-        layers.append(_clean_layer(data, str(path), node, problems))
+        project = _expand_shorthands(_clean_layer(data, source, node, problems))
+        project = _gate_project(project, base, root, grant, source, problems)
+    higher: list[dict] = []
     if init_options is not None:
         if isinstance(init_options, dict):
-            layers.append(_clean_layer(init_options, "initializationOptions", None, problems))
+            higher.append(_clean_layer(init_options, "initializationOptions", None, problems))
         else:
             problems.append(
                 ConfigProblem(
@@ -378,18 +631,40 @@ def load_settings(
             )
     if client_settings is not None:  # workspace/configuration or didChangeConfiguration
         if isinstance(client_settings, dict):
-            layers.append(_clean_layer(client_settings, "editor settings", None, problems))
+            higher.append(_clean_layer(client_settings, "editor settings", None, problems))
         else:
             problems.append(
                 ConfigProblem(key="(all)", message="must be an object", source="editor settings")
             )
-    layers.append(_clean_layer(env_layer(env), "environment", None, problems))
+    higher.append(_clean_layer(env_layer(env), "environment", None, problems))
+    higher = [_expand_shorthands(h) for h in higher]
     merged: dict = {}
-    for layer in layers:
+    for layer in [*below, project, *higher]:
         merged = _merge(merged, _expand_shorthands(layer))
+    if project:
+        _pair_key(merged, base, project, higher, grant, source, problems)
     try:
         settings = Settings.model_validate(merged)
     except ValidationError as exc:  # layers valid alone but not together: keep defaults
         problems.append(ConfigProblem(key="(merged)", message=str(exc), source="configuration"))
         settings = Settings()
     return settings, problems
+
+
+def _merged(layers: list[dict]) -> Settings:
+    merged: dict = {}
+    for layer in layers:
+        merged = _merge(merged, _expand_shorthands(layer))
+    try:
+        return Settings.model_validate(merged)
+    except ValidationError:
+        return Settings()
+
+
+def read_project_layer(root: Path) -> dict:
+    """The workspace's `.ndomo/config.yaml` as written (valid keys only), for listing what
+    a folder would configure; never applied from here."""
+    problems: list[ConfigProblem] = []
+    path = root / CONFIG_FILE
+    data, node = read_yaml_layer(path, problems)
+    return _expand_shorthands(_clean_layer(data, str(path), node, problems))

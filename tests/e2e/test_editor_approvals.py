@@ -10,6 +10,7 @@ from pygls.uris import from_fs_path
 from tests.e2e.conftest import command
 from tests.e2e.editor_support import EditorDisk, wait_for
 from tests.fakes.fake_model import FakeModel
+from tests.trusting import trust
 
 CHOICES = ["Once", "Session", "Always", "Deny"]
 
@@ -74,6 +75,7 @@ async def test_always_allow_is_not_asked_again_until_revoked(lsp, tmp_path):
 async def test_review_edits_and_agent_file_diagnostics(lsp, tmp_path):
     agents = tmp_path / ".ndomo" / "agents"
     agents.mkdir(parents=True)
+    trust(tmp_path)  # a folder's agent files are read once the user trusts it
     bad = agents / "helper.md"
     bad.write_text("---\ndescription: helps\nmode: sometimes\n---\nYou help.\n", encoding="utf-8")
     (tmp_path / "app.py").write_text("x = 1\n", encoding="utf-8")

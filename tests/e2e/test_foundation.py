@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 
@@ -13,6 +14,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import from_fs_path
 
 from tests.e2e.conftest import command
+from tests.trusting import trust
 
 
 async def test_initialize_advertises_commands_code_actions_and_incremental_sync(lsp, tmp_path):
@@ -67,6 +69,7 @@ async def test_bad_config_starts_reports_once_and_marks_each_bad_line(lsp, tmp_p
         "  default: autopilot\n",
         encoding="utf-8",
     )
+    trust(tmp_path)  # an untrusted folder's file is not read at all
     client = await lsp.start(tmp_path)
     # the server keeps serving and uses the good keys
     report = await command(client, "ndomo.health", {"probe_model": False})
@@ -87,7 +90,13 @@ async def test_bad_config_starts_reports_once_and_marks_each_bad_line(lsp, tmp_p
 async def test_cli_health_json_is_the_lsp_report(lsp, tmp_path):
     client = await lsp.start(tmp_path)
     over_lsp = await command(client, "ndomo.health", {})
-    env = {"PATH": "/usr/bin:/bin", "NDOMO_BASE_URL": "http://127.0.0.1:9/v1"}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "NDOMO_BASE_URL": "http://127.0.0.1:9/v1",
+        # the same user: the same trust record and user store as the server's
+        "XDG_DATA_HOME": os.environ["XDG_DATA_HOME"],
+        "XDG_CONFIG_HOME": os.environ["XDG_CONFIG_HOME"],
+    }
     out = await asyncio.to_thread(
         subprocess.run,
         [sys.executable, "-m", "ndomo", "health", "--json", "--workspace", str(tmp_path)],

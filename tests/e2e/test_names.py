@@ -10,6 +10,7 @@ import sys
 
 from tests import throwaway
 from tests.e2e.conftest import command
+from tests.trusting import trust
 
 
 def names(entries: list[dict]) -> list[str]:
@@ -77,6 +78,7 @@ def cli(*args: str, cwd) -> subprocess.CompletedProcess:
 def test_cli_choices_list_and_accept_the_throwaway_mode_and_agent(tmp_path):
     (tmp_path / ".git").mkdir()
     throwaway.add_agent(tmp_path)
+    trust(tmp_path)  # the project agent applies in a folder the user trusted
     out = cli("catalog", "--json", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     cat = json.loads(out.stdout)

@@ -62,12 +62,11 @@ def _outliving_servers(marker: str, grace: float = 30.0) -> list[int]:
     return left
 
 
-def trust_folder(root: Path, out_dir: Path) -> None:
-    """`ndomo trust ROOT` for the user the Neovim runs of `out_dir` stand for (their XDG data
-    dir, see _start_nvim): a folder whose store or `.ndomo/` a test prepares is one the user
+def trust_folder(root: Path) -> None:
+    """`ndomo trust ROOT` as the user the Neovim runs stand for (the suite's XDG data dir, which
+    _start_nvim keeps): a folder whose store or `.ndomo/` a test prepares is one the user
     trusted (an untrusted folder's store lives in the user's data dir, its agents are ignored)."""
-    env = {**os.environ, "XDG_DATA_HOME": str(out_dir / "xdg" / "data"), "XDG_CONFIG_HOME": str(out_dir / "xdg" / "config")}
-    proc = subprocess.run([sys.executable, "-m", "ndomo", "trust", str(root)], env=env, stdin=subprocess.DEVNULL,
+    proc = subprocess.run([sys.executable, "-m", "ndomo", "trust", str(root)], stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -81,7 +80,9 @@ def _start_nvim(script: Path, env: dict[str, str], out: Path) -> subprocess.Pope
     )
     # Neovim's state (swap files, lsp.log), data, config and cache stay in the test's folder:
     # a killed Neovim leaves no swap file in the real home for the next run to trip on (E325).
-    xdg = {f"XDG_{k}_HOME": str(out.parent / "xdg" / k.lower()) for k in ("STATE", "DATA", "CONFIG", "CACHE")}
+    # XDG_DATA_HOME stays the suite's (`--clean` writes no shada there): the `ndomo serve` Neovim
+    # starts shares the test's trust record and the identities of the databases it created.
+    xdg = {f"XDG_{k}_HOME": str(out.parent / "xdg" / k.lower()) for k in ("STATE", "CONFIG", "CACHE")}
     full_env = {**os.environ, **xdg, **env, "NDOMO_TEST_OUT": str(out)}
     return subprocess.Popen(
         [NVIM, "--headless", "--clean", "-u", str(init)],
@@ -226,7 +227,7 @@ def workspace(tmp_path: Path) -> Path:
     (root / ".git").mkdir(parents=True)
     (root / "calc.py").write_text(SOURCE, encoding="utf-8")
     asyncio.run(_make_plan(root))
-    trust_folder(root, tmp_path)
+    trust_folder(root)
     return root
 
 

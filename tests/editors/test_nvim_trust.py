@@ -5,6 +5,7 @@ and `:Ndomo trust` / `:Ndomo trust revoke`."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -36,6 +37,8 @@ def _run(ws: Path, tmp: Path, name: str, steps: list[str], pick: str | None) -> 
     home.mkdir(exist_ok=True)
     env = {
         "HOME": str(home),
+        # this test's own user data (the trust record): fresh for the test, shared by its runs
+        "XDG_DATA_HOME": str(tmp / "xdg" / "data"),
         "NDOMO_TEST_FILE": str(ws / "calc.py"),
         "NDOMO_TEST_PYTHON": sys.executable,
         "NDOMO_BASE_URL": fake.url,
@@ -75,7 +78,8 @@ def test_the_trust_question_appears_once_and_the_answer_persists(ws: Path, tmp_p
     assert "untrusted" not in first["attach_status"], first["attach_status"]
     assert first["attach_agent"] is True  # the folder's own agent applies now
     # the record is the user's (the fake XDG data dir), not the repository's
-    assert any((tmp_path / "xdg" / "data").rglob("*")), "no trust record in the user's data dir"
+    record = json.loads((tmp_path / "xdg" / "data" / "ndomo" / "trust.json").read_text(encoding="utf-8"))
+    assert record["workspaces"][str(ws.resolve())]["state"] == "trusted", record
 
     second = _run(ws, tmp_path, "second", ["attach", "revoke"], pick=None)
     assert _trust_questions(second) == [], "asked again after a restart"

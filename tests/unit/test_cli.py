@@ -7,6 +7,7 @@ import json
 import pytest
 
 from ndomo.terminal.cli import build_parser, find_workspace, main
+from tests.trusting import trust
 
 
 def test_every_cli_action_has_a_subcommand():
@@ -104,6 +105,7 @@ def test_health_prints_config_problems_once(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("NDOMO_BASE_URL", "http://127.0.0.1:9/v1")
     (tmp_path / ".ndomo").mkdir()
     (tmp_path / ".ndomo" / "config.yaml").write_text("history_chars: lots\n", encoding="utf-8")
+    trust(tmp_path)  # an untrusted folder's file is not read at all
     main(["health", "--no-probe-model", "--workspace", str(tmp_path)])
     out = capsys.readouterr()
     assert (out.out + out.err).count("history_chars") == 1, out

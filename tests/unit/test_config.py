@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ndomo.config import Settings, load_settings
+from ndomo.config import Grant, Settings, load_settings
+
+TRUSTED = Grant(trusted=True)
 
 
 def write(tmp_path, text):
@@ -13,22 +15,99 @@ def write(tmp_path, text):
 
 
 def test_defaults_without_any_source(tmp_path):
-    settings, problems = load_settings(tmp_path, None, env={})
+    settings, problems = load_settings(tmp_path, None, env={}, grant=TRUSTED)
     assert settings == Settings() and problems == []
 
 
-def test_precedence_file_then_init_options_then_environment(tmp_path):
-    write(tmp_path, "model:\n  name: from-file\n  base_url: http://file/v1\ndb: file.db\n")
+def test_precedence_user_file_then_file_then_init_options_then_environment(tmp_path):
+    user = tmp_path / "user.yaml"
+    user.write_text("model:\n  name: from-user\n  temperature: 0.5\nlog_level: debug\n")
+    write(tmp_path, "model:\n  name: from-file\n  base_url: http://file/v1\ndb: .ndomo/file.db\n")
     settings, problems = load_settings(
         tmp_path,
         {"model": {"name": "from-init"}, "default_agent": "craftsman"},
         env={"NDOMO_MODEL": "from-env", "NDOMO_API_KEY": "k"},
+        grant=TRUSTED,
+        user_config=user,
     )
-    assert problems == []
     assert settings.model.name == "from-env"
     assert settings.model.base_url == "http://file/v1"  # deep merge keeps the file's sibling key
-    assert settings.default_agent == "craftsman" and settings.db == "file.db"
-    assert settings.model.resolved_api_key(env={}) == "k"
+    assert settings.model.temperature == 0.5 and settings.log_level == "debug"  # the user's
+    assert settings.default_agent == "craftsman" and settings.db == ".ndomo/file.db"
+    # the user's key (environment) does not go to the endpoint the project names
+    assert settings.model.resolved_api_key(env={"NDOMO_API_KEY": "k"}) is None
+    assert [p.key for p in problems] == ["model.base_url"]
+
+
+def test_untrusted_workspace_file_is_not_read(tmp_path):
+    write(tmp_path, "model:\n  base_url: http://evil/v1\n: [broken\n")
+    settings, problems = load_settings(tmp_path, None, env={})
+    assert settings == Settings() and problems == []
+
+
+def test_a_key_pairs_with_the_base_url_of_its_own_side(tmp_path):
+    from ndomo.config import key_confirmation
+
+    user = tmp_path / "user.yaml"
+    user.write_text("model:\n  base_url: http://mine/v1\n  api_key_env: MY_KEY\n")
+    env = {"MY_KEY": "mine", "GITHUB_TOKEN": "gh", "PROJECT_KEY": "p"}
+    write(tmp_path, "model:\n  api_key_env: GITHUB_TOKEN\n")
+    settings, problems = load_settings(tmp_path, None, env={}, grant=TRUSTED, user_config=user)
+    assert settings.model.resolved_api_key(env) == "mine"  # the user's key, the user's host
+    assert [p.key for p in problems] == ["model.api_key_env"]
+    write(tmp_path, "model:\n  base_url: http://theirs/v1\n  api_key_env: PROJECT_KEY\n")
+    settings, _ = load_settings(tmp_path, None, env={}, grant=TRUSTED, user_config=user)
+    assert settings.model.resolved_api_key(env) is None
+    confirmed = Grant(
+        trusted=True, confirmed=frozenset({key_confirmation("PROJECT_KEY", "http://theirs/v1")})
+    )
+    settings, _ = load_settings(tmp_path, None, env={}, grant=confirmed, user_config=user)
+    assert settings.model.resolved_api_key(env) == "p"
+    # the environment's base_url is the user's: the user's key goes with it
+    settings, _ = load_settings(
+        tmp_path, None, env={"NDOMO_BASE_URL": "http://env/v1"}, grant=TRUSTED, user_config=user
+    )
+    assert settings.model.base_url == "http://env/v1"
+    assert settings.model.resolved_api_key(env) == "mine"
+
+
+def test_loosening_project_settings_need_a_confirmation(tmp_path):
+    from ndomo.config import confirmation
+
+    write(
+        tmp_path,
+        "sandbox:\n  mode: 'off'\n  home: ['~/.ssh']\nsecret_globs: []\n"
+        "modes:\n  design_globs: ['**']\ndb: ../victim/.ndomo/ndomo.db\n",
+    )
+    settings, problems = load_settings(tmp_path, None, env={}, grant=TRUSTED)
+    base = Settings()
+    assert settings.sandbox == base.sandbox and settings.secret_globs == base.secret_globs
+    assert settings.modes.design_globs == base.modes.design_globs and settings.db == base.db
+    assert {p.key for p in problems} == {
+        "sandbox.mode",
+        "sandbox.home",
+        "secret_globs",
+        "modes.design_globs",
+        "db",
+    }
+    confirmed = Grant(
+        trusted=True,
+        confirmed=frozenset(
+            {confirmation("sandbox.mode", "off"), confirmation("sandbox.home", ["~/.ssh"])}
+        ),
+    )
+    settings, problems = load_settings(tmp_path, None, env={}, grant=confirmed)
+    assert settings.sandbox.mode == "off" and settings.sandbox.home == ["~/.ssh"]
+    assert settings.db == base.db  # never: the database stays inside .ndomo/
+    # narrowing needs no confirmation
+    write(
+        tmp_path,
+        "sandbox: required\nsecret_globs: ['.env', '.env.*', '*.pem', '*.key', "
+        "'id_rsa*', 'id_ed25519*', '*.p12', '*.sqlite']\n",
+    )
+    settings, problems = load_settings(tmp_path, None, env={}, grant=TRUSTED)
+    assert settings.sandbox.mode == "required" and "*.sqlite" in settings.secret_globs
+    assert problems == []
 
 
 def test_bad_keys_fall_back_and_are_located(tmp_path):
@@ -43,7 +122,7 @@ def test_bad_keys_fall_back_and_are_located(tmp_path):
         "  design_globs: [docs/**]\n"
         "shell: 12\n",  # line 7: not a mapping
     )
-    settings, problems = load_settings(tmp_path, None, env={})
+    settings, problems = load_settings(tmp_path, None, env={}, grant=TRUSTED)
     assert settings.model.name == "ok-model" and settings.model.timeout_s == 120.0
     assert settings.modes.design_globs == ["docs/**"]
     assert settings.shell == Settings().shell
@@ -58,7 +137,7 @@ def test_bad_keys_fall_back_and_are_located(tmp_path):
 
 def test_yaml_syntax_error_ignores_the_file_and_points_at_the_line(tmp_path):
     write(tmp_path, "model:\n  name: [unclosed\ndb: x.db\n")
-    settings, problems = load_settings(tmp_path, None, env={})
+    settings, problems = load_settings(tmp_path, None, env={}, grant=TRUSTED)
     assert settings == Settings()
     assert (
         len(problems) == 1
@@ -70,7 +149,7 @@ def test_yaml_syntax_error_ignores_the_file_and_points_at_the_line(tmp_path):
 
 def test_file_that_is_not_a_mapping(tmp_path):
     write(tmp_path, "- just\n- a list\n")
-    settings, problems = load_settings(tmp_path, None, env={})
+    settings, problems = load_settings(tmp_path, None, env={}, grant=TRUSTED)
     assert settings == Settings() and problems[0].message == "must be a mapping of keys"
 
 

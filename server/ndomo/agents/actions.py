@@ -127,5 +127,6 @@ async def agents_list(app: App, params: NoParams) -> AgentList:
     """Read fresh from disk, so an edited agent file shows up without a restart."""
     from ndomo.runtime.runtime import Runtime  # lazy: the runtime imports the agent features
 
-    aset = await load_agents_async(app.root, Runtime.of(app).plugins.modes)
+    # an untrusted folder's own agents are not listed: they are not loaded
+    aset = await load_agents_async(app.trusted_root, Runtime.of(app).plugins.modes)
     return describe_agents([aset.agents[n] for n in aset.names()], aset.problems, app.root)

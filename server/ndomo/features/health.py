@@ -80,6 +80,14 @@ class InstructionsHealth(Schema):
     files: list[InstructionFile]  # each instruction file found, with what went into the prompt
 
 
+class TrustHealth(Schema):
+    state: str  # trusted | untrusted | unknown
+    record: str  # the trust record's path (the user's data directory)
+    note: str  # why untrusted whatever the record says (Restricted Mode, a malformed record)
+    skipped: list[str]  # what the folder configures and is not applied (untrusted)
+    database: str  # why the workspace's own database is not used ("" when it is)
+
+
 class HealthReport(Schema):
     ok: bool
     version: str
@@ -90,6 +98,35 @@ class HealthReport(Schema):
     agents: AgentsHealth
     sandbox: SandboxHealth
     instructions: InstructionsHealth | None = None
+    trust: TrustHealth | None = None
+
+
+async def _trust(app: App) -> TrustHealth:
+    from ndomo.trust import configures, record_path
+
+    skipped: list[str] = []
+    if app.has_root and not app.trust.trusted:
+        skipped = await asyncio.to_thread(configures, app.root, app.settings, app.db_elsewhere)
+    return TrustHealth(
+        state=app.trust.state,
+        record=str(record_path()),
+        note=app.trust.note,
+        skipped=skipped,
+        database=app.db_elsewhere,
+    )
+
+
+def _render_trust(r: dict) -> list[str]:
+    t = r.get("trust")
+    if not t:
+        return []
+    lines = [f"trust     {t['state']}" + (f" ({t['note']})" if t["note"] else "")]
+    if t["skipped"]:
+        lines.append(f"          skipped until you run `ndomo trust {r['workspace']}`:")
+        lines += [f"            - {item}" for item in t["skipped"]]
+    if t["database"]:
+        lines.append(f"          database: {t['database']}; sessions kept in your data directory")
+    return lines
 
 
 async def _database(app: App) -> DatabaseHealth:
@@ -175,7 +212,7 @@ async def _agents(app: App) -> AgentsHealth:
 
     try:
         modes = Runtime.of(app).plugins.modes
-        aset = await asyncio.to_thread(load_agents, app.root, modes)
+        aset = await asyncio.to_thread(load_agents, app.trusted_root, modes)
     except Exception as exc:  # noqa: BLE001 - health reports any failure as its answer, never raises
         return AgentsHealth(
             loaded=0,
@@ -264,6 +301,7 @@ def render_health(r: dict) -> str:
     mark = {True: "ok", False: "FAIL", None: "-"}
     lines = [
         f"ndomo {r['version']}  workspace {r['workspace']}",
+        *_render_trust(r),
         f"config    {mark[r['config']['ok']]}",
         *[
             f"          {p['source']}:{(p['line'] or 0) + 1}: {p['key']}: {p['message']}"
@@ -293,12 +331,13 @@ def render_health(r: dict) -> str:
     shows_config=True,
 )
 async def health(app: App, params: HealthParams) -> HealthReport:
-    db, model, agents, sandbox, instructions = await asyncio.gather(
+    db, model, agents, sandbox, instructions, trust = await asyncio.gather(
         _database(app),
         _model(app, params.probe_model),
         _agents(app),
         _sandbox(app),
         _instructions(app),
+        _trust(app),
     )
     config = ConfigHealth(ok=not app.config_problems, problems=app.config_problems)
     ok = config.ok and db.ok and model.ok is not False and not agents.problems and sandbox.ok
@@ -312,4 +351,5 @@ async def health(app: App, params: HealthParams) -> HealthReport:
         agents=agents,
         sandbox=sandbox,
         instructions=instructions,
+        trust=trust,
     )

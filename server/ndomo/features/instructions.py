@@ -2,7 +2,8 @@
 
 Read in the configured order while the size cap lasts (a file past the cap is cut, and the
 prompt says so); a file that resolves outside the workspace is skipped. `ndomo health` shows
-what was read. `instructions.enabled: false` turns it off.
+what was read. `instructions.enabled: false` turns it off. A folder the user has not
+trusted (ndomo.trust) gives none: its files are listed as skipped.
 """
 
 from __future__ import annotations
@@ -39,6 +40,13 @@ def read_instructions(app: App) -> Instructions:
     cfg = app.settings.instructions
     if not cfg.enabled:
         return Instructions(enabled=False, max_chars=cfg.max_chars, files=[])
+    if not app.trust.trusted:  # a repository's text is no instruction until the user trusts it
+        skipped = [
+            InstructionFile(path=rel, chars=0, used=0, note="folder not trusted: skipped")
+            for rel in cfg.files
+            if (app.root / rel).is_file()
+        ]
+        return Instructions(enabled=True, max_chars=cfg.max_chars, files=skipped)
     left = cfg.max_chars
     files: list[InstructionFile] = []
     parts: list[str] = []

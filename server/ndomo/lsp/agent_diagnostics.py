@@ -70,7 +70,7 @@ class AgentDiagnosticsFeature(Feature):
         from ndomo.agents.loader import load_agents_async
         from ndomo.runtime.runtime import Runtime
 
-        agents = await load_agents_async(app.root, Runtime.of(app).plugins.modes)
+        agents = await load_agents_async(app.trusted_root, Runtime.of(app).plugins.modes)
         app.agents = agents
         diags = agent_diagnostics(agents)
         for uri in sorted(set(diags) | self.published.get(app.root, set())):

@@ -38,6 +38,8 @@ LSP_ACTION_NAMES: tuple[str, ...] = (
     "task.next",
     "task.status",
     "toolcall.cancel",
+    "trust.get",
+    "trust.set",
     "turn",
     "undo",
 )
@@ -58,6 +60,7 @@ READ_ONLY_ACTIONS: frozenset[str] = frozenset(
         "plan.show",
         "reflex.list",
         "session.export",
+        "trust.get",
         "session.list",
         "session.open",
         "status",

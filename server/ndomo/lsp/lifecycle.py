@@ -103,7 +103,10 @@ class LifecycleFeature(Feature):
             )
         except Exception as exc:  # never die at start-up: run on defaults
             log.exception("loading configuration failed")
-            app = App(root, origin="lsp")
+            from ndomo.trust import TrustView
+
+            untrusted = TrustView(root=str(root or ""), state="untrusted", note=str(exc))
+            app = App(root, origin="lsp", trust=untrusted)
             ls.notify_error(f"ndomo: configuration could not be loaded: {exc}")
         try:  # the runtime's plugins import every tool module: in a thread, not on the loop
             plugins = ls.plugins or await asyncio.to_thread(warmup.plugins)
@@ -112,8 +115,31 @@ class LifecycleFeature(Feature):
             log.exception("building the runtime's plugins failed")
         return app
 
+    async def reload_folder(self, old: App) -> App:
+        """Replace a folder's App by a fresh load (its trust changed): the old one's
+        features let go and it closes; the new one starts its features."""
+        ls = self.server
+        async with self._folders_lock:
+            keys = [k for k, a in ls.apps.items() if a is old]
+            if not keys:  # replaced or removed meanwhile: the current one, if any
+                return ls.apps.get(old.root if old.has_root else None, old)
+            key = keys[0]
+            for feat in ls.features:
+                try:
+                    await feat.on_close(old)
+                except Exception:
+                    log.exception("feature %s failed to let go of %s", feat.name, old.root)
+            await old.aclose()
+            app = await self._load(key)
+            ls.apps[key] = app
+            await self._start_features(app)
+        if not ls.closing:
+            ls.spawn(self._warm([app]))
+        return app
+
     async def _start_features(self, app: App) -> None:
         ls = self.server
+        app.reloader = lambda: self.reload_folder(app)
         if app.no_store_reason:  # said once; commands that need the store repeat why
             ls.window_show_message(
                 types.ShowMessageParams(

@@ -24,15 +24,19 @@ def _catalog(server: NdomoServer) -> dict[str, Any]:
     from ndomo.agents.loader import load_agents
     from ndomo.config import load_settings
     from ndomo.features.catalog import build_catalog
+    from ndomo.trust import session_options, view
 
     root = server.workspace_roots()[0]  # the first folder's (each folder may add its own agents)
     plugins = server.plugins = warmup.plugins()
-    settings, _problems = load_settings(root, server.init_options)  # reported at `initialized`
-    agents = load_agents(root, plugins.modes)
+    options, restricted = session_options(server.init_options)
+    trust = view(root, restricted=restricted)
+    # reported at `initialized`
+    settings, _problems = load_settings(root, options, grant=trust.grant)
+    agents = load_agents(root if trust.trusted else None, plugins.modes)
     cat = build_catalog(plugins.modes, agents, settings)
     for problem in cat.problems:  # a default naming a mode or agent nobody registered
         log.warning("config: %s", problem)
-    return cat.model_dump()
+    return {**cat.model_dump(), "trust": trust.state}  # the first folder's
 
 
 async def advertise(server: NdomoServer) -> dict[str, Any]:

@@ -13,6 +13,7 @@ its arguments belong to the editor, which restarts the server for those.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -95,8 +96,13 @@ class SettingsFeature(Feature):
 
         ls = self.server
         root = app.root if app.has_root else None
+        from ndomo.trust import session_options
+
+        options, _restricted = session_options(ls.init_options)
         settings, problems = await asyncio.to_thread(
-            load_settings, root, ls.init_options, None, client_settings
+            functools.partial(
+                load_settings, root, options, None, client_settings, grant=app.trust.grant
+            )
         )
         old = app.settings
         if settings.db != old.db:  # the store is open on the old path

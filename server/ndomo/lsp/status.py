@@ -40,7 +40,8 @@ class StatusFeature(Feature):
 
         async def send(status: Status) -> None:  # `folder`: whose status, with several folders
             self.server.protocol.notify(
-                "ndomo/status", {**status.model_dump(mode="json"), "folder": folder}
+                "ndomo/status",
+                {**status.model_dump(mode="json"), "folder": folder, "trust": app.trust.state},
             )
 
         rt.status_listeners.add(send)

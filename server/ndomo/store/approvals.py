@@ -1,18 +1,27 @@
-"""Remembered permission answers ('always allow npm test here'); deny beats allow."""
+"""Remembered permission answers ('always allow npm test here'); deny beats allow.
+
+They are the user's, not the repository's: kept in the user's own store
+(`store/user.py`, `$XDG_DATA_HOME/ndomo/user.db`) keyed by the workspace's real path, so a
+`.ndomo/ndomo.db` shipped with a repository (its `approvals` table included) approves nothing.
+"""
 
 from __future__ import annotations
 
-import sqlite3
-from fnmatch import fnmatchcase
+import asyncio
+import os
 
+from ndomo.store import user
 from ndomo.store.base import StoreBase
 from ndomo.store.core import ensure_session_row
-from ndomo.store.db import now
-from ndomo.store.errors import Invalid, NotFound
+from ndomo.store.errors import Invalid
 from ndomo.store.models import Approval
 
 
 class ApprovalOps(StoreBase):
+    @property
+    def _owner(self) -> str:
+        return os.path.realpath(self.workspace)
+
     async def save_approval(
         self,
         permission: str,
@@ -30,68 +39,25 @@ class ApprovalOps(StoreBase):
             raise Invalid("a session-scoped approval needs a session_id", field="session_id")
         if not permission or not pattern:
             raise Invalid("permission and pattern must be non-empty", field="pattern")
-        row = await self._write(_save, permission, pattern, action, scope, session_id)
-        return Approval.model_validate(dict(row))
+        if scope == "session" and session_id:  # a session is created on first use, as elsewhere
+            await self._write(ensure_session_row, session_id)
+        row = await asyncio.to_thread(
+            user.save_approval, self._owner, permission, pattern, action, scope, session_id
+        )
+        return Approval.model_validate(row)
 
     async def list_approvals(self, session_id: str | None = None) -> list[Approval]:
         """Project-wide approvals plus, when given, that session's."""
-        rows = await self._all(
-            "SELECT * FROM approvals WHERE scope = 'project' OR session_id = ? ORDER BY id",
-            (session_id,),
-        )
-        return [Approval.model_validate(dict(r)) for r in rows]
+        rows = await asyncio.to_thread(user.list_approvals, self._owner, session_id)
+        return [Approval.model_validate(r) for r in rows]
 
     async def revoke_approval(self, approval_id: int) -> None:
-        await self._write(_revoke, approval_id)
+        await asyncio.to_thread(user.revoke_approval, self._owner, approval_id)
 
     async def find_approval(
         self, permission: str, subject: str, session_id: str | None = None
     ) -> str | None:
         """'deny', 'allow' or None; patterns are fnmatch globs over the subject."""
-        rows = await self._all(
-            "SELECT pattern, action FROM approvals WHERE permission = ?"
-            " AND (scope = 'project' OR session_id = ?)",
-            (permission, session_id),
+        return await asyncio.to_thread(
+            user.find_approval, self._owner, permission, subject, session_id
         )
-        hits = {r["action"] for r in rows if fnmatchcase(subject, r["pattern"])}
-        if "deny" in hits:
-            return "deny"
-        return "allow" if "allow" in hits else None
-
-
-# ------------------------------------------------------------ on the store's thread
-
-
-def _save(
-    conn: sqlite3.Connection,
-    permission: str,
-    pattern: str,
-    action: str,
-    scope: str,
-    session_id: str | None,
-) -> sqlite3.Row:
-    if session_id:
-        ensure_session_row(conn, session_id)
-    existing = conn.execute(
-        "SELECT id FROM approvals WHERE scope = ? AND coalesce(session_id, '') = ?"
-        " AND permission = ? AND pattern = ?",
-        (scope, session_id or "", permission, pattern),
-    ).fetchall()
-    if existing:
-        aid = existing[0][0]
-        conn.execute(
-            "UPDATE approvals SET action = ?, created_at = ? WHERE id = ?", (action, now(), aid)
-        )
-    else:
-        aid = conn.execute(
-            "INSERT INTO approvals(scope, session_id, permission, pattern, action, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (scope, session_id if scope == "session" else None, permission, pattern, action, now()),
-        ).lastrowid
-    (row,) = conn.execute("SELECT * FROM approvals WHERE id = ?", (aid,)).fetchall()
-    return row
-
-
-def _revoke(conn: sqlite3.Connection, approval_id: int) -> None:
-    if conn.execute("DELETE FROM approvals WHERE id = ?", (approval_id,)).rowcount != 1:
-        raise NotFound(f"no approval with id {approval_id}", field="id")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from ndomo.store.plan_ops import PlanOps
 from ndomo.store.sessions import SessionOps
 from ndomo.store.task_ops import TaskOps
 from ndomo.store.turns import TurnOps
+from ndomo.store.user import stamp_new_db
 from ndomo.store.watch import Stamp, file_stamp
 
 STAMP_SETTLE_NS = 50_000_000  # 50 ms: well above the kernel's coarse mtime tick
@@ -32,9 +34,12 @@ class PlanStore(
     async def open(cls, db_path: Path, *, workspace: Path) -> PlanStore:
         """Open (creating parent folders and the file) and migrate to the latest schema."""
         db_path = Path(db_path)
+        fresh = not db_path.exists()
         db = await Db.open(db_path)
         try:
             await db.call(migrate)
+            if fresh:  # this user's own database: its id goes to the user's store
+                await db.call(stamp_new_db, os.path.realpath(workspace))
         except BaseException:
             await db.close()
             raise

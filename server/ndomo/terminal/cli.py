@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # pydantic, yaml and the actions load only when a parser is b
     from ndomo.actions import Action
 
 # Modules that declare such commands with @subcommand.
-CLI_MODULES = ["ndomo.terminal.serve", "ndomo.terminal.run"]
+CLI_MODULES = ["ndomo.terminal.serve", "ndomo.terminal.run", "ndomo.terminal.trust"]
 
 
 def render_result(act: Action, result: Any, as_json: bool) -> str:

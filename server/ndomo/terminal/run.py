@@ -49,9 +49,11 @@ class _Modes(Collection[str]):
 def _here_agents() -> str:
     """The agents of the workspace this folder belongs to, for `ndomo run --help`."""
     from ndomo.agents.loader import load_agents
+    from ndomo.trust import view
 
     root, _error = resolve_workspace(None)
-    return ", ".join(a.name for a in load_agents(root).primaries())
+    trusted = root is not None and view(root).trusted
+    return ", ".join(a.name for a in load_agents(root if trusted else None).primaries())
 
 
 class _RunHelp(argparse.HelpFormatter):
@@ -112,6 +114,10 @@ def run(ns: argparse.Namespace) -> int:
     if error:
         print(error, file=sys.stderr)
         return EXIT_USAGE
+    if root is not None:  # trust is the user's answer: `--yes` never gives it
+        from ndomo.terminal.trust import ask_once
+
+        ask_once(root, sys.stdin.isatty())
 
     async def go():
         app = await asyncio.to_thread(App.load, root)

@@ -7,6 +7,7 @@ from ndomo.runtime.context import TurnRequest
 from ndomo.runtime.plugins import build_plugins
 from ndomo.runtime.runtime import Runtime
 from ndomo.terminal.cli import main
+from tests.trusting import trust
 
 
 def system_prompt(fake, n=-1):
@@ -62,6 +63,11 @@ async def test_a_link_out_of_the_workspace_is_skipped(app, fake, tmp_path_factor
 
 def test_health_on_the_command_line_lists_the_files(tmp_path, capsys):
     (tmp_path / "AGENTS.md").write_text("x" * 12)
+    main(["health", "--no-probe-model", "--workspace", str(tmp_path)])
+    out = capsys.readouterr().out  # a folder the user never trusted: listed, not read
+    assert "instructions AGENTS.md (0 chars, folder not trusted: skipped)" in out
+    assert "instructions: AGENTS.md" in out  # among what trusting would apply
+    trust(tmp_path)
     main(["health", "--no-probe-model", "--workspace", str(tmp_path)])
     assert "instructions AGENTS.md (12 chars) (cap 16000)" in capsys.readouterr().out
     (tmp_path / ".ndomo").mkdir(exist_ok=True)

@@ -162,9 +162,10 @@ def test_seatbelt_argv_drops_env_and_uses_the_absolute_program(repo: Path) -> No
     ],
 )
 def test_sandbox_config_shorthands(tmp_path: Path, yaml_text: str, mode: str) -> None:
-    (tmp_path / ".ndomo").mkdir()
-    (tmp_path / ".ndomo" / "config.yaml").write_text(yaml_text)
-    settings, problems = load_settings(tmp_path, {"sandbox": {"home": ["~/.x"]}}, {})
+    # the user's own file (a project's `sandbox: off` would need the user's confirmation)
+    user = tmp_path / "user.yaml"
+    user.write_text(yaml_text)
+    settings, problems = load_settings(None, {"sandbox": {"home": ["~/.x"]}}, {}, user_config=user)
     assert not problems and settings.sandbox.mode == mode and settings.sandbox.home == ["~/.x"]
 
 

@@ -53,6 +53,8 @@ def descriptor(reflex: Reflex) -> ToolDescriptor:
 @dataclass
 class ReflexCatalog:
     root: Path
+    # False in a folder the user has not trusted: its reflexes are not loaded
+    enabled: bool = True
     reflexes: list[Reflex] = field(default_factory=list)
     problems: list[ReflexProblem] = field(default_factory=list)
     descriptors: list[ToolDescriptor] = field(default_factory=list)
@@ -60,6 +62,8 @@ class ReflexCatalog:
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     async def refresh(self) -> ReflexCatalog:
+        if not self.enabled:
+            return self
         async with self._lock:
             sig = await asyncio.to_thread(signature, self.root)
             if sig != self._sig:
@@ -74,7 +78,7 @@ class ReflexCatalog:
 
 
 def catalog_for(app: App) -> ReflexCatalog:
-    return app.instance(ReflexCatalog, lambda: ReflexCatalog(app.root))
+    return app.instance(ReflexCatalog, lambda: ReflexCatalog(app.root, app.trust.trusted))
 
 
 def provide(ctx: TurnContext) -> list[ToolDescriptor]:

@@ -1,0 +1,179 @@
+"""The user's own store, outside every workspace: `$XDG_DATA_HOME/ndomo/user.db`.
+
+It keeps what a repository must never be able to ship or rewrite:
+- the saved approvals ("always allow `npm test` here"), keyed by the workspace's real path
+  (approvals found in a workspace's `.ndomo/ndomo.db` are ignored);
+- the identity of every workspace database ndomo created for this user: a random 32-bit id
+  written into the database's header (`PRAGMA application_id`) at creation and recorded
+  here with the workspace's real path. A database whose id is not recorded for its folder
+  (committed to git, copied from elsewhere) is not resumed until the user trusts the folder.
+
+Small, rare statements on short-lived connections: callers run these through a thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import sqlite3
+from collections.abc import Iterator
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+from ndomo.config import user_data_dir
+from ndomo.store.db import now
+from ndomo.store.errors import NotFound
+
+USER_DB = "user.db"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS approvals (
+    id INTEGER PRIMARY KEY,
+    workspace TEXT NOT NULL,
+    scope TEXT NOT NULL CHECK (scope IN ('session', 'project')),
+    session_id TEXT,
+    permission TEXT NOT NULL,
+    pattern TEXT NOT NULL,
+    action TEXT NOT NULL CHECK (action IN ('allow', 'deny')),
+    created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS approvals_workspace ON approvals(workspace, permission);
+CREATE TABLE IF NOT EXISTS dbs (
+    workspace TEXT NOT NULL,
+    db_id INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (workspace, db_id)
+);
+"""
+
+
+def user_db_path() -> Path:
+    return user_data_dir() / USER_DB
+
+
+@contextlib.contextmanager
+def _connect() -> Iterator[sqlite3.Connection]:
+    path = user_db_path()
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    conn = sqlite3.connect(path, timeout=5.0)
+    conn.row_factory = sqlite3.Row
+    try:
+        conn.executescript(SCHEMA)
+        with conn:
+            yield conn
+    finally:
+        conn.close()
+
+
+# -- approvals -------------------------------------------------------------------------
+
+
+def save_approval(
+    workspace: str,
+    permission: str,
+    pattern: str,
+    action: str,
+    scope: str,
+    session_id: str | None,
+) -> dict:
+    session_id = session_id if scope == "session" else None
+    with _connect() as conn:
+        found = conn.execute(
+            "SELECT id FROM approvals WHERE workspace = ? AND scope = ?"
+            " AND coalesce(session_id, '') = ? AND permission = ? AND pattern = ?",
+            (workspace, scope, session_id or "", permission, pattern),
+        ).fetchone()
+        if found:
+            aid = found[0]
+            conn.execute(
+                "UPDATE approvals SET action = ?, created_at = ? WHERE id = ?", (action, now(), aid)
+            )
+        else:
+            aid = conn.execute(
+                "INSERT INTO approvals(workspace, scope, session_id, permission, pattern, action,"
+                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (workspace, scope, session_id, permission, pattern, action, now()),
+            ).lastrowid
+        row = conn.execute("SELECT * FROM approvals WHERE id = ?", (aid,)).fetchone()
+        return _out(row)
+
+
+def list_approvals(workspace: str, session_id: str | None) -> list[dict]:
+    with _connect() as conn:
+        rows = conn.execute(
+            "SELECT * FROM approvals WHERE workspace = ? AND (scope = 'project' OR session_id = ?)"
+            " ORDER BY id",
+            (workspace, session_id),
+        ).fetchall()
+    return [_out(r) for r in rows]
+
+
+def find_approval(
+    workspace: str, permission: str, subject: str, session_id: str | None
+) -> str | None:
+    """'deny', 'allow' or None; patterns are fnmatch globs over the subject; deny wins."""
+    with _connect() as conn:
+        rows = conn.execute(
+            "SELECT pattern, action FROM approvals WHERE workspace = ? AND permission = ?"
+            " AND (scope = 'project' OR session_id = ?)",
+            (workspace, permission, session_id),
+        ).fetchall()
+    hits = {r["action"] for r in rows if fnmatchcase(subject, r["pattern"])}
+    if "deny" in hits:
+        return "deny"
+    return "allow" if "allow" in hits else None
+
+
+def revoke_approval(workspace: str, approval_id: int) -> None:
+    with _connect() as conn:
+        gone = conn.execute(
+            "DELETE FROM approvals WHERE id = ? AND workspace = ?", (approval_id, workspace)
+        ).rowcount
+    if gone != 1:
+        raise NotFound(f"no approval with id {approval_id}", field="id")
+
+
+def _out(row: sqlite3.Row) -> dict:
+    d = dict(row)
+    d.pop("workspace", None)
+    return d
+
+
+# -- the databases ndomo created -------------------------------------------------------
+
+
+def db_identity(path: Path) -> int:
+    """The id in a database's header (0: none), read without changing the file."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
+    except sqlite3.Error:
+        return 0
+    try:
+        return int(conn.execute("PRAGMA application_id").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+    finally:
+        conn.close()
+
+
+def stamp_new_db(conn: sqlite3.Connection, workspace: str) -> None:
+    """Give a database ndomo just created its id and record it as this user's."""
+    db_id = secrets.randbits(31) or 1
+    conn.execute(f"PRAGMA application_id = {db_id}")
+    with _connect() as user:
+        user.execute(
+            "INSERT OR IGNORE INTO dbs(workspace, db_id, created_at) VALUES (?, ?, ?)",
+            (workspace, db_id, now()),
+        )
+
+
+def created_here(workspace: str, path: Path) -> bool:
+    """Did ndomo create the database at `path` for this user, in this folder?"""
+    db_id = db_identity(path)
+    if not db_id:
+        return False
+    with _connect() as conn:
+        found = conn.execute(
+            "SELECT 1 FROM dbs WHERE workspace = ? AND db_id = ?", (workspace, db_id)
+        ).fetchone()
+    return found is not None
