@@ -438,7 +438,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       placeHolder: `ndomo: ${info?.root ?? "this folder"} is ${info?.state ?? "unknown"}${restricted ? " (VS Code: Restricted Mode)" : ""}`,
     });
     if (!picked) return;
-    if (picked.label === DONT_TRUST) await context.workspaceState.update(DECLINED_TRUST, []);
+    if (picked.label !== DONT_TRUST) {
+      // trusting from the palette lifts an earlier Restricted Mode "Don't trust"
+      const declined = context.workspaceState.get<string[]>(DECLINED_TRUST, []);
+      await context.workspaceState.update(DECLINED_TRUST, declined.filter((d) => d !== (uri ?? "")));
+    }
     await answerTrust(uri, picked.label, restricted);
   };
 

@@ -537,3 +537,22 @@ test("a window opening on a workspace-chosen command asks; declined, the user's 
   assert.equal(clients.at(-1).serverOptions.command, "/home/u/ndomo");
   assert.deepEqual(clients.at(-1).serverOptions.args, ["serve"]);
 });
+
+test("ndomo: Folder trust… trusts or stops trusting the folder; in Restricted Mode trusting goes through VS Code", async () => {
+  const calls = trustServer("trusted");
+  await start();
+  stub.pickBy = (items: any[]) => items.find((i) => i.label === "Don't trust");
+  await vscode.commands.executeCommand("ndomo.folderTrust");
+  assert.deepEqual(calls, [{ trusted: false, uri: WS }]);
+  assert.match(stub.picked.at(-1)[0].description, /agents: craftsman/);
+  stub.pickBy = (items: any[]) => items.find((i) => i.label === "Trust");
+  await vscode.commands.executeCommand("ndomo.folderTrust");
+  assert.deepEqual(calls.at(-1), { trusted: true, uri: WS });
+  stub.isTrusted = false;
+  const opened: string[] = [];
+  vscode.commands.registerCommand("workbench.trust.manage", () => opened.push("trust editor"));
+  stub.pickBy = (items: any[]) => items.find((i) => i.label.startsWith("Trust in VS Code"));
+  await vscode.commands.executeCommand("ndomo.folderTrust");
+  assert.deepEqual(opened, ["trust editor"]);
+  assert.equal(calls.length, 2, "recorded only once VS Code grants trust");
+});
