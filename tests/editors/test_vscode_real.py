@@ -423,8 +423,9 @@ def test_open_plan_view_and_transcript_follow_the_server(vs: Env) -> None:
     wb.code_action(f"ndomo: Open plan {slug}")
     wb.d.call("waitText", selector=views, text="- [ ] 1. Make add add [pending]")
     # another process marks the task done: the open view shows it, and is not left unsaved
+    # (as the same user as the editor: its trust record, so the same trusted folder and store)
     out = subprocess.run([str(NDOMO), "task", "status", "--id", str(task), "--status", "done"], cwd=vs.ws,
-                         capture_output=True, text=True, timeout=120)
+                         env=vs.server._env(), capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     wb.d.call("waitText", selector=views, text="- [x] 1. Make add add [done]")
     wb.d.call("waitText", selector=".editor-group-container .tab.dirty", text=".md", gone=True)
