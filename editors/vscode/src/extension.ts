@@ -94,14 +94,14 @@ function currentCommand(): ServerCommand {
   return serverCommand((key) => cfg.get(key), where());
 }
 
-function inspector(): Inspect {
+function settingLevels(): Inspect {
   const cfg = settings();
   return (key) => cfg.inspect(key);
 }
 
 /** The command line from the user's settings alone (the workspace's ndomo.server.* left out). */
 function userCommand(): ServerCommand {
-  return serverCommand(userOnly(inspector()), where());
+  return serverCommand(userOnly(settingLevels()), where());
 }
 
 /** The user's answers about workspace-chosen command lines (in the user's global state). */
@@ -351,7 +351,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const chooseCommand = async (ask: boolean): Promise<ServerCommand | null> => {
     const cmd = currentCommand();
     // In Restricted Mode VS Code already ignores the workspace's (restricted) server settings.
-    const keys = vscode.workspace.isTrusted ? workspaceServerKeys(inspector()) : [];
+    const keys = vscode.workspace.isTrusted ? workspaceServerKeys(settingLevels()) : [];
     if (keys.length === 0) return cmd;
     const key = commandKey(cmd);
     if (context.globalState.get<string[]>(APPROVED_COMMANDS, []).includes(key)) return cmd;
