@@ -26,17 +26,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
         report.longrepr = f"skipped under NDOMO_NO_SKIP=1 (CI must run every real check): {reason}"
 
 
+XDG_PREFIX = "ndomo-test-xdg-"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """The user's data and config directories (the trust record, user approvals, the user
     config file) point into a throw-away folder: the suite never reads or writes the real
     ones, and every `ndomo` subprocess inherits the same."""
     import tempfile
 
-    if os.environ.get("NDOMO_TEST_XDG"):  # a nested pytest keeps its parent's
+    # a nested pytest (a test's subprocess, whose NDOMO_* variables may be scrubbed) keeps
+    # its parent's folder
+    if XDG_PREFIX in os.environ.get("XDG_DATA_HOME", ""):
         return
-    base = tempfile.mkdtemp(prefix="ndomo-test-xdg-")
+    base = tempfile.mkdtemp(prefix=XDG_PREFIX)
     config._ndomo_xdg = base  # type: ignore[attr-defined]
-    os.environ["NDOMO_TEST_XDG"] = base
     os.environ["XDG_DATA_HOME"] = os.path.join(base, "data")
     os.environ["XDG_CONFIG_HOME"] = os.path.join(base, "config")
 

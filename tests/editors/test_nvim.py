@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests import throwaway
+from tests.trusting import trust
 
 HERE = Path(__file__).resolve().parent
 PLUGIN = HERE.parents[1] / "editors" / "nvim"
@@ -381,6 +382,7 @@ def test_menus_offer_a_throwaway_mode_and_agent(workspace: Path, tmp_path: Path)
     """A mode registered by a plugin outside ndomo and an agent file in the workspace show up
     in completion and in the :Ndomo mode / :Ndomo agent pickers, and picking them works."""
     throwaway.add_agent(workspace)
+    trust(workspace)  # the workspace's agent file applies once the user trusts the folder
     r = _run_e2e(
         workspace,
         tmp_path,

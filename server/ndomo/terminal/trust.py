@@ -76,8 +76,13 @@ def trust(ns: argparse.Namespace) -> int:
             )
             return EXIT_OK
         print(describe(root, configures(root)))
+        from ndomo.trust import view
+
+        before = view(root).grant.confirmed  # confirmed earlier: kept, not asked again
         confirmed: list[str] = []
-        needs = needs_confirmation(root, _user_side(root))
+        needs = [
+            n for n in needs_confirmation(root, _user_side(root)) if n.confirmation not in before
+        ]
         interactive = sys.stdin.isatty()
         for need in needs:
             question = f"{need.key}: {need.value!r} {need.why}. Allow it?"
