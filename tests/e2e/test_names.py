@@ -20,6 +20,7 @@ def names(entries: list[dict]) -> list[str]:
 async def test_initialize_and_catalog_advertise_the_throwaway_mode_and_agent(lsp, tmp_path):
     (tmp_path / ".git").mkdir()
     throwaway.add_agent(tmp_path)
+    trust(tmp_path)  # the project agent applies in a folder the user trusted
     client = await lsp.start(tmp_path, env={"PYTHONPATH": str(throwaway.PLUGIN_PATH)})
     advertised = client.init_result.capabilities.experimental["ndomo"]
     modes, agents = advertised["modes"], advertised["agents"]
@@ -46,6 +47,7 @@ async def test_initialize_and_catalog_advertise_the_throwaway_mode_and_agent(lsp
 
 async def test_an_agent_file_added_after_start_is_offered_and_taken(lsp, tmp_path):
     (tmp_path / ".git").mkdir()
+    trust(tmp_path)  # a folder's own agent files are offered once the user trusts it
     client = await lsp.start(tmp_path)
     advertised = client.init_result.capabilities.experimental["ndomo"]
     assert throwaway.MODE not in names(advertised["modes"])  # only the plugin brings it

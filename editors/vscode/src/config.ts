@@ -118,6 +118,66 @@ export function startFailure(cmd: ServerCommand, err: unknown): string {
 }
 
 /**
+ * The initializationOptions a server starts with: the settings, and in VS Code's Restricted
+ * Mode `workspaceTrusted: false`, which makes the server run every folder untrusted for this
+ * session whatever ndomo recorded (a folder VS Code does not trust configures nothing).
+ */
+export function startOptions(get: Get, vscodeTrusted: boolean): Record<string, unknown> {
+  const opts = initializationOptions(get);
+  if (!vscodeTrusted) opts.workspaceTrusted = false;
+  return opts;
+}
+
+/** The settings that say how the server process starts. */
+export const SERVER_KEYS = ["server.command", "server.args", "server.env"];
+
+/** A setting's values by level, as `WorkspaceConfiguration.inspect` gives them. */
+export interface Inspected {
+  defaultValue?: unknown;
+  globalValue?: unknown;
+  workspaceValue?: unknown;
+  workspaceFolderValue?: unknown;
+}
+export type Inspect = (key: string) => Inspected | undefined;
+
+/**
+ * The `ndomo.server.*` settings a workspace sets (its `.vscode/settings.json` or the
+ * `.code-workspace` file): a program the workspace chooses, run outside every sandbox.
+ */
+export function workspaceServerKeys(inspect: Inspect): string[] {
+  return SERVER_KEYS.filter((k) => {
+    const i = inspect(k);
+    return i !== undefined && (i.workspaceValue !== undefined || i.workspaceFolderValue !== undefined);
+  });
+}
+
+/** The settings as the user alone set them: workspace values left out (as in Restricted Mode). */
+export function userOnly(inspect: Inspect): Get {
+  return <T>(key: string) => {
+    const i = inspect(key);
+    return (i?.globalValue !== undefined ? i.globalValue : i?.defaultValue) as T | undefined;
+  };
+}
+
+/** One key per command line, for remembering the ones the user approved. */
+export function commandKey(cmd: ServerCommand): string {
+  return JSON.stringify([cmd.command, cmd.args, Object.entries(cmd.env).sort()]);
+}
+
+/** The question before a workspace-chosen command line runs. */
+export function workspaceCommandQuestion(cmd: ServerCommand, keys: string[]): { message: string; detail: string } {
+  const line = [cmd.command, ...cmd.args].join(" ");
+  const env = Object.keys(cmd.env).length ? `\nwith environment ${Object.keys(cmd.env).sort().join(", ")}` : "";
+  return {
+    message: "ndomo: the workspace settings choose how the ndomo server starts. Run this command?",
+    detail:
+      `${keys.map((k) => `ndomo.${k}`).join(", ")} from the workspace (.vscode/settings.json) would run:\n${line}${env}\n\n` +
+      "It runs as you, outside ndomo's sandbox. A repository (or an agent writing .vscode/) can set this; " +
+      "run it only if you wrote it. Otherwise ndomo starts as your user settings say.",
+  };
+}
+
+/**
  * Settings whose change needs a server restart: only how the server process is started
  * (`ndomo.server.*`). Every other `ndomo.*` setting reaches the running server through
  * `workspace/didChangeConfiguration` and is applied there without a restart.

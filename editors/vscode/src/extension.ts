@@ -38,19 +38,25 @@ import type {
 import { Context, Lsp, PALETTE, PickItem, Selection, Ui } from "./commands";
 import {
   affectsServer,
+  commandKey,
   configurationAnswers,
-  initializationOptions,
+  Inspect,
   ServerCommand,
   serverCommand,
   SETTINGS_SECTION,
   startFailure,
+  startOptions,
+  userOnly,
   Where,
+  workspaceCommandQuestion,
+  workspaceServerKeys,
 } from "./config";
 import { SAVE_DOCUMENTS, saveDocuments } from "./save";
 import { formatStatus, parseStatus, pickStatus, StatusPayload } from "./status";
 import { describeEvent } from "./transcript";
 import { ChatView, VIEW_ID } from "./chat/view";
 import { TurnTracker } from "./turns";
+import { DONT_TRUST, MANAGE_TRUST_COMMAND, outcome, parseTrust, question, TRUST, TRUST_BOTH, TrustInfo } from "./trust";
 
 let client: LanguageClient | undefined;
 let lastStatus: StatusPayload | null = null;
@@ -87,6 +93,23 @@ function currentCommand(): ServerCommand {
   const cfg = settings();
   return serverCommand((key) => cfg.get(key), where());
 }
+
+function settingLevels(): Inspect {
+  const cfg = settings();
+  return (key) => cfg.inspect(key);
+}
+
+/** The command line from the user's settings alone (the workspace's ndomo.server.* left out). */
+function userCommand(): ServerCommand {
+  return serverCommand(userOnly(settingLevels()), where());
+}
+
+/** The user's answers about workspace-chosen command lines (in the user's global state). */
+const APPROVED_COMMANDS = "ndomo.approvedServerCommands";
+const DECLINED_COMMANDS = "ndomo.declinedServerCommands";
+const RUN_COMMAND = "Run it";
+/** Folders (uris) where the user answered "Don't trust" in Restricted Mode. */
+const DECLINED_TRUST = "ndomo.trustDeclined";
 
 /** Tells the server this client answers `ndomo/saveDocuments`. */
 const saveDocumentsCapability: StaticFeature = {
@@ -149,6 +172,7 @@ async function answerConfiguration(
 
 function createClient(output: vscode.OutputChannel, cmd: ServerCommand): LanguageClient {
   const cfg = settings();
+  // Restricted Mode: the server runs every folder untrusted (workspaceTrusted: false)
   const serverOptions: ServerOptions = {
     command: cmd.command,
     args: cmd.args,
@@ -156,7 +180,7 @@ function createClient(output: vscode.OutputChannel, cmd: ServerCommand): Languag
   };
   const clientOptions: LanguageClientOptions = {
     documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
-    initializationOptions: initializationOptions((key) => cfg.get(key)),
+    initializationOptions: startOptions((key) => cfg.get(key), vscode.workspace.isTrusted),
     outputChannel: output,
     // Setting changes go to the running server (workspace/didChangeConfiguration); it pulls
     // each folder's `ndomo` section, answered in the config.yaml shape.
@@ -319,8 +343,112 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     lsp.execute("ndomo.cancel", session ? { session } : {}).catch((err) => output.appendLine(`cancel failed: ${String(err)}`));
   };
 
-  const start = async () => {
+  /**
+   * The command line to start: a workspace's own ndomo.server.* runs only once the user
+   * approved that exact line (remembered in the user's global state); declined, the user's
+   * settings alone decide. `ask: false` uses what was answered before without asking.
+   */
+  const chooseCommand = async (ask: boolean): Promise<ServerCommand | null> => {
     const cmd = currentCommand();
+    // In Restricted Mode VS Code already ignores the workspace's (restricted) server settings.
+    const keys = vscode.workspace.isTrusted ? workspaceServerKeys(settingLevels()) : [];
+    if (keys.length === 0) return cmd;
+    const key = commandKey(cmd);
+    if (context.globalState.get<string[]>(APPROVED_COMMANDS, []).includes(key)) return cmd;
+    const declined = context.workspaceState.get<string[]>(DECLINED_COMMANDS, []);
+    if (!ask && declined.includes(key)) return null;
+    const q = workspaceCommandQuestion(cmd, keys);
+    const answer = await vscode.window.showWarningMessage(q.message, { modal: true, detail: q.detail }, RUN_COMMAND);
+    if (answer === RUN_COMMAND) {
+      await context.globalState.update(APPROVED_COMMANDS, [...context.globalState.get<string[]>(APPROVED_COMMANDS, []), key]);
+      return cmd;
+    }
+    if (!declined.includes(key)) await context.workspaceState.update(DECLINED_COMMANDS, [...declined, key]);
+    output.appendLine(`not running the workspace's server command (${[cmd.command, ...cmd.args].join(" ")}): not approved`);
+    return null;
+  };
+
+  /** Folders whose "Trust in VS Code and ndomo" waits for VS Code's trust (uri, "" without one). */
+  const grantPending = new Set<string>();
+
+  const setTrust = async (uri: string | undefined, trusted: boolean) => {
+    await lsp.execute("ndomo.trust.set", { trusted, ...(uri ? { uri } : {}) });
+    output.appendLine(`folder trust: ${uri ?? "(no folder)"} ${trusted ? "trusted" : "not trusted"}`);
+  };
+
+  /** Restricted Mode: trusting in ndomo waits until VS Code trusts the workspace too. */
+  const grantInVsCode = async (uri: string | undefined) => {
+    grantPending.add(uri ?? "");
+    await vscode.commands.executeCommand(MANAGE_TRUST_COMMAND);
+  };
+
+  const answerTrust = async (uri: string | undefined, answer: string | undefined, restricted: boolean) => {
+    const o = outcome(answer);
+    if (o.kind === "grantVsCode") return grantInVsCode(uri);
+    if (o.kind !== "set") return;
+    if (restricted && !o.trusted) {
+      const declined = context.workspaceState.get<string[]>(DECLINED_TRUST, []);
+      await context.workspaceState.update(DECLINED_TRUST, [...declined, uri ?? ""]);
+    }
+    await setTrust(uri, o.trusted);
+  };
+
+  /**
+   * After a start: each folder's trust. Asked once, when the server does not know the folder
+   * yet and it configures something; in Restricted Mode the question offers VS Code's trust
+   * too. A folder the user trusted in both waits here for VS Code's grant, then is recorded.
+   */
+  const checkTrust = async () => {
+    const restricted = !vscode.workspace.isTrusted;
+    const folders = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === "file").map((f) => f.uri.toString());
+    for (const uri of folders.length ? folders : [undefined]) {
+      let info: TrustInfo | null;
+      try {
+        info = parseTrust(await lsp.execute("ndomo.trust.get", uri ? { uri } : {}));
+      } catch (err) {
+        output.appendLine(`folder trust unknown (${err instanceof Error ? err.message : String(err)})`);
+        continue;
+      }
+      if (!info) continue;
+      if (!restricted && grantPending.delete(uri ?? "")) {
+        await setTrust(uri, true);
+        continue;
+      }
+      const declined = context.workspaceState.get<string[]>(DECLINED_TRUST, []).includes(uri ?? "");
+      const q = question(info, restricted, declined);
+      if (!q) continue;
+      const answer = await vscode.window.showWarningMessage(q.message, { modal: true, detail: q.detail }, ...q.buttons);
+      await answerTrust(uri, answer, restricted);
+    }
+  };
+
+  /** "ndomo: Folder trust…": trust or stop trusting the active editor's folder. */
+  const folderTrust = async () => {
+    const active = vscode.window.activeTextEditor?.document.uri;
+    const folder = (active && vscode.workspace.getWorkspaceFolder?.(active)) || vscode.workspace.workspaceFolders?.[0];
+    const uri = folder?.uri.scheme === "file" ? folder.uri.toString() : undefined;
+    const info = parseTrust(await lsp.execute("ndomo.trust.get", uri ? { uri } : {}));
+    const restricted = !vscode.workspace.isTrusted;
+    const trustLabel = restricted ? TRUST_BOTH : TRUST;
+    const items = [
+      { label: trustLabel, description: info?.configures.length ? `lets it configure: ${info.configures.join(", ")}` : "it configures nothing now" },
+      { label: DONT_TRUST, description: "ndomo ignores its .ndomo/ settings, agents, reflexes and instructions" },
+    ];
+    const picked = await vscode.window.showQuickPick(items, {
+      placeHolder: `ndomo: ${info?.root ?? "this folder"} is ${info?.state ?? "unknown"}${restricted ? " (VS Code: Restricted Mode)" : ""}`,
+    });
+    if (!picked) return;
+    if (picked.label !== DONT_TRUST) {
+      // trusting from the palette lifts an earlier Restricted Mode "Don't trust"
+      const declined = context.workspaceState.get<string[]>(DECLINED_TRUST, []);
+      await context.workspaceState.update(DECLINED_TRUST, declined.filter((d) => d !== (uri ?? "")));
+    }
+    await answerTrust(uri, picked.label, restricted);
+  };
+
+  const start = async (ask = true) => {
+    const chosen = await chooseCommand(ask);
+    const cmd = chosen ?? userCommand();
     output.appendLine(`starting ${[cmd.command, ...cmd.args].join(" ")} (command from ${cmd.origin})`);
     let c: LanguageClient;
     try {
@@ -391,6 +519,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     // questions and approvals also inline in the conversation view (first answer wins)
     c.onRequest("window/showMessageRequest", (params: any) => chat.ask(params));
     chat.reset();
+    // not awaited: a modal question must not hold up activation or a restart
+    void checkTrust().catch((err) => output.appendLine(`folder trust: ${String(err)}`));
   };
   const stop = async () => {
     const s = stopCurrent;
@@ -399,21 +529,28 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     if (s) await s();
   };
   /** Stop whatever runs (a failed client included) and start again; errors become a message. */
-  const restart = async () => {
+  const restart = async (ask = true) => {
     await stop();
     lastStatus = null;
     statuses.clear();
     connected = true;
     render();
     try {
-      await start();
+      await start(ask);
     } catch (err) {
       ui.error(err instanceof StartError ? err.message : startFailure(currentCommand(), err));
     }
   };
 
   context.subscriptions.push(
-    vscode.commands.registerCommand("ndomo.restartServer", restart),
+    vscode.commands.registerCommand("ndomo.restartServer", () => restart()),
+    vscode.commands.registerCommand("ndomo.folderTrust", async () => {
+      try {
+        await folderTrust();
+      } catch (err) {
+        ui.error(`ndomo: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }),
     // with several folders, the status bar follows the folder of the active editor
     vscode.window.onDidChangeActiveTextEditor(() => {
       const picked = pickStatus([...statuses.values()], activeUri());
@@ -423,15 +560,25 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       if (picked) chat.onStatus(picked);
     }),
     vscode.workspace.onDidChangeConfiguration(async (e) => {
-      if (affectsServer((s) => e.affectsConfiguration(s))) await restart();
+      if (!affectsServer((s) => e.affectsConfiguration(s))) return;
+      // A workspace-chosen command line is asked about first (an agent writing
+      // .vscode/settings.json must not start a program with zero clicks); declined, the
+      // running server stays.
+      if ((await chooseCommand(true)) === null && client) {
+        ui.info("ndomo: kept the running server; the workspace's ndomo.server.* settings were not run (\"ndomo: Restart server\" asks again)");
+        return;
+      }
+      await restart(false);
     }),
-    // trusting the folder may change the command (its .venv/bin/ndomo)
+    // VS Code trusts the workspace: the server restarts without workspaceTrusted: false (and
+    // may now use the folder's .venv/bin/ndomo); a "Trust in VS Code and ndomo" answer is
+    // then recorded in ndomo too (checkTrust)
     vscode.workspace.onDidGrantWorkspaceTrust(() => restart()),
     { dispose: () => void stop() },
   );
 
   try {
-    await start();
+    await start(false);
   } catch (err) {
     ui.error(err instanceof StartError ? err.message : startFailure(currentCommand(), err));
   }

@@ -3,6 +3,8 @@
  * Pure (no `vscode` import) so the format is unit-tested without an editor.
  */
 
+import { untrustedWord } from "./trust";
+
 export interface PlanProgress {
   id: string;
   slug?: string;
@@ -20,6 +22,8 @@ export interface StatusPayload {
   plan: PlanProgress | null;
   /** The workspace folder (uri) this status is of: the server has one session per folder. */
   folder?: string;
+  /** The folder's trust ("trusted" | "untrusted" | "unknown"); absent from older servers. */
+  trust?: string;
 }
 
 export interface StatusView {
@@ -50,6 +54,8 @@ export function formatStatus(status: StatusPayload | null | undefined, connected
   const state = (status.state || "").trim();
   if (state && !QUIET_STATES.has(state)) parts.push(state);
   if (status.plan && status.plan.total > 0) parts.push(`${status.plan.done}/${status.plan.total}`);
+  const untrusted = untrustedWord(status.trust);
+  if (untrusted) parts.push(untrusted);
   const text = (status.busy || turn ? `${SPINNER} ` : "") + parts.join(" · ");
 
   const lines = [
@@ -62,6 +68,9 @@ export function formatStatus(status: StatusPayload | null | undefined, connected
   if (status.plan) {
     const name = status.plan.slug || status.plan.id;
     lines.push(`Plan: ${name} — ${status.plan.done}/${status.plan.total} tasks done`);
+  }
+  if (untrusted) {
+    lines.push(`Folder trust: ${status.trust} — its .ndomo/ settings and agents are ignored ("ndomo: Folder trust…")`);
   }
   lines.push("Click to switch mode or agent");
   return { text, tooltip: lines.join("\n") };
@@ -89,6 +98,7 @@ export function parseStatus(raw: unknown): StatusPayload | null {
     state: typeof r.state === "string" ? r.state : "",
     plan,
     ...(typeof r.folder === "string" ? { folder: r.folder } : {}),
+    ...(typeof r.trust === "string" ? { trust: r.trust } : {}),
   };
 }
 

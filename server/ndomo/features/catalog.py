@@ -125,8 +125,9 @@ def render_catalog(result: object) -> str:
     read_only=True,
 )
 async def catalog(app: App, params: NoParams) -> Catalog:
-    """Agents read fresh from disk, so a new `.ndomo/agents/*.md` shows up without a restart."""
+    """Agents read fresh from disk, so a new `.ndomo/agents/*.md` shows up without a restart;
+    an untrusted folder's own agents are not offered (the built-ins only)."""
     from ndomo.runtime.runtime import Runtime  # lazy: the runtime imports every feature
 
     modes = Runtime.of(app).plugins.modes
-    return build_catalog(modes, await load_agents_async(app.root, modes), app.settings)
+    return build_catalog(modes, await load_agents_async(app.trusted_root, modes), app.settings)

@@ -9,6 +9,19 @@ r.plan = status.format({ session = "s", mode = "autopilot", agent = "craftsman",
 r.state = status.format({ session = "s", mode = "autopilot", agent = "craftsman", busy = false, state = "failed", plan = vim.NIL })
 r.busy = status.format({ session = "s", mode = "autopilot", agent = "craftsman", busy = true, state = "idle", plan = vim.NIL }, 0)
 r.none = status.format(nil)
+-- folder trust: anything but "trusted" says so; a server that sends no trust says nothing
+r.trust_unknown = status.format({ session = "s", mode = "discussion", agent = "foreman", busy = false, state = "idle", plan = vim.NIL, trust = "unknown" })
+r.trust_untrusted = status.format({ session = "s", mode = "autopilot", agent = "craftsman", busy = false, state = "idle",
+  plan = { id = "p", slug = "x", done = 2, total = 5 }, trust = "untrusted" })
+r.trust_trusted = status.format({ session = "s", mode = "discussion", agent = "foreman", busy = false, state = "idle", plan = vim.NIL, trust = "trusted" })
+local trust = require("ndomo.trust")
+r.trust_prompt = trust.prompt({ root = "/ws", state = "unknown", configures = { "agents: craftsman (replaces the built-in)", "model.base_url" } })
+r.trust_ask = {
+  trust.should_ask({ state = "unknown", configures = { "model.base_url" } }),
+  trust.should_ask({ state = "unknown", configures = {} }),
+  trust.should_ask({ state = "trusted", configures = { "model.base_url" } }),
+  trust.should_ask({ state = "untrusted", configures = { "model.base_url" } }),
+}
 r.before_setup = require("ndomo").status()
 
 local cfg = require("ndomo.config")
@@ -26,6 +39,7 @@ r.complete_all = cmds.complete("", "Ndomo ", 6)
 -- No server, nothing advertised: no names of the plugin's own to complete.
 r.complete_mode = cmds.complete("b", "Ndomo mode b", 12)
 r.complete_agent = cmds.complete("", "Ndomo agent ", 12)
+r.complete_trust = cmds.complete("", "Ndomo trust ", 12)
 -- Menus and jobs from a catalog with names the plugin has never heard of.
 local cat = {
   modes = { { name = "talk", role = "plan" }, { name = "dig", role = "research" }, { name = "make", role = "build" } },

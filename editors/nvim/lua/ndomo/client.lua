@@ -87,6 +87,8 @@ function M.attach(bufnr, opts, handlers)
     settings = opts.settings and { ndomo = opts.settings } or nil,
     capabilities = M.capabilities(opts.capabilities),
     handlers = handlers,
+    -- the folder's trust: asked once, on the first attach (ndomo.trust)
+    on_init = function(c) require("ndomo.trust").check(c, root) end,
     on_exit = function(_, _, cid)
       M.running[cid], exited[cid] = nil, true
       local ok, ndomo = pcall(require, "ndomo")
@@ -157,6 +159,13 @@ function M.execute(command, args, cb, bufnr)
   request(client, "workspace/executeCommand", params, function(err, result)
     cb(err, result)
   end, bufnr)
+end
+
+--- `command` on one given client (not the current buffer's): `cb(err, result)`.
+function M.execute_on(c, command, args, cb)
+  request(c, "workspace/executeCommand", { command = command, arguments = { arg(args) } }, function(err, result)
+    cb(err, result)
+  end)
 end
 
 --- Blocking form, for :checkhealth only (it must return its report); returns result, err.

@@ -1,4 +1,4 @@
---- :Ndomo ask|fix|plan|mode|agent|cancel|undo|plans|health|new|transcript|chat|notes, with completion.
+--- :Ndomo ask|fix|plan|mode|agent|cancel|undo|plans|health|new|transcript|chat|notes|trust, with completion.
 local client = require("ndomo.client")
 local ui = require("ndomo.ui")
 
@@ -207,6 +207,7 @@ M.subcommands = {
   transcript = function() ui.open_transcript() end,
   chat = function(a) require("ndomo.chat").open(a.rest) end,
   notes = function(a) require("ndomo.notes").run(a.rest) end,
+  trust = function(a) require("ndomo.trust").command(a.rest) end,
 }
 
 --- One line per plan: status, slug, done/total, title. `progress` maps plan id → Progress.
@@ -309,6 +310,7 @@ function M.complete(arglead, cmdline, _)
   if #words <= 1 then return match(M.names()) end
   if words[1] == "mode" and #words == 2 then return match(M.mode_names(M.known())) end
   if words[1] == "agent" and #words == 2 then return match(M.agent_names(M.known())) end
+  if words[1] == "trust" and #words == 2 then return match({ "revoke" }) end
   return {}
 end
 
@@ -331,7 +333,7 @@ function M.create()
     range = true,
     bang = true,
     complete = M.complete,
-    desc = "ndomo: ask|fix|plan|mode|agent|cancel|undo|plans|health|new|transcript|chat|notes",
+    desc = "ndomo: ask|fix|plan|mode|agent|cancel|undo|plans|health|new|transcript|chat|notes|trust",
   })
 end
 

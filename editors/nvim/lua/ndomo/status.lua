@@ -5,7 +5,7 @@ local QUIET = { [""] = true, idle = true, done = true, answered = true, none = t
 
 M.spinner = { "⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏" }
 
---- @param s table|nil  {session, mode, agent, busy, state, plan = {id, slug, done, total}|nil}
+--- @param s table|nil  {session, mode, agent, busy, state, plan = {id, slug, done, total}|nil, trust}
 --- @param tick integer|nil  spinner frame while busy
 --- @return string
 function M.format(s, tick)
@@ -19,6 +19,8 @@ function M.format(s, tick)
   if type(plan) == "table" and tonumber(plan.total) and tonumber(plan.total) > 0 then
     table.insert(parts, ("%d/%d"):format(tonumber(plan.done) or 0, tonumber(plan.total)))
   end
+  -- the folder's trust ("trusted" | "untrusted" | "unknown"; absent from older servers)
+  if type(s.trust) == "string" and s.trust ~= "trusted" then table.insert(parts, "untrusted") end
   local text = table.concat(parts, " · ")
   if s.busy == true then
     local frame = M.spinner[((tick or 0) % #M.spinner) + 1]

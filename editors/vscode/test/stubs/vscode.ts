@@ -11,6 +11,11 @@ type Handler = (...args: any[]) => any;
 export const stub = {
   commands: new Map<string, Handler>(),
   config: {} as Record<string, unknown>,
+  /** Values a workspace sets (its .vscode/settings.json): they win over `config` (the user's). */
+  workspaceConfig: {} as Record<string, unknown>,
+  /** showWarningMessage calls (modal questions included) and how each is answered. */
+  warnings: [] as { message: string; options: any; items: string[] }[],
+  answerWarning: undefined as undefined | ((message: string, items: string[]) => string | undefined),
   inputs: [] as (string | undefined)[],
   /** Picks the item whose args match; or undefined (dismissed). */
   pickBy: undefined as undefined | ((items: any[]) => any),
@@ -34,6 +39,9 @@ export const stub = {
     this.webviewViews.clear();
     this.commands.clear();
     this.config = {};
+    this.workspaceConfig = {};
+    this.warnings = [];
+    this.answerWarning = undefined;
     this.inputs = [];
     this.pickBy = undefined;
     this.picked = [];
@@ -63,6 +71,17 @@ export const stub = {
     for (const fn of this.configListeners) await fn(e);
   },
 };
+
+/** An ExtensionContext's globalState / workspaceState. */
+export class Memento {
+  values = new Map<string, unknown>();
+  get<T>(key: string, dflt?: T): T | undefined {
+    return (this.values.has(key) ? this.values.get(key) : dflt) as T | undefined;
+  }
+  async update(key: string, value: unknown) {
+    this.values.set(key, value);
+  }
+}
 
 /** A notification shown with window.withProgress. */
 export interface StubProgress {
@@ -197,6 +216,14 @@ export const window = {
     stub.webviewViews.set(id, provider);
     return { dispose: () => stub.webviewViews.delete(id) };
   },
+  showWarningMessage(message: string, options?: any, ...items: string[]) {
+    if (typeof options === "string") {
+      items = [options, ...items];
+      options = undefined;
+    }
+    stub.warnings.push({ message, options, items });
+    return Promise.resolve(stub.answerWarning ? stub.answerWarning(message, items) : undefined);
+  },
   showErrorMessage(msg: string) {
     stub.errors.push(msg);
     return Promise.resolve(undefined);
@@ -246,7 +273,16 @@ export const workspace = {
     return {
       get<T>(key: string, dflt?: T): T | undefined {
         const full = `${section}.${key}`;
+        if (full in stub.workspaceConfig) return readOnly(stub.workspaceConfig[full]) as T;
         return (full in stub.config ? readOnly(stub.config[full]) : dflt) as T | undefined;
+      },
+      inspect(key: string) {
+        const full = `${section}.${key}`;
+        return {
+          key: full,
+          globalValue: full in stub.config ? readOnly(stub.config[full]) : undefined,
+          workspaceValue: full in stub.workspaceConfig ? readOnly(stub.workspaceConfig[full]) : undefined,
+        };
       },
     };
   },
