@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import ConfigDict, Field
 
+from ndomo.runtime.problems import Problem, Range
 from ndomo.schema import Schema
 
 if TYPE_CHECKING:
@@ -30,16 +31,6 @@ if TYPE_CHECKING:
     from ndomo.runtime.listeners import Listeners
 
 
-class Position(Schema):
-    line: int = Field(ge=0)
-    character: int = Field(ge=0)
-
-
-class Range(Schema):
-    start: Position
-    end: Position
-
-
 class TurnRequest(Schema):
     """What `ndomo.turn`, `ndomo run` and a delegated `task` ask for."""
 
@@ -47,6 +38,11 @@ class TurnRequest(Schema):
     prompt: str = Field(min_length=1)
     uri: str | None = Field(default=None, description="Document the selection is in.")
     range: Range | None = None
+    diagnostics: list[Problem] = Field(
+        default=[],
+        max_length=50,
+        description="Problems the editor shows in the document (the quick fix's diagnostic).",
+    )
     agent: str | None = Field(
         default=None, description="Agent for this turn (session's agent if unset)."
     )
