@@ -47,6 +47,7 @@ import {
   Where,
 } from "./config";
 import { SAVE_DOCUMENTS, saveDocuments } from "./save";
+import { DIAGNOSTICS, reportDiagnostics } from "./problems";
 import { formatStatus, parseStatus, pickStatus, StatusPayload } from "./status";
 import { describeEvent } from "./transcript";
 import { ChatView, VIEW_ID } from "./chat/view";
@@ -88,12 +89,12 @@ function currentCommand(): ServerCommand {
   return serverCommand((key) => cfg.get(key), where());
 }
 
-/** Tells the server this client answers `ndomo/saveDocuments`. */
+/** Tells the server this client answers `ndomo/saveDocuments` and `ndomo/diagnostics`. */
 const saveDocumentsCapability: StaticFeature = {
   fillClientCapabilities(caps: ClientCapabilities): void {
     const experimental = (caps.experimental ?? {}) as Record<string, unknown>;
     const own = (experimental.ndomo ?? {}) as Record<string, unknown>;
-    caps.experimental = { ...experimental, ndomo: { ...own, saveDocuments: true } };
+    caps.experimental = { ...experimental, ndomo: { ...own, saveDocuments: true, diagnostics: true } };
   },
   initialize(): void {},
   getState(): FeatureState {
@@ -370,6 +371,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         const u = vscode.Uri.parse(uri);
         return u.scheme === "file" ? u.fsPath : undefined;
       }),
+    );
+    c.onRequest(DIAGNOSTICS, (params: unknown) =>
+      reportDiagnostics(params, (uri) => vscode.languages.getDiagnostics(vscode.Uri.parse(uri))),
     );
     try {
       await c.start();
