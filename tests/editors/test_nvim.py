@@ -187,11 +187,12 @@ async def _make_plan(root: Path) -> None:
 
 
 class FakeModelProcess:
-    def __init__(self, script: list[dict], workdir: Path) -> None:
+    def __init__(self, script: list[dict], workdir: Path, record: Path | None = None) -> None:
         path = workdir / "script.json"
         path.write_text(json.dumps(script), encoding="utf-8")
+        extra = ["--record", str(record)] if record is not None else []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.fakes.fake_model", "--script", str(path)],
+            [sys.executable, "-m", "tests.fakes.fake_model", "--script", str(path), *extra],
             cwd=HERE.parents[1], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         line = self.proc.stdout.readline().strip()

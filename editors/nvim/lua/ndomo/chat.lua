@@ -342,6 +342,9 @@ function M.load()
   end)
 end
 
+--- The chat buffer is shown in a window of this Neovim.
+function M.visible() return buf ~= nil and vim.api.nvim_buf_is_valid(buf) and #vim.fn.win_findbuf(buf) > 0 end
+
 function M.close()
   if not buf then return end
   for _, w in ipairs(vim.fn.win_findbuf(buf)) do

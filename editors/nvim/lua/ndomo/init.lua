@@ -128,6 +128,7 @@ function M.handlers()
     ["ndomo/status"] = on_status,
     ["ndomo/turn/event"] = on_event,
     ["ndomo/saveDocuments"] = require("ndomo.save").handler,
+    ["ndomo/diagnostics"] = require("ndomo.problems").handler,
   }
   if M.opts.ui_select_requests then
     h["window/showMessageRequest"] = require("ndomo.ui").show_message_request

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ndomo.lib.workspace import rel
+from ndomo.runtime.events import Notice
 from ndomo.runtime.hooks import HookResult, LifecycleHook, Phase
 
 if TYPE_CHECKING:
@@ -128,7 +129,10 @@ class LeftErrors(LifecycleHook):
             f"Note: the editor reports {count} new error{'s' if count > 1 else ''} in {where} "
             f"after this turn's edits (first: {first})."
         )
+        # in the answer (the summary, a notification) and as a notice (chat views show the
+        # streamed text, not the final answer)
         ctx.answer = f"{ctx.answer.rstrip()}\n\n{notice}" if ctx.answer.strip() else notice
+        await ctx.runtime.emit(ctx, Notice(level="warning", message=notice))
         if not ctx.final_state:
             ctx.final_state = f"{count} new error{'s' if count > 1 else ''} in {where}"[:120]
         return None
