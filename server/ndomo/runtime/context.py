@@ -61,6 +61,9 @@ class SessionState:
     committed_plan_id: str | None = None
     last_outcome: str = ""  # the `state` of ndomo/status: empty when there is nothing to say
     busy: bool = False
+    tokens_in: int = 0  # the session's usage so far: stored turns, then each turn's
+    tokens_out: int = 0
+    last_turn: tuple[int, int] | None = None  # the last turn's (prompt, completion) tokens
 
 
 class TurnSummary(Schema):
