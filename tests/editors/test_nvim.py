@@ -112,6 +112,8 @@ def test_plugin_logic_without_server(unit: dict) -> None:
     assert r["state"] == "ndomo: craftsman · autopilot · failed"
     assert r["busy"].endswith(" ndomo: craftsman · autopilot") and r["busy"] != "ndomo: craftsman · autopilot"
     assert r["none"] == "" and r["before_setup"] == ""
+    assert r["usage"] == "tokens 75k+300 (last turn 1.2k+56) · €0.0195"
+    assert r["usage_none"] == ""
     assert r["cmd"] == ["python", "-m", "ndomo", "serve"]
     assert r["keymaps_default"] is False and r["no_keymaps"] is True
     assert r["init_options"] == {"model": {"name": "m"}}

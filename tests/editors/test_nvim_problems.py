@@ -65,5 +65,11 @@ def test_editor_diagnostics_reach_the_model_and_the_chat_keeps_answers_out_of_no
     # the chat shows the answer; nothing of it reached vim.notify while the chat was open
     assert "Third line." in r["chat"]
     assert not [m for m in r["notified"] if "Broke it." in m or "new error" in m], r["notified"]
+    # the chat window's statusline shows the session's tokens, as ndomo/status reports them
+    usage = r["status_usage"]
+    assert usage["turn"]["prompt"] > 0 and usage["session"] == usage["turn"]
+    assert " · tokens " in r["chat_statusline"] and "(last turn " in r["chat_statusline"], r["chat_statusline"]
+    # (the left end is cut in an 80-column window:) the state names the error the turn left
+    assert "autopilot · 1 new error in calc.py · tokens " in r["chat_statusline"]
     # with the chat closed, answers are notified as before
     assert any(m.startswith("Answer without the chat.") for m in r["notified"]), r["notified"]

@@ -93,6 +93,8 @@ function S.turn()
   wait(10000, idle, "idle")
   vim.wait(300) -- anything notified after the end would land now
   results.chat = chat_lines()
+  results.chat_statusline = vim.api.nvim_eval_statusline(vim.wo[win].statusline, { winid = win }).str
+  results.status_usage = ndomo.last_status.usage
   results.buffer = vim.api.nvim_buf_get_lines(vim.fn.bufnr(file), 0, -1, false)
 end
 

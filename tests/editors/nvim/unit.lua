@@ -9,6 +9,9 @@ r.plan = status.format({ session = "s", mode = "autopilot", agent = "craftsman",
 r.state = status.format({ session = "s", mode = "autopilot", agent = "craftsman", busy = false, state = "failed", plan = vim.NIL })
 r.busy = status.format({ session = "s", mode = "autopilot", agent = "craftsman", busy = true, state = "idle", plan = vim.NIL }, 0)
 r.none = status.format(nil)
+r.usage = status.usage({ mode = "m", agent = "a", usage = { turn = { prompt = 1234, completion = 56 },
+  session = { prompt = 75310, completion = 300 }, cost = { turn = 0.0045, session = 0.0195, currency = "€" } } })
+r.usage_none = status.usage({ mode = "m", agent = "a" })
 r.before_setup = require("ndomo").status()
 
 local cfg = require("ndomo.config")
