@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import stat
 import subprocess
 import sys
@@ -562,3 +563,25 @@ def test_chat_view_after_killing_the_server_and_reloading_has_the_session_back(v
     wb.wait_chat(".turn .prompt", text="remember the answer")
     wb.wait_chat(".turn .text", text="noted: the answer is forty-two")
     wb.wait_chat("#head", regex="^foreman · brainstorming")
+
+
+# -- [context] the editor's diagnostics reach the agent ------------------------------------------
+
+def test_an_edit_that_breaks_a_file_is_followed_by_the_editors_error(vs: Env) -> None:
+    """VS Code's own JSON language server flags the edit; the next model request has it."""
+    (vs.ws / "data.json").write_text('{\n  "a": 1\n}\n', encoding="utf-8")
+    vs.script(
+        {"tool_calls": [{"name": "edit", "arguments": {"path": "data.json", "old_text": '"a": 1', "new_text": '"a": 1 "b": 2'}}]},
+        {"text": "added b"},
+    )
+    wb = vs.wb
+    wb.open_file("data.json")
+    wb.select_line('"a": 1')
+    before = len(vs.fake.chat_requests())
+    wb.palette("ndomo: Fix selection with the builder agent")
+    wb.wait_editor_text('"a": 1 "b": 2')
+    wb.wait_status(r"new error in data\.json")  # the turn says it left an error
+    sent = vs.fake.chat_requests()[before:]
+    results = [m["content"] for m in sent[-1]["body"]["messages"] if m["role"] == "tool"]
+    assert results and "the editor now reports:" in results[-1], results
+    assert re.search(r"- data\.json line 2: error", results[-1]), results[-1]
