@@ -390,6 +390,15 @@ def _problems(result: object, by_uri: dict[str, Path]) -> dict[Path, list[Proble
         for raw in found[:DIAGNOSTICS_PER_FILE]:
             if isinstance(raw, dict) and raw.get("source") == "ndomo":
                 continue  # ndomo's own (plan tasks): not a problem in the code
+            if isinstance(raw, dict):  # a long message is cut, not dropped
+                raw = {
+                    **raw,
+                    **{
+                        k: raw[k][:n]
+                        for k, n in (("message", 4000), ("source", 200))
+                        if isinstance(raw.get(k), str)
+                    },
+                }
             try:
                 out[path].append(Problem.model_validate(raw))
             except ValidationError:
