@@ -61,6 +61,17 @@ class _Section(Schema):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
+class Price(_Section):
+    """What the model's provider charges, per million tokens (any one currency)."""
+
+    input: float = Field(ge=0, description="per million prompt tokens")
+    output: float = Field(ge=0, description="per million completion tokens")
+    currency: str = Field(default="$", max_length=8)
+
+    def cost(self, tokens_in: int, tokens_out: int) -> float:
+        return (tokens_in * self.input + tokens_out * self.output) / 1_000_000
+
+
 class ModelConfig(_Section):
     provider: Literal["openai", "anthropic"] = "openai"
     base_url: str = "http://127.0.0.1:11434/v1"
@@ -86,6 +97,10 @@ class ModelConfig(_Section):
         ge=16,
         description="The most tokens one answer may take (sent as max_tokens, fitted to the "
         "window's room): a whole-file write fits, a model that never stops is cut off.",
+    )
+    price: Price | None = Field(
+        default=None,
+        description="Prices per million input/output tokens: the cost is shown with the usage.",
     )
 
     def resolved_api_key(self, env: Mapping[str, str] | None = None) -> str | None:

@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ndomo import compose
 from ndomo.app import App
 from ndomo.lib.search.grep import find_rg
 from ndomo.lib.search.grep import grep as grep_fn
@@ -155,7 +156,7 @@ async def run() -> list[Result]:
         make_tree(root)
         app = App(root)
         try:
-            rt = Runtime(app)
+            rt = Runtime(app, compose.plugins())
             state = await rt.session()
             ctx = TurnContext(
                 app=app,

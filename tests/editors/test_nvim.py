@@ -128,6 +128,8 @@ def test_plugin_logic_without_server(unit: dict) -> None:
     assert "• agents: craftsman (replaces the built-in)" in r["trust_prompt"] and "• model.base_url" in r["trust_prompt"]
     assert r["trust_ask"] == [True, False, False, False]
     assert r["complete_trust"] == ["revoke"]
+    assert r["usage"] == "tokens 75k+300 (last turn 1.2k+56) · €0.0195"
+    assert r["usage_none"] == ""
     assert r["cmd"] == ["python", "-m", "ndomo", "serve"]
     assert r["keymaps_default"] is False and r["no_keymaps"] is True
     assert r["init_options"] == {"model": {"name": "m"}}
@@ -203,11 +205,12 @@ async def _make_plan(root: Path) -> None:
 
 
 class FakeModelProcess:
-    def __init__(self, script: list[dict], workdir: Path) -> None:
+    def __init__(self, script: list[dict], workdir: Path, record: Path | None = None) -> None:
         path = workdir / "script.json"
         path.write_text(json.dumps(script), encoding="utf-8")
+        extra = ["--record", str(record)] if record is not None else []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.fakes.fake_model", "--script", str(path)],
+            [sys.executable, "-m", "tests.fakes.fake_model", "--script", str(path), *extra],
             cwd=HERE.parents[1], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         line = self.proc.stdout.readline().strip()

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import stat
 import subprocess
 import sys
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -748,3 +750,46 @@ def test_workspace_server_command_change_asks_before_running(vs: Env, tmp_path: 
     finally:
         settings.unlink(missing_ok=True)
         wb.clear_toasts()
+
+
+# -- [context] the editor's diagnostics reach the agent ------------------------------------------
+
+def test_an_edit_that_breaks_a_file_is_followed_by_the_editors_error(vs: Env) -> None:
+    """VS Code's own JSON language server flags the edit; the next model request has it."""
+    (vs.ws / "data.json").write_text('{\n  "a": 1\n}\n', encoding="utf-8")
+    vs.script(
+        {"tool_calls": [{"name": "edit", "arguments": {"path": "data.json", "old_text": '"a": 1', "new_text": '"a": 1 "b": 2'}}]},
+        {"text": "added b"},
+    )
+    wb = vs.wb
+    wb.open_file("data.json")
+    wb.select_line('"a": 1')
+    before = len(vs.fake.chat_requests())
+    wb.palette("ndomo: Fix selection with the builder agent")
+    wb.wait_editor_text('"a": 1 "b": 2')
+    wb.wait_status(r"new error in data\.json")  # the turn says it left an error
+    sent = vs.fake.chat_requests()[before:]
+    results = [m["content"] for m in sent[-1]["body"]["messages"] if m["role"] == "tool"]
+    assert results and "the editor now reports:" in results[-1], results
+    assert re.search(r"- data\.json line 2: error", results[-1]), results[-1]
+
+
+def test_the_quick_fix_carries_the_editors_diagnostic_into_the_turn(vs: Env) -> None:
+    """VS Code's JSON error on the line offers 'Fix this problem'; the model reads the error."""
+    (vs.ws / "broken.json").write_text('{\n  "a": 1 "b": 2\n}\n', encoding="utf-8")
+    vs.script({"text": "I would add a comma"})
+    wb = vs.wb
+    wb.open_file("broken.json")
+    # VS Code's JSON server has checked the file: its error is underlined
+    wb.d.call("waitSelector", selector=".monaco-editor .squiggly-error")
+    wb.select_line('"a": 1 "b": 2')
+    before = len(vs.fake.chat_requests())
+    wb.code_action("ndomo: Fix this problem with craftsman")
+    deadline = time.monotonic() + 60
+    while len(vs.fake.chat_requests()) == before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    sent = vs.fake.chat_requests()[before:]
+    assert sent, "the quick fix's turn sent no model request"
+    user = [m["content"] for m in sent[0]["body"]["messages"] if m["role"] == "user"][-1]
+    assert "The editor reports in broken.json:" in user, user
+    assert re.search(r"- line 2: error \(json[^)]*\): ", user), user

@@ -52,6 +52,7 @@ import {
   workspaceServerKeys,
 } from "./config";
 import { SAVE_DOCUMENTS, saveDocuments } from "./save";
+import { DIAGNOSTICS, reportDiagnostics } from "./problems";
 import { formatStatus, parseStatus, pickStatus, StatusPayload } from "./status";
 import { describeEvent } from "./transcript";
 import { ChatView, VIEW_ID } from "./chat/view";
@@ -111,12 +112,12 @@ const RUN_COMMAND = "Run it";
 /** Folders (uris) where the user answered "Don't trust" in Restricted Mode. */
 const DECLINED_TRUST = "ndomo.trustDeclined";
 
-/** Tells the server this client answers `ndomo/saveDocuments`. */
+/** Tells the server this client answers `ndomo/saveDocuments` and `ndomo/diagnostics`. */
 const saveDocumentsCapability: StaticFeature = {
   fillClientCapabilities(caps: ClientCapabilities): void {
     const experimental = (caps.experimental ?? {}) as Record<string, unknown>;
     const own = (experimental.ndomo ?? {}) as Record<string, unknown>;
-    caps.experimental = { ...experimental, ndomo: { ...own, saveDocuments: true } };
+    caps.experimental = { ...experimental, ndomo: { ...own, saveDocuments: true, diagnostics: true } };
   },
   initialize(): void {},
   getState(): FeatureState {
@@ -498,6 +499,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         const u = vscode.Uri.parse(uri);
         return u.scheme === "file" ? u.fsPath : undefined;
       }),
+    );
+    c.onRequest(DIAGNOSTICS, (params: unknown) =>
+      reportDiagnostics(params, (uri) => vscode.languages.getDiagnostics(vscode.Uri.parse(uri))),
     );
     try {
       await c.start();

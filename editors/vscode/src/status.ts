@@ -12,6 +12,19 @@ export interface PlanProgress {
   total: number;
 }
 
+/** Prompt and completion tokens. */
+export interface Tokens {
+  prompt: number;
+  completion: number;
+}
+
+/** `usage` of `ndomo/status`: the last turn's and the session's tokens, the cost with `model.price`. */
+export interface Usage {
+  turn: Tokens | null;
+  session: Tokens;
+  cost: { turn: number | null; session: number; currency: string } | null;
+}
+
 /** The `ndomo/status` payload (public interface of the server). */
 export interface StatusPayload {
   session: string;
@@ -24,6 +37,7 @@ export interface StatusPayload {
   folder?: string;
   /** The folder's trust ("trusted" | "untrusted" | "unknown"); absent from older servers. */
   trust?: string;
+  usage?: Usage | null;
 }
 
 export interface StatusView {
@@ -72,8 +86,56 @@ export function formatStatus(status: StatusPayload | null | undefined, connected
   if (untrusted) {
     lines.push(`Folder trust: ${status.trust} — its .ndomo/ settings and agents are ignored ("ndomo: Folder trust…")`);
   }
+  lines.push(...usageLines(status.usage));
   lines.push("Click to switch mode or agent");
   return { text, tooltip: lines.join("\n") };
+}
+
+function count(n: number): string {
+  return n.toLocaleString("en-US");
+}
+
+/** The tooltip's usage lines: tokens of the last turn and the session, and the cost. */
+export function usageLines(usage: Usage | null | undefined): string[] {
+  if (!usage) return [];
+  const out = [];
+  if (usage.turn) out.push(`Last turn: ${count(usage.turn.prompt)} prompt + ${count(usage.turn.completion)} completion tokens`);
+  out.push(`Session: ${count(usage.session.prompt)} prompt + ${count(usage.session.completion)} completion tokens`);
+  if (usage.cost) {
+    const c = usage.cost;
+    const turn = c.turn === null ? "" : `last turn ${c.currency}${c.turn.toFixed(4)}, `;
+    out.push(`Cost: ${turn}session ${c.currency}${c.session.toFixed(4)}`);
+  }
+  return out;
+}
+
+function tokens(raw: unknown): Tokens | null {
+  if (!raw || typeof raw !== "object") return null;
+  const r = raw as Record<string, unknown>;
+  const prompt = Number(r.prompt);
+  const completion = Number(r.completion);
+  return Number.isFinite(prompt) && Number.isFinite(completion) ? { prompt, completion } : null;
+}
+
+function parseUsage(raw: unknown): Usage | null {
+  if (!raw || typeof raw !== "object") return null;
+  const r = raw as Record<string, unknown>;
+  const session = tokens(r.session);
+  if (!session) return null;
+  let cost: Usage["cost"] = null;
+  if (r.cost && typeof r.cost === "object") {
+    const c = r.cost as Record<string, unknown>;
+    const total = Number(c.session);
+    if (Number.isFinite(total)) {
+      const turn = c.turn === null || c.turn === undefined ? null : Number(c.turn);
+      cost = {
+        turn: turn !== null && Number.isFinite(turn) ? turn : null,
+        session: total,
+        currency: typeof c.currency === "string" ? c.currency : "$",
+      };
+    }
+  }
+  return { turn: tokens(r.turn), session, cost };
 }
 
 /** Parse an untrusted notification payload; `null` when it is not a status. */
@@ -99,6 +161,7 @@ export function parseStatus(raw: unknown): StatusPayload | null {
     plan,
     ...(typeof r.folder === "string" ? { folder: r.folder } : {}),
     ...(typeof r.trust === "string" ? { trust: r.trust } : {}),
+    usage: parseUsage(r.usage),
   };
 }
 

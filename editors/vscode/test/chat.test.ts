@@ -207,3 +207,11 @@ test("the header says the scope state and plan progress in plain words", () => {
     "craftsman · autopilot · working… · state 2 · planned (3/5 files) · plan cache 1/4");
   assert.equal(describeStatus({ session: "s", mode: "discussion", agent: "foreman", busy: false, state: "idle", plan: null }), "foreman · discussion");
 });
+
+test("the header shows the session's tokens and cost once there are any", () => {
+  const s = { session: "s", mode: "discussion", agent: "foreman", busy: false, state: "idle", plan: null };
+  const usage = { session: { prompt: 75310, completion: 300 }, cost: { session: 0.0195, currency: "$" } };
+  assert.equal(describeStatus({ ...s, usage }), "foreman · discussion · tokens 75k+300 $0.0195");
+  assert.equal(describeStatus({ ...s, usage: { session: { prompt: 1234, completion: 5 }, cost: null } }), "foreman · discussion · tokens 1.2k+5");
+  assert.equal(describeStatus({ ...s, usage: { session: { prompt: 0, completion: 0 }, cost: null } }), "foreman · discussion");
+});

@@ -279,7 +279,7 @@ test("Restricted Mode ignores every workspace ndomo setting; endpoint, key varia
 
 test("the client announces ndomo/saveDocuments and saves the named open documents", async () => {
   const { client } = await start();
-  assert.deepEqual(client.capabilities.experimental, { ndomo: { saveDocuments: true } });
+  assert.deepEqual(client.capabilities.experimental, { ndomo: { saveDocuments: true, diagnostics: true } });
   const saved: string[] = [];
   stub.textDocuments = [
     { uri: vscode.Uri.file("/ws/a.py"), isDirty: true, save: async () => (saved.push("a"), true) },
@@ -292,6 +292,29 @@ test("the client announces ndomo/saveDocuments and saves the named open document
   assert.deepEqual(res, { saved: ["file:///ws/a.py", "file:///ws/b.py"] });
   assert.deepEqual(saved, ["a"]);
   await assert.rejects(client.request("ndomo/saveDocuments", { files: [] }), /params must be/);
+});
+
+test("ndomo/diagnostics is answered from languages.getDiagnostics, in LSP's spelling, worst first", async () => {
+  const { client } = await start();
+  const at = (line: number) => ({ start: { line, character: 4 }, end: { line, character: 9 } });
+  stub.diagnostics.set("/ws/a.py", [
+    { message: "unused import", source: "Ruff", code: "F401", severity: 1, range: at(0) },
+    { message: '"z" is not defined', source: "Pylance", code: { value: "reportUndefinedVariable" }, severity: 0, range: at(3) },
+  ]);
+  const res = await client.request("ndomo/diagnostics", { uris: ["file:///ws/a.py", "file:///ws/clean.py"] });
+  assert.deepEqual(res, {
+    items: [
+      {
+        uri: "file:///ws/a.py",
+        diagnostics: [
+          { message: '"z" is not defined', source: "Pylance", code: "reportUndefinedVariable", severity: 1, range: at(3) },
+          { message: "unused import", source: "Ruff", code: "F401", severity: 2, range: at(0) },
+        ],
+      },
+      { uri: "file:///ws/clean.py", diagnostics: [] },
+    ],
+  });
+  await assert.rejects(client.request("ndomo/diagnostics", { files: [] }), /params must be/);
 });
 
 test("a turn's progress is a cancellable notification; Cancel sends ndomo.cancel", async () => {

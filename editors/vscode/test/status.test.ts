@@ -58,3 +58,26 @@ test("a running turn's agent and mode replace the session's in the text, not the
   assert.match(view.tooltip, /Agent: foreman\nMode: discussion\nRunning turn: craftsman · autopilot/);
   assert.equal(formatStatus(s, true, null).text, "ndomo: foreman · discussion");
 });
+
+test("the tooltip shows the last turn's and the session's tokens, and the cost with a price", () => {
+  const raw = {
+    ...base,
+    usage: {
+      turn: { prompt: 1234, completion: 56 },
+      session: { prompt: 5000, completion: 300 },
+      cost: { turn: 0.0045, session: 0.0195, currency: "$" },
+    },
+  };
+  const s = parseStatus(raw);
+  const tip = formatStatus(s).tooltip;
+  assert.match(tip, /Last turn: 1,234 prompt \+ 56 completion tokens/);
+  assert.match(tip, /Session: 5,000 prompt \+ 300 completion tokens/);
+  assert.match(tip, /Cost: last turn \$0\.0045, session \$0\.0195/);
+  assert.equal(formatStatus(s).text, "ndomo: foreman · discussion"); // the bar stays short
+  // before any turn, and without a price: the session's tokens only
+  const quiet = parseStatus({ ...base, usage: { turn: null, session: { prompt: 0, completion: 0 }, cost: null } });
+  const tip2 = formatStatus(quiet).tooltip;
+  assert.match(tip2, /Session: 0 prompt \+ 0 completion tokens/);
+  assert.doesNotMatch(tip2, /Last turn|Cost/);
+  assert.equal(parseStatus({ ...base, usage: { session: "junk" } })?.usage, null);
+});

@@ -1,7 +1,8 @@
-"""Code actions on a selection: ask, research, fix with the builder, plan with the planner.
+"""Code actions on a selection: ask, research, fix with the builder, plan with the planner,
+and a quick fix per diagnostic another server shows there ("Fix this problem with …").
 
 None of them runs anything until chosen: each carries an `ndomo.turn` command with the
-selection's uri and range.
+selection's uri and range (and the quick fix, its diagnostic).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from ndomo.lsp.names import pick
-from ndomo.lsp.protocol import command
+from ndomo.lsp.protocol import DIAGNOSTIC_SOURCE, command
 from ndomo.lsp.server import Feature
 
 # title ({agent}: the agent picked), agent role, mode role, prompt — by purpose, never by
@@ -37,6 +38,30 @@ SELECTION_ACTIONS = [
 ]
 
 
+FIX_PROBLEM = "Fix the problem the editor reports in the selected code."
+MAX_FIXES = 5  # a line with many diagnostics: the first few, the menu stays readable
+MESSAGE_CHARS = 2000  # a diagnostic's message as the turn carries it
+
+
+def _range(rng: types.Range) -> dict:
+    return {
+        "start": {"line": rng.start.line, "character": rng.start.character},
+        "end": {"line": rng.end.line, "character": rng.end.character},
+    }
+
+
+def problem(d: types.Diagnostic) -> dict:
+    """The diagnostic as `TurnRequest.diagnostics` takes it (message, source, code, range)."""
+    code = d.code if isinstance(d.code, (int, str)) else None
+    return {
+        "message": d.message[:MESSAGE_CHARS],
+        "source": d.source[:200] if d.source else None,
+        "code": code,
+        "severity": int(d.severity) if d.severity is not None else None,
+        "range": _range(d.range),
+    }
+
+
 class CodeActionsFeature(Feature):
     name = "code-actions"
 
@@ -51,7 +76,11 @@ class CodeActionsFeature(Feature):
         )
         async def code_actions(params: types.CodeActionParams) -> list[types.CodeAction]:
             ls.touch(params.text_document.uri)  # editors ask as the cursor moves: the active file
-            return self.selection_actions(params) + await self.diagnostic_fixes(params)
+            return (
+                self.problem_fixes(params)
+                + self.selection_actions(params)
+                + await self.diagnostic_fixes(params)
+            )
 
     def selection_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
         if command("turn") not in self.server.protocol.fm.commands:
@@ -67,10 +96,7 @@ class CodeActionsFeature(Feature):
             args = {
                 "prompt": prompt,
                 "uri": uri,
-                "range": {
-                    "start": {"line": rng.start.line, "character": rng.start.character},
-                    "end": {"line": rng.end.line, "character": rng.end.character},
-                },
+                "range": _range(rng),
                 "agent": agent,
                 "mode": mode,
             }
@@ -78,6 +104,39 @@ class CodeActionsFeature(Feature):
                 types.CodeAction(
                     title=title,
                     kind=types.CodeActionKind.Refactor,
+                    command=types.Command(title=title, command=command("turn"), arguments=[args]),
+                )
+            )
+        return out
+
+    def problem_fixes(self, params: types.CodeActionParams) -> list[types.CodeAction]:
+        """A quick fix per diagnostic of another server in the range (a type checker's, a
+        linter's): the builder's turn on that line, carrying the diagnostic itself."""
+        if command("turn") not in self.server.protocol.fm.commands:
+            return []
+        theirs = [d for d in params.context.diagnostics if d.source != DIAGNOSTIC_SOURCE][
+            :MAX_FIXES
+        ]
+        picked = pick(self.server, agent_role="builder", mode_role="build") if theirs else None
+        if picked is None:
+            return []
+        agent, mode = picked
+        out = []
+        for d in theirs:
+            title = f"ndomo: Fix this problem with {agent}"
+            args = {
+                "prompt": FIX_PROBLEM,
+                "uri": params.text_document.uri,
+                "range": _range(d.range),
+                "diagnostics": [problem(d)],
+                "agent": agent,
+                "mode": mode,
+            }
+            out.append(
+                types.CodeAction(
+                    title=title,
+                    kind=types.CodeActionKind.QuickFix,
+                    diagnostics=[d],
                     command=types.Command(title=title, command=command("turn"), arguments=[args]),
                 )
             )

@@ -13,12 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
-from pygls.uris import from_fs_path
+from pydantic import ValidationError
+from pygls.uris import from_fs_path, to_fs_path
 
 from ndomo.lsp import protocol
 from ndomo.lsp.text_edits import text_edits
 from ndomo.runtime.events import TextDelta, TurnEvent
 from ndomo.runtime.host import ApprovalChoice, ApprovalRequest, BaseHost, EditOutcome, write_atomic
+from ndomo.runtime.problems import Problem
 
 if TYPE_CHECKING:
     from ndomo.app import App
@@ -41,6 +43,10 @@ APPROVAL_HELP = (
 
 
 SAVE_TIMEOUT_S = 30.0  # an editor that never answers must not hold the shell command forever
+
+DIAGNOSTICS_SETTLE_S = 0.8  # the other servers re-check the edited file meanwhile
+DIAGNOSTICS_TIMEOUT_S = 5.0  # an editor that never answers costs the edit this much, once
+DIAGNOSTICS_PER_FILE = 50  # what a file's answer is read up to
 
 # After a text delta is sent, later ones are merged for this long: one notification per
 # delta (hundreds a second from a fast model) would queue the editor's requests behind them
@@ -286,8 +292,34 @@ class LspHost(BaseHost):
     # -- saving what the turn edited ---------------------------------------------------------
     def supports_save_documents(self) -> bool:
         """The client announced `experimental.ndomo.saveDocuments` (our editor plugins do)."""
+        return self._announced("saveDocuments")
+
+    # -- the editor's diagnostics ------------------------------------------------------------
+    def _announced(self, what: str) -> bool:
         own = protocol.client_capability(self.server.client_capabilities)
-        return bool(own.get("saveDocuments"))
+        return bool(own.get(what))
+
+    async def problems(
+        self, paths: list[Path], *, settle: bool = True
+    ) -> dict[Path, list[Problem]] | None:
+        """`ndomo/diagnostics` for `paths`, after `DIAGNOSTICS_SETTLE_S` when `settle`; None
+        from a client that does not answer it (or failed to), so the model is told nothing."""
+        if not paths or not self._announced("diagnostics"):
+            return None
+        if settle:
+            await asyncio.sleep(DIAGNOSTICS_SETTLE_S)
+        by_uri = {from_fs_path(str(p)): p for p in paths}
+        try:
+            result = await asyncio.wait_for(
+                self.server.protocol.send_request_async(
+                    protocol.DIAGNOSTICS, {"uris": list(by_uri)}
+                ),
+                DIAGNOSTICS_TIMEOUT_S,
+            )
+        except Exception as exc:  # noqa: BLE001 - no answer is no report, the edit stands
+            log.warning("the editor did not report diagnostics (%s)", exc)
+            return None
+        return _problems(result, by_uri)
 
     async def save_edited(self, paths: list[Path]) -> None:
         """Ask the editor to save the edited documents (`ndomo/saveDocuments`), so the save
@@ -329,6 +361,58 @@ class LspHost(BaseHost):
             )
         except Exception:  # noqa: BLE001 - a document the editor cannot show is not an error
             log.debug("client could not show %s", path, exc_info=True)
+
+
+def _problems(result: object, by_uri: dict[str, Path]) -> dict[Path, list[Problem]] | None:
+    """The editor's answer, per asked path; entries that are not diagnostics are left out."""
+    answer = _plain(result)
+    items = answer.get("items") if isinstance(answer, dict) else None
+    if not isinstance(items, list):
+        return None
+    by_path = {_fs(uri): path for uri, path in by_uri.items()}
+    out: dict[Path, list[Problem]] = {path: [] for path in by_uri.values()}
+    for item in items:
+        uri = item.get("uri") if isinstance(item, dict) else None
+        found = item.get("diagnostics") if isinstance(item, dict) else None
+        path = by_uri.get(uri) or by_path.get(_fs(uri)) if isinstance(uri, str) else None
+        if path is None or not isinstance(found, list):
+            continue
+        for raw in found[:DIAGNOSTICS_PER_FILE]:
+            if isinstance(raw, dict) and raw.get("source") == "ndomo":
+                continue  # ndomo's own (plan tasks): not a problem in the code
+            if isinstance(raw, dict):  # a long message is cut, not dropped
+                raw = {
+                    **raw,
+                    **{
+                        k: raw[k][:n]
+                        for k, n in (("message", 4000), ("source", 200))
+                        if isinstance(raw.get(k), str)
+                    },
+                }
+            try:
+                out[path].append(Problem.model_validate(raw))
+            except ValidationError:
+                continue
+    return out
+
+
+def _plain(value: object) -> object:
+    """The answer as JSON values: pygls gives an unknown method's objects as named tuples."""
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    as_dict = getattr(value, "_asdict", None)
+    if isinstance(value, tuple) and callable(as_dict):
+        return {k: _plain(v) for k, v in as_dict().items()}
+    return value
+
+
+def _fs(uri: str) -> str | None:
+    try:
+        return to_fs_path(uri)
+    except Exception:  # noqa: BLE001 - an unreadable uri matches nothing
+        return None
 
 
 def new_host(server: NdomoServer, app: App | None = None) -> LspHost:

@@ -31,6 +31,10 @@ TURN_EVENT = "ndomo/turn/event"
 # server → client request, `SaveDocumentsParams` → `SaveDocumentsResult`: save what a turn
 # edited before a shell command reads the disk; sent only to a client announcing it.
 SAVE_DOCUMENTS = "ndomo/saveDocuments"
+# server → client request, {uris} → {items: [{uri, diagnostics}]}: what the editor now shows
+# for files a turn edited (VS Code: languages.getDiagnostics, Neovim: vim.diagnostic.get),
+# asked only of a client announcing `experimental.ndomo.diagnostics`.
+DIAGNOSTICS = "ndomo/diagnostics"
 
 # -- capabilities ----------------------------------------------------------------------------
 
@@ -73,6 +77,9 @@ class StatusParams(TypedDict):
     busy: bool
     state: str  # what is going on in plain words; empty once a turn ended well
     plan: PlanProgress | None
+    # {"turn": {prompt, completion} | None, "session": {prompt, completion},
+    #  "cost": {"turn", "session", "currency"} | None (with model.price)}
+    usage: dict[str, Any] | None
     folder: str | None  # the workspace folder's uri; None for a server without folders
     trust: str  # the folder's trust: trusted | untrusted | unknown (ndomo.trust)
 

@@ -20,6 +20,15 @@ def uri_to_path(uri: str) -> Path | None:
     return Path(unquote(parsed.path))
 
 
+def problems_context(ctx: TurnContext, shown: str) -> str:
+    """The diagnostics the request carries (a quick fix's), for the user's message."""
+    problems = ctx.request.diagnostics
+    if not problems:
+        return ""
+    lines = "\n".join(f"- {p.describe()}" for p in problems)
+    return f"\n\nThe editor reports in {shown}:\n{lines}"
+
+
 async def selection_context(ctx: TurnContext) -> str | None:
     req = ctx.request
     if not req.uri:
@@ -28,6 +37,11 @@ async def selection_context(ctx: TurnContext) -> str | None:
     if path is None:
         return None
     shown = workspace_name(path, ctx.roots)
+    return await _quoted(ctx, path, shown) + problems_context(ctx, shown)
+
+
+async def _quoted(ctx: TurnContext, path: Path, shown: str) -> str:
+    req = ctx.request
     try:
         text = await ctx.host.read_text(path)
     except IsADirectoryError:  # an explorer's folder: no text to quote

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import ConfigDict, Field
 
+from ndomo.runtime.problems import Problem, Range
 from ndomo.schema import Schema
 
 if TYPE_CHECKING:
@@ -30,16 +31,6 @@ if TYPE_CHECKING:
     from ndomo.runtime.host import Host
 
 
-class Position(Schema):
-    line: int = Field(ge=0)
-    character: int = Field(ge=0)
-
-
-class Range(Schema):
-    start: Position
-    end: Position
-
-
 class TurnRequest(Schema):
     """What `ndomo.turn`, `ndomo run` and a delegated `task` ask for."""
 
@@ -47,6 +38,11 @@ class TurnRequest(Schema):
     prompt: str = Field(min_length=1)
     uri: str | None = Field(default=None, description="Document the selection is in.")
     range: Range | None = None
+    diagnostics: list[Problem] = Field(
+        default=[],
+        max_length=50,
+        description="Problems the editor shows in the document (the quick fix's diagnostic).",
+    )
     agent: str | None = Field(
         default=None, description="Agent for this turn (session's agent if unset)."
     )
@@ -65,6 +61,9 @@ class SessionState:
     committed_plan_id: str | None = None
     last_outcome: str = ""  # the `state` of ndomo/status: empty when there is nothing to say
     busy: bool = False
+    tokens_in: int = 0  # the session's usage so far: stored turns, then each turn's
+    tokens_out: int = 0
+    last_turn: tuple[int, int] | None = None  # the last turn's (prompt, completion) tokens
 
 
 class TurnSummary(Schema):

@@ -16,6 +16,9 @@ class Status(Schema):
     busy: bool
     state: str  # craftsman scope state, or the last turn's outcome
     plan: dict[str, Any] | None = None  # {id, slug, done, total} of the session's plan
+    # {"turn": {prompt, completion} | None, "session": {prompt, completion},
+    #  "cost": {"turn", "session", "currency"} | None (with model.price)}
+    usage: dict[str, Any] | None = None
 
 
 class TurnEvent(Schema):

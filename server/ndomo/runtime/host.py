@@ -14,7 +14,10 @@ import tempfile
 from pathlib import Path
 from typing import Literal, Protocol
 
-from ndomo.runtime.events import TurnEvent
+from ndomo.runtime.events import (
+    TurnEvent,
+)
+from ndomo.runtime.problems import Problem
 from ndomo.schema import Schema
 from ndomo.security.text import one_line
 
@@ -74,6 +77,9 @@ class Host(Protocol):
     async def show_document(self, path: Path) -> None: ...
     async def save_edited(self, paths: list[Path]) -> None: ...
     async def append_owned(self, path: Path, text: str) -> None: ...
+    async def problems(
+        self, paths: list[Path], *, settle: bool = True
+    ) -> dict[Path, list[Problem]] | None: ...
 
 
 def _read(path: Path) -> str | None:
@@ -158,6 +164,14 @@ class BaseHost:
     async def save_edited(self, paths: list[Path]) -> None:
         """Make what the turn edited visible on disk (before a shell command reads it).
         Edits here are written to disk as they are applied: nothing to do."""
+        return None
+
+    async def problems(
+        self, paths: list[Path], *, settle: bool = True
+    ) -> dict[Path, list[Problem]] | None:
+        """The diagnostics the editor shows for `paths` (other servers': a type checker's, a
+        linter's), after a short wait for them to settle when `settle`; None when nobody
+        answers (no editor, or one that does not offer them)."""
         return None
 
     async def append_owned(self, path: Path, text: str) -> None:

@@ -28,6 +28,7 @@ from ndomo.security.paths import workspace_name
 if TYPE_CHECKING:
     from ndomo.agents.loader import AgentSet
     from ndomo.agents.schema import AgentDef
+    from ndomo.config import Price
     from ndomo.store.models import Session
 
 log = logging.getLogger("ndomo.runtime")
@@ -45,6 +46,28 @@ class _Go(enum.Enum):
 
 class TurnRefused(Exception):
     """A request the runtime refuses (unknown mode, unknown agent, busy session)."""
+
+
+def usage(state: SessionState, price: Price | None) -> dict[str, Any]:
+    """The `usage` of `ndomo/status`: the last turn's and the session's tokens, and their
+    cost when `model.price` is set."""
+
+    def tokens(i: int, o: int) -> dict[str, int]:
+        return {"prompt": i, "completion": o}
+
+    turn = tokens(*state.last_turn) if state.last_turn else None
+    out: dict[str, Any] = {
+        "turn": turn,
+        "session": tokens(state.tokens_in, state.tokens_out),
+        "cost": None,
+    }
+    if price is not None:
+        out["cost"] = {
+            "turn": price.cost(*state.last_turn) if state.last_turn else None,
+            "session": price.cost(state.tokens_in, state.tokens_out),
+            "currency": price.currency,
+        }
+    return out
 
 
 class Runtime:
@@ -136,6 +159,8 @@ class Runtime:
                     mode=row.mode or self.default_mode(),
                     agent=row.agent or self.default_agent(),
                 )
+                if hasattr(store, "session_usage"):
+                    state.tokens_in, state.tokens_out = await store.session_usage(row.id)
                 if not row.mode or not row.agent:
                     await store.update_session(row.id, mode=state.mode, agent=state.agent)
             else:
@@ -243,6 +268,7 @@ class Runtime:
             busy=state.busy,
             state=state.last_outcome,
             plan=plan,
+            usage=usage(state, self.app.settings.model.price),
         )
 
     async def publish_status(self, state: SessionState) -> None:
@@ -387,6 +413,9 @@ class Runtime:
                 if busy is not None:
                     await asyncio.shield(busy)
                 ctx.session.busy = False
+                ctx.session.tokens_in += ctx.tokens_in
+                ctx.session.tokens_out += ctx.tokens_out
+                ctx.session.last_turn = (ctx.tokens_in, ctx.tokens_out)
                 if ctx.turn_id:
                     ctx.session.last_outcome = self.final_state(ctx)
                 await self.publish_status(ctx.session)

@@ -53,6 +53,15 @@ class TurnOps(StoreBase):
         row = await self._write(_finish, turn_id, status, finished, tokens_in, tokens_out, error)
         return Turn.model_validate(dict(row))
 
+    async def session_usage(self, session_id: str) -> tuple[int, int]:
+        """The tokens (prompt, completion) the session's top-level turns used, as stored."""
+        row = await self._one(
+            "SELECT coalesce(sum(tokens_in), 0) AS i, coalesce(sum(tokens_out), 0) AS o"
+            " FROM turns WHERE session_id = ? AND parent_turn_id IS NULL",
+            (session_id,),
+        )
+        return (int(row["i"]), int(row["o"])) if row is not None else (0, 0)
+
     async def mark_interrupted_turns(
         self, *, alive: PidAlive = pid_alive, host: str | None = None
     ) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 from collections.abc import Callable, Collection, Iterator
 from functools import partial
@@ -70,7 +71,11 @@ class _RunHelp(argparse.HelpFormatter):
 
 def _setup(p: argparse.ArgumentParser, plugins: Callable[[], Plugins]) -> None:
     p.formatter_class = _RunHelp
-    p.add_argument("prompt", help="what to ask; a /slash command runs without the model")
+    p.add_argument(
+        "prompt",
+        help="what to ask (@path adds a file's text, @plan the committed plan); "
+        "a /slash command runs without the model",
+    )
     p.add_argument(
         "--agent",
         "-a",
@@ -115,6 +120,20 @@ def command(plugins: Callable[[], Plugins]) -> Subcommand:
     )
 
 
+def usage_line(usage: dict) -> str:
+    """The turn's and the session's tokens (and cost with `model.price`), after the answer:
+    `tokens: 1,234 prompt + 56 completion · session 5,000 + 300 · cost $0.0042 (session $0.0150)`."""
+    turn, session, cost = usage.get("turn") or {}, usage.get("session") or {}, usage.get("cost")
+    parts = [
+        f"tokens: {turn.get('prompt', 0):,} prompt + {turn.get('completion', 0):,} completion",
+        f"session {session.get('prompt', 0):,} + {session.get('completion', 0):,}",
+    ]
+    if cost:
+        cur = cost.get("currency", "$")
+        parts.append(f"cost {cur}{cost.get('turn') or 0:.4f} (session {cur}{cost['session']:.4f})")
+    return " · ".join(parts)
+
+
 def run(ns: argparse.Namespace, plugins: Callable[[], Plugins]) -> int:
     """Run one turn headless and print the answer and tool activity."""
     from ndomo.actions import ActionError
@@ -151,15 +170,29 @@ def run(ns: argparse.Namespace, plugins: Callable[[], Plugins]) -> int:
                 if session:
                     raise _UsageError("--new and --session exclude each other")
                 session = (await rt.new_session()).id
+            from ndomo.terminal.mentions import MentionError, expand
+
+            try:
+                # a /slash command's words are its arguments, not mentions
+                prompt = (
+                    ns.prompt
+                    if ns.prompt.lstrip().startswith("/")
+                    else await expand(ns.prompt, app.root, rt, session)
+                )
+            except MentionError as exc:
+                raise _UsageError(str(exc)) from None
             request = TurnRequest(
-                prompt=ns.prompt, agent=ns.agent, mode=ns.mode, session=session, task_id=ns.task_id
+                prompt=prompt, agent=ns.agent, mode=ns.mode, session=session, task_id=ns.task_id
             )
-            return await rt.run(request, host), host
+            summary = await rt.run(request, host)
+            state = rt.sessions.get(summary.session)
+            usage = (await rt.status(state)).usage if state is not None else None
+            return summary, host, usage
         finally:
             await app.aclose()
 
     try:
-        summary, host = asyncio.run(go())
+        summary, host, usage = asyncio.run(go())
     except KeyboardInterrupt:
         print("\n[cancelled]", file=sys.stderr)
         return 130
@@ -180,9 +213,12 @@ def run(ns: argparse.Namespace, plugins: Callable[[], Plugins]) -> int:
 
         print(f"ndomo: {visible(summary.error)}", file=sys.stderr)
     if ns.json:
-        print(summary.model_dump_json(indent=2))
-    elif summary.answer and not any(e.kind == "text" for e in host.events):
+        print(json.dumps({**summary.model_dump(mode="json"), "usage": usage}, indent=2))
+        return TURN_EXIT.get(summary.status, EXIT_FAILED)
+    if summary.answer and not any(e.kind == "text" for e in host.events):
         from ndomo.security.text import model_text
 
         print(model_text(summary.answer))
+    if usage and (summary.tokens_in or summary.tokens_out):
+        print(usage_line(usage))
     return TURN_EXIT.get(summary.status, EXIT_FAILED)

@@ -22,6 +22,9 @@ r.trust_ask = {
   trust.should_ask({ state = "trusted", configures = { "model.base_url" } }),
   trust.should_ask({ state = "untrusted", configures = { "model.base_url" } }),
 }
+r.usage = status.usage({ mode = "m", agent = "a", usage = { turn = { prompt = 1234, completion = 56 },
+  session = { prompt = 75310, completion = 300 }, cost = { turn = 0.0045, session = 0.0195, currency = "€" } } })
+r.usage_none = status.usage({ mode = "m", agent = "a" })
 r.before_setup = require("ndomo").status()
 
 local cfg = require("ndomo.config")

@@ -7,13 +7,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ndomo import compose
 from ndomo.lsp import protocol
 from ndomo.runtime.events import TextDelta
 from ndomo.runtime.runtime import Runtime
 
 ROOT = Path(__file__).resolve().parents[3]
 METHOD = re.compile(r"""["'](ndomo/[\w/]+)["']""")
-METHODS = {protocol.STATUS, protocol.TURN_EVENT, protocol.SAVE_DOCUMENTS}
+METHODS = {protocol.STATUS, protocol.TURN_EVENT, protocol.SAVE_DOCUMENTS, protocol.DIAGNOSTICS}
 CLIENTS = {
     "vscode": ("editors/vscode/src", "*.ts"),
     "nvim": ("editors/nvim/lua", "*.lua"),
@@ -47,7 +48,7 @@ def test_both_clients_speak_the_servers_methods_and_no_other():
 async def test_status_params_carry_exactly_the_typed_fields(app):
     store = await app.store()
     plan = await store.create_plan({"title": "Split config", "overview": "one module per source"})
-    rt = Runtime(app)
+    rt = Runtime(app, compose.plugins())
     state = await rt.session()
     await store.update_session(state.id, committed_plan_id=plan.id)
     params = protocol.status_params(await rt.status(await rt.session()), "file:///w", "trusted")

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from ndomo import compose
 from ndomo.llm.loops import LoopWatch, looping
 from ndomo.llm.messages import Finished
 from ndomo.runtime.context import TurnRequest
@@ -86,7 +87,7 @@ def test_a_repeated_phrase_is_a_loop_and_prose_is_not() -> None:
 
 @pytest.fixture
 def rt(app: Any) -> Runtime:
-    return Runtime(app)
+    return Runtime(app, compose.plugins())
 
 
 async def _turn(rt: Runtime) -> tuple[Any, BaseHost]:

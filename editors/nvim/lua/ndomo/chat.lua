@@ -299,6 +299,8 @@ local function set_window_options(win)
   vim.wo[win].foldlevel = 0
   vim.wo[win].wrap = true
   vim.wo[win].number = false
+  -- the session's status and token usage, as plain text (%{}: not read as statusline items)
+  vim.wo[win].statusline = "%{v:lua.require'ndomo'.chat_statusline()}"
 end
 
 --- Open (or focus) the chat window; `layout` overrides the configured one.
@@ -341,6 +343,9 @@ function M.load()
     schedule_redraw()
   end)
 end
+
+--- The chat buffer is shown in a window of this Neovim.
+function M.visible() return buf ~= nil and vim.api.nvim_buf_is_valid(buf) and #vim.fn.win_findbuf(buf) > 0 end
 
 function M.close()
   if not buf then return end

@@ -69,7 +69,7 @@ function M.capabilities(extra)
   local caps = vim.lsp.protocol.make_client_capabilities()
   caps = vim.tbl_deep_extend("force", caps, extra or {})
   caps.experimental = caps.experimental or {}
-  caps.experimental.ndomo = vim.tbl_extend("force", caps.experimental.ndomo or {}, { saveDocuments = true })
+  caps.experimental.ndomo = vim.tbl_extend("force", caps.experimental.ndomo or {}, { saveDocuments = true, diagnostics = true })
   return caps
 end
 

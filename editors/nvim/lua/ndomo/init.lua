@@ -24,6 +24,14 @@ function M.status()
   return require("ndomo.status").format(s, tick)
 end
 
+--- The chat window's statusline: the status and the session's token usage (and cost).
+function M.chat_statusline()
+  local s = M.last_status
+  local usage = require("ndomo.status").usage(s)
+  local text = require("ndomo.status").format(s, tick)
+  return (text ~= "" and text or "ndomo chat") .. (usage ~= "" and (" · " .. usage) or "")
+end
+
 local function redraw()
   vim.cmd("redrawstatus!") -- every window: `redrawstatus` redraws only the current buffer's
 end
@@ -128,6 +136,7 @@ function M.handlers()
     ["ndomo/status"] = on_status,
     ["ndomo/turn/event"] = on_event,
     ["ndomo/saveDocuments"] = require("ndomo.save").handler,
+    ["ndomo/diagnostics"] = require("ndomo.problems").handler,
   }
   if M.opts.ui_select_requests then
     h["window/showMessageRequest"] = require("ndomo.ui").show_message_request

@@ -3,7 +3,9 @@
 ---
 --- The outermost `turn_finished` of a client (delegated sub-agent turns nest inside it) fires
 --- `User NdomoAnswer` with data `{client_id, turn_id, status, answer, error}` and, with
---- `notify_answers`, goes to vim.notify. A chat buffer hooks in through that autocmd.
+--- `notify_answers`, goes to vim.notify — unless the chat buffer is on screen: it shows the
+--- answer already, and a multi-line message would stop Neovim at "Press ENTER". A chat
+--- buffer hooks in through that autocmd.
 local M = {}
 
 local depth = {} -- client id → open turns (sub-agent turns nest)
@@ -26,6 +28,8 @@ function M.show(e, client_id)
   vim.api.nvim_exec_autocmds("User", { pattern = "NdomoAnswer", modeline = false, data = data })
   local opts = require("ndomo").opts or {}
   if opts.notify_answers == false then return end
+  local chat = package.loaded["ndomo.chat"]
+  if chat and chat.visible() then return end -- the chat shows the answer (and the error)
   if data.error then
     notify(("ndomo: %s: %s"):format(data.status or "failed", data.error), vim.log.levels.WARN)
   elseif data.status == "blocked" then -- a hand-back: the agent needs the user

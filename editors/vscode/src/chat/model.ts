@@ -40,6 +40,11 @@ export interface StatusInfo {
   busy: boolean;
   state: string;
   plan: { done: number; total: number; slug?: string } | null;
+  /** The session's tokens (and cost with `model.price`), as `ndomo/status` reports them. */
+  usage?: {
+    session: { prompt: number; completion: number };
+    cost: { session: number; currency: string } | null;
+  } | null;
 }
 
 export interface ChatState {
@@ -191,12 +196,24 @@ export function removeApproval(state: ChatState, id: number): void {
 const QUIET = new Set(["", "idle", "done"]);
 
 /** The header: agent · mode, the builder's scope state or last outcome when notable, plan progress. */
+/** 7,512 → "7.5k", 75,310 → "75k": the header stays one short line. */
+function short(n: number): string {
+  if (n >= 1e6) return `${(n / 1e6).toFixed(1)}M`;
+  if (n >= 1e4) return `${Math.round(n / 1e3)}k`;
+  if (n >= 1e3) return `${(n / 1e3).toFixed(1)}k`;
+  return String(n);
+}
+
 export function describeStatus(s: StatusInfo | null): string {
   if (!s) return "ndomo: connecting…";
   const parts = [`${s.agent} · ${s.mode}`];
   if (s.busy) parts.push("working…");
   if (!QUIET.has(s.state ?? "")) parts.push(s.state);
   if (s.plan) parts.push(`plan ${s.plan.slug ? s.plan.slug + " " : ""}${s.plan.done}/${s.plan.total}`);
+  const u = s.usage;
+  if (u && u.session.prompt + u.session.completion > 0) {
+    parts.push(`tokens ${short(u.session.prompt)}+${short(u.session.completion)}` + (u.cost ? ` ${u.cost.currency}${u.cost.session.toFixed(4)}` : ""));
+  }
   return parts.join(" · ");
 }
 

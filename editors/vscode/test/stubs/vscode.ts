@@ -35,7 +35,10 @@ export const stub = {
   trustListeners: [] as Handler[],
   shown: [] as { uri: string; options: any }[],
   progresses: [] as StubProgress[],
+  /** What `languages.getDiagnostics(uri)` answers, by file path. */
+  diagnostics: new Map<string, any[]>(),
   reset() {
+    this.diagnostics.clear();
     this.webviewViews.clear();
     this.commands.clear();
     this.config = {};
@@ -256,6 +259,12 @@ export const commands = {
     const fn = stub.commands.get(id);
     if (!fn) throw new Error(`no command ${id}`);
     return Promise.resolve(fn(...args));
+  },
+};
+
+export const languages = {
+  getDiagnostics(uri: Uri) {
+    return stub.diagnostics.get(uri.fsPath) ?? [];
   },
 };
 

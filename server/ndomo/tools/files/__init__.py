@@ -1,7 +1,8 @@
 """Workspace file tools: read, glob, grep, write, edit, apply_patch.
 
 Every path goes through `resolve_in_workspace`; every change through `change_file`
-(recorded for undo, counted as modified); markdown plans written here are also committed.
+(recorded for undo, counted as modified); markdown plans written here are also committed;
+an edit's result carries what the editor then reports for the file (problems.py).
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ if TYPE_CHECKING:
 
 def setup(plugins: Plugins) -> None:
     from ndomo.tools.files.apply_patch import apply_patch
+    from ndomo.tools.files.problems import LeftErrors
     from ndomo.tools.files.read import read
     from ndomo.tools.files.search import glob, grep
     from ndomo.tools.files.write import edit, write
 
     for t in (read, glob, grep, write, edit, apply_patch):
         plugins.tools.add(t)
+    plugins.hooks.add(LeftErrors())

@@ -19,6 +19,7 @@ from ndomo.lib.workspace import (
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.tools import ChangeKind, FileChange, ToolError, tool
 from ndomo.schema import Schema
+from ndomo.tools.files import problems
 from ndomo.tools.files.patch import PatchError, apply_file_patch, parse_patch
 from ndomo.tools.files.write import after_write
 
@@ -142,6 +143,8 @@ async def apply_patch(ctx: TurnContext, p: ApplyPatchParams) -> str:
         for target in (c.file, c.file_to):
             if target is not None:
                 check_writable(ctx, target)
+    edited = [t for c in changes if c.after is not None and (t := c.file_to or c.file)]
+    await problems.before_edit(ctx, edited)
     try:
         await apply_changes(ctx, changes)
     except ChangesNotApplied as exc:
@@ -151,4 +154,4 @@ async def apply_patch(ctx: TurnContext, p: ApplyPatchParams) -> str:
         target = c.file_to or c.file
         if c.after is not None and target is not None:
             notes.append(await after_write(ctx, rel(ctx, target), c.after))
-    return "\n".join(summary) + "".join(notes)
+    return "\n".join(summary) + "".join(notes) + await problems.after_edit(ctx, edited)

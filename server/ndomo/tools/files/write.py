@@ -21,6 +21,7 @@ from ndomo.runtime.context import TurnContext
 from ndomo.runtime.plugins import Plugins
 from ndomo.runtime.tools import ChangeKind, FileChange, ToolError, tool
 from ndomo.schema import Schema
+from ndomo.tools.files import problems
 
 log = logging.getLogger(__name__)
 
@@ -69,9 +70,14 @@ async def write(ctx: TurnContext, p: WriteParams) -> str:
     changes = await write_changes(ctx, p)
     if not changes:
         return f"{name} already has this content; nothing written"
+    await problems.before_edit(ctx, [changes[0].file or resolve(ctx, p.path)])
     await apply_changes(ctx, changes)
     verb = "created" if changes[0].kind == "create" else "overwrote"
-    return f"{verb} {name} ({_lines(p.content)} lines)" + await after_write(ctx, name, p.content)
+    return (
+        f"{verb} {name} ({_lines(p.content)} lines)"
+        + await after_write(ctx, name, p.content)
+        + await problems.after_edit(ctx, [changes[0].file or resolve(ctx, p.path)])
+    )
 
 
 class EditParams(Schema):
@@ -178,9 +184,12 @@ async def edit(ctx: TurnContext, p: EditParams) -> str:
     (change,) = await edit_changes(ctx, p)
     assert change.before is not None and change.after is not None
     _, at, old, new = replace_once(change.before, p.old_text, p.new_text, name)
+    target = change.file or resolve(ctx, p.path)
+    await problems.before_edit(ctx, [target])
     await apply_changes(ctx, [change])
     line = _line_of(change.before, at)
     return (
         f"edited {name} at line {line} (-{_lines(old) or 1} +{_lines(new)} lines)"
         + await after_write(ctx, name, change.after)
+        + await problems.after_edit(ctx, [target])
     )
