@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
-from acp import PROTOCOL_VERSION, RequestError, helpers
 from acp.schema import (
     AgentCapabilities,
     AvailableCommand,
@@ -28,6 +27,7 @@ from acp.schema import (
     PromptCapabilities,
     PromptResponse,
     ResourceContentBlock,
+    SessionConfigOptionBoolean,
     SessionConfigOptionSelect,
     SessionConfigSelectOption,
     SessionInfo,
@@ -40,6 +40,7 @@ from acp.schema import (
     UnstructuredCommandInput,
 )
 
+from acp import PROTOCOL_VERSION, RequestError, helpers
 from ndomo import __version__
 from ndomo.acp.host import KIND_OF_CLASS, KIND_OF_NAME, AcpHost
 
@@ -281,7 +282,7 @@ class NdomoAgent:
 
     async def _choices(
         self, s: _Session
-    ) -> tuple[SessionModeState, list[SessionConfigOptionSelect]]:
+    ) -> tuple[SessionModeState, list[SessionConfigOptionSelect | SessionConfigOptionBoolean]]:
         state = await s.runtime.session(s.id)
         modes = s.runtime.plugins.modes
         mode_list = [
@@ -289,7 +290,7 @@ class NdomoAgent:
             for name, m in modes.items()
         ]
         agents = await s.runtime.agents()
-        options = [
+        options: list[SessionConfigOptionSelect | SessionConfigOptionBoolean] = [
             SessionConfigOptionSelect(
                 id="mode",
                 name="Mode",
@@ -483,13 +484,18 @@ class NdomoAgent:
             s.turn = None
         if s.cancelled:
             return PromptResponse(stop_reason="cancelled")
-        if summary.error and summary.status not in ("done", "cancelled") and (
-            summary.error != host.last_notice  # said once is enough
+        if (
+            summary.error
+            and summary.status not in ("done", "cancelled")
+            and (
+                summary.error != host.last_notice  # said once is enough
+            )
         ):
             from ndomo.security.text import visible
 
             await self._update(
-                s, helpers.update_agent_message_text(f"\n[{summary.status}] {visible(summary.error)}")
+                s,
+                helpers.update_agent_message_text(f"\n[{summary.status}] {visible(summary.error)}"),
             )
         with contextlib.suppress(Exception):
             await self._send_plan(s)

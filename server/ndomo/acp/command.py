@@ -13,11 +13,13 @@ import os
 import sys
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ndomo.terminal.args import Subcommand
 
 if TYPE_CHECKING:
+    from acp.interfaces import Agent
+
     from ndomo.runtime.plugins import Plugins
 
 STDIO_LIMIT = 50 * 1024 * 1024  # an embedded file rides in one line of JSON
@@ -55,9 +57,9 @@ def run(ns: argparse.Namespace, plugins: Callable[[], Plugins]) -> int:
 
 
 async def _serve(plugins: Callable[[], Plugins], protocol_out) -> None:
-    from acp import run_agent
     from acp.stdio import stdio_streams
 
+    from acp import run_agent
     from ndomo.acp.agent import NdomoAgent
 
     stdout, sys.stdout = sys.stdout, protocol_out
@@ -67,6 +69,8 @@ async def _serve(plugins: Callable[[], Plugins], protocol_out) -> None:
         sys.stdout = stdout
     agent = NdomoAgent(plugins)
     try:
-        await run_agent(agent, writer, reader)
+        # The SDK routes each method to the handler of its name; a method ndomo does not
+        # implement (fork, resume, …) is answered "method not found".
+        await run_agent(cast("Agent", agent), writer, reader)
     finally:  # the client is gone (stdin closed): no turn or command outlives it
         await agent.aclose()

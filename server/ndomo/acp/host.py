@@ -11,7 +11,6 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acp import helpers
 from acp.schema import (
     AllowedOutcome,
     PermissionOption,
@@ -19,6 +18,7 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
+from acp import RequestError, helpers
 from ndomo.runtime.events import (
     Notice,
     TextDelta,
@@ -202,7 +202,7 @@ class AcpHost(BaseHost):
             await self.client.write_text_file(
                 session_id=self.session_id, path=str(path), content=new_text
             )
-        except Exception as exc:
+        except (RequestError, OSError) as exc:  # the editor refused, or is gone
             return EditOutcome(applied=False, reason=f"the editor did not write {path}: {exc}")
         self.overlay.pop(path, None)
         return EditOutcome(applied=True)
