@@ -479,3 +479,85 @@ def test_a_client_gone_mid_turn_ends_the_agent_and_its_command(tmp_path, env, dr
         out = subprocess.run(["pgrep", "-f", f"touch {canary}"], capture_output=True, text=True)
         assert out.stdout.strip() == ""  # its command did not outlive it
         assert len(fake.chat_requests()) == 1
+
+
+def _commit_plan(root: Path, session: str, tasks: list[str]) -> list[int]:
+    """A plan committed to the session through a separate store connection, as the foreman's
+    commit does; returns its task ids."""
+    import asyncio
+
+    from ndomo.store.models import PlanCreate, TaskCreate
+    from ndomo.store.store import PlanStore
+
+    async def go() -> list[int]:
+        store = await PlanStore.open(root / ".ndomo" / "ndomo.db", workspace=root)
+        try:
+            plan = await store.create_plan(PlanCreate(title="Tidy the parser", overview="tidy"))
+            batch = await store.create_tasks(plan.id, [TaskCreate(description=t) for t in tasks])
+            await store.update_session(session, committed_plan_id=plan.id)
+            return [t.id for t in batch.tasks]
+        finally:
+            await store.close()
+
+    return asyncio.run(go())
+
+
+def _plan_update(d: Driver, statuses: list[str]) -> dict[str, Any]:
+    return d.wait(
+        lambda e: (
+            e["type"] == "update"
+            and e["params"]["update"]["sessionUpdate"] == "plan"
+            and [x["status"] for x in e["params"]["update"]["entries"]] == statuses
+        )
+    )
+
+
+def test_plan_updates_follow_task_changes_made_by_another_process(tmp_path, env, drivers):
+    root = _workspace(tmp_path)
+    with FakeModel(script=[]) as fake:
+        d = drivers(env(fake))
+        d.initialize()
+        sid = d.request("session/new", {"cwd": str(root), "mcpServers": []})["sessionId"]
+        t1, _t2 = _commit_plan(root, sid, ["Parse the header", "Parse the body"])
+        shown = _plan_update(d, ["pending", "pending"])
+        assert [x["content"] for x in shown["params"]["update"]["entries"]] == [
+            "Parse the header",
+            "Parse the body",
+        ]
+        cli = [sys.executable, "-m", "ndomo", "task", "status", "--id", str(t1)]
+        out = subprocess.run(
+            [*cli, "--status", "done", "--workspace", str(root)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env(fake),
+        )
+        assert out.returncode == 0, out.stderr
+        _plan_update(d, ["completed", "pending"])
+        # a mode switched from the CLI reaches the client as current_mode_update
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ndomo",
+                "mode",
+                "set",
+                "--mode",
+                "brainstorming",
+                "--session",
+                sid,
+                "--workspace",
+                str(root),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env(fake),
+        )
+        assert out.returncode == 0, out.stderr
+        d.wait(
+            lambda e: (
+                e["type"] == "update"
+                and e["params"]["update"].get("currentModeId") == "brainstorming"
+            )
+        )

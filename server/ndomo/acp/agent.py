@@ -57,6 +57,7 @@ log = logging.getLogger("ndomo.acp")
 # The turn's outcome (`TurnSummary.status`) as an ACP stop reason. "capped" is refined by
 # why it stopped (the output limit is max_tokens, the iteration cap max_turn_requests).
 STOP_OF = {"done": "end_turn", "blocked": "end_turn", "cancelled": "cancelled"}
+DEBOUNCE_S = 0.03
 PLAN_STATUS = {"pending": "pending", "running": "in_progress", "done": "completed"}
 
 
@@ -92,6 +93,20 @@ class _Workspace:
     app: App
     runtime: Runtime
     sessions: set[str] = field(default_factory=set)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    watch: Any = None
+    worker: asyncio.Task | None = None
+
+    def poke(self) -> None:
+        self.changed.set()
+
+    async def aclose(self) -> None:
+        if self.watch is not None:
+            self.watch.close()
+        if self.worker is not None:
+            self.worker.cancel()
+            await asyncio.gather(self.worker, return_exceptions=True)
+        await self.app.aclose()
 
 
 class NdomoAgent:
@@ -138,8 +153,10 @@ class NdomoAgent:
     async def aclose(self) -> None:
         """The client is gone: stop every turn (and its commands), close the stores."""
         for ws in self.workspaces.values():
-            with contextlib.suppress(Exception):
-                await ws.app.aclose()
+            try:
+                await ws.aclose()
+            except Exception:
+                log.exception("closing %s failed", ws.app.root)
         for task in self._background:
             task.cancel()
 
@@ -165,7 +182,38 @@ class NdomoAgent:
                 rt = Runtime.of(app, self._plugins())
                 ws = self.workspaces[root] = _Workspace(app, rt)
                 rt.status_listeners.add(self._status_changed)
+                await self._watch(ws)
             return ws
+
+    async def _watch(self, ws: _Workspace) -> None:
+        """Follow the store: this process's commits and other processes' (`ndomo task
+        status`, another editor) refresh each session's plan and mode. An idle store wakes
+        nothing (store.watch: inotify on the database files)."""
+        from ndomo.store.watch import DbWatch
+
+        store = await ws.app.store()
+        store.commit_listeners.append(ws.poke)
+        db_path = getattr(store, "db_path", None)
+        if db_path is not None:
+            ws.watch = DbWatch(Path(db_path), ws.poke)
+            ws.watch.start()
+        ws.worker = asyncio.create_task(self._follow(ws))
+
+    async def _follow(self, ws: _Workspace) -> None:
+        while True:
+            await ws.changed.wait()
+            await asyncio.sleep(DEBOUNCE_S)  # a burst of commits → one refresh
+            ws.changed.clear()
+            for sid in list(ws.sessions):
+                s = self.sessions[sid]
+                try:
+                    state = await ws.runtime.session(sid)
+                    if state.mode != s.mode:
+                        s.mode = state.mode
+                        await self._update(s, helpers.update_current_mode(state.mode))
+                    await self._send_plan(s)
+                except Exception:  # one session's refresh must not stop the others'
+                    log.exception("refreshing session %s failed", sid)
 
     @staticmethod
     def _refuse_mcp(mcp_servers: list[Any] | None) -> None:
