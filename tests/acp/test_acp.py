@@ -212,13 +212,16 @@ def text(t: str) -> dict[str, Any]:
     return {"type": "text", "text": t}
 
 
-def test_an_edit_is_a_diff_applied_through_the_clients_file_system(tmp_path, env, drivers):
+@pytest.mark.parametrize("client_fs", [True, False], ids=["client-fs", "ndomo-writes"])
+def test_an_edit_is_a_diff_applied_through_the_clients_file_system(
+    tmp_path, env, drivers, client_fs
+):
     root = _workspace(tmp_path)
     (root / "a.py").write_text("x = 1\n")
     edit = {"name": "edit", "arguments": {"path": "a.py", "old_text": "x = 1", "new_text": "x = 2"}}
     with FakeModel(script=[{"tool_calls": [edit]}, {"text": "edited it"}]) as fake:
         d = drivers(env(fake))
-        init = d.initialize()
+        init = d.initialize(fs=client_fs)
         assert init["protocolVersion"] == 1
         assert init["agentCapabilities"]["loadSession"] is True
         assert init["agentCapabilities"]["promptCapabilities"]["embeddedContext"] is True
@@ -242,7 +245,7 @@ def test_an_edit_is_a_diff_applied_through_the_clients_file_system(tmp_path, env
         assert _prompt(d, sid, text("make x two")) == {"stopReason": "end_turn"}
 
         (start,) = d.updates("tool_call")
-        assert start["kind"] == "edit" and start["title"] == "edit"
+        assert start["kind"] == "edit" and start["title"] == "edit a.py"
         assert start["status"] == "pending"
         assert start["locations"][0]["path"] == str(root / "a.py")
         updates = [
@@ -256,8 +259,11 @@ def test_an_edit_is_a_diff_applied_through_the_clients_file_system(tmp_path, env
             "oldText": "x = 1\n",
             "newText": "x = 2\n",
         }
-        (write,) = [e for e in d.events if e["type"] == "fs_write"]
-        assert write["path"] == str(root / "a.py") and write["content"] == "x = 2\n"
+        writes = [e for e in d.events if e["type"] == "fs_write"]
+        if client_fs:  # through the editor (its buffer, its undo)
+            assert [(w["path"], w["content"]) for w in writes] == [(str(root / "a.py"), "x = 2\n")]
+        else:  # a client without fs/write_text_file: ndomo writes the file
+            assert writes == []
         assert (root / "a.py").read_text() == "x = 2\n"
         assert "edited it" in _text(d.updates("agent_message_chunk"))
         assert len(fake.chat_requests()) == 2
@@ -288,6 +294,7 @@ def test_a_permission_round_trip_reject_once_then_allow_once(tmp_path, env, driv
         assert "echo hello-acp" in asked[0]["params"]["toolCall"]["title"]
         calls = d.updates("tool_call")
         assert [c["kind"] for c in calls] == ["execute", "execute"]
+        assert calls[0]["title"] == "bash echo hello-acp"
         assert asked[0]["params"]["toolCall"]["toolCallId"] == calls[0]["toolCallId"]
         finals = {
             u["toolCallId"]: u["status"]

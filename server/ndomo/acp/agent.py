@@ -42,7 +42,7 @@ from acp.schema import (
 
 from acp import PROTOCOL_VERSION, RequestError, helpers
 from ndomo import __version__
-from ndomo.acp.host import KIND_OF_CLASS, KIND_OF_NAME, AcpHost
+from ndomo.acp.host import KIND_OF_CLASS, KIND_OF_NAME, AcpHost, title
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
@@ -380,7 +380,7 @@ class NdomoAgent:
                         s,
                         helpers.start_tool_call(
                             call["id"],
-                            call["name"],
+                            title(call["name"], call.get("arguments") or {}),
                             kind=kind,  # type: ignore[arg-type]
                             status="completed",
                             raw_input=call.get("arguments") or {},

@@ -29,6 +29,7 @@ from ndomo.runtime.events import (
 )
 from ndomo.runtime.host import ApprovalChoice, ApprovalRequest, BaseHost, EditOutcome
 from ndomo.runtime.output import current_call
+from ndomo.security.text import one_line
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
@@ -87,6 +88,16 @@ def permission_options(request: ApprovalRequest) -> list[PermissionOption]:
     return options
 
 
+def title(name: str, arguments: dict[str, Any]) -> str:
+    """What the editor shows for a call: the tool and what it works on (a path, a command,
+    a pattern, a url), on one line with its controls escaped."""
+    path, _line = _args_path(arguments)
+    subject = path or next(
+        (arguments[k] for k in ("command", "pattern", "query", "url") if k in arguments), None
+    )
+    return one_line(f"{name} {subject}" if isinstance(subject, str) else name, 200)
+
+
 def _args_path(arguments: dict[str, Any]) -> tuple[str | None, int | None]:
     path = next(
         (arguments[k] for k in ("path", "file", "file_path", "target") if k in arguments), None
@@ -143,7 +154,7 @@ class AcpHost(BaseHost):
             await self._update(
                 helpers.start_tool_call(
                     event.call_id,
-                    event.name,
+                    title(event.name, event.arguments),
                     kind=self.kinds.get(event.name, "other"),  # type: ignore[arg-type]
                     status="pending",
                     locations=self._location(event.arguments),
