@@ -392,6 +392,8 @@ def test_session_load_after_the_agent_restarts_replays_the_history(tmp_path, env
             "session/load", {"sessionId": sid, "cwd": str(root), "mcpServers": []}
         )
         assert loaded["modes"]["currentModeId"] == "autopilot"
+        listed = second.request("session/list", {"cwd": str(root)})
+        assert sid in [x["sessionId"] for x in listed["sessions"]]
         assert "first question" in _text(second.updates("user_message_chunk"))
         assert "remember the canary" in _text(second.updates("agent_message_chunk"))
         _prompt(second, sid, text("second question"))
@@ -462,6 +464,11 @@ def test_protocol_errors(tmp_path, env, drivers):
         assert relative["code"] == -32602 and "absolute" in json.dumps(relative)
         bad = d.error("session/prompt", {"sessionId": 5})
         assert bad["code"] == -32602
+        sid = d.request("session/new", {"cwd": str(root), "mcpServers": []})["sessionId"]
+        image = {"type": "image", "data": "AAAA", "mimeType": "image/png"}
+        refused = d.error("session/prompt", {"sessionId": sid, "prompt": [image]})
+        assert refused["code"] == -32602 and "image" in json.dumps(refused)
+        assert fake.chat_requests() == []  # nothing reached the model
 
 
 def test_a_client_gone_mid_turn_ends_the_agent_and_its_command(tmp_path, env, drivers):
