@@ -17,6 +17,7 @@ from acp.schema import (
     AgentCapabilities,
     AvailableCommand,
     AvailableCommandInput,
+    ConfigOptionUpdate,
     EmbeddedResourceContentBlock,
     Implementation,
     InitializeResponse,
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from acp.interfaces import Client
 
     from ndomo.app import App
+    from ndomo.runtime.context import SessionState
     from ndomo.runtime.events import Status
     from ndomo.runtime.plugins import Plugins
     from ndomo.runtime.runtime import Runtime
@@ -85,6 +87,7 @@ class _Session:
     turn: asyncio.Task | None = None
     cancelled: bool = False
     mode: str = ""
+    agent: str = ""
     plan_shown: Any = None
 
 
@@ -208,9 +211,7 @@ class NdomoAgent:
                 s = self.sessions[sid]
                 try:
                     state = await ws.runtime.session(sid)
-                    if state.mode != s.mode:
-                        s.mode = state.mode
-                        await self._update(s, helpers.update_current_mode(state.mode))
+                    await self._sync(s, state.mode, state.agent)
                     await self._send_plan(s)
                 except Exception:  # one session's refresh must not stop the others'
                     log.exception("refreshing session %s failed", sid)
@@ -231,7 +232,7 @@ class NdomoAgent:
         self._refuse_mcp(mcp_servers)
         ws = await self._workspace(cwd)
         state = await ws.runtime.session(new=True)
-        s = self._open(ws, state.id, state.mode)
+        s = self._open(ws, state)
         modes, options = await self._choices(s)
         self._soon(self._announce(s))
         return NewSessionResponse(session_id=s.id, modes=modes, config_options=options)
@@ -254,7 +255,7 @@ class NdomoAgent:
         except StoreError:
             raise RequestError.resource_not_found(session_id) from None
         state = await ws.runtime.session(session_id)
-        s = self._open(ws, state.id, state.mode)
+        s = self._open(ws, state)
         await self._replay(s)
         modes, options = await self._choices(s)
         self._soon(self._announce(s))
@@ -279,13 +280,15 @@ class NdomoAgent:
             ]
         )
 
-    def _open(self, ws: _Workspace, session_id: str, mode: str) -> _Session:
-        s = self.sessions.get(session_id)
+    def _open(self, ws: _Workspace, state: SessionState) -> _Session:
+        s = self.sessions.get(state.id)
         if s is None:
             assert ws.app.root is not None
-            s = _Session(session_id, ws.app.root, ws.app, ws.runtime, mode=mode)
-            self.sessions[session_id] = s
-            ws.sessions.add(session_id)
+            s = _Session(
+                state.id, ws.app.root, ws.app, ws.runtime, mode=state.mode, agent=state.agent
+            )
+            self.sessions[state.id] = s
+            ws.sessions.add(state.id)
         return s
 
     def _session(self, session_id: str) -> _Session:
@@ -420,12 +423,24 @@ class NdomoAgent:
             await self._update(s, helpers.update_plan(entries))
 
     async def _status_changed(self, status: Status) -> None:
-        """A mode switched in this process (a slash command, set_mode): tell its client."""
+        """A mode or agent switched in this process (a slash command, set_mode)."""
         s = self.sessions.get(status.session)
-        if s is None or status.mode == s.mode:
+        if s is not None:
+            await self._sync(s, status.mode, status.agent)
+
+    async def _sync(self, s: _Session, mode: str, agent: str) -> None:
+        """Tell the client of a mode or agent it did not see change (set here, by a slash
+        command, or in another process): `current_mode_update`, `config_option_update`."""
+        if (mode, agent) == (s.mode, s.agent):
             return
-        s.mode = status.mode
-        await self._update(s, helpers.update_current_mode(status.mode))
+        mode_changed = mode != s.mode
+        s.mode, s.agent = mode, agent
+        if mode_changed:
+            await self._update(s, helpers.update_current_mode(mode))
+        _modes, options = await self._choices(s)
+        await self._update(
+            s, ConfigOptionUpdate(session_update="config_option_update", config_options=options)
+        )
 
     # -- modes and agents --------------------------------------------------------------
 
