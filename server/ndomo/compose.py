@@ -169,9 +169,10 @@ def _serve() -> Subcommand:
 
 
 def _others() -> list[Subcommand]:
+    from ndomo.acp import command as acp
     from ndomo.terminal import run, trust
 
-    return [run.command(plugins), trust.command()]
+    return [run.command(plugins), trust.command(), acp.command(plugins)]
 
 
 def main(argv: list[str] | None = None) -> int:

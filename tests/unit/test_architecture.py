@@ -220,7 +220,7 @@ class Rule:
 
 
 # The floors, top to bottom. A pattern `ndomo.x*` is the module or package `x` with all it holds.
-FRONT_ENDS = ("ndomo.lsp*", "ndomo.terminal*")  # (room for ndomo.acp*)
+FRONT_ENDS = ("ndomo.lsp*", "ndomo.terminal*", "ndomo.acp*")
 FEATURES = (
     "ndomo.features*",
     "ndomo.plan*",
@@ -309,6 +309,21 @@ RULES: list[Rule] = [
         unless=("ndomo.compose",),
     ),
     Rule("ndomo.lsp*", "ndomo.terminal*", "one front end does not import another"),
+    Rule(
+        "ndomo*",
+        "ndomo.acp*",
+        "a front end is imported by no other floor; compose registers `ndomo acp`",
+        unless=("ndomo.acp*", "ndomo.compose"),
+    ),
+    Rule("ndomo*", "acp", "the ACP SDK only in acp/", unless=("ndomo.acp*",)),
+    Rule("ndomo.acp*", "ndomo.lsp*", "one front end does not import another"),
+    Rule(
+        "ndomo.acp*",
+        "ndomo.terminal*",
+        "one front end does not import another (terminal/args.py is a library)",
+        but=(SHARED_ARGS,),
+    ),
+    Rule("ndomo.lsp*", "ndomo.acp*", "one front end does not import another"),
     # features over the engine
     *(
         Rule(feature, front, "features do not import front ends", but=(SHARED_ARGS,))

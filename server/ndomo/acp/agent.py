@@ -1,0 +1,578 @@
+"""The ACP agent: `initialize`, sessions, prompt turns, modes and the agent as config
+options, cancel — each request answered by the same engine `ndomo run` and the editors use
+(one `App` and its `Runtime` per workspace root, sessions in the workspace's store)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
+
+from acp.schema import (
+    AgentCapabilities,
+    AvailableCommand,
+    AvailableCommandInput,
+    ConfigOptionUpdate,
+    EmbeddedResourceContentBlock,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PlanEntry,
+    PromptCapabilities,
+    PromptResponse,
+    ResourceContentBlock,
+    SessionConfigOptionBoolean,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
+    SessionInfo,
+    SessionMode,
+    SessionModeState,
+    SetSessionConfigOptionResponse,
+    SetSessionModeResponse,
+    TextContentBlock,
+    TextResourceContents,
+    UnstructuredCommandInput,
+)
+
+from acp import PROTOCOL_VERSION, RequestError, helpers
+from ndomo import __version__
+from ndomo.acp.host import KIND_OF_CLASS, KIND_OF_NAME, AcpHost, title
+
+if TYPE_CHECKING:
+    from acp.interfaces import Client
+
+    from ndomo.app import App
+    from ndomo.runtime.context import SessionState
+    from ndomo.runtime.events import Status
+    from ndomo.runtime.plugins import Plugins
+    from ndomo.runtime.runtime import Runtime
+
+log = logging.getLogger("ndomo.acp")
+
+# The turn's outcome (`TurnSummary.status`) as an ACP stop reason. "capped" is refined by
+# why it stopped (the output limit is max_tokens, the iteration cap max_turn_requests).
+STOP_OF = {"done": "end_turn", "blocked": "end_turn", "cancelled": "cancelled"}
+DEBOUNCE_S = 0.03
+PLAN_STATUS = {"pending": "pending", "running": "in_progress", "done": "completed"}
+
+
+def _untrusted_note(root: Path) -> str:
+    return (
+        f"This folder is not trusted: ndomo runs it untrusted (its .ndomo config, agents, "
+        f"reflexes and instruction files are not loaded). To trust it: ndomo trust {root}\n\n"
+    )
+
+
+def _path_of(uri: str) -> Path | None:
+    parsed = urlparse(uri)
+    if parsed.scheme not in ("file", ""):
+        return None
+    return Path(unquote(parsed.path))
+
+
+@dataclass
+class _Session:
+    id: str
+    root: Path
+    app: App
+    runtime: Runtime
+    told_untrusted: bool = False
+    turn: asyncio.Task | None = None
+    cancelled: bool = False
+    mode: str = ""
+    agent: str = ""
+    plan_shown: Any = None
+
+
+@dataclass
+class _Workspace:
+    app: App
+    runtime: Runtime
+    sessions: set[str] = field(default_factory=set)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    watch: Any = None
+    worker: asyncio.Task | None = None
+
+    def poke(self) -> None:
+        self.changed.set()
+
+    async def aclose(self) -> None:
+        if self.watch is not None:
+            self.watch.close()
+        if self.worker is not None:
+            self.worker.cancel()
+            await asyncio.gather(self.worker, return_exceptions=True)
+        await self.app.aclose()
+
+
+class NdomoAgent:
+    """The agent side of one ACP connection (the SDK's `Agent` protocol)."""
+
+    def __init__(self, plugins: Callable[[], Plugins]) -> None:
+        self._plugins = plugins
+        self.client: Client | None = None
+        self.reads = False
+        self.writes = False
+        self.workspaces: dict[Path, _Workspace] = {}
+        self.sessions: dict[str, _Session] = {}
+        self._loading = asyncio.Lock()
+        self._background: set[asyncio.Task] = set()
+
+    def on_connect(self, conn: Client) -> None:
+        self.client = conn
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: Any = None,
+        client_info: Any = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        fs = getattr(client_capabilities, "fs", None)
+        self.reads = bool(fs and fs.read_text_file)
+        self.writes = bool(fs and fs.write_text_file)
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(embedded_context=True),
+            ),
+            agent_info=Implementation(name="ndomo", title="ndomo", version=__version__),
+            auth_methods=[],
+        )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> None:
+        raise RequestError.invalid_params({"message": "ndomo needs no authentication"})
+
+    async def aclose(self) -> None:
+        """The client is gone: stop every turn (and its commands), close the stores."""
+        for ws in self.workspaces.values():
+            try:
+                await ws.aclose()
+            except Exception:
+                log.exception("closing %s failed", ws.app.root)
+        for task in self._background:
+            task.cancel()
+
+    # -- sessions ----------------------------------------------------------------------
+
+    async def _workspace(self, cwd: str) -> _Workspace:
+        root = Path(cwd)
+        if not root.is_absolute() or not root.is_dir():
+            raise RequestError.invalid_params(
+                {"message": f"cwd must be an absolute path to a folder: {cwd!r}"}
+            )
+        root = root.resolve()
+        async with self._loading:
+            ws = self.workspaces.get(root)
+            if ws is None:
+                from ndomo.app import App
+                from ndomo.runtime.runtime import Runtime
+
+                app = await asyncio.to_thread(App.load, root)
+                if app.no_store_reason is not None:
+                    await app.aclose()
+                    raise RequestError.invalid_request({"message": app.no_store_reason})
+                rt = Runtime.of(app, self._plugins())
+                ws = self.workspaces[root] = _Workspace(app, rt)
+                rt.status_listeners.add(self._status_changed)
+                await self._watch(ws)
+            return ws
+
+    async def _watch(self, ws: _Workspace) -> None:
+        """Follow the store: this process's commits and other processes' (`ndomo task
+        status`, another editor) refresh each session's plan and mode. An idle store wakes
+        nothing (store.watch: inotify on the database files)."""
+        from ndomo.store.watch import DbWatch
+
+        store = await ws.app.store()
+        store.commit_listeners.append(ws.poke)
+        db_path = getattr(store, "db_path", None)
+        if db_path is not None:
+            ws.watch = DbWatch(Path(db_path), ws.poke)
+            ws.watch.start()
+        ws.worker = asyncio.create_task(self._follow(ws))
+
+    async def _follow(self, ws: _Workspace) -> None:
+        while True:
+            await ws.changed.wait()
+            await asyncio.sleep(DEBOUNCE_S)  # a burst of commits → one refresh
+            ws.changed.clear()
+            for sid in list(ws.sessions):
+                s = self.sessions[sid]
+                try:
+                    state = await ws.runtime.session(sid)
+                    await self._sync(s, state.mode, state.agent)
+                    await self._send_plan(s)
+                except Exception:  # one session's refresh must not stop the others'
+                    log.exception("refreshing session %s failed", sid)
+
+    @staticmethod
+    def _refuse_mcp(mcp_servers: list[Any] | None) -> None:
+        if mcp_servers:
+            raise RequestError.invalid_params(
+                {
+                    "message": "ndomo does not connect to MCP servers yet: start the session "
+                    "with an empty mcpServers list"
+                }
+            )
+
+    async def new_session(
+        self, cwd: str, additional_directories: Any = None, mcp_servers: Any = None, **kwargs: Any
+    ) -> NewSessionResponse:
+        self._refuse_mcp(mcp_servers)
+        ws = await self._workspace(cwd)
+        state = await ws.runtime.session(new=True)
+        s = self._open(ws, state)
+        modes, options = await self._choices(s)
+        self._soon(self._announce(s))
+        return NewSessionResponse(session_id=s.id, modes=modes, config_options=options)
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: Any = None,
+        additional_directories: Any = None,
+        **kwargs: Any,
+    ) -> LoadSessionResponse:
+        self._refuse_mcp(mcp_servers)
+        ws = await self._workspace(cwd)
+        store = await ws.app.store()
+        from ndomo.store.errors import StoreError
+
+        try:
+            await store.get_session(session_id)
+        except StoreError:
+            raise RequestError.resource_not_found(session_id) from None
+        state = await ws.runtime.session(session_id)
+        s = self._open(ws, state)
+        await self._replay(s)
+        modes, options = await self._choices(s)
+        self._soon(self._announce(s))
+        return LoadSessionResponse(modes=modes, config_options=options)
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        if cwd is None:
+            raise RequestError.invalid_params({"message": "ndomo lists the sessions of a cwd"})
+        ws = await self._workspace(cwd)
+        rows = await (await ws.app.store()).list_sessions()
+        return ListSessionsResponse(
+            sessions=[
+                SessionInfo(
+                    session_id=r.id,
+                    cwd=str(ws.app.root),
+                    title=r.title,
+                    updated_at=r.used_at or r.created_at,
+                )
+                for r in rows
+            ]
+        )
+
+    def _open(self, ws: _Workspace, state: SessionState) -> _Session:
+        s = self.sessions.get(state.id)
+        if s is None:
+            assert ws.app.root is not None
+            s = _Session(
+                state.id, ws.app.root, ws.app, ws.runtime, mode=state.mode, agent=state.agent
+            )
+            self.sessions[state.id] = s
+            ws.sessions.add(state.id)
+        return s
+
+    def _session(self, session_id: str) -> _Session:
+        s = self.sessions.get(session_id)
+        if s is None:
+            raise RequestError.resource_not_found(session_id)
+        return s
+
+    def _soon(self, work: Any) -> None:
+        """Send after the current response: a client learns a session from its response."""
+
+        async def later() -> None:
+            await asyncio.sleep(0)
+            try:
+                await work
+            except Exception:
+                log.exception("a session update failed")
+
+        task = asyncio.create_task(later())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _update(self, s: _Session, update: Any) -> None:
+        assert self.client is not None
+        await self.client.session_update(session_id=s.id, update=update)
+
+    async def _announce(self, s: _Session) -> None:
+        commands = [
+            AvailableCommand(
+                name=spec.name,
+                description=spec.help or spec.name,
+                input=AvailableCommandInput(
+                    root=UnstructuredCommandInput(hint=spec.usage or "arguments")
+                )
+                if spec.usage
+                else None,
+            )
+            for spec in s.runtime.plugins.slash.specs()
+        ]
+        await self._update(s, helpers.update_available_commands(commands))
+        await self._send_plan(s)
+
+    async def _choices(
+        self, s: _Session
+    ) -> tuple[SessionModeState, list[SessionConfigOptionSelect | SessionConfigOptionBoolean]]:
+        state = await s.runtime.session(s.id)
+        modes = s.runtime.plugins.modes
+        mode_list = [
+            SessionMode(id=name, name=name, description=m.contract.summary)
+            for name, m in modes.items()
+        ]
+        agents = await s.runtime.agents()
+        options: list[SessionConfigOptionSelect | SessionConfigOptionBoolean] = [
+            SessionConfigOptionSelect(
+                id="mode",
+                name="Mode",
+                category="mode",
+                type="select",
+                current_value=state.mode,
+                options=[
+                    SessionConfigSelectOption(value=m.id, name=m.name, description=m.description)
+                    for m in mode_list
+                ],
+            ),
+            SessionConfigOptionSelect(
+                id="agent",
+                name="Agent",
+                type="select",
+                current_value=state.agent,
+                options=[
+                    SessionConfigSelectOption(value=a.name, name=a.name, description=a.description)
+                    for a in agents.primaries()
+                ],
+            ),
+        ]
+        return SessionModeState(current_mode_id=state.mode, available_modes=mode_list), options
+
+    async def _replay(self, s: _Session) -> None:
+        """The stored conversation as the updates a live turn sent."""
+        store = await s.app.store()
+        for m in await store.session_messages(s.id):
+            if m.role == "user" and m.content:
+                await self._update(s, helpers.update_user_message_text(m.content))
+            elif m.role == "assistant":
+                if m.content:
+                    await self._update(s, helpers.update_agent_message_text(m.content))
+                for call in m.tool_calls:
+                    kind = KIND_OF_NAME.get(call["name"]) or self._kinds(s).get(
+                        call["name"], "other"
+                    )
+                    await self._update(
+                        s,
+                        helpers.start_tool_call(
+                            call["id"],
+                            title(call["name"], call.get("arguments") or {}),
+                            kind=kind,  # type: ignore[arg-type]
+                            status="completed",
+                            raw_input=call.get("arguments") or {},
+                        ),
+                    )
+            elif m.role == "tool" and m.tool_call_id and m.content:
+                await self._update(
+                    s,
+                    helpers.update_tool_call(
+                        m.tool_call_id,
+                        content=[helpers.tool_content(helpers.text_block(m.content))],
+                    ),
+                )
+
+    async def _send_plan(self, s: _Session) -> None:
+        """The session's committed plan and its tasks as a `plan` update (when it changed)."""
+        state = await s.runtime.session(s.id)
+        if not state.committed_plan_id:
+            return
+        store = await s.app.store()
+        try:
+            plan = await store.get_plan(state.committed_plan_id)
+        except Exception:
+            log.debug("plan %s unavailable", state.committed_plan_id, exc_info=True)
+            return
+        entries = [
+            PlanEntry(
+                content=t.description,
+                priority="medium",
+                status=PLAN_STATUS.get(t.status, "completed"),  # type: ignore[arg-type]
+            )
+            for t in plan.tasks
+        ]
+        shown = [(e.content, e.status) for e in entries]
+        if shown != s.plan_shown:
+            s.plan_shown = shown
+            await self._update(s, helpers.update_plan(entries))
+
+    async def _status_changed(self, status: Status) -> None:
+        """A mode or agent switched in this process (a slash command, set_mode)."""
+        s = self.sessions.get(status.session)
+        if s is not None:
+            await self._sync(s, status.mode, status.agent)
+
+    async def _sync(self, s: _Session, mode: str, agent: str) -> None:
+        """Tell the client of a mode or agent it did not see change (set here, by a slash
+        command, or in another process): `current_mode_update`, `config_option_update`."""
+        if (mode, agent) == (s.mode, s.agent):
+            return
+        mode_changed = mode != s.mode
+        s.mode, s.agent = mode, agent
+        if mode_changed:
+            await self._update(s, helpers.update_current_mode(mode))
+        _modes, options = await self._choices(s)
+        await self._update(
+            s, ConfigOptionUpdate(session_update="config_option_update", config_options=options)
+        )
+
+    # -- modes and agents --------------------------------------------------------------
+
+    async def set_session_mode(
+        self, session_id: str, mode_id: str, **kwargs: Any
+    ) -> SetSessionModeResponse:
+        s = self._session(session_id)
+        await self._set(s, "mode", mode_id)
+        return SetSessionModeResponse()
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> SetSessionConfigOptionResponse:
+        s = self._session(session_id)
+        if config_id not in ("mode", "agent") or not isinstance(value, str):
+            raise RequestError.invalid_params(
+                {"message": f"unknown config option {config_id!r}: ndomo has mode and agent"}
+            )
+        await self._set(s, config_id, value)
+        _modes, options = await self._choices(s)
+        return SetSessionConfigOptionResponse(config_options=options)
+
+    async def _set(self, s: _Session, what: str, value: str) -> None:
+        from ndomo.runtime.runtime import TurnRefused
+
+        try:
+            if what == "mode":
+                await s.runtime.set_mode(value, s.id)
+            else:
+                await s.runtime.set_agent(value, s.id)
+        except TurnRefused as exc:
+            raise RequestError.invalid_params({"message": str(exc)}) from None
+
+    # -- prompt turns ------------------------------------------------------------------
+
+    def _kinds(self, s: _Session) -> dict[str, str]:
+        return {
+            t.name: KIND_OF_NAME.get(t.name) or KIND_OF_CLASS.get(t.tool_kind, "other")
+            for t in s.runtime.plugins.tools.all()
+        }
+
+    def _prompt_text(self, s: _Session, blocks: list[Any]) -> tuple[str, dict[Path, str]]:
+        """The prompt's text, with each mentioned file named and each embedded file's text
+        (an editor's unsaved buffer) quoted; embedded texts are what reads of those files see
+        during the turn."""
+        parts: list[str] = []
+        overlay: dict[Path, str] = {}
+        for b in blocks:
+            if isinstance(b, TextContentBlock):
+                parts.append(b.text)
+            elif isinstance(b, ResourceContentBlock):
+                path = _path_of(b.uri)
+                parts.append(f"[file: {path or b.uri}]")
+            elif isinstance(b, EmbeddedResourceContentBlock):
+                res = b.resource
+                if isinstance(res, TextResourceContents):
+                    path = _path_of(res.uri)
+                    if path is not None:
+                        overlay[path] = res.text
+                    parts.append(f"[file: {path or res.uri}]\n```\n{res.text}\n```")
+                else:
+                    raise RequestError.invalid_params(
+                        {"message": "ndomo takes text resources only"}
+                    )
+            else:
+                raise RequestError.invalid_params(
+                    {"message": f"ndomo takes text and resources, not {b.type} content"}
+                )
+        return "\n\n".join(p for p in parts if p), overlay
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        s = self._session(session_id)
+        if s.turn is not None and not s.turn.done():
+            raise RequestError.invalid_request(
+                {"message": "a prompt is already running in this session; cancel it first"}
+            )
+        text, overlay = self._prompt_text(s, prompt)
+        if not text.strip():
+            raise RequestError.invalid_params({"message": "the prompt is empty"})
+        assert self.client is not None
+        if not s.app.trust.trusted and not s.told_untrusted:
+            s.told_untrusted = True
+            await self._update(s, helpers.update_agent_message_text(_untrusted_note(s.root)))
+        host = AcpHost(
+            self.client,
+            s.id,
+            s.root,
+            kinds=self._kinds(s),
+            reads=self.reads,
+            writes=self.writes,
+            overlay=overlay,
+        )
+        from ndomo.runtime.context import TurnRequest
+
+        s.cancelled = False
+        s.turn = asyncio.create_task(s.runtime.run(TurnRequest(prompt=text, session=s.id), host))
+        try:
+            summary = await s.turn
+        except asyncio.CancelledError:
+            if not s.cancelled:
+                raise
+            return PromptResponse(stop_reason="cancelled")
+        finally:
+            s.turn = None
+        if s.cancelled:
+            return PromptResponse(stop_reason="cancelled")
+        if (
+            summary.error
+            and summary.status not in ("done", "cancelled")
+            and (
+                summary.error != host.last_notice  # said once is enough
+            )
+        ):
+            from ndomo.security.text import visible
+
+            await self._update(
+                s,
+                helpers.update_agent_message_text(f"\n[{summary.status}] {visible(summary.error)}"),
+            )
+        with contextlib.suppress(Exception):
+            await self._send_plan(s)
+        if summary.turn_id is None and summary.error:  # refused before it started
+            return PromptResponse(stop_reason="refusal")
+        if summary.status == "capped":
+            limit = "output limit" in (summary.error or "")
+            return PromptResponse(stop_reason="max_tokens" if limit else "max_turn_requests")
+        return PromptResponse(stop_reason=STOP_OF.get(summary.status, "end_turn"))  # type: ignore[arg-type]
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        s = self.sessions.get(session_id)
+        if s is None or s.turn is None:
+            return  # a notification: nothing to answer, nothing running
+        s.cancelled = True
+        if not s.runtime.cancel(s.id):
+            s.turn.cancel()
