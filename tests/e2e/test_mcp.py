@@ -1,0 +1,267 @@
+"""Issue 27 [mcp]: MCP tools inside the fence and the OS sandbox.
+
+Every test runs the real `ndomo run` as a subprocess against the scripted model server,
+in a fake `$HOME` with XDG folders inside the test's folder, with real MCP servers over
+stdio: `mcp-server-time` (PyPI) and tests/fakes/mcp_probe.py (the official SDK's
+MCPServer). The sandbox test uses the real bubblewrap.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.fakes.fake_model import FakeModel
+
+PROBE = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_probe.py")
+
+needs_bwrap = pytest.mark.skipif(
+    shutil.which("bwrap") is None,
+    reason="SKIPPED LOUDLY: bubblewrap (bwrap) is not installed; `apt-get install bubblewrap` (.ci/run does)",
+)
+
+
+@dataclass
+class World:
+    root: Path
+    home: Path
+    ws: Path
+    env: dict[str, str]
+    model: FakeModel
+
+    def ndomo(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "ndomo", *args],
+            cwd=self.ws,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    def run(self, *flags: str, prompt: str = "go") -> subprocess.CompletedProcess[str]:
+        return self.ndomo("run", prompt, "--workspace", str(self.ws), *flags)
+
+    def user_config(self, servers: dict, **extra: object) -> None:
+        data = {
+            "model": {"base_url": self.model.url, "name": "fake-model", **extra},
+            "mcp": {"servers": servers},
+        }
+        path = self.root / "config" / "ndomo" / "config.yaml"
+        path.write_text(yaml.safe_dump(data), encoding="utf-8")
+
+    def script(self, *calls: tuple[str, dict], final: str = "done") -> None:
+        for i, (name, args) in enumerate(calls):
+            self.model.push({"tool_calls": [{"name": name, "arguments": args, "id": f"c{i}"}]})
+        self.model.push({"text": final})
+
+    def tool_results(self) -> list[str]:
+        """The tool messages the model received, in order (from the last request)."""
+        last = self.model.chat_requests()[-1]["body"]["messages"]
+        return [str(m.get("content")) for m in last if m.get("role") == "tool"]
+
+    def offered(self, n: int = 0) -> list[str]:
+        body = self.model.chat_requests()[n]["body"]
+        return [t["function"]["name"] for t in body.get("tools") or []]
+
+
+@pytest.fixture
+def world(tmp_path: Path):
+    home = tmp_path / "home"
+    home.mkdir()
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    (ws / "README.md").write_text("# a project\n")
+    (tmp_path / "config" / "ndomo").mkdir(parents=True)
+    model = FakeModel(default_text="nothing more").start()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NDOMO_")}
+    env.update(
+        HOME=str(home),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+    )
+    try:
+        w = World(tmp_path, home, ws, env, model)
+        w.user_config({})
+        yield w
+    finally:
+        model.stop()
+
+
+def probe(*args: str, **extra: object) -> dict:
+    return {"command": sys.executable, "args": [PROBE, *args], **extra}
+
+
+TIME = {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}
+
+
+def test_a_stdio_tool_result_reaches_the_model(world: World) -> None:
+    world.user_config({"time": {**TIME, "read_only": True}})
+    world.script(("mcp__time__get_current_time", {"timezone": "UTC"}))
+    done = world.run("--yes")
+    assert done.returncode == 0, done.stderr
+    # the user said read-only and the tool says readOnlyHint: offered in discussion
+    assert "mcp__time__get_current_time" in world.offered()
+    schema = next(
+        t["function"]["parameters"]
+        for t in world.model.chat_requests()[0]["body"]["tools"]
+        if t["function"]["name"] == "mcp__time__get_current_time"
+    )
+    assert "timezone" in schema["properties"]  # the server's own schema, as it gave it
+    results = world.tool_results()
+    assert len(results) == 1 and '"timezone": "UTC"' in results[0] and "day_of_week" in results[0]
+
+
+def test_a_mutating_tool_is_absent_in_discussion_and_refused_if_called(world: World) -> None:
+    world.user_config({"probe": probe()})
+    world.script(("mcp__probe__write_note", {"name": "note.txt", "text": "hi"}))
+    done = world.run("--yes")
+    assert done.returncode == 0, done.stderr
+    offered = world.offered()
+    assert "mcp__probe__write_note" not in offered
+    # not approved as read-only by the user: even the readOnlyHint tool is not read-class
+    assert "mcp__probe__echo" not in offered
+    (result,) = world.tool_results()
+    assert "not available in discussion mode" in result
+    assert not (world.ws / "note.txt").exists()
+    # autopilot admits it
+    world.script(("mcp__probe__write_note", {"name": "note.txt", "text": "hi"}))
+    done = world.run("--yes", "--mode", "autopilot")
+    assert done.returncode == 0, done.stderr
+    assert "mcp__probe__write_note" in world.offered(2)
+    assert (world.ws / "note.txt").read_text() == "hi"
+
+
+def test_a_project_server_starts_only_after_trust_and_approval(world: World) -> None:
+    marker = world.root / "marker"  # outside the workspace: written when started unsandboxed
+    inside = world.ws / "started"
+    project = {"mcpServers": {"probe": probe("--marker", str(inside))}}
+    (world.ws / ".mcp.json").write_text(json.dumps(project))
+    world.script(("mcp__probe__echo", {"text": "hello"}))
+    done = world.run("--yes", "--mode", "autopilot")
+    assert done.returncode == 0, done.stderr
+    assert not inside.exists() and not marker.exists(), "untrusted: the server never started"
+    assert "mcp__probe__echo" not in world.offered()
+    assert "unknown tool" in world.tool_results()[0]
+
+    trusted = world.ndomo("trust", str(world.ws))
+    assert trusted.returncode == 0, trusted.stderr
+    listed = world.ndomo("mcp", "list")
+    assert "probe" in listed.stdout and "not approved" in listed.stdout, listed.stdout
+    assert PROBE in listed.stdout  # the exact command is shown
+    # trusted but not approved (no --yes, nobody to ask): still not started
+    world.script(("mcp__probe__echo", {"text": "hello"}))
+    done = world.run("--mode", "autopilot")
+    assert not inside.exists(), done.stderr
+
+    approved = world.ndomo("mcp", "approve", "--name", "probe")
+    assert approved.returncode == 0, approved.stderr
+    assert PROBE in approved.stdout
+    world.script(("mcp__probe__echo", {"text": "hello"}))
+    done = world.run("--yes", "--mode", "autopilot")
+    assert done.returncode == 0, done.stderr
+    assert inside.exists(), "approved: started"
+    assert world.tool_results()[-1].startswith("echo: hello")
+
+    # a changed definition needs a new approval
+    inside.unlink()
+    project["mcpServers"]["probe"]["args"].append("--tools=1")
+    (world.ws / ".mcp.json").write_text(json.dumps(project))
+    world.script(("mcp__probe__echo", {"text": "hello"}))
+    world.run("--mode", "autopilot")
+    assert not inside.exists()
+    revoked = world.ndomo("mcp", "revoke", "--name", "probe")
+    assert revoked.returncode == 0, revoked.stderr
+
+
+class Listener:
+    """A TCP listener on the host's 127.0.0.1 that records whether anyone connected."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.connected = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.connected = True
+            conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sock.close()
+
+
+@needs_bwrap
+def test_a_stdio_server_is_sandboxed_like_bash(world: World) -> None:
+    # /tmp is a private tmpfs in the sandbox: the probe aims at a host folder outside it
+    outside_dir = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="ndomo-mcp-"))
+    outside = outside_dir / "outside.txt"
+    listener = Listener()
+    try:
+        world.user_config({"probe": probe("--marker", str(world.home / "home-marker"))})
+        world.script(
+            ("mcp__probe__escape", {"path": str(outside), "port": listener.port}),
+            ("mcp__probe__echo", {"text": "still works"}),
+        )
+        done = world.run("--yes", "--mode", "autopilot")
+    finally:
+        listener.close()
+        wrote = outside.exists()
+        shutil.rmtree(outside_dir)
+    assert done.returncode == 0, done.stderr
+    assert not wrote, "wrote outside the workspace"
+    assert not listener.connected, "reached the host's TCP listener"
+    assert not (world.home / "home-marker").exists(), "home is hidden (a tmpfs) in the sandbox"
+    escape, echo = world.tool_results()
+    assert f"write {outside}: refused" in escape and f"connect {listener.port}: refused" in escape
+    assert echo.startswith("echo: still works")
+    listed = world.ndomo("mcp", "list")
+    assert "sandboxed like bash" in listed.stdout
+
+
+def test_a_crash_mid_call_is_a_tool_error_and_the_turn_goes_on(world: World) -> None:
+    world.user_config({"probe": probe()})
+    world.script(("mcp__probe__crash", {}), ("mcp__probe__echo", {"text": "after"}))
+    done = world.run("--yes", "--mode", "autopilot")
+    assert done.returncode == 0, done.stderr
+    crash, echo = world.tool_results()
+    assert "MCP server 'probe' failed during 'crash'" in crash
+    assert "restarted on the next call" in crash
+    assert echo.startswith("echo: after"), "restarted for the next call"
+
+
+def test_tools_past_the_budget_are_deferred_behind_search(world: World) -> None:
+    world.user_config({"probe": probe("--tools", "40")}, context_window=8192)
+    world.script(("mcp_search", {"query": "echo"}), ("mcp__probe__echo", {"text": "found"}))
+    done = world.run("--yes", "--mode", "autopilot")
+    assert done.returncode == 0, done.stderr
+    offered = world.offered()
+    assert "mcp_search" in offered and not any(n.startswith("mcp__") for n in offered)
+    search, echo = world.tool_results()
+    assert "mcp__probe__echo" in search
+    assert echo.startswith("echo: found")
