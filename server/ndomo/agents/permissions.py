@@ -133,7 +133,10 @@ def intersect(caller: AgentPermission, sub: AgentPermission) -> AgentPermission:
 def _mcp_layers(mcp) -> list[dict[str, Action]]:
     if isinstance(mcp, TaskPolicy):
         return list(mcp.layers)
-    return [{"*": mcp}] if isinstance(mcp, str) else [mcp]
+    if isinstance(mcp, str):
+        bare: dict[str, Action] = {"*": merge_stricter(mcp, mcp)}
+        return [bare]
+    return [mcp]
 
 
 def _intersect_mcp(a, b):

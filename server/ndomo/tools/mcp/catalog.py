@@ -70,7 +70,7 @@ class McpArgs(BaseModel):
 
 
 def _args_model(name: str, schema: dict[str, Any]) -> type[McpArgs]:
-    from jsonschema import exceptions, validators
+    from jsonschema import exceptions, validators  # type: ignore[import-untyped]
 
     checker = None
     try:
