@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -123,6 +124,51 @@ def test_a_stdio_tool_result_reaches_the_model(world: World) -> None:
     assert "timezone" in schema["properties"]  # the server's own schema, as it gave it
     results = world.tool_results()
     assert len(results) == 1 and '"timezone": "UTC"' in results[0] and "day_of_week" in results[0]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def http_probe():
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, PROBE, "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_an_http_tool_result_reaches_the_model_and_stays_out_of_discussion(
+    world: World, http_probe: str
+) -> None:
+    world.user_config({"remote": {"type": "http", "url": http_probe, "read_only": True}})
+    world.script(("mcp__remote__echo", {"text": "over http"}))
+    done = world.run("--yes")
+    assert done.returncode == 0, done.stderr
+    # it reaches the network: never in discussion, even read-only and readOnlyHint
+    assert "mcp__remote__echo" not in world.offered()
+    assert "not available in discussion mode" in world.tool_results()[0]
+    world.script(("mcp__remote__echo", {"text": "over http"}))
+    done = world.run("--yes", "--mode", "brainstorming")
+    assert done.returncode == 0, done.stderr
+    assert "mcp__remote__echo" in world.offered(2)
+    assert world.tool_results()[-1].startswith("echo: over http")
 
 
 def test_a_mutating_tool_is_absent_in_discussion_and_refused_if_called(world: World) -> None:

@@ -7,6 +7,7 @@
 - `escape`: tries to write a file outside the workspace and to reach a TCP listener,
   and says what happened to each;
 - `crash`: the process exits mid-call;
+- `--http PORT`: streamable HTTP on 127.0.0.1:PORT (`/mcp`) instead of stdio;
 - `--tools N` more tools `extra_<i>` with long descriptions (a server past the budget).
 """
 
@@ -25,6 +26,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--marker")
     parser.add_argument("--tools", type=int, default=0)
+    parser.add_argument("--http", type=int, default=0, help="serve streamable HTTP on this port")
     args = parser.parse_args()
     if args.marker:
         Path(args.marker).write_text("started\n")
@@ -70,7 +72,10 @@ def main() -> None:
 
         server.tool(name=f"extra_{i}", description=desc)(extra)
 
-    server.run("stdio")
+    if args.http:
+        server.run("streamable-http", host="127.0.0.1", port=args.http)
+    else:
+        server.run("stdio")
 
 
 if __name__ == "__main__":
