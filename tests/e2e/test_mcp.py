@@ -216,6 +216,8 @@ def test_a_project_server_starts_only_after_trust_and_approval(world: World) -> 
     approved = world.ndomo("mcp", "approve", "--name", "probe")
     assert approved.returncode == 0, approved.stderr
     assert PROBE in approved.stdout
+    health = world.ndomo("health")
+    assert "mcp       probe: .mcp.json, approved, not started" in health.stdout, health.stdout
     world.script(("mcp__probe__echo", {"text": "hello"}))
     done = world.run("--yes", "--mode", "autopilot")
     assert done.returncode == 0, done.stderr

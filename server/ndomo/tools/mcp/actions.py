@@ -11,7 +11,7 @@ from ndomo.actions import NoParams, action
 from ndomo.errors import ActionError
 from ndomo.schema import Schema
 from ndomo.tools.mcp.catalog import McpCatalog
-from ndomo.tools.mcp.sources import approval, approve, discover, revoke
+from ndomo.tools.mcp.sources import ServerSpec, approval, approve, discover, revoke
 
 if TYPE_CHECKING:
     from ndomo.app import App
@@ -55,6 +55,16 @@ def render_list(r: dict) -> str:
     return "\n".join(lines)
 
 
+def _planned_sandbox(app: App, spec: ServerSpec) -> str:
+    """How a server not running in this process would run."""
+    if spec.config.type == "http":
+        return "remote"
+    if app.settings.sandbox.mode == "off":
+        return "not sandboxed (sandbox: off)"
+    net = "network allowed" if spec.network else "offline"
+    return f"sandboxed like bash, {net}"
+
+
 async def servers_of(app: App) -> McpList:
     specs, problems = await asyncio.to_thread(discover, app)
     cat = app.existing(McpCatalog)
@@ -78,8 +88,7 @@ async def servers_of(app: App) -> McpList:
                 approved=approved,
                 state=server.state if server is not None else "not started",
                 tools=len(server.tools) if server is not None and server.state == "ready" else None,
-                sandbox=(conn.sandbox if conn is not None else "")
-                or ("remote" if spec.config.type == "http" else "sandboxed like bash"),
+                sandbox=(conn.sandbox if conn is not None else "") or _planned_sandbox(app, spec),
                 error=server.error if server is not None else "",
             )
         )
