@@ -106,6 +106,15 @@ def probe(*args: str, **extra: object) -> dict:
     return {"command": sys.executable, "args": [PROBE, *args], **extra}
 
 
+# @modelcontextprotocol/server-everything from npm, installed by .ci/run (outside the repo)
+NPM_DIR = Path(
+    os.environ.get("NDOMO_MCP_NPM_DIR")
+    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ndomo" / "mcp-npm"
+)
+EVERYTHING = (
+    NPM_DIR / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+)
+
 TIME = {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}
 
 
@@ -313,3 +322,35 @@ def test_tools_past_the_budget_are_deferred_behind_search(world: World) -> None:
     search, echo = world.tool_results()
     assert "mcp__probe__echo" in search
     assert echo.startswith("echo: found")
+
+
+@pytest.mark.skipif(
+    not EVERYTHING.is_file() or shutil.which("node") is None,
+    reason=f"SKIPPED LOUDLY: @modelcontextprotocol/server-everything is not installed in {NPM_DIR} "
+    "(.ci/run installs it: npm install --prefix DIR @modelcontextprotocol/server-everything)",
+)
+def test_the_npm_everything_server_over_stdio_with_its_own_variable(world: World) -> None:
+    world.env["OTHER_API_TOKEN"] = "canary-not-for-mcp"
+    world.env["EVERYTHING_TOKEN"] = "token-for-this-server"  # scrubbed for bash, not for it
+    server = {
+        "command": shutil.which("node"),
+        "args": [str(EVERYTHING), "stdio"],
+        "env": {"EVERYTHING_TOKEN": "${EVERYTHING_TOKEN}"},
+        "read_only": True,
+    }
+    world.user_config({"everything": server})
+    world.script(
+        ("mcp__everything__get-sum", {"a": 2, "b": 40}),
+        ("mcp__everything__get-env", {}),
+        ("mcp__everything__get-sum", {"a": "two"}),
+    )
+    done = world.run("--yes")
+    assert done.returncode == 0, done.stderr
+    offered = world.offered()
+    assert "mcp__everything__get-sum" in offered  # readOnlyHint + your read_only: discussion
+    assert "mcp__everything__toggle-simulated-logging" not in offered  # no hint: autopilot only
+    total, env, bad = world.tool_results()
+    assert "42" in total
+    # its own variable passes the scrub (its name holds TOKEN); nobody else's reaches it
+    assert "token-for-this-server" in env and "canary-not-for-mcp" not in env
+    assert "invalid arguments" in bad  # checked against the server's schema before the call

@@ -150,8 +150,9 @@ class Connection:
             raise
         self.sandbox = box.state.label() if box.sandboxed else "not sandboxed"
         argv = [*box.prefix, c.command or "", *c.args]
+        env = {k: _expand(v) for k, v in c.env.items()}  # `${VAR}`: from ndomo's environment
         params = StdioServerParameters(
-            command=argv[0], args=argv[1:], env=dict(c.env) or None, cwd=str(self.root)
+            command=argv[0], args=argv[1:], env=env or None, cwd=str(self.root)
         )
         return box, stdio_client(params, errlog=_errlog())
 

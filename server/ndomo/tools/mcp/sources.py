@@ -68,8 +68,9 @@ class ServerSpec:
             return head
         line = shlex.join([c.command or "", *c.args])
         extras = []
-        if c.env:
-            extras.append(f"env: {', '.join(sorted(c.env))}")
+        if c.env:  # names, and the variables of yours a value reads (`${VAR}`)
+            shown = [k if "${" not in v else f"{k}={v}" for k, v in sorted(c.env.items())]
+            extras.append(f"env: {', '.join(shown)}")
         extras.append("network allowed" if c.network == "allow" else "offline")
         return f"{line} ({'; '.join(extras)})"
 
