@@ -309,6 +309,8 @@ def _render_mcp(m: dict | None) -> list[str]:
             f"mcp       {s['name']}: {s['source']}, {s['approved']}, {s['state']}{tools}, "
             f"{s['sandbox']}"
         )
+    if m.get("deferred"):
+        lines.append("          tool schemas past mcp.budget_share: deferred behind mcp_search")
     return lines
 
 

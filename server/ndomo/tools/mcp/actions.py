@@ -33,6 +33,8 @@ class McpList(Schema):
     servers: list[McpServerInfo]
     problems: list[str] = Field(default_factory=list)
     trusted: bool = True
+    # the running servers' tools are deferred behind mcp_search (None: none running here)
+    deferred: bool | None = None
 
 
 def render_list(r: dict) -> str:
@@ -51,6 +53,8 @@ def render_list(r: dict) -> str:
         lines.append(
             "(untrusted folder: its .mcp.json and .ndomo/config.yaml servers are not read)"
         )
+    if r.get("deferred"):
+        lines.append("tool schemas past mcp.budget_share: deferred behind mcp_search")
     lines += [f"problem: {p}" for p in r["problems"]]
     return "\n".join(lines)
 
@@ -92,7 +96,8 @@ async def servers_of(app: App) -> McpList:
                 error=server.error if server is not None else "",
             )
         )
-    return McpList(servers=out, problems=problems, trusted=app.trust.trusted)
+    deferred = cat.deferred() if cat is not None and cat.tools() else None
+    return McpList(servers=out, problems=problems, trusted=app.trust.trusted, deferred=deferred)
 
 
 @action(

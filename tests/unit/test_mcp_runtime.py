@@ -1,0 +1,82 @@
+"""MCP servers in one process: started with the session's first turn, tool lists cached,
+deferred behind mcp_search past the budget (health says so), stopped with the App."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from ndomo import compose
+from ndomo.config import Settings
+from ndomo.runtime.context import TurnRequest
+from ndomo.runtime.runtime import Runtime
+from ndomo.runtime.tools import AllowAll
+from ndomo.tools.mcp.actions import servers_of
+from ndomo.tools.mcp.catalog import McpCatalog
+
+PROBE = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_probe.py")
+
+
+def runtime(app):
+    plugins = compose.plugins()
+    plugins.tools.policy = AllowAll()  # the fence and the catalog are judged here
+    return Runtime(app, plugins)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return (
+        Path(f"/proc/{pid}").exists()
+        and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    )
+
+
+async def test_servers_start_once_and_stop_with_the_app(app, fake, tmp_path) -> None:
+    servers = {"probe": {"command": sys.executable, "args": [PROBE, "--tools", "40"]}}
+    app.settings = Settings.model_validate(
+        {**app.settings.model_dump(), "mcp": {"servers": servers}}
+    )
+    app.settings.model.context_window = 8192
+    rt = runtime(app)
+    fake.push({"tool_calls": [{"name": "mcp_search", "arguments": {"query": "echo"}}]})
+    fake.push({"tool_calls": [{"name": "mcp__probe__echo", "arguments": {"text": "one"}}]})
+    fake.push({"text": "done"})
+    await rt.run(TurnRequest(prompt="go", mode="autopilot"))
+    cat = app.existing(McpCatalog)
+    assert cat is not None
+    server = cat.servers["probe"]
+    conn = server.connection
+    assert conn is not None and conn.starts == 1 and server.state == "ready"
+    tools = [m for m in fake.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+    assert tools[-1]["content"].startswith("echo: one")
+
+    report = await servers_of(app)
+    assert report.deferred is True
+    (info,) = report.servers
+    assert info.state == "ready" and info.tools == 44 and info.source == "user config"
+
+    # a second turn: the same process, no second start, the cached list
+    fake.push({"tool_calls": [{"name": "mcp_search", "arguments": {"query": "echo"}}]})
+    fake.push({"tool_calls": [{"name": "mcp__probe__echo", "arguments": {"text": "two"}}]})
+    fake.push({"text": "done"})
+    await rt.run(TurnRequest(prompt="again", mode="autopilot"))
+    assert conn.starts == 1
+    tools = [m for m in fake.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+    assert tools[-1]["content"].startswith("echo: two")
+
+    pids = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+    children = [pid for pid in pids if _cmdline(pid).endswith(f"{PROBE}\x00--tools\x0040\x00")]
+    assert children, "the server runs while the App lives"
+    await app.aclose()
+    assert not any(_alive(pid) for pid in children), "stopped with the App"
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text()
+    except OSError:
+        return ""
