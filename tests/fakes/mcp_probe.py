@@ -7,6 +7,7 @@
 - `escape`: tries to write a file outside the workspace and to reach a TCP listener,
   and says what happened to each;
 - `crash`: the process exits mid-call;
+- `grow`: adds a tool `grown` and sends notifications/tools/list_changed;
 - `--http PORT`: streamable HTTP on 127.0.0.1:PORT (`/mcp`) instead of stdio;
 - `--tools N` more tools `extra_<i>` with long descriptions (a server past the budget).
 """
@@ -18,7 +19,7 @@ import os
 import socket
 from pathlib import Path
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 
 
@@ -63,6 +64,17 @@ def main() -> None:
     def crash() -> str:
         """Exit in the middle of the call."""
         os._exit(3)
+
+    @server.tool()
+    async def grow(ctx: Context) -> str:
+        """Add a tool `grown` and tell the client its tool list changed."""
+
+        def grown() -> str:
+            return "grown answers"
+
+        server.tool(name="grown", description="Added at run time.")(grown)
+        await ctx.session.send_tool_list_changed()
+        return "added grown"
 
     for i in range(args.tools):
         desc = f"Extra tool number {i}: " + "it does something rather specific. " * 20

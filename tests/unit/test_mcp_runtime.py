@@ -57,7 +57,7 @@ async def test_servers_start_once_and_stop_with_the_app(app, fake, tmp_path) -> 
     report = await servers_of(app)
     assert report.deferred is True
     (info,) = report.servers
-    assert info.state == "ready" and info.tools == 44 and info.source == "user config"
+    assert info.state == "ready" and info.tools == 45 and info.source == "user config"
 
     # a second turn: the same process, no second start, the cached list
     fake.push({"tool_calls": [{"name": "mcp_search", "arguments": {"query": "echo"}}]})
@@ -80,3 +80,25 @@ def _cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_text()
     except OSError:
         return ""
+
+
+async def test_a_changed_tool_list_is_listed_again_before_the_next_turn(app, fake) -> None:
+    servers = {"probe": {"command": sys.executable, "args": [PROBE]}}
+    app.settings = Settings.model_validate(
+        {**app.settings.model_dump(), "mcp": {"servers": servers}}
+    )
+    rt = runtime(app)
+    fake.push({"tool_calls": [{"name": "mcp__probe__grow", "arguments": {}}]})
+    fake.push({"text": "done"})
+    await rt.run(TurnRequest(prompt="go", mode="autopilot"))
+    first = [t["function"]["name"] for t in fake.chat_requests()[0]["body"]["tools"]]
+    assert "mcp__probe__grow" in first and "mcp__probe__grown" not in first
+    fake.push({"tool_calls": [{"name": "mcp__probe__grown", "arguments": {}}]})
+    fake.push({"text": "done"})
+    await rt.run(TurnRequest(prompt="again", mode="autopilot"))
+    offered = [t["function"]["name"] for t in fake.chat_requests()[2]["body"]["tools"]]
+    assert "mcp__probe__grown" in offered
+    tools = [m for m in fake.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+    assert tools[-1]["content"] == "grown answers"
+    conn = app.existing(McpCatalog).servers["probe"].connection  # type: ignore[union-attr]
+    assert conn is not None and conn.starts == 1  # listed again, not restarted

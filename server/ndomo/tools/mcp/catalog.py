@@ -5,7 +5,8 @@ A per-App catalog holds one `Connection` per server. Servers start with the sess
 first turn (a hook before the agent's tools are chosen), concurrently; their tool lists
 are cached per connection and listed again when the server restarts (after a crash, a
 timeout, or a changed definition — the catalog compares each definition's fingerprint
-before every turn). A project's server is started only once the user approved that exact
+before every turn), and when the server sends `notifications/tools/list_changed` (listed
+again before the next turn). A project's server is started only once the user approved that exact
 definition (asked in the turn, `ndomo run --yes` approves it for the run, `ndomo mcp
 approve --name NAME` ahead of time).
 """
@@ -163,6 +164,11 @@ class McpCatalog:
                 if known is not None and known.spec.fingerprint() == spec.fingerprint():
                     if known.spec.source != spec.source:
                         await self._drop(spec.name)
+                    elif known.state == "ready" and known.connection and known.connection.stale:
+                        await known.connection.relist()
+                        conn = known.connection
+                        known.tools = [self._descriptor(known, t) for t in conn.tools]
+                        continue
                     elif known.state in ("ready", "refused"):
                         continue
                     elif known.connection is not None and known.state != "needs approval":

@@ -51,6 +51,8 @@ class Connection:
         self.tools: list[types.Tool] = []
         self.sandbox = ""  # how it runs: "sandboxed (bubblewrap)", "not sandboxed", "remote"
         self.starts = 0
+        # the server said its tool list changed (notifications/tools/list_changed)
+        self.stale = False
         self._session: Any = None
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
@@ -101,7 +103,9 @@ class Connection:
                 else:
                     box, transport = await self._stdio()
                     streams = await stack.enter_async_context(transport)
-                session = await stack.enter_async_context(ClientSession(streams[0], streams[1]))
+                session = await stack.enter_async_context(
+                    ClientSession(streams[0], streams[1], message_handler=self._notified)
+                )
                 await session.initialize()
                 self.tools = await _all_tools(session)
                 self._session = session
@@ -123,6 +127,25 @@ class Connection:
                 self.state = "stopped"
             if box is not None:
                 await asyncio.shield(box.close())
+
+    async def _notified(self, message: Any) -> None:
+        from mcp import types
+
+        if isinstance(message, types.ToolListChangedNotification):
+            self.stale = True
+
+    async def relist(self) -> None:
+        """The tool list again, after the server said it changed."""
+        session = self._session
+        if session is None:
+            return
+        self.stale = False
+        try:
+            self.tools = await asyncio.wait_for(
+                _all_tools(session), timeout=self.settings.mcp.start_timeout_s
+            )
+        except (TimeoutError, Exception) as exc:  # noqa: BLE001 - a bad listing keeps the last one
+            log.warning("MCP server %s: listing its tools again failed: %s", self.spec.name, exc)
 
     def _http(self) -> Any:
         import httpx2
