@@ -10,6 +10,7 @@ from pathlib import Path
 from ndomo import compose
 from ndomo.config import Settings
 from ndomo.runtime.context import TurnRequest
+from ndomo.runtime.host import ApprovalRequest, BaseHost
 from ndomo.runtime.runtime import Runtime
 from ndomo.runtime.tools import AllowAll
 from ndomo.tools.mcp.actions import servers_of
@@ -102,3 +103,37 @@ async def test_a_changed_tool_list_is_listed_again_before_the_next_turn(app, fak
     assert tools[-1]["content"] == "grown answers"
     conn = app.existing(McpCatalog).servers["probe"].connection  # type: ignore[union-attr]
     assert conn is not None and conn.starts == 1  # listed again, not restarted
+
+
+class Recording(BaseHost):
+    def __init__(self, answer: str) -> None:
+        super().__init__()
+        self.answer = answer
+        self.asked: list[ApprovalRequest] = []
+
+    async def approve(self, request: ApprovalRequest):  # type: ignore[override]
+        self.asked.append(request)
+        return self.answer
+
+
+async def test_the_agents_mcp_permission_asks_by_server_and_tool(app, fake) -> None:
+    servers = {"probe": {"command": sys.executable, "args": [PROBE]}}
+    app.settings = Settings.model_validate(
+        {**app.settings.model_dump(), "mcp": {"servers": servers}}
+    )
+    rt = Runtime(app, compose.plugins())  # the agents' own policy
+    host = Recording("deny")
+    fake.push(
+        {
+            "tool_calls": [
+                {"name": "mcp__probe__write_note", "arguments": {"name": "n", "text": "x"}}
+            ]
+        }
+    )
+    fake.push({"text": "done"})
+    await rt.run(TurnRequest(prompt="go", mode="autopilot"), host)
+    (asked,) = host.asked
+    assert asked.permission == "mcp" and asked.subject == "probe/write_note"
+    tools = [m for m in fake.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+    assert "did not approve mcp 'probe/write_note'" in tools[-1]["content"]
+    assert not (app.root / "n").exists()
