@@ -137,3 +137,25 @@ async def test_the_agents_mcp_permission_asks_by_server_and_tool(app, fake) -> N
     tools = [m for m in fake.requests[-1]["body"]["messages"] if m["role"] == "tool"]
     assert "did not approve mcp 'probe/write_note'" in tools[-1]["content"]
     assert not (app.root / "n").exists()
+
+
+async def test_a_server_that_failed_to_start_is_tried_again_next_turn(app, fake) -> None:
+    gate = app.root / "ready"
+    line = f'test -f "{gate}" && exec "{sys.executable}" "{PROBE}"'
+    servers = {"probe": {"command": "sh", "args": ["-c", line]}}
+    app.settings = Settings.model_validate(
+        {**app.settings.model_dump(), "mcp": {"servers": servers}}
+    )
+    rt = runtime(app)
+    fake.push({"text": "no tools yet"})
+    await rt.run(TurnRequest(prompt="go", mode="autopilot"))
+    (info,) = (await servers_of(app)).servers
+    assert info.state == "failed" and "did not start" in info.error
+    offered = [t["function"]["name"] for t in fake.chat_requests()[0]["body"]["tools"]]
+    assert not any(n.startswith("mcp__") for n in offered)
+    gate.write_text("")
+    fake.push({"tool_calls": [{"name": "mcp__probe__echo", "arguments": {"text": "up"}}]})
+    fake.push({"text": "done"})
+    await rt.run(TurnRequest(prompt="again", mode="autopilot"))
+    tools = [m for m in fake.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+    assert tools[-1]["content"].startswith("echo: up")

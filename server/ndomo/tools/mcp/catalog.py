@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.hooks import HookResult, LifecycleHook, Phase
 from ndomo.runtime.host import ApprovalRequest
-from ndomo.runtime.tools import Risk, ToolDescriptor, ToolError, ToolKind, ToolResult
+from ndomo.runtime.tools import Risk, ToolDescriptor, ToolError, ToolKind, ToolResult, admits
 from ndomo.schema import Schema
 from ndomo.tools.mcp.client import Connection, McpCallError
 from ndomo.tools.mcp.sources import ServerSpec, approval, approve, discover
@@ -171,8 +171,8 @@ class McpCatalog:
                         continue
                     elif known.state in ("ready", "refused"):
                         continue
-                    elif known.connection is not None and known.state != "needs approval":
-                        continue  # failed or stopped: restarted by its next call
+                    elif known.connection is not None and known.tools:
+                        continue  # failed after it started: restarted by its next call
                 elif known is not None:
                     await self._drop(spec.name)
                 server = self.servers.setdefault(spec.name, Server(spec))
@@ -331,6 +331,8 @@ async def _search(ctx: TurnContext, p: SearchParams) -> ToolResult:
     words = [w.lower() for w in p.query.split()]
     scored = []
     for t in tools:
+        if not admits(ctx, t):
+            continue  # only what this mode could call
         hay = f"{t.name} {t.description}".lower()
         score = sum(1 for w in words if w in hay)
         if score:
