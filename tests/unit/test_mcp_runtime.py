@@ -159,3 +159,16 @@ async def test_a_server_that_failed_to_start_is_tried_again_next_turn(app, fake)
     await rt.run(TurnRequest(prompt="again", mode="autopilot"))
     tools = [m for m in fake.requests[-1]["body"]["messages"] if m["role"] == "tool"]
     assert tools[-1]["content"].startswith("echo: up")
+
+
+async def test_a_server_that_cannot_start_says_why(app, fake) -> None:
+    line = "echo 'cannot find my database' >&2; exit 3"
+    servers = {"broken": {"command": "sh", "args": ["-c", line]}}
+    app.settings = Settings.model_validate(
+        {**app.settings.model_dump(), "mcp": {"servers": servers}}
+    )
+    fake.push({"text": "fine"})
+    summary = await runtime(app).run(TurnRequest(prompt="go", mode="autopilot"))
+    assert summary.status == "done"  # the turn goes on without the server
+    (info,) = (await servers_of(app)).servers
+    assert info.state == "failed" and "cannot find my database" in info.error

@@ -15,8 +15,9 @@ import contextlib
 import logging
 import os
 import re
+import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 from ndomo.tools.mcp.sources import ServerSpec
 
@@ -57,6 +58,9 @@ class Connection:
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
         self._lock = asyncio.Lock()
+        # the server's stderr: kept (never shown on a terminal or the LSP stream) so that a
+        # failure can quote its last lines, made inert
+        self._stderr: IO[str] | None = None
 
     @property
     def sandboxed(self) -> bool | None:
@@ -115,6 +119,9 @@ class Connection:
                 await self._stop.wait()
         except BaseException as exc:
             error = _reason(exc)
+            said = self.stderr_tail()
+            if said:
+                error += f" (its stderr: {said})"
             self.error = self.error or error
             if not ready.done():
                 ready.set_exception(McpCallError(error))
@@ -177,7 +184,10 @@ class Connection:
         params = StdioServerParameters(
             command=argv[0], args=argv[1:], env=env or None, cwd=str(self.root)
         )
-        return box, stdio_client(params, errlog=_errlog())
+        if self._stderr is not None:
+            self._stderr.close()
+        self._stderr = tempfile.TemporaryFile("w+")  # noqa: SIM115 - lives as long as the connection
+        return box, stdio_client(params, errlog=self._stderr)
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
         """One tool call; a crash or timeout stops the connection (the next call restarts it)."""
@@ -228,8 +238,28 @@ class Connection:
             with contextlib.suppress(BaseException):
                 await task
 
+    def stderr_tail(self, chars: int = 400) -> str:
+        """The last lines the server wrote to stderr, on one inert line."""
+        from ndomo.security.text import one_line
+
+        f = self._stderr
+        if f is None or f.closed:
+            return ""
+        try:
+            f.flush()
+            fd = f.fileno()
+            size = os.fstat(fd).st_size
+            start = max(0, size - chars * 4)
+            text = os.pread(fd, size - start, start).decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return ""
+        return one_line(text.strip(), chars) if text.strip() else ""
+
     async def aclose(self) -> None:
         await self.stop()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
 
 
 async def _all_tools(session: Any) -> list[types.Tool]:
@@ -255,9 +285,3 @@ def _reason(exc: BaseException | None) -> str:
         return "unknown error"
     text = str(exc).strip() or type(exc).__name__
     return f"{type(exc).__name__}: {text}" if type(exc).__name__ not in text else text
-
-
-def _errlog() -> Any:
-    """The server's stderr goes to ndomo's log folder's null: never onto a terminal or the
-    LSP stdout (it is untrusted text)."""
-    return open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
