@@ -223,6 +223,10 @@ class McpServerConfig(_Section):
     )
     timeout_s: float = Field(default=60.0, gt=0, description="Per tool call.")
     enabled: bool = True
+    tools: list[str] | None = Field(
+        default=None,
+        description="Only these of its tools (names or globs); unset: all. Narrows, never widens.",
+    )
 
     @model_validator(mode="after")
     def _transport(self) -> McpServerConfig:

@@ -172,3 +172,23 @@ async def test_a_server_that_cannot_start_says_why(app, fake) -> None:
     assert summary.status == "done"  # the turn goes on without the server
     (info,) = (await servers_of(app)).servers
     assert info.state == "failed" and "cannot find my database" in info.error
+
+
+async def test_a_servers_tools_list_narrows_what_is_offered(app, fake) -> None:
+    servers = {"probe": {"command": sys.executable, "args": [PROBE], "tools": ["ech*"]}}
+    app.settings = Settings.model_validate(
+        {**app.settings.model_dump(), "mcp": {"servers": servers}}
+    )
+    fake.push(
+        {
+            "tool_calls": [
+                {"name": "mcp__probe__write_note", "arguments": {"name": "n", "text": "x"}}
+            ]
+        }
+    )
+    fake.push({"text": "done"})
+    await runtime(app).run(TurnRequest(prompt="go", mode="autopilot"))
+    offered = [t["function"]["name"] for t in fake.chat_requests()[0]["body"]["tools"]]
+    assert [n for n in offered if n.startswith("mcp__")] == ["mcp__probe__echo"]
+    tools = [m for m in fake.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+    assert "unknown tool" in tools[-1]["content"] and not (app.root / "n").exists()

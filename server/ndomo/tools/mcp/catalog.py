@@ -14,6 +14,7 @@ approve --name NAME` ahead of time).
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import json
 import logging
 import re
@@ -167,7 +168,7 @@ class McpCatalog:
                     elif known.state == "ready" and known.connection and known.connection.stale:
                         await known.connection.relist()
                         conn = known.connection
-                        known.tools = [self._descriptor(known, t) for t in conn.tools]
+                        known.tools = [self._descriptor(known, t) for t in _kept(known, conn.tools)]
                         continue
                     elif known.state in ("ready", "refused"):
                         continue
@@ -223,7 +224,7 @@ class McpCatalog:
             server.state, server.error = "failed", str(exc)
             return
         server.state, server.error = "ready", ""
-        server.tools = [self._descriptor(server, t) for t in server.connection.tools]
+        server.tools = [self._descriptor(server, t) for t in _kept(server, server.connection.tools)]
 
     def _descriptor(self, server: Server, tool: types.Tool) -> McpTool:
         spec = server.spec
@@ -295,6 +296,14 @@ class McpCatalog:
     async def aclose(self) -> None:
         for name in list(self.servers):
             await self._drop(name)
+
+
+def _kept(server: Server, tools: list[types.Tool]) -> list[types.Tool]:
+    """The tools its definition's `tools` list keeps (all when unset)."""
+    wanted = server.spec.config.tools
+    if wanted is None:
+        return list(tools)
+    return [t for t in tools if any(fnmatch.fnmatchcase(t.name, p) for p in wanted)]
 
 
 def catalog_for(app: App) -> McpCatalog:

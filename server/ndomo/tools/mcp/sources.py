@@ -76,6 +76,7 @@ class ServerSpec:
 
     def fingerprint(self) -> str:
         """What an approval is bound to: everything that changes what runs or where it goes."""
+        # (its timeout and on/off change nothing it can do; read-only is the user's own word)
         data = self.config.model_dump(exclude={"timeout_s", "enabled", "read_only"})
         text = json.dumps(data, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
