@@ -192,3 +192,18 @@ async def test_a_servers_tools_list_narrows_what_is_offered(app, fake) -> None:
     assert [n for n in offered if n.startswith("mcp__")] == ["mcp__probe__echo"]
     tools = [m for m in fake.requests[-1]["body"]["messages"] if m["role"] == "tool"]
     assert "unknown tool" in tools[-1]["content"] and not (app.root / "n").exists()
+
+
+async def test_servers_an_editor_passes_for_its_session(app, fake) -> None:
+    from ndomo.config import McpServerConfig
+    from ndomo.tools.mcp.catalog import catalog_for
+
+    config = McpServerConfig(command=sys.executable, args=[PROBE])
+    catalog_for(app).add_client_servers({"probe": config})
+    fake.push({"tool_calls": [{"name": "mcp__probe__echo", "arguments": {"text": "acp"}}]})
+    fake.push({"text": "done"})
+    await runtime(app).run(TurnRequest(prompt="go", mode="autopilot"))
+    tools = [m for m in fake.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+    assert tools[-1]["content"].startswith("echo: acp")
+    (info,) = (await servers_of(app)).servers
+    assert info.source == "editor" and info.state == "ready"

@@ -72,6 +72,9 @@ def _planned_sandbox(app: App, spec: ServerSpec) -> str:
 async def servers_of(app: App) -> McpList:
     specs, problems = await asyncio.to_thread(discover, app)
     cat = app.existing(McpCatalog)
+    if cat is not None:
+        named = {s.name for s in specs}
+        specs += [s for n, s in cat.client.items() if n not in named]
     out = []
     for spec in specs:
         if spec.project:
@@ -80,7 +83,7 @@ async def servers_of(app: App) -> McpList:
             if found is not None and found.read_only:
                 approved += ", read-only"
         else:
-            approved = "user config" + (", read-only" if spec.config.read_only else "")
+            approved = spec.source + (", read-only" if spec.config.read_only else "")
         server = cat.servers.get(spec.name) if cat is not None else None
         conn = server.connection if server is not None else None
         out.append(

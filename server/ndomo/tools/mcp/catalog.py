@@ -23,13 +23,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ndomo.config import McpServerConfig
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.hooks import HookResult, LifecycleHook, Phase
 from ndomo.runtime.host import ApprovalRequest
 from ndomo.runtime.tools import Risk, ToolDescriptor, ToolError, ToolKind, ToolResult, admits
 from ndomo.schema import Schema
 from ndomo.tools.mcp.client import Connection, McpCallError
-from ndomo.tools.mcp.sources import ServerSpec, approval, approve, discover
+from ndomo.tools.mcp.sources import CLIENT, ServerSpec, approval, approve, discover
 
 if TYPE_CHECKING:
     from mcp import types
@@ -148,7 +149,16 @@ class McpCatalog:
         self.app = app
         self.servers: dict[str, Server] = {}
         self.problems: list[str] = []
+        # servers the editor passes for its session (the user's authority, like the user's
+        # config; a configured server of the same name wins): `add_client_servers`
+        self.client: dict[str, ServerSpec] = {}
         self._lock = asyncio.Lock()
+
+    def add_client_servers(self, servers: dict[str, McpServerConfig]) -> None:
+        """Servers an editor gives for this session (ACP `session/new` `mcpServers`);
+        started with the next turn."""
+        for name, config in servers.items():
+            self.client[name] = ServerSpec(name, CLIENT, config)
 
     # -- the turn ---------------------------------------------------------------------
 
@@ -156,6 +166,8 @@ class McpCatalog:
         """Definitions re-read, new or changed servers approved and started (concurrently)."""
         async with self._lock:
             specs, self.problems = await asyncio.to_thread(discover, self.app)
+            named = {s.name for s in specs}
+            specs += [s for n, s in self.client.items() if n not in named]
             seen = {s.name for s in specs}
             for name in [n for n in self.servers if n not in seen]:
                 await self._drop(name)

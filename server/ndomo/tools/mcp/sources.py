@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 PROJECT_FILE = ".mcp.json"
 RECORD_NAME = "mcp-approvals.json"
 USER = "user config"
+CLIENT = "editor"  # servers the editor passes for its session (ACP `session/new` mcpServers)
 NDOMO_PROJECT = ".ndomo/config.yaml"
 
 
@@ -51,7 +52,8 @@ class ServerSpec:
 
     @property
     def project(self) -> bool:
-        return self.source != USER
+        """From the project's files: started only once the user approved it."""
+        return self.source in (PROJECT_FILE, NDOMO_PROJECT)
 
     @property
     def network(self) -> bool:
