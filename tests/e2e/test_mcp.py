@@ -354,3 +354,26 @@ def test_the_npm_everything_server_over_stdio_with_its_own_variable(world: World
     # its own variable passes the scrub (its name holds TOKEN); nobody else's reaches it
     assert "token-for-this-server" in env and "canary-not-for-mcp" not in env
     assert "invalid arguments" in bad  # checked against the server's schema before the call
+
+
+def test_the_git_server_from_a_project_config_read_only_in_discussion(world: World) -> None:
+    (world.ws / ".ndomo").mkdir()
+    server = {"command": sys.executable, "args": ["-m", "mcp_server_git"]}
+    (world.ws / ".ndomo" / "config.yaml").write_text(
+        yaml.safe_dump({"mcp": {"servers": {"git": server}}})
+    )
+    assert world.ndomo("trust", str(world.ws)).returncode == 0
+    approved = world.ndomo("mcp", "approve", "--name", "git", "--read-only")
+    assert approved.returncode == 0, approved.stderr
+    assert "(read-only)" in approved.stdout and "mcp_server_git" in approved.stdout
+    world.script(
+        ("mcp__git__git_status", {"repo_path": str(world.ws)}),
+        ("mcp__git__git_commit", {"repo_path": str(world.ws), "message": "sneaky"}),
+    )
+    done = world.run("--yes")
+    assert done.returncode == 0, done.stderr
+    offered = world.offered()
+    assert "mcp__git__git_status" in offered and "mcp__git__git_commit" not in offered
+    status, commit = world.tool_results()
+    assert "README.md" in status  # untracked, as git sees it
+    assert "not available in discussion mode" in commit
