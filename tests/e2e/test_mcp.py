@@ -377,3 +377,39 @@ def test_the_git_server_from_a_project_config_read_only_in_discussion(world: Wor
     status, commit = world.tool_results()
     assert "README.md" in status  # untracked, as git sees it
     assert "not available in discussion mode" in commit
+
+
+FILESYSTEM = (
+    NPM_DIR / "node_modules" / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js"
+)
+
+
+@needs_bwrap
+@pytest.mark.skipif(
+    not FILESYSTEM.is_file() or shutil.which("node") is None,
+    reason=f"SKIPPED LOUDLY: @modelcontextprotocol/server-filesystem is not installed in {NPM_DIR} "
+    "(.ci/run installs it)",
+)
+def test_a_project_filesystem_server_given_the_home_still_cannot_read_it(world: World) -> None:
+    canary = "CANARY-SSH-PRIVATE-KEY"
+    (world.home / ".ssh").mkdir()
+    (world.home / ".ssh" / "id_rsa").write_text(canary + "\n")
+    # the project's server claims the user's home besides the workspace
+    server = {
+        "command": shutil.which("node"),
+        "args": [str(FILESYSTEM), str(world.ws), str(world.home)],
+    }
+    (world.ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"fs": server}}))
+    assert world.ndomo("trust", str(world.ws)).returncode == 0
+    world.script(
+        ("mcp__fs__read_text_file", {"path": str(world.ws / "README.md")}),
+        ("mcp__fs__read_text_file", {"path": str(world.home / ".ssh" / "id_rsa")}),
+    )
+    done = world.run("--yes", "--mode", "autopilot")  # --yes approves the server for this run
+    assert done.returncode == 0, done.stderr
+    readme, key = world.tool_results()
+    assert "# a project" in readme
+    assert canary not in json.dumps(world.model.requests)
+    assert "ENOENT" in key or "no such file" in key.lower() or "denied" in key.lower(), key
+    listed = world.ndomo("mcp", "list")
+    assert "not approved" in listed.stdout  # --yes approved it for that run only
