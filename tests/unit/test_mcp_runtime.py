@@ -207,3 +207,28 @@ async def test_servers_an_editor_passes_for_its_session(app, fake) -> None:
     assert tools[-1]["content"].startswith("echo: acp")
     (info,) = (await servers_of(app)).servers
     assert info.source == "editor" and info.state == "ready"
+
+
+async def test_a_refused_project_server_starts_once_approved_elsewhere(app, fake) -> None:
+    import json
+
+    from ndomo.tools.mcp.sources import approve, discover
+
+    marker = app.root / "started"
+    server = {"command": sys.executable, "args": [PROBE, "--marker", str(marker)]}
+    (app.root / ".mcp.json").write_text(json.dumps({"mcpServers": {"probe": server}}))
+    rt = Runtime(app, compose.plugins())
+    host = Recording("deny")  # the user says no to starting it
+    fake.push({"text": "no server"})
+    await rt.run(TurnRequest(prompt="go", mode="autopilot"), host)
+    (asked,) = host.asked
+    assert asked.permission == "mcp_server" and PROBE in asked.subject
+    assert not marker.exists()
+    (info,) = (await servers_of(app)).servers
+    assert info.state == "refused" and info.approved == "not approved"
+
+    (spec,), _ = discover(app)
+    approve(app.root, spec)  # `ndomo mcp approve --name probe` from another process
+    fake.push({"text": "now"})
+    await rt.run(TurnRequest(prompt="again", mode="autopilot"), host)
+    assert marker.exists() and len(host.asked) == 1  # started, not asked again

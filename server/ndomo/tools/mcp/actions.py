@@ -176,5 +176,5 @@ async def mcp_revoke(app: App, params: NameParams) -> Approved:
     done = await asyncio.to_thread(revoke, app.root, params.name)
     cat = app.existing(McpCatalog)
     if cat is not None:
-        await cat._drop(params.name)
+        await cat.drop(params.name)
     return Approved(name=params.name, runs="revoked", done=done)

@@ -170,24 +170,33 @@ class McpCatalog:
             specs += [s for n, s in self.client.items() if n not in named]
             seen = {s.name for s in specs}
             for name in [n for n in self.servers if n not in seen]:
-                await self._drop(name)
+                await self.drop(name)
             starting = []
             for spec in specs:
                 known = self.servers.get(spec.name)
                 if known is not None and known.spec.fingerprint() == spec.fingerprint():
                     if known.spec.source != spec.source:
-                        await self._drop(spec.name)
+                        await self.drop(spec.name)
                     elif known.state == "ready" and known.connection and known.connection.stale:
                         await known.connection.relist()
                         conn = known.connection
                         known.tools = [self._descriptor(known, t) for t in _kept(known, conn.tools)]
                         continue
-                    elif known.state in ("ready", "refused"):
+                    elif known.state == "ready":
+                        continue
+                    elif known.state == "refused":
+                        # not asked again in this process; approved meanwhile (`ndomo mcp
+                        # approve` elsewhere): started now
+                        found = await asyncio.to_thread(approval, self.app.root, spec)
+                        if found is None:
+                            continue
+                        known.read_only = found.read_only
+                        starting.append(self._start(known))
                         continue
                     elif known.connection is not None and known.tools:
                         continue  # failed after it started: restarted by its next call
                 elif known is not None:
-                    await self._drop(spec.name)
+                    await self.drop(spec.name)
                 server = self.servers.setdefault(spec.name, Server(spec))
                 if not await self._approved(ctx, server):
                     continue
@@ -300,14 +309,15 @@ class McpCatalog:
         limit = window * CHARS_PER_TOKEN * self.app.settings.mcp.budget_share
         return self.schema_chars() > limit
 
-    async def _drop(self, name: str) -> None:
+    async def drop(self, name: str) -> None:
+        """Stop and forget a server (revoked, removed from the config)."""
         server = self.servers.pop(name, None)
         if server is not None and server.connection is not None:
             await server.connection.stop()
 
     async def aclose(self) -> None:
         for name in list(self.servers):
-            await self._drop(name)
+            await self.drop(name)
 
 
 def _kept(server: Server, tools: list[types.Tool]) -> list[types.Tool]:
