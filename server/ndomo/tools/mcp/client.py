@@ -102,7 +102,7 @@ class Connection:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 if self.spec.config.type == "http":
-                    streams = await stack.enter_async_context(self._http())
+                    streams = await stack.enter_async_context(self._http(stack))
                     self.sandbox = "remote"
                 else:
                     box, transport = await self._stdio()
@@ -154,12 +154,15 @@ class Connection:
         except (TimeoutError, Exception) as exc:  # noqa: BLE001 - a bad listing keeps the last one
             log.warning("MCP server %s: listing its tools again failed: %s", self.spec.name, exc)
 
-    def _http(self) -> Any:
+    def _http(self, stack: contextlib.AsyncExitStack) -> Any:
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
         headers = {k: _expand(v) for k, v in self.spec.config.headers.items()}
         client = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0))
+        stack.push_async_callback(
+            client.aclose
+        )  # ours to close: the SDK leaves a given client open
         return streamable_http_client(self.spec.config.url or "", http_client=client)
 
     async def _stdio(self) -> tuple[Sandboxed, Any]:
