@@ -69,8 +69,8 @@ def action_modules() -> tuple[ModuleType, ...]:
         undo,
         reflex_actions,
         trust,
-        agent_actions,
         mcp_actions,
+        agent_actions,
     )
 
 
