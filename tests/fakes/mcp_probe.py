@@ -6,6 +6,7 @@
 - `write_note` (no hint: mutating): writes a file in its working folder;
 - `escape`: tries to write a file outside the workspace and to reach a TCP listener,
   and says what happened to each;
+- `hang`: answers after the given seconds;
 - `crash`: the process exits mid-call;
 - `grow`: adds a tool `grown` and sends notifications/tools/list_changed;
 - `--http PORT`: streamable HTTP on 127.0.0.1:PORT (`/mcp`) instead of stdio;
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import time
 from pathlib import Path
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -59,6 +61,12 @@ def main() -> None:
         except OSError as exc:
             out.append(f"connect {port}: refused ({type(exc).__name__})")
         return "; ".join(out)
+
+    @server.tool()
+    def hang(seconds: float) -> str:
+        """Take this long to answer."""
+        time.sleep(seconds)
+        return "woke up"
 
     @server.tool()
     def crash() -> str:

@@ -232,3 +232,33 @@ async def test_a_refused_project_server_starts_once_approved_elsewhere(app, fake
     fake.push({"text": "now"})
     await rt.run(TurnRequest(prompt="again", mode="autopilot"), host)
     assert marker.exists() and len(host.asked) == 1  # started, not asked again
+
+
+async def test_a_call_past_its_timeout_is_a_tool_error_and_the_next_call_works(app, fake) -> None:
+    servers = {"probe": {"command": sys.executable, "args": [PROBE], "timeout_s": 1}}
+    app.settings = Settings.model_validate(
+        {**app.settings.model_dump(), "mcp": {"servers": servers}}
+    )
+    fake.push({"tool_calls": [{"name": "mcp__probe__hang", "arguments": {"seconds": 30}}]})
+    fake.push({"tool_calls": [{"name": "mcp__probe__echo", "arguments": {"text": "next"}}]})
+    fake.push({"text": "done"})
+    summary = await runtime(app).run(TurnRequest(prompt="go", mode="autopilot"))
+    assert summary.status == "done"
+    tools = [m["content"] for m in fake.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+    assert "failed during 'hang': no answer within 1 s" in tools[0]
+    assert tools[1].startswith("echo: next")
+    conn = app.existing(McpCatalog).servers["probe"].connection  # type: ignore[union-attr]
+    assert conn is not None and conn.starts == 2  # the hung one was stopped, a new one started
+
+
+async def test_output_is_capped_and_the_cut_is_said(app, fake) -> None:
+    servers = {"probe": {"command": sys.executable, "args": [PROBE]}}
+    app.settings = Settings.model_validate(
+        {**app.settings.model_dump(), "mcp": {"servers": servers, "output_cap": 1000}}
+    )
+    fake.push({"tool_calls": [{"name": "mcp__probe__echo", "arguments": {"text": "x" * 5000}}]})
+    fake.push({"text": "done"})
+    await runtime(app).run(TurnRequest(prompt="go", mode="autopilot"))
+    tools = [m["content"] for m in fake.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+    assert "(output truncated: 4006 characters after the first 1000 not shown)" in tools[0]
+    assert tools[0].startswith("echo: xxx") and tools[0].count("x") < 1100
