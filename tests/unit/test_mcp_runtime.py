@@ -58,7 +58,11 @@ async def test_servers_start_once_and_stop_with_the_app(app, fake, tmp_path) -> 
     report = await servers_of(app)
     assert report.deferred is True
     (info,) = report.servers
-    assert info.state == "ready" and info.tools == 45 and info.source == "user config"
+    assert (
+        info.state == "ready"
+        and info.tools == len(server.tools) > 40
+        and info.source == "user config"
+    )
 
     # a second turn: the same process, no second start, the cached list
     fake.push({"tool_calls": [{"name": "mcp_search", "arguments": {"query": "echo"}}]})
