@@ -53,6 +53,7 @@ def action_modules() -> tuple[ModuleType, ...]:
     )
     from ndomo.plan import actions as plan_actions
     from ndomo.plan import view
+    from ndomo.tools.mcp import actions as mcp_actions
     from ndomo.tools.reflexes import actions as reflex_actions
 
     return (
@@ -68,6 +69,7 @@ def action_modules() -> tuple[ModuleType, ...]:
         undo,
         reflex_actions,
         trust,
+        mcp_actions,
         agent_actions,
     )
 
@@ -99,7 +101,7 @@ def features() -> list[Setup]:
     from ndomo.agents import feature as agents
     from ndomo.features import builtin, instructions, recovery
     from ndomo.modes import autopilot, brainstorming, discussion
-    from ndomo.tools import code, files, interaction, reflexes, shell, web
+    from ndomo.tools import code, files, interaction, mcp, reflexes, shell, web
 
     return [
         builtin.setup,
@@ -113,6 +115,7 @@ def features() -> list[Setup]:
         web.setup,
         interaction.setup,
         reflexes.setup,
+        mcp.setup,
         agents.setup,
         files.setup,
         code.setup,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -208,6 +209,65 @@ class MemoryConfig(_Section):
     )
 
 
+# An MCP server's name: it becomes part of tool names (`mcp__<server>__<tool>`).
+MCP_SERVER_NAME = r"^[A-Za-z0-9][A-Za-z0-9-]*(_[A-Za-z0-9-]+)*$"
+
+
+class McpServerConfig(_Section):
+    """One MCP server: a command ndomo starts (stdio, in the OS sandbox) or a URL (http)."""
+
+    type: Literal["stdio", "http"] = "stdio"
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="Variables set for this server only (they pass the secret scrub for it alone).",
+    )
+    url: str | None = None
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="HTTP headers; `${VAR}` in a value is read from the environment variable VAR.",
+    )
+    network: Literal["allow", "deny"] = Field(
+        default="deny", description="A stdio server's network inside the sandbox (deny: offline)."
+    )
+    read_only: bool = Field(
+        default=False,
+        description="Your word that this server only reads: its tools annotated readOnlyHint "
+        "are then read-class (offered in discussion).",
+    )
+    timeout_s: float = Field(default=60.0, gt=0, description="Per tool call.")
+    enabled: bool = True
+    tools: list[str] | None = Field(
+        default=None,
+        description="Only these of its tools (names or globs); unset: all. Narrows, never widens.",
+    )
+
+    @model_validator(mode="after")
+    def _transport(self) -> McpServerConfig:
+        if self.type == "stdio" and not self.command:
+            raise ValueError("a stdio server needs a command")
+        if self.type == "http" and not self.url:
+            raise ValueError("an http server needs a url")
+        return self
+
+
+class McpConfig(_Section):
+    servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    # MCP tool schemas above this share of the context window are deferred behind mcp_search
+    budget_share: float = Field(default=0.25, gt=0, le=1)
+    output_cap: int = Field(default=30_000, ge=1000)
+    start_timeout_s: float = Field(default=30.0, gt=0)
+
+    @field_validator("servers")
+    @classmethod
+    def _names(cls, value: dict[str, McpServerConfig]) -> dict[str, McpServerConfig]:
+        bad = [n for n in value if not re.match(MCP_SERVER_NAME, n)]
+        if bad:
+            raise ValueError(f"server name {bad[0]!r}: use letters, digits, '-' and single '_'")
+        return value
+
+
 class Settings(_Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
     db: str = Field(
@@ -220,6 +280,7 @@ class Settings(_Section):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     instructions: InstructionsConfig = Field(default_factory=InstructionsConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    mcp: McpConfig = Field(default_factory=McpConfig)
     secret_globs: list[str] = Field(
         default_factory=lambda: [
             ".env",

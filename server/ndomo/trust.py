@@ -275,20 +275,40 @@ def _instruction_items(root: Path, files: list[str]) -> list[str]:
 
 
 def _mcp_items(root: Path) -> list[str]:
-    """MCP servers a project names (ndomo has no MCP client yet: listed so that trusting
-    says what it will mean once [mcp] lands)."""
+    """The MCP servers a project defines (`.mcp.json`, `.ndomo/config.yaml` `mcp.servers`),
+    each with exactly what it runs: trusting the folder lets ndomo ask to start them (each
+    still needs the user's approval, `ndomo mcp approve --name NAME`)."""
+    from ndomo.config import McpServerConfig
+
+    out: list[str] = []
     path = root / ".mcp.json"
-    if not path.is_file():
-        return []
-    try:
-        servers = json.loads(path.read_text(encoding="utf-8")).get("mcpServers", {})
-        names = sorted(servers) if isinstance(servers, dict) else []
-    except (OSError, ValueError, AttributeError):
-        names = []
-    return [f"MCP server {n}: .mcp.json" for n in names] or ["MCP servers: .mcp.json"]
+    if path.is_file():
+        try:
+            servers = json.loads(path.read_text(encoding="utf-8")).get("mcpServers", {})
+        except (OSError, ValueError, AttributeError):
+            servers = None
+        if not isinstance(servers, dict):
+            out.append("MCP servers: .mcp.json (does not parse)")
+            servers = {}
+        for name, raw in sorted(servers.items()):
+            raw = raw if isinstance(raw, dict) else {}
+            runs = raw.get("url") or " ".join(
+                str(x) for x in [raw.get("command", "?"), *(raw.get("args") or [])]
+            )
+            out.append(f"MCP server {name} (.mcp.json, needs your approval): {runs}")
+    if (root / CONFIG_FILE).is_file():
+        servers = (read_project_layer(root).get("mcp") or {}).get("servers") or {}
+        for name, raw in sorted(servers.items()) if isinstance(servers, dict) else []:
+            try:
+                c = McpServerConfig.model_validate(raw)
+            except ValueError:
+                continue
+            runs = c.url if c.type == "http" else " ".join([c.command or "", *c.args])
+            out.append(f"MCP server {name} ({CONFIG_FILE}, needs your approval): {runs}")
+    return out
 
 
-# Each returns the lines of one kind; [mcp] adds its own probe here.
+# Each returns the lines of one kind.
 PROBES: list[Callable[[Path], list[str]]] = [_config_items, _agent_items, _reflex_items, _mcp_items]
 
 

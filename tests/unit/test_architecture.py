@@ -245,7 +245,7 @@ AGENT_DEFINITIONS = (
 # `terminal/args.py`: the argparse pieces the CLI and the slash commands share (flags from a
 # pydantic model); a library that lives with the CLI, below the engine.
 SHARED_ARGS = "ndomo.terminal.args"
-TOOL_FEATURES = ("files", "code", "shell", "web", "interaction", "reflexes")
+TOOL_FEATURES = ("files", "code", "shell", "web", "interaction", "reflexes", "mcp")
 MODES = ("discussion", "brainstorming", "autopilot")
 # The store's parts: one concern of the database each. What several share is in core.py
 # (and base, db, errors, models, text, owner, archive, artifacts).

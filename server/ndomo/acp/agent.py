@@ -195,7 +195,7 @@ class NdomoAgent:
         from ndomo.store.watch import DbWatch
 
         store = await ws.app.store()
-        store.commit_listeners.append(ws.poke)
+        store.commit_listeners.add(ws.poke)
         db_path = getattr(store, "db_path", None)
         if db_path is not None:
             ws.watch = DbWatch(Path(db_path), ws.poke)

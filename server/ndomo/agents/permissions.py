@@ -22,6 +22,7 @@ __all__ = [
     "decide_bash",
     "bash_layers",
     "decide_network",
+    "mcp_allowed",
 ]
 
 _GLOB_CHARS = frozenset("*?")
@@ -125,7 +126,32 @@ def intersect(caller: AgentPermission, sub: AgentPermission) -> AgentPermission:
         task=_intersect_task(caller.task, sub.task),
         plan_db=merge_stricter(caller.plan_db, sub.plan_db),
         network=_intersect_bash(caller.network, sub.network),
+        mcp=_intersect_mcp(caller.mcp, sub.mcp),
     )
+
+
+def _mcp_layers(mcp) -> list[dict[str, Action]]:
+    if isinstance(mcp, TaskPolicy):
+        return list(mcp.layers)
+    if isinstance(mcp, str):
+        bare: dict[str, Action] = {"*": merge_stricter(mcp, mcp)}
+        return [bare]
+    return [mcp]
+
+
+def _intersect_mcp(a, b):
+    if isinstance(a, str) and isinstance(b, str):
+        return merge_stricter(a, b)
+    return TaskPolicy(layers=_mcp_layers(a) + _mcp_layers(b))
+
+
+def mcp_allowed(perm: AgentPermission, subject: str) -> Action:
+    """The agent's action for one MCP tool, `<server>/<tool>`: the strictest layer's
+    (in each, the exact or most specific pattern; no match asks)."""
+    result: Action = "allow"
+    for layer in _mcp_layers(perm.mcp):
+        result = merge_stricter(result, match_rules(layer, subject) or "ask")
+    return result
 
 
 def decide_bash(perm: AgentPermission, command: str, *, cwd=None, roots=None, secret_globs=None):

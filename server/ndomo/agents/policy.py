@@ -18,7 +18,7 @@ from ndomo.runtime.host import ApprovalRequest
 from ndomo.runtime.tools import PathsUnknown, PermissionDecision, ToolDescriptor, ToolError
 from ndomo.schema import Schema
 
-from .permissions import decide_bash, decide_network, intersect, task_allowed
+from .permissions import decide_bash, decide_network, intersect, mcp_allowed, task_allowed
 from .schema import STRICTNESS, AgentPermission, BashPolicy, TaskPolicy
 
 if TYPE_CHECKING:
@@ -48,6 +48,12 @@ def effective_permission(ctx: TurnContext) -> AgentPermission:
     return perm
 
 
+def mcp_subject(name: str) -> str:
+    """`mcp__<server>__<tool>` as the `mcp` permission names it: `<server>/<tool>`."""
+    parts = name.split("__", 2)
+    return f"{parts[1]}/{parts[2]}" if len(parts) == 3 and parts[0] == "mcp" else name
+
+
 def glob_escape(subject: str) -> str:
     """A saved approval is an fnmatch pattern; store the exact subject, not a glob."""
     return "".join(f"[{c}]" if c in "*?[" else c for c in subject)
@@ -64,6 +70,8 @@ def is_flat_deny(perm: AgentPermission, key: str | None) -> bool:
         if isinstance(bash, dict):
             return bool(bash) and all(v == "deny" for v in bash.values()) and "*" in bash
         return bash == "deny"
+    if key == "mcp":
+        return perm.mcp == "deny"
     if key == "task":
         layers = perm.task.layers if isinstance(perm.task, TaskPolicy) else [perm.task]
         return any(all(v == "deny" for v in layer.values()) for layer in layers)
@@ -186,6 +194,9 @@ class AgentPolicy:
                 subject=command,
                 reason=decision.explain(),
             )
+        elif key == "mcp":
+            subject = mcp_subject(tool.name)
+            verdict = Verdict(action=mcp_allowed(perm, subject), permission="mcp", subject=subject)
         elif key == "task":
             agent = _param(params, "agent") or ""
             verdict = Verdict(action=task_allowed(perm, agent), permission="task", subject=agent)

@@ -81,6 +81,9 @@ class AgentPermission(Schema):
     # Network for a shell command inside the OS sandbox (same shapes as `bash`): allow gives
     # it without asking, ask (default) only with the user's approval of the command, deny never.
     network: Action | dict[str, Action] | InstanceOf[BashPolicy] = "ask"
+    # MCP tools by `<server>/<tool>` pattern (`"github/*": ask`, `"time/get_current_time":
+    # allow`); a tool no pattern matches is asked.
+    mcp: Action | dict[str, Action] | InstanceOf[TaskPolicy] = "ask"
 
     @field_validator("task", mode="before")
     @classmethod
@@ -90,14 +93,14 @@ class AgentPermission(Schema):
             return {"*": value}
         return value
 
-    @field_validator("bash", "task", "network", mode="before")
+    @field_validator("bash", "task", "network", "mcp", mode="before")
     @classmethod
     def _no_null_maps(cls, value):
         if value is None:
             raise ValueError("must be allow, ask or deny, or a map of pattern to action")
         return value
 
-    @field_validator("bash", "task", "network", mode="after")
+    @field_validator("bash", "task", "network", "mcp", mode="after")
     @classmethod
     def _no_blank_patterns(cls, value):
         if isinstance(value, dict):

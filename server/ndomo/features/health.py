@@ -13,6 +13,7 @@ from ndomo.app import App
 from ndomo.config import ConfigProblem
 from ndomo.features.instructions import InstructionFile
 from ndomo.schema import Schema
+from ndomo.tools.mcp.actions import McpList, servers_of
 
 log = logging.getLogger("ndomo.features.health")
 
@@ -99,6 +100,7 @@ class HealthReport(Schema):
     sandbox: SandboxHealth
     instructions: InstructionsHealth | None = None
     trust: TrustHealth | None = None
+    mcp: McpList | None = None
 
 
 async def _trust(app: App) -> TrustHealth:
@@ -297,6 +299,21 @@ def _render_instructions(r: dict) -> str:
     return f"instructions {', '.join(shown)} (cap {ins['max_chars']})"
 
 
+def _render_mcp(m: dict | None) -> list[str]:
+    if not m or not m["servers"]:
+        return []
+    lines = []
+    for s in m["servers"]:
+        tools = "" if s["tools"] is None else f", {s['tools']} tools"
+        lines.append(
+            f"mcp       {s['name']}: {s['source']}, {s['approved']}, {s['state']}{tools}, "
+            f"{s['sandbox']}"
+        )
+    if m.get("deferred"):
+        lines.append("          tool schemas past mcp.budget_share: deferred behind mcp_search")
+    return lines
+
+
 def render_health(r: dict) -> str:
     mark = {True: "ok", False: "FAIL", None: "-"}
     lines = [
@@ -319,6 +336,7 @@ def render_health(r: dict) -> str:
         ],
         *([_sandbox_line(r["sandbox"])] if "sandbox" in r else []),
         _render_instructions(r),
+        *_render_mcp(r.get("mcp")),
     ]
     return "\n".join(lines)
 
@@ -332,6 +350,7 @@ def render_health(r: dict) -> str:
     read_only=True,
 )
 async def health(app: App, params: HealthParams) -> HealthReport:
+    servers = asyncio.ensure_future(servers_of(app))  # (gather types six at most)
     db, model, agents, sandbox, instructions, trust = await asyncio.gather(
         _database(app),
         _model(app, params.probe_model),
@@ -340,6 +359,7 @@ async def health(app: App, params: HealthParams) -> HealthReport:
         _instructions(app),
         _trust(app),
     )
+    mcp = await servers
     config = ConfigHealth(ok=not app.config_problems, problems=app.config_problems)
     ok = config.ok and db.ok and model.ok is not False and not agents.problems and sandbox.ok
     return HealthReport(
@@ -353,4 +373,5 @@ async def health(app: App, params: HealthParams) -> HealthReport:
         sandbox=sandbox,
         instructions=instructions,
         trust=trust,
+        mcp=mcp,
     )

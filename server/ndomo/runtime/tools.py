@@ -56,7 +56,10 @@ CommandOf = Callable[[Any], "str | None"]
 
 # What a mode's contract admits: each tool belongs to one class, derived from its risk and
 # permission unless it says otherwise (`kind=`). A mode names classes (and, rarely, tools).
-ToolKind = Literal["read", "edit", "execute", "network", "plan", "interact", "compose", "commit"]
+# `external`: changes outside what ndomo sees or can undo (an MCP server's mutating tools).
+ToolKind = Literal[
+    "read", "edit", "execute", "network", "plan", "interact", "compose", "commit", "external"
+]
 # The classes a mode admits when its contract names none: everything without an outside effect
 # beyond the workspace files and the plan store.
 BASE_KINDS: frozenset[ToolKind] = frozenset({"read", "edit", "plan", "interact", "compose"})

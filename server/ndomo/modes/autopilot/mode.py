@@ -71,7 +71,7 @@ class AutopilotMode(AgentMode):
         summary="Full autonomy end to end. Re-plans on failure. Hands back only when truly blocked.",
         iteration_cap=40,
         role="build",
-        kinds=BASE_KINDS | {"execute"},
+        kinds=BASE_KINDS | {"execute", "external"},
         requires_tools=True,
     )
 

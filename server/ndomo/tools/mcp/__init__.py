@@ -1,0 +1,19 @@
+"""MCP: the tools of Model Context Protocol servers, inside the fence and the OS sandbox.
+
+Sources, approvals: `sources`; one server's connection: `client`; the tools offered and
+the servers started with the session: `catalog`; `ndomo mcp list/approve/revoke`: `actions`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ndomo.tools.mcp.catalog import StartServers, provide
+
+if TYPE_CHECKING:
+    from ndomo.runtime.plugins import Plugins
+
+
+def setup(plugins: Plugins) -> None:
+    plugins.tools.providers.append(provide)
+    plugins.hooks.add(StartServers())
