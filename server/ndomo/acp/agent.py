@@ -158,7 +158,7 @@ class NdomoAgent:
         for ws in self.workspaces.values():
             try:
                 await ws.aclose()
-            except Exception:
+            except Exception:  # noqa: BLE001 - one workspace that fails to close must not keep the others open
                 log.exception("closing %s failed", ws.app.root)
         for task in self._background:
             task.cancel()
@@ -213,7 +213,7 @@ class NdomoAgent:
                     state = await ws.runtime.session(sid)
                     await self._sync(s, state.mode, state.agent)
                     await self._send_plan(s)
-                except Exception:  # one session's refresh must not stop the others'
+                except Exception:  # noqa: BLE001 - one session's refresh must not stop the others'
                     log.exception("refreshing session %s failed", sid)
 
     @staticmethod
@@ -304,7 +304,7 @@ class NdomoAgent:
             await asyncio.sleep(0)
             try:
                 await work
-            except Exception:
+            except Exception:  # noqa: BLE001 - a background session update: logged, the session goes on
                 log.exception("a session update failed")
 
         task = asyncio.create_task(later())
@@ -406,7 +406,7 @@ class NdomoAgent:
         store = await s.app.store()
         try:
             plan = await store.get_plan(state.committed_plan_id)
-        except Exception:
+        except Exception:  # noqa: BLE001 - no plan to show is not an error for the client
             log.debug("plan %s unavailable", state.committed_plan_id, exc_info=True)
             return
         entries = [

@@ -188,7 +188,7 @@ class AcpHost(BaseHost):
             try:
                 got = await self.client.read_text_file(session_id=self.session_id, path=str(path))
                 return got.content
-            except Exception:  # not open and not on disk, or the client failed: disk says
+            except Exception:  # noqa: BLE001 - not open and not on disk, or the client failed: disk says
                 log.debug("fs/read_text_file failed for %s", path, exc_info=True)
         return await super().read_text(path)
 

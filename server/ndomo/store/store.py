@@ -37,9 +37,12 @@ class PlanStore(
         fresh = not db_path.exists()
         db = await Db.open(db_path)
         try:
-            await db.call(migrate)
-            if fresh:  # this user's own database: its id goes to the user's store
+            # this user's own database: its id goes to the user's store first, before the
+            # schema, so another process loading the folder meanwhile never sees a database
+            # with tables and no id (which it would take for one ndomo did not create here)
+            if fresh:
                 await db.call(stamp_new_db, os.path.realpath(workspace))
+            await db.call(migrate)
         except BaseException:
             await db.close()
             raise

@@ -167,11 +167,27 @@ def stamp_new_db(conn: sqlite3.Connection, workspace: str) -> None:
         )
 
 
+def being_created(path: Path) -> bool:
+    """A database file with no id and no table yet: another process is creating it this
+    moment (its id is written before its schema), or an empty file: nothing to resume."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
+    except sqlite3.Error:
+        return False
+    try:
+        row = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return int(row[0]) == 0
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+
+
 def created_here(workspace: str, path: Path) -> bool:
     """Did ndomo create the database at `path` for this user, in this folder?"""
     db_id = db_identity(path)
     if not db_id:
-        return False
+        return being_created(path)
     with _connect() as conn:
         found = conn.execute(
             "SELECT 1 FROM dbs WHERE workspace = ? AND db_id = ?", (workspace, db_id)

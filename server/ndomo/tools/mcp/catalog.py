@@ -224,7 +224,7 @@ class McpCatalog:
         )
         try:
             answer = await ctx.host.approve(request)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a question that cannot be asked is a no: the server stays off
             log.exception("could not ask to start MCP server %s", spec.name)
             answer = "deny"
         if answer in ("session", "project"):
