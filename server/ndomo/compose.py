@@ -51,6 +51,7 @@ def action_modules() -> tuple[ModuleType, ...]:
         turn,
         undo,
     )
+    from ndomo.features.checkpoints import rewind
     from ndomo.plan import actions as plan_actions
     from ndomo.plan import view
     from ndomo.tools.reflexes import actions as reflex_actions
@@ -66,6 +67,7 @@ def action_modules() -> tuple[ModuleType, ...]:
         view,
         approvals,
         undo,
+        rewind,
         reflex_actions,
         trust,
         agent_actions,
@@ -97,7 +99,7 @@ def features() -> list[Setup]:
     it, and the modes are offered in it (discussion first: the default)."""
     from ndomo import plan
     from ndomo.agents import feature as agents
-    from ndomo.features import builtin, instructions, recovery
+    from ndomo.features import builtin, checkpoints, instructions, recovery
     from ndomo.modes import autopilot, brainstorming, discussion
     from ndomo.tools import code, files, interaction, reflexes, shell, web
 
@@ -117,6 +119,7 @@ def features() -> list[Setup]:
         files.setup,
         code.setup,
         plan.setup,
+        checkpoints.setup,  # last: its guard snapshots only a call every other guard let through
     ]
 
 

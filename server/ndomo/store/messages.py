@@ -106,14 +106,19 @@ class MessageOps(StoreBase):
         """The conversation in order. `top_level`: without the messages of delegated
         sub-agent turns (they are stored, but are not the session's conversation).
         `after_id`: only the messages stored after that one (messages are append-only, so a
-        reader that kept the earlier ones reads only what is new)."""
+        reader that kept the earlier ones reads only what is new). Messages a conversation
+        rewind took back are not part of it."""
         if top_level:
             sql = (
                 "SELECT m.* FROM session_messages m LEFT JOIN turns t ON t.id = m.turn_id"
-                " WHERE m.session_id = ? AND m.id > ? AND t.parent_turn_id IS NULL ORDER BY m.id"
+                " WHERE m.session_id = ? AND m.id > ? AND t.parent_turn_id IS NULL"
+                " AND m.rewound_at IS NULL ORDER BY m.id"
             )
         else:
-            sql = "SELECT * FROM session_messages WHERE session_id = ? AND id > ? ORDER BY id"
+            sql = (
+                "SELECT * FROM session_messages WHERE session_id = ? AND id > ?"
+                " AND rewound_at IS NULL ORDER BY id"
+            )
         return [_message(r) for r in await self._all(sql, (session_id, after_id))]
 
     async def touch_session(self, session_id: str) -> None:

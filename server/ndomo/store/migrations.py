@@ -443,6 +443,31 @@ def _v17_note_provenance(conn: sqlite3.Connection) -> None:
     add_column_if_missing(conn, "memories", "from_web", "INTEGER NOT NULL DEFAULT 0")
 
 
+# v18, checkpoints: the shadow-repository snapshot (a git commit id, see
+# features/checkpoints) taken at a turn's start and end and before each shell command; and
+# a conversation rewind: the messages it took back keep their rows, marked, and no longer
+# go to the model.
+V18_CHECKPOINTS = """
+CREATE TABLE IF NOT EXISTS checkpoints (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  turn_id INTEGER REFERENCES turns(id) ON DELETE CASCADE,
+  kind TEXT NOT NULL CHECK (kind IN ('turn_start', 'turn_end', 'command')),
+  commit_id TEXT NOT NULL,
+  note TEXT,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_checkpoints_turn ON checkpoints(turn_id, id);
+CREATE INDEX IF NOT EXISTS idx_checkpoints_session ON checkpoints(session_id, id);
+"""
+
+
+def _v18_checkpoints(conn: sqlite3.Connection) -> None:
+    for stmt in split_sql(V18_CHECKPOINTS):
+        conn.execute(stmt)
+    add_column_if_missing(conn, "session_messages", "rewound_at", "TEXT")
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, plans, plan_tasks, plan_tags", V1_CORE),
     Migration(2, "fts5 over plans and tasks", V2_FTS),
@@ -465,6 +490,7 @@ MIGRATIONS: list[Migration] = [
     ),
     Migration(16, "searches ranked on covering indexes; plan_search prefix indexes", V16_SEARCH),
     Migration(17, "memories.mode, memories.from_web (a note's provenance)", _v17_note_provenance),
+    Migration(18, "checkpoints; session_messages.rewound_at", _v18_checkpoints),
 ]
 LATEST_VERSION = MIGRATIONS[-1].version
 
