@@ -1,9 +1,9 @@
 """`session.rewind`: go back to the moment before one of the session's prompts.
 
-- code: the workspace's files become the turn's start checkpoint — what the agent's edits
-  and its shell commands changed, created or deleted since is put back, tracked or not.
-  Files the user changed after one of the later turns (between two turns, or since the
-  last) and that the rewind would change are named, and nothing is written unless `force`.
+- code: every file the turn and the later ones changed (their edits and shell commands,
+  created, changed or deleted, tracked or not) goes back to the turn's start checkpoint.
+  A file only the user changed (between two turns, or since the last) is left alone; one
+  both changed is named, and nothing is written unless `force`.
 - conversation: the turn's messages and every later one leave the conversation the model
   is sent (their rows stay, marked).
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import ConfigDict, Field, StrictBool, StrictInt
+from pydantic import ConfigDict, Field, StrictBool
 
 from ndomo.actions import ActionError, action, store_of
 from ndomo.app import App
@@ -34,8 +34,8 @@ _RECORDS = ("rewind", "undo")
 
 class RewindParams(Schema):
     model_config = ConfigDict(extra="forbid")
-    turn: StrictInt | None = Field(default=None, description="The turn id to go back before.")
-    prompt: StrictInt | None = Field(
+    turn: int | None = Field(default=None, description="The turn id to go back before.")
+    prompt: int | None = Field(
         default=None,
         description="Or the prompt's place in the session: 1 the first, -1 the last.",
     )
@@ -90,23 +90,31 @@ def _by_turn(checkpoints: list[Checkpoint], kind: str) -> dict[int, str]:
     return out
 
 
-async def _users_changes(
+async def _who_changed(
     app: App, later: list[Turn], checkpoints: list[Checkpoint], now: str
-) -> set[str]:
-    """Files changed while no turn ran: between one turn's end and the next one's start,
-    and since the last turn's end."""
+) -> tuple[set[str], set[str]]:
+    """The files the turns changed (each turn's start to its end: its edits and commands)
+    and those changed while no turn ran (one turn's end to the next one's start, and the
+    last one's end to `now`): the agent's, the user's."""
     shadow = shadow_of(app)
     starts, ends = _by_turn(checkpoints, "turn_start"), _by_turn(checkpoints, "turn_end")
-    changed: set[str] = set()
+    agents: set[str] = set()
+    users: set[str] = set()
     last_end: str | None = None
-    for turn in later:
+    for i, turn in enumerate(later):
         start = starts.get(turn.id)
-        if last_end is not None and start is not None:
-            changed |= set(await shadow.diff(last_end, start))
-        last_end = ends.get(turn.id, last_end)
+        if start is None:
+            continue
+        if last_end is not None:
+            users |= set(await shadow.diff(last_end, start))
+        # A turn without an end (its process died): up to the next start, or now.
+        nxt = next((starts[t.id] for t in later[i + 1 :] if t.id in starts), now)
+        end = ends.get(turn.id, nxt)
+        agents |= set(await shadow.diff(start, end))
+        last_end = end
     if last_end is not None:
-        changed |= set(await shadow.diff(last_end, now))
-    return changed
+        users |= set(await shadow.diff(last_end, now))
+    return agents, users
 
 
 @action(
@@ -149,10 +157,9 @@ async def _rewind(app: App, session_id: str, p: RewindParams) -> RewindResult:
         try:
             now = await shadow.snapshot(f"before rewinding to turn {target.id}")
             notes += now.notes
-            touched = await shadow.diff(start, now.commit)
             later = [t for t in turns if t.parent_turn_id is None and t.id >= target.id]
-            users = await _users_changes(app, later, checkpoints, now.commit)
-            conflicts = sorted(users & set(touched))
+            agents, users = await _who_changed(app, later, checkpoints, now.commit)
+            conflicts = sorted(agents & users)
             if conflicts and not p.force:
                 raise ActionError(
                     f"not rewinding: changed after the agent's turns: {', '.join(conflicts)} "
@@ -164,7 +171,7 @@ async def _rewind(app: App, session_id: str, p: RewindParams) -> RewindResult:
                 session_id, REWIND_AGENT, None, f"rewind to turn {target.id} ({p.what})"
             )
             await store.add_checkpoint(session_id, record.id, "turn_start", now.commit, None)
-            restored = await shadow.restore(start, now.commit)
+            restored = await shadow.restore(start, now.commit, only=agents)
             after = await shadow.snapshot(f"rewound to turn {target.id}")
             await store.add_checkpoint(session_id, record.id, "turn_end", after.commit, None)
         except CheckpointError as exc:

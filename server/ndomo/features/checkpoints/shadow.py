@@ -5,7 +5,7 @@ the key a hash of the workspace's real path), never in the workspace, and has it
 index: git runs with `--git-dir=<shadow> --work-tree=<workspace>`, so the user's own
 `.git` (HEAD, index, refs, config, hooks) is never read for state nor written. What a
 snapshot holds is what git would: tracked and untracked files, not those the workspace's
-`.gitignore` files (or its `.git/info/exclude`) ignore, and not ndomo's database.
+`.gitignore` files (or its `.git/info/exclude`) ignore, and no `.ndomo/` folder.
 
 A snapshot is a commit on the shadow's `refs/ndomo/checkpoints`. Nothing changed since the
 last one: one `git ls-files` (git's stat cache answers) and the last commit is the new
@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import hashlib
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,8 +27,10 @@ from ndomo.config import user_data_dir
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 REF = "refs/ndomo/checkpoints"
-# Never in a snapshot: ndomo's own database (a rewind must not put back an old store).
-EXCLUDES = "/.ndomo/ndomo.db*\n/.ndomo/*.db-wal\n/.ndomo/*.db-shm\n"
+STAMP = "ndomo-index-stamp"
+# Never in a snapshot: ndomo's control folders (its database, its state; a rewind must
+# not put back an old store or the agent's own configuration).
+EXCLUDES = ".ndomo/\n"
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "ndomo",
     "GIT_AUTHOR_EMAIL": "ndomo@localhost",
@@ -151,38 +153,61 @@ class Shadow:
                 "ls-files", "-z", "-m", "-o", "-d", "--exclude-standard", "--full-name"
             )
             paths = list(dict.fromkeys(p for p in changed.decode().split("\0") if p))
-            if last is not None and not paths:
+            if last is not None and not paths and self._index_stamp() == self._stamped():
                 return Snapshot(last)
-            notes: list[str] = []
-            spec = ["."]
-            for rel in paths:
-                try:
-                    st = os.lstat(self.root / rel)
-                except OSError:
-                    continue  # deleted: `add -A` records it
-                if st.st_size > MAX_FILE_BYTES and not os.path.islink(self.root / rel):
-                    notes.append(
-                        f"{rel}: {st.st_size // (1024 * 1024)} MB, over the "
-                        f"{MAX_FILE_BYTES // (1024 * 1024)} MB checkpoint limit — not snapshotted, "
-                        "a rewind leaves it as it is"
-                    )
-                    spec.append(f":(exclude,literal){rel}")
-            await self.git(
-                "add",
-                "-A",
-                "--pathspec-from-file=-",
-                "--pathspec-file-nul",
-                stdin="\0".join(spec).encode(),
-            )
-            tree = (await self.git("write-tree")).decode().strip()
-            if last is not None:
-                last_tree = (await self.git("rev-parse", f"{last}^{{tree}}")).decode().strip()
-                if last_tree == tree:
-                    return Snapshot(last, notes)
+            return await self._commit(last, paths, message)
+
+    def _index_stamp(self) -> str:
+        try:
+            st = os.stat(self.git_dir / "index")
+        except OSError:
+            return ""
+        return f"{st.st_mtime_ns} {st.st_size} {st.st_ino}"
+
+    def _stamped(self) -> str:
+        """The index's stamp when `REF` was last written from it: another stamp means the
+        index moved since (a restore, a snapshot cut short) and `REF` may not hold it."""
+        try:
+            return (self.git_dir / STAMP).read_text()
+        except OSError:
+            return "-"
+
+    async def _commit(self, last: str | None, paths: list[str], message: str) -> Snapshot:
+        """Stage the workspace (but files over the limit), and commit it unless its tree is
+        the last one's."""
+        notes: list[str] = []
+        spec = ["."]
+        for rel in paths:
+            try:
+                st = os.lstat(self.root / rel)
+            except OSError:
+                continue  # deleted: `add -A` records it
+            if st.st_size > MAX_FILE_BYTES and not os.path.islink(self.root / rel):
+                notes.append(
+                    f"{rel}: {st.st_size // (1024 * 1024)} MB, over the "
+                    f"{MAX_FILE_BYTES // (1024 * 1024)} MB checkpoint limit — not snapshotted, "
+                    "a rewind leaves it as it is"
+                )
+                spec.append(f":(exclude,literal){rel}")
+        await self.git(
+            "add",
+            "-A",
+            "--pathspec-from-file=-",
+            "--pathspec-file-nul",
+            stdin="\0".join(spec).encode(),
+        )
+        tree = (await self.git("write-tree")).decode().strip()
+        commit = last
+        if (
+            last is None
+            or (await self.git("rev-parse", f"{last}^{{tree}}")).decode().strip() != tree
+        ):
             parents = ["-p", last] if last else []
             commit = (await self.git("commit-tree", tree, *parents, "-m", message)).decode().strip()
             await self.git("update-ref", REF, commit)
-            return Snapshot(commit, notes)
+        (self.git_dir / STAMP).write_text(self._index_stamp())
+        assert commit is not None
+        return Snapshot(commit, notes)
 
     # -- compare and restore -------------------------------------------------------------
 
@@ -194,11 +219,15 @@ class Shadow:
         parts = out.decode().split("\0")
         return {parts[i + 1]: parts[i][:1] for i in range(0, len(parts) - 1, 2) if parts[i]}
 
-    async def restore(self, target: str, current: str) -> list[str]:
-        """Make the workspace's files what `target` holds, from `current` (a snapshot of
-        them now): files created since are deleted, changed or deleted ones written back.
-        Returns the paths it changed."""
+    async def restore(
+        self, target: str, current: str, only: Collection[str] | None = None
+    ) -> list[str]:
+        """Make the workspace's files (those in `only`, when given) what `target` holds,
+        from `current` (a snapshot of them now): files created since are deleted, changed
+        or deleted ones written back. Returns the paths it changed."""
         changes = await self.diff(target, current)
+        if only is not None:
+            changes = {p: s for p, s in changes.items() if p in only}
         if not changes:
             return []
         async with self._lock:
