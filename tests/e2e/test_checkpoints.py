@@ -150,6 +150,19 @@ def test_a_turns_shell_effects_are_rewound_exactly_and_the_users_git_is_untouche
     assert git(ws, "status", "--porcelain") == "A  notes.txt\n?? .ndomo/\n?? untracked.txt\n"
 
 
+def test_the_sandbox_neither_reads_nor_writes_the_checkpoints(ws, fake):
+    data = Path(os.environ["XDG_DATA_HOME"]) / "ndomo" / "checkpoints"
+    probe = (
+        f"ls -R {data} > seen.txt 2>&1; echo planted > {data}/planted 2>> seen.txt;"
+        f" find {data} -name HEAD >> seen.txt 2>&1; true"
+    )
+    bash_turn(ws, fake, probe, "look around")
+    assert data.is_dir() and any(data.iterdir())  # the turn's checkpoint exists
+    seen = (ws / "seen.txt").read_text()
+    assert "HEAD" not in seen and "objects" not in seen
+    assert not (data / "planted").exists()
+
+
 def test_a_user_edit_after_the_turn_is_named_and_not_overwritten_without_force(ws, fake):
     bash_turn(ws, fake, "echo agent > keep.txt && echo agent > tracked.txt", "edit")
     (ws / "keep.txt").write_text("the user's own edit\n")  # after the turn

@@ -62,17 +62,26 @@ def _add(
 
 
 def _rewind(conn: sqlite3.Connection, session_id: str, from_turn_id: int, ts: str) -> int:
-    # The first message of the turn and every one after it (ids are in order), whichever
-    # turn (or none) stored it.
+    # The turn's first message and every one after it (ids are in order), whichever turn
+    # (or none) stored it, less those an earlier rewind took back already.
     first = conn.execute(
         "SELECT min(id) FROM session_messages WHERE session_id = ? AND turn_id >= ?",
         (session_id, from_turn_id),
     ).fetchone()[0]
     if first is None:
         return 0
-    cur = conn.execute(
-        "UPDATE session_messages SET rewound_at = ?"
-        " WHERE session_id = ? AND id >= ? AND rewound_at IS NULL",
-        (ts, session_id, first),
+    last = conn.execute(
+        "SELECT max(id) FROM session_messages WHERE session_id = ?", (session_id,)
+    ).fetchone()[0]
+    (count,) = conn.execute(
+        "SELECT count(*) FROM session_messages m WHERE m.session_id = ? AND m.id >= ?"
+        " AND NOT EXISTS (SELECT 1 FROM message_rewinds r WHERE r.session_id = m.session_id"
+        " AND m.id BETWEEN r.first_id AND r.last_id)",
+        (session_id, first),
+    ).fetchone()
+    conn.execute(
+        "INSERT INTO message_rewinds(session_id, first_id, last_id, created_at)"
+        " VALUES (?, ?, ?, ?)",
+        (session_id, first, last, ts),
     )
-    return cur.rowcount
+    return int(count)

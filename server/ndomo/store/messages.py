@@ -66,6 +66,13 @@ def storable(text: str | None) -> str | None:
     return text
 
 
+# Not in a span a conversation rewind took back (store/checkpoints.py writes them).
+_NOT_REWOUND = (
+    "NOT EXISTS (SELECT 1 FROM message_rewinds r WHERE r.session_id = m.session_id"
+    " AND m.id BETWEEN r.first_id AND r.last_id)"
+)
+
+
 def _message(row: Any) -> StoredMessage:
     d = row_dict(row)
     d["tool_calls"] = loads(d.get("tool_calls"), [])
@@ -112,12 +119,12 @@ class MessageOps(StoreBase):
             sql = (
                 "SELECT m.* FROM session_messages m LEFT JOIN turns t ON t.id = m.turn_id"
                 " WHERE m.session_id = ? AND m.id > ? AND t.parent_turn_id IS NULL"
-                " AND m.rewound_at IS NULL ORDER BY m.id"
+                f" AND {_NOT_REWOUND} ORDER BY m.id"
             )
         else:
             sql = (
-                "SELECT * FROM session_messages WHERE session_id = ? AND id > ?"
-                " AND rewound_at IS NULL ORDER BY id"
+                "SELECT * FROM session_messages m WHERE m.session_id = ? AND m.id > ?"
+                f" AND {_NOT_REWOUND} ORDER BY m.id"
             )
         return [_message(r) for r in await self._all(sql, (session_id, after_id))]
 
