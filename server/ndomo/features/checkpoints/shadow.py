@@ -176,26 +176,30 @@ class Shadow:
         """Stage the workspace (but files over the limit), and commit it unless its tree is
         the last one's."""
         notes: list[str] = []
-        spec = ["."]
+        stage: list[str] = []
         for rel in paths:
             try:
                 st = os.lstat(self.root / rel)
             except OSError:
-                continue  # deleted: `add -A` records it
+                stage.append(rel)  # deleted: `add -A` drops it from the index
+                continue
             if st.st_size > MAX_FILE_BYTES and not os.path.islink(self.root / rel):
                 notes.append(
                     f"{rel}: {st.st_size // (1024 * 1024)} MB, over the "
                     f"{MAX_FILE_BYTES // (1024 * 1024)} MB checkpoint limit — not snapshotted, "
                     "a rewind leaves it as it is"
                 )
-                spec.append(f":(exclude,literal){rel}")
-        await self.git(
-            "add",
-            "-A",
-            "--pathspec-from-file=-",
-            "--pathspec-file-nul",
-            stdin="\0".join(spec).encode(),
-        )
+                continue
+            stage.append(rel)
+        if stage:  # only what `ls-files` named: no second walk of the workspace
+            await self.git(
+                "add",
+                "-A",
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+                stdin="\0".join(stage).encode(),
+                extra={"GIT_LITERAL_PATHSPECS": "1"},
+            )
         tree = (await self.git("write-tree")).decode().strip()
         commit = last
         if (
