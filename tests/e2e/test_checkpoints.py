@@ -202,8 +202,10 @@ def test_conversation_rewind_drops_the_later_messages_from_the_next_request(ws, 
     ask("first question", "first answer")
     ask("second question", "second answer")
     ask("third question", "third answer")
-    out = json.loads(rewind(ws, "--prompt", "2", "--what", "conversation").stdout)
-    assert out["messages_dropped"] == 4  # two prompts, two answers
+    # typed as a slash command in `ndomo run` (the CLI's `ndomo session rewind` is the same action)
+    out = ndomo(ws, "run", "--json", "/session rewind --prompt 2 --what conversation", fake=fake)
+    payload = json.loads(out.stdout[out.stdout.index("{") :])["payload"]
+    assert payload["messages_dropped"] == 4  # two prompts, two answers
     ask("another second question", "ok")
     sent = fake.chat_requests()[-1]["body"]["messages"]
     assert [(m["role"], m["content"]) for m in sent[1:]] == [

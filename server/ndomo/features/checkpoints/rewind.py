@@ -127,8 +127,13 @@ async def rewind(app: App, p: RewindParams) -> RewindResult:
 
     rt = Runtime.of(app)
     state = await rt.session(p.session)
-    if state.id in rt.active:
-        raise ActionError("a turn is running in this session; cancel it first", kind="failed")
+    running = rt.active.get(state.id)
+    if running is not None:
+        ctx = running[0]
+        if ctx.turn_id is not None or not ctx.request.prompt.lstrip().startswith("/"):
+            raise ActionError("a turn is running in this session; cancel it first", kind="failed")
+        # typed as `/session rewind …`: the slash command's own turn holds the claim
+        return await _rewind(app, state.id, p)
     async with store_of(app) as store:
         await store.claim_session(state.id)  # no turn of another process starts meanwhile
         try:
