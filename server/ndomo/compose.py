@@ -116,10 +116,10 @@ def features() -> list[Setup]:
         interaction.setup,
         reflexes.setup,
         agents.setup,
+        checkpoints.setup,  # after every guard's feature: it snapshots only a call they let through
         files.setup,
         code.setup,
         plan.setup,
-        checkpoints.setup,  # last: its guard snapshots only a call every other guard let through
     ]
 
 
