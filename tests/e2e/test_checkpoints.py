@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -146,6 +147,15 @@ def test_a_turns_shell_effects_are_rewound_exactly_and_the_users_git_is_untouche
         ["tracked.txt", "untracked.txt", "lib/mod.py", "keep.txt", "made/deep/new.txt", "fresh.txt"]
     )
     assert git_state(ws) == before_git
+    # the ids are recorded: the turn's start and end, and one before its command
+    db = sqlite3.connect(ws / ".ndomo" / "ndomo.db")
+    try:
+        rows = db.execute(
+            "SELECT kind, note FROM checkpoints WHERE turn_id = ? ORDER BY id", (first["turn_id"],)
+        ).fetchall()
+    finally:
+        db.close()
+    assert rows == [("turn_start", None), ("command", MESS), ("turn_end", None)]
     # (.ndomo/ is ndomo's own folder, made by the first run)
     assert git(ws, "status", "--porcelain") == "A  notes.txt\n?? .ndomo/\n?? untracked.txt\n"
 
@@ -175,7 +185,10 @@ def test_a_user_edit_after_the_turn_is_named_and_not_overwritten_without_force(w
     assert (ws / "keep.txt").read_text() == "the user's own edit\n"  # nothing written
     assert (ws / "tracked.txt").read_text() == "agent\n"
 
-    forced = json.loads(rewind(ws, "--prompt", "1", "--what", "code", "--force").stdout)
+    # `ndomo rewind` is `ndomo session rewind`
+    forced = json.loads(
+        ndomo(ws, "rewind", "--json", "--prompt", "1", "--what", "code", "--force").stdout
+    )
     assert sorted(forced["restored"]) == ["keep.txt", "tracked.txt"]
     assert (ws / "keep.txt").read_text() == "keep v1\n"
     assert (ws / "tracked.txt").read_text() == "tracked v1\n"
