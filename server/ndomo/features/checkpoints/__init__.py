@@ -5,8 +5,8 @@ each shell command, so a rewind can put back any earlier state (see `rewind`).
   prefetch pattern); a guard waits for it before the turn's first tool runs, whatever the
   tool, and records it on the turn.
 - Before a command (`bash`, `serve`: the `execute` class) the guard takes another one.
-- At the turn's end (FINALLY) the files the agent edited in an editor are saved, and the end
-  snapshot is taken: what a later rewind compares with to find the user's own changes.
+- At the turn's end (FINALLY) the end snapshot: what a later rewind compares with to find
+  the user's own changes.
 
 A snapshot that fails (no git, a full disk) is a warning notice; the turn goes on.
 """
@@ -114,11 +114,8 @@ class TurnEndCheckpoint(LifecycleHook):
 
     async def run(self, ctx: TurnContext) -> HookResult | None:
         await _record_start(ctx)
-        if ctx.modified:  # an editor's unsaved agent edits: the checkpoint is of the disk
-            try:
-                await ctx.host.save_edited(list(ctx.modified))
-            except Exception:
-                log.warning("could not save the turn's edits before its checkpoint", exc_info=True)
+        # Of the disk: agent edits an editor still holds unsaved are not in it (they stay
+        # unsaved, undoable there; saved later, a rewind counts them as the user's).
         snap = await _snapshot(ctx, f"after turn {ctx.turn_id}")
         if snap is not None and ctx.turn_id is not None:
             store = await ctx.app.store()
