@@ -51,6 +51,7 @@ def action_modules() -> tuple[ModuleType, ...]:
         turn,
         undo,
     )
+    from ndomo.features.checkpoints import rewind
     from ndomo.plan import actions as plan_actions
     from ndomo.plan import view
     from ndomo.tools.mcp import actions as mcp_actions
@@ -67,6 +68,7 @@ def action_modules() -> tuple[ModuleType, ...]:
         view,
         approvals,
         undo,
+        rewind,
         reflex_actions,
         trust,
         mcp_actions,
@@ -99,7 +101,7 @@ def features() -> list[Setup]:
     it, and the modes are offered in it (discussion first: the default)."""
     from ndomo import plan
     from ndomo.agents import feature as agents
-    from ndomo.features import builtin, instructions, recovery
+    from ndomo.features import builtin, checkpoints, instructions, recovery
     from ndomo.modes import autopilot, brainstorming, discussion
     from ndomo.tools import code, files, interaction, mcp, reflexes, shell, web
 
@@ -117,6 +119,7 @@ def features() -> list[Setup]:
         reflexes.setup,
         mcp.setup,
         agents.setup,
+        checkpoints.setup,  # after every guard's feature: it snapshots only a call they let through
         files.setup,
         code.setup,
         plan.setup,

@@ -2,7 +2,8 @@
 or the timing-free budgets: `python -m tests.bench --ci`; `--inject-delay MS` proves a
 slowed path fails the run.
 
-Names: turns, lsp, startup, idle, diagnostics, store, overhead, grep, memory, reqsize (default:
+Names: turns, lsp, startup, idle, diagnostics, store, overhead, grep, memory, reqsize,
+checkpoints (default:
 all). Exits non-zero when a target is missed or a benchmark fails to run. See
 docs/performance.md for each row's method.
 """
@@ -31,6 +32,7 @@ BENCHES = {
     "grep": "tests.bench.grep_bench",
     "memory": "tests.bench.memory",
     "reqsize": "tests.bench.request_size",
+    "checkpoints": "tests.bench.checkpoints",
 }
 SCALES = {"10k": 10_000, "100k": 100_000}
 

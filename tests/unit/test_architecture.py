@@ -251,6 +251,7 @@ MODES = ("discussion", "brainstorming", "autopilot")
 # (and base, db, errors, models, text, owner, archive, artifacts).
 STORE_PARTS = (
     "approvals",
+    "checkpoints",
     "memories",
     "messages",
     "model_caps",

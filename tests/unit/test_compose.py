@@ -167,8 +167,8 @@ def setup(plugins) -> None:
 def _register(root_text: str) -> str:
     """The root with `features.hello` registered: as a feature and as declaring actions."""
     text = root_text.replace(
-        "    from ndomo.features import builtin, instructions, recovery\n",
-        "    from ndomo.features import builtin, hello, instructions, recovery\n",
+        "    from ndomo.features import builtin, checkpoints, instructions, recovery\n",
+        "    from ndomo.features import builtin, checkpoints, hello, instructions, recovery\n",
     ).replace("        plan.setup,\n    ]", "        plan.setup,\n        hello.setup,\n    ]")
     text = text.replace(
         "    from ndomo.plan import view\n",

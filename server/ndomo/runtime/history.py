@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ndomo.llm.budget import trim_to_chars
 from ndomo.llm.messages import Message, ToolCall
@@ -66,6 +66,14 @@ async def load_history(ctx: TurnContext) -> list[Message]:
         valid = [*valid, *close_dangling([to_message(m) for m in stored])]
         read.sessions[ctx.session.id] = (stored[-1].id, valid)
     return valid
+
+
+def forget_history(app: Any, session_id: str) -> None:
+    """Drop this App's read of a session's conversation (a rewind took messages back):
+    the next turn reads it whole again."""
+    read = app.existing(_Read)
+    if read is not None:
+        read.sessions.pop(session_id, None)
 
 
 def model_history(ctx: TurnContext, history: list[Message]) -> list[Message]:

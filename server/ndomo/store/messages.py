@@ -66,6 +66,13 @@ def storable(text: str | None) -> str | None:
     return text
 
 
+# Not in a span a conversation rewind took back (store/checkpoints.py writes them).
+_NOT_REWOUND = (
+    "NOT EXISTS (SELECT 1 FROM message_rewinds r WHERE r.session_id = m.session_id"
+    " AND m.id BETWEEN r.first_id AND r.last_id)"
+)
+
+
 def _message(row: Any) -> StoredMessage:
     d = row_dict(row)
     d["tool_calls"] = loads(d.get("tool_calls"), [])
@@ -106,14 +113,19 @@ class MessageOps(StoreBase):
         """The conversation in order. `top_level`: without the messages of delegated
         sub-agent turns (they are stored, but are not the session's conversation).
         `after_id`: only the messages stored after that one (messages are append-only, so a
-        reader that kept the earlier ones reads only what is new)."""
+        reader that kept the earlier ones reads only what is new). Messages a conversation
+        rewind took back are not part of it."""
         if top_level:
             sql = (
                 "SELECT m.* FROM session_messages m LEFT JOIN turns t ON t.id = m.turn_id"
-                " WHERE m.session_id = ? AND m.id > ? AND t.parent_turn_id IS NULL ORDER BY m.id"
+                " WHERE m.session_id = ? AND m.id > ? AND t.parent_turn_id IS NULL"
+                f" AND {_NOT_REWOUND} ORDER BY m.id"
             )
         else:
-            sql = "SELECT * FROM session_messages WHERE session_id = ? AND id > ? ORDER BY id"
+            sql = (
+                "SELECT * FROM session_messages m WHERE m.session_id = ? AND m.id > ?"
+                f" AND {_NOT_REWOUND} ORDER BY m.id"
+            )
         return [_message(r) for r in await self._all(sql, (session_id, after_id))]
 
     async def touch_session(self, session_id: str) -> None:

@@ -443,6 +443,34 @@ def _v17_note_provenance(conn: sqlite3.Connection) -> None:
     add_column_if_missing(conn, "memories", "from_web", "INTEGER NOT NULL DEFAULT 0")
 
 
+# v18, checkpoints: the shadow-repository snapshot (a git commit id, see
+# features/checkpoints) taken at a turn's start and end and before each shell command; and
+# the conversation rewinds: the span of a session's messages each took back (the rows stay,
+# they no longer go to the model). A table of its own, not a column of session_messages:
+# the step stands whatever order the steps came in.
+V18_CHECKPOINTS = """
+CREATE TABLE IF NOT EXISTS checkpoints (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  turn_id INTEGER REFERENCES turns(id) ON DELETE CASCADE,
+  kind TEXT NOT NULL CHECK (kind IN ('turn_start', 'turn_end', 'command')),
+  commit_id TEXT NOT NULL,
+  note TEXT,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_checkpoints_turn ON checkpoints(turn_id, id);
+CREATE INDEX IF NOT EXISTS idx_checkpoints_session ON checkpoints(session_id, id);
+CREATE TABLE IF NOT EXISTS message_rewinds (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  first_id INTEGER NOT NULL,
+  last_id INTEGER NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_message_rewinds ON message_rewinds(session_id, first_id, last_id);
+"""
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, plans, plan_tasks, plan_tags", V1_CORE),
     Migration(2, "fts5 over plans and tasks", V2_FTS),
@@ -465,6 +493,7 @@ MIGRATIONS: list[Migration] = [
     ),
     Migration(16, "searches ranked on covering indexes; plan_search prefix indexes", V16_SEARCH),
     Migration(17, "memories.mode, memories.from_web (a note's provenance)", _v17_note_provenance),
+    Migration(18, "checkpoints, message_rewinds", V18_CHECKPOINTS),
 ]
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ndomo.store.approvals import ApprovalOps
+from ndomo.store.checkpoints import CheckpointOps
 from ndomo.store.db import Db
 from ndomo.store.memories import MemoryOps
 from ndomo.store.messages import MessageOps
@@ -25,7 +26,15 @@ STAMP_SETTLE_NS = 50_000_000  # 50 ms: well above the kernel's coarse mtime tick
 
 
 class PlanStore(
-    SessionOps, PlanOps, TaskOps, TurnOps, ApprovalOps, MemoryOps, MessageOps, ModelCapsOps
+    SessionOps,
+    PlanOps,
+    TaskOps,
+    TurnOps,
+    ApprovalOps,
+    MemoryOps,
+    MessageOps,
+    ModelCapsOps,
+    CheckpointOps,
 ):
     def __init__(self, db: Db, db_path: Path, workspace: Path) -> None:
         self._init_base(db, db_path, workspace)

@@ -1,0 +1,129 @@
+"""Checkpoints: the workspace's files snapshotted at each turn's start and end and before
+each shell command, so a rewind can put back any earlier state (see `rewind`).
+
+- The turn's snapshot starts at PRE_DISPATCH, beside the model request's set-up (the
+  prefetch pattern); a guard waits for it before the turn's first tool runs, whatever the
+  tool, and records it on the turn.
+- Before a command (`bash`, `serve`: the `execute` class) the guard takes another one.
+- At the turn's end (FINALLY) the end snapshot: what a later rewind compares with to find
+  the user's own changes.
+
+A snapshot that fails (no git, a full disk) is a warning notice; the turn goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
+
+from ndomo.app import App
+from ndomo.features.checkpoints.shadow import CheckpointError, Shadow, Snapshot
+from ndomo.runtime.context import TurnContext
+from ndomo.runtime.events import Notice
+from ndomo.runtime.hooks import HookResult, LifecycleHook, Phase
+from ndomo.runtime.prefetch import Prefetch, take
+from ndomo.runtime.tools import ToolDescriptor, ToolGuard
+
+if TYPE_CHECKING:
+    from ndomo.runtime.plugins import Plugins
+
+log = logging.getLogger("ndomo.checkpoints")
+
+_KEY = "checkpoints.turn_start"
+
+
+def shadow_of(app: App) -> Shadow:
+    return app.instance(Shadow, lambda: Shadow(app.root))
+
+
+def _top(ctx: TurnContext) -> TurnContext:
+    while ctx.parent is not None:
+        ctx = ctx.parent
+    return ctx
+
+
+class _TurnMarks:
+    """Per top-level turn: what was recorded already."""
+
+    def __init__(self) -> None:
+        self.start_recorded = False
+
+
+async def _snapshot(ctx: TurnContext, message: str) -> Snapshot | None:
+    try:
+        snap = await shadow_of(ctx.app).snapshot(message)
+    except (CheckpointError, OSError) as exc:
+        log.warning("checkpoint failed: %s", exc)
+        await ctx.runtime.emit(ctx, Notice(level="warning", message=f"checkpoint not taken: {exc}"))
+        return None
+    for note in snap.notes:
+        await ctx.runtime.emit(ctx, Notice(level="warning", message=f"checkpoint: {note}"))
+    return snap
+
+
+async def _turn_start(ctx: TurnContext) -> Snapshot | None:
+    return await _snapshot(ctx, f"before a turn of session {ctx.session.id}")
+
+
+async def _record_start(ctx: TurnContext) -> None:
+    """The turn's start snapshot (taken, or taken now), recorded once on the turn."""
+    top = _top(ctx)
+    marks = top.instance(_TurnMarks, _TurnMarks)
+    if marks.start_recorded or top.turn_id is None:
+        return
+    marks.start_recorded = True
+    snap = await take(top, _KEY, _turn_start)
+    if snap is not None:
+        store = await top.app.store()
+        await store.add_checkpoint(top.session.id, top.turn_id, "turn_start", snap.commit, None)
+
+
+def _applies(ctx: TurnContext) -> bool:
+    """Top-level turns; a slash command's turn records nothing."""
+    return ctx.depth == 0 and not ctx.request.prompt.lstrip().startswith("/")
+
+
+class CheckpointGuard(ToolGuard):
+    """Before any tool: the turn's start snapshot is done; before a command, one more."""
+
+    name = "checkpoints"
+
+    async def check(self, ctx: TurnContext, tool: ToolDescriptor, params: BaseModel) -> str | None:
+        await _record_start(ctx)
+        if tool.tool_kind == "execute":
+            command = tool.command(params) if tool.command else None
+            snap = await _snapshot(ctx, f"before {tool.name}: {command or ''}")
+            top = _top(ctx)
+            if snap is not None and top.turn_id is not None:
+                store = await ctx.app.store()
+                await store.add_checkpoint(
+                    top.session.id, top.turn_id, "command", snap.commit, command
+                )
+        return None
+
+
+class TurnEndCheckpoint(LifecycleHook):
+    phase = Phase.FINALLY
+    name = "checkpoint_turn_end"
+    priority = 80
+
+    def applies(self, ctx: TurnContext) -> bool:
+        return ctx.depth == 0 and ctx.turn_id is not None
+
+    async def run(self, ctx: TurnContext) -> HookResult | None:
+        await _record_start(ctx)
+        # Of the disk: agent edits an editor still holds unsaved are not in it (they stay
+        # unsaved, undoable there; saved later, a rewind counts them as the user's).
+        snap = await _snapshot(ctx, f"after turn {ctx.turn_id}")
+        if snap is not None and ctx.turn_id is not None:
+            store = await ctx.app.store()
+            await store.add_checkpoint(ctx.session.id, ctx.turn_id, "turn_end", snap.commit, None)
+        return None
+
+
+def setup(plugins: Plugins) -> None:
+    plugins.hooks.add(Prefetch("checkpoint_turn_start", _KEY, _turn_start, applies=_applies))
+    plugins.hooks.add(TurnEndCheckpoint())
+    plugins.tools.guards.append(CheckpointGuard())

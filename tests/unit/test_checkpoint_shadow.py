@@ -1,0 +1,51 @@
+"""The shadow repository on its own (real git, real files): a workspace without git, a
+binary file byte for byte, a file over the limit named and left alone, a restore."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from ndomo.features.checkpoints import shadow as sh
+from ndomo.features.checkpoints.shadow import Shadow
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+async def test_a_workspace_without_git_is_snapshotted_and_restored(tmp_path, monkeypatch):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a1\n")
+    blob = bytes(range(256)) * 64
+    (ws / "img.bin").write_bytes(blob)
+    monkeypatch.setattr(sh, "MAX_FILE_BYTES", 1024 * 1024)
+    shadow = Shadow(ws, tmp_path / "data" / "cp")
+    first = await shadow.snapshot()
+    assert first.notes == []
+    assert not (ws / ".git").exists()  # nothing made in the workspace
+    assert await shadow.snapshot() == first  # nothing changed: the same snapshot
+
+    (ws / "img.bin").write_bytes(b"\0")
+    (ws / "a.txt").unlink()
+    (ws / "big.dat").write_bytes(b"x" * (2 * 1024 * 1024))
+    (ws / "new").mkdir()
+    (ws / "new" / "n.txt").write_text("n\n")
+    now = await shadow.snapshot()
+    assert [n.split(":")[0] for n in now.notes] == ["big.dat"]  # named, not stored
+    restored = await shadow.restore(first.commit, now.commit)
+    assert restored == ["a.txt", "img.bin", "new/n.txt"]
+    assert (ws / "img.bin").read_bytes() == blob
+    assert (ws / "a.txt").read_text() == "a1\n"
+    assert not (ws / "new").exists()
+    assert (ws / "big.dat").stat().st_size == 2 * 1024 * 1024  # left as it is
+    after = await shadow.snapshot()
+    assert await shadow.diff(first.commit, after.commit) == {}
+
+
+async def test_the_shadow_lives_in_the_users_data_keyed_by_the_real_path(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "ws")
+    a, b = sh.shadow_dir(tmp_path / "ws"), sh.shadow_dir(tmp_path / "link")
+    assert a == b and a.parent == tmp_path / "data" / "ndomo" / "checkpoints"
