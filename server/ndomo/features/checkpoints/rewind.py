@@ -212,7 +212,6 @@ async def _rewind(app: App, session_id: str, p: RewindParams) -> RewindResult:
     "rewind",
     RewindParams,
     summary="Go back to before a prompt (the same as `ndomo session rewind`)",
-    surfaces=("cli",),
 )
 async def rewind_short(app: App, p: RewindParams) -> RewindResult:
     return await rewind(app, p)
