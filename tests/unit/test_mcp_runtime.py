@@ -46,13 +46,14 @@ async def test_servers_start_once_and_stop_with_the_app(app, fake, tmp_path) -> 
     fake.push({"tool_calls": [{"name": "mcp_search", "arguments": {"query": "echo"}}]})
     fake.push({"tool_calls": [{"name": "mcp__probe__echo", "arguments": {"text": "one"}}]})
     fake.push({"text": "done"})
-    await rt.run(TurnRequest(prompt="go", mode="autopilot"))
+    first = await rt.run(TurnRequest(prompt="go", mode="autopilot"))
+    assert first.status == "done", first
     cat = app.existing(McpCatalog)
     assert cat is not None
     server = cat.servers["probe"]
     conn = server.connection
     assert conn is not None and conn.starts == 1 and server.state == "ready"
-    tools = [m for m in fake.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+    tools = [m for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "tool"]
     assert tools[-1]["content"].startswith("echo: one")
 
     report = await servers_of(app)
@@ -70,7 +71,7 @@ async def test_servers_start_once_and_stop_with_the_app(app, fake, tmp_path) -> 
     fake.push({"text": "done"})
     await rt.run(TurnRequest(prompt="again", mode="autopilot"))
     assert conn.starts == 1
-    tools = [m for m in fake.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+    tools = [m for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "tool"]
     assert tools[-1]["content"].startswith("echo: two")
 
     pids = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
@@ -103,7 +104,7 @@ async def test_a_changed_tool_list_is_listed_again_before_the_next_turn(app, fak
     await rt.run(TurnRequest(prompt="again", mode="autopilot"))
     offered = [t["function"]["name"] for t in fake.chat_requests()[2]["body"]["tools"]]
     assert "mcp__probe__grown" in offered
-    tools = [m for m in fake.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+    tools = [m for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "tool"]
     assert tools[-1]["content"] == "grown answers"
     conn = app.existing(McpCatalog).servers["probe"].connection  # type: ignore[union-attr]
     assert conn is not None and conn.starts == 1  # listed again, not restarted
@@ -138,7 +139,7 @@ async def test_the_agents_mcp_permission_asks_by_server_and_tool(app, fake) -> N
     await rt.run(TurnRequest(prompt="go", mode="autopilot"), host)
     (asked,) = host.asked
     assert asked.permission == "mcp" and asked.subject == "probe/write_note"
-    tools = [m for m in fake.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+    tools = [m for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "tool"]
     assert "did not approve mcp 'probe/write_note'" in tools[-1]["content"]
     assert not (app.root / "n").exists()
 
@@ -161,7 +162,7 @@ async def test_a_server_that_failed_to_start_is_tried_again_next_turn(app, fake)
     fake.push({"tool_calls": [{"name": "mcp__probe__echo", "arguments": {"text": "up"}}]})
     fake.push({"text": "done"})
     await rt.run(TurnRequest(prompt="again", mode="autopilot"))
-    tools = [m for m in fake.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+    tools = [m for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "tool"]
     assert tools[-1]["content"].startswith("echo: up")
 
 
@@ -194,7 +195,7 @@ async def test_a_servers_tools_list_narrows_what_is_offered(app, fake) -> None:
     await runtime(app).run(TurnRequest(prompt="go", mode="autopilot"))
     offered = [t["function"]["name"] for t in fake.chat_requests()[0]["body"]["tools"]]
     assert [n for n in offered if n.startswith("mcp__")] == ["mcp__probe__echo"]
-    tools = [m for m in fake.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+    tools = [m for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "tool"]
     assert "unknown tool" in tools[-1]["content"] and not (app.root / "n").exists()
 
 
@@ -207,7 +208,7 @@ async def test_servers_an_editor_passes_for_its_session(app, fake) -> None:
     fake.push({"tool_calls": [{"name": "mcp__probe__echo", "arguments": {"text": "acp"}}]})
     fake.push({"text": "done"})
     await runtime(app).run(TurnRequest(prompt="go", mode="autopilot"))
-    tools = [m for m in fake.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+    tools = [m for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "tool"]
     assert tools[-1]["content"].startswith("echo: acp")
     (info,) = (await servers_of(app)).servers
     assert info.source == "editor" and info.state == "ready"
@@ -248,7 +249,9 @@ async def test_a_call_past_its_timeout_is_a_tool_error_and_the_next_call_works(a
     fake.push({"text": "done"})
     summary = await runtime(app).run(TurnRequest(prompt="go", mode="autopilot"))
     assert summary.status == "done"
-    tools = [m["content"] for m in fake.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+    tools = [
+        m["content"] for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "tool"
+    ]
     assert "failed during 'hang': no answer within 1 s" in tools[0]
     assert tools[1].startswith("echo: next")
     conn = app.existing(McpCatalog).servers["probe"].connection  # type: ignore[union-attr]
@@ -263,6 +266,8 @@ async def test_output_is_capped_and_the_cut_is_said(app, fake) -> None:
     fake.push({"tool_calls": [{"name": "mcp__probe__echo", "arguments": {"text": "x" * 5000}}]})
     fake.push({"text": "done"})
     await runtime(app).run(TurnRequest(prompt="go", mode="autopilot"))
-    tools = [m["content"] for m in fake.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+    tools = [
+        m["content"] for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "tool"
+    ]
     assert "(output truncated: 4006 characters after the first 1000 not shown)" in tools[0]
     assert tools[0].startswith("echo: xxx") and tools[0].count("x") < 1100
