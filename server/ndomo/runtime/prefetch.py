@@ -53,6 +53,16 @@ async def take(ctx: TurnContext, key: str, read: Read) -> Any:
     return await asyncio.shield(fut)
 
 
+async def settle(ctx: TurnContext) -> None:
+    """Waits for the reads started for this turn that nobody took (a turn that ended
+    before needing them): none outlives its turn, to run on after the app closed or to
+    be cancelled mid-write by a closing loop."""
+    started = ctx.existing(_Started)
+    pending = [f for f in started.reads.values() if not f.done()] if started else []
+    if pending:
+        await asyncio.wait(pending)
+
+
 class Prefetch(LifecycleHook):
     """Starts `read` at the turn's start; the feature reads the result with `take`."""
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ndomo.app import App
 from ndomo.listeners import Listeners
+from ndomo.runtime import prefetch
 from ndomo.runtime.context import SessionState, TurnContext, TurnRequest, TurnSummary
 from ndomo.runtime.coordinator import ToolCallCoordinator
 from ndomo.runtime.events import Status, TurnEvent
@@ -407,6 +408,10 @@ class Runtime:
             ctx.error = ctx.error or f"{type(exc).__name__}: {exc}"
         finally:
             await self._finally(ctx)
+            try:
+                await asyncio.shield(prefetch.settle(ctx))
+            except asyncio.CancelledError:
+                log.warning("a cancel arrived while the turn's started reads ended")
             if ctx.turn_id is not None:
                 self.coordinator.forget_turn(ctx.turn_id)
             if top:

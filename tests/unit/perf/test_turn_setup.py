@@ -209,3 +209,29 @@ async def test_a_failed_prefetched_read_fails_whoever_takes_it():
         assert "unreadable" in str(exc)
     else:
         raise AssertionError("the read's error was lost")
+
+
+async def test_a_read_nobody_took_ends_with_its_turn(app, fake):
+    """A turn a hook ends before it needs its prefetched reads (here: SKIP_AGENT at
+    PRE_DISPATCH) still waits for them: none runs on after `run` returned (a checkpoint's
+    git process left to a closing loop hung the suite)."""
+    from ndomo.runtime.hooks import HookAction, HookResult, LifecycleHook, Phase
+
+    finished: list[bool] = []
+
+    async def slow(ctx) -> None:
+        await asyncio.sleep(0.2)
+        finished.append(True)
+
+    class Skip(LifecycleHook):
+        phase, name, priority = Phase.PRE_DISPATCH, "skip", 200  # after the prefetch
+
+        async def run(self, ctx):
+            return HookResult(HookAction.SKIP_AGENT)
+
+    plugins = compose.plugins()
+    plugins.hooks.add(prefetch.Prefetch("slow", "slow", slow))
+    plugins.hooks.add(Skip())
+    summary = await Runtime(app, plugins).run(TurnRequest(prompt="hi"))
+    assert summary.status == "done" and fake.chat_requests() == []
+    assert finished == [True]
