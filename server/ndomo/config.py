@@ -532,13 +532,30 @@ def _get(d: dict, path: tuple[str, ...]) -> Any:
     return d
 
 
+# The lists a project may loosen only once the user confirms: each key, and what a
+# change to it does — a "+" list loosens by naming more (the items it adds are told), a
+# "-" list by naming fewer (the items it drops are told).
+_LOOSENING_LISTS: tuple[tuple[str, str, str], ...] = (
+    ("sandbox.home", "+", "lets sandboxed commands read {}"),
+    ("sandbox.writable", "+", "lets sandboxed commands write {}"),
+    ("sandbox.env_allow", "+", "passes these secret-named variables to sandboxed commands: {}"),
+    ("secret_globs", "-", "stops treating {} as secrets"),
+    ("modes.design_globs", "+", "lets discussion mode write {}"),
+)
+
+
+def _mine(below: Settings, key: str) -> list:
+    value: Any = below
+    for part in key.split("."):
+        value = getattr(value, part)
+    return list(value)
+
+
 def project_needs(project: dict, below: Settings, root: Path) -> list[Needs]:
     """The settings of a (trusted) project's layer that apply only once the user confirms
     them: each loosens what the user's own side set (`below`: defaults < user config)."""
     out: list[Needs] = []
-    sandbox = project.get("sandbox")
-    mode = _get(project, ("sandbox", "mode")) if isinstance(sandbox, dict) else None
-    if mode == "off":
+    if _get(project, ("sandbox", "mode")) == "off":
         out.append(
             Needs(
                 key="sandbox.mode",
@@ -547,55 +564,21 @@ def project_needs(project: dict, below: Settings, root: Path) -> list[Needs]:
                 why="turns the OS sandbox off for shell commands",
             )
         )
-    home = _get(project, ("sandbox", "home"))
-    if isinstance(home, list) and not set(home) <= set(below.sandbox.home):
-        wider = sorted(set(home) - set(below.sandbox.home))
-        out.append(
-            Needs(
-                key="sandbox.home",
-                value=home,
-                confirmation=confirmation("sandbox.home", home),
-                why=f"lets sandboxed commands read {', '.join(map(str, wider))}",
-            )
-        )
-    for key, what in (
-        ("writable", "lets sandboxed commands write"),
-        ("env_allow", "passes these secret-named variables to sandboxed commands:"),
-    ):
-        asked = _get(project, ("sandbox", key))
-        mine = getattr(below.sandbox, key)
-        if isinstance(asked, list) and not set(map(str, asked)) <= set(map(str, mine)):
-            wider = sorted(set(map(str, asked)) - set(map(str, mine)))
+    for key, sign, why in _LOOSENING_LISTS:
+        asked = _get(project, tuple(key.split(".")))
+        if not isinstance(asked, list):
+            continue
+        theirs, mine = set(map(str, asked)), set(map(str, _mine(below, key)))
+        changed = sorted(theirs - mine if sign == "+" else mine - theirs)
+        if changed:
             out.append(
                 Needs(
-                    key=f"sandbox.{key}",
+                    key=key,
                     value=asked,
-                    confirmation=confirmation(f"sandbox.{key}", asked),
-                    why=f"{what} {', '.join(wider)}",
+                    confirmation=confirmation(key, asked),
+                    why=why.format(", ".join(changed)),
                 )
             )
-    globs = project.get("secret_globs")
-    if isinstance(globs, list) and not set(below.secret_globs) <= set(globs):
-        dropped = sorted(set(below.secret_globs) - set(globs))
-        out.append(
-            Needs(
-                key="secret_globs",
-                value=globs,
-                confirmation=confirmation("secret_globs", globs),
-                why=f"stops treating {', '.join(dropped)} as secrets",
-            )
-        )
-    design = _get(project, ("modes", "design_globs"))
-    if isinstance(design, list) and not set(design) <= set(below.modes.design_globs):
-        wider = sorted(set(design) - set(below.modes.design_globs))
-        out.append(
-            Needs(
-                key="modes.design_globs",
-                value=design,
-                confirmation=confirmation("modes.design_globs", design),
-                why=f"lets discussion mode write {', '.join(map(str, wider))}",
-            )
-        )
     model: dict = project["model"] if isinstance(project.get("model"), dict) else {}
     var = model.get("api_key_env")
     if isinstance(var, str) and var:

@@ -242,7 +242,7 @@ def test_an_edit_is_a_diff_applied_through_the_clients_file_system(
         )
         d.request("session/set_mode", {"sessionId": sid, "modeId": "autopilot"})
 
-        assert _prompt(d, sid, text("make x two")) == {"stopReason": "end_turn"}
+        assert _prompt(d, sid, text("make x two"))["stopReason"] == "end_turn"
 
         (start,) = d.updates("tool_call")
         assert start["kind"] == "edit" and start["title"] == "edit a.py"
@@ -288,9 +288,11 @@ def test_a_permission_round_trip_reject_once_then_allow_once(tmp_path, env, driv
             ("session", "allow_always"),
             ("always", "allow_always"),
             ("deny", "reject_once"),
+            ("never", "reject_always"),
         ]
         assert options[1]["name"] == "Allow for this session"
         assert "bash: echo hello-acp" in options[2]["name"]  # the rule "Always" saves
+        assert "bash: echo hello-acp" in options[4]["name"]  # the rule "Never" saves
         assert "echo hello-acp" in asked[0]["params"]["toolCall"]["title"]
         calls = d.updates("tool_call")
         assert [c["kind"] for c in calls] == ["execute", "execute"]
@@ -307,6 +309,31 @@ def test_a_permission_round_trip_reject_once_then_allow_once(tmp_path, env, driv
             m["content"] for m in fake.chat_requests()[3]["body"]["messages"] if m["role"] == "tool"
         ]
         assert "did not approve" in results[0] and "exit code: 0\nhello-acp" in results[-1]
+
+
+def test_never_saves_a_deny_rule_the_next_session_obeys_without_asking(tmp_path, env, drivers):
+    root = _workspace(tmp_path)
+    bash = {"tool_calls": [{"name": "bash", "arguments": {"command": "echo never-acp"}}]}
+    with FakeModel(script=[bash, {"text": "one"}, bash, {"text": "two"}]) as fake:
+        d = drivers(env(fake))
+        d.initialize()
+        d.permissions("never")
+        assert _prompt(d, _session(d, root), text("say it"))["stopReason"] == "end_turn"
+        second = _session(d, root)  # a new session: the rule is the project's
+        assert _prompt(d, second, text("say it again"))["stopReason"] == "end_turn"
+
+        asked = [e for e in d.events if e["type"] == "permission"]
+        assert [a["answer"] for a in asked] == ["never"]  # asked once, never again
+        first, again = (
+            [
+                m["content"]
+                for m in fake.chat_requests()[i]["body"]["messages"]
+                if m["role"] == "tool"
+            ]
+            for i in (1, 3)
+        )
+        assert "will not be asked again" in first[-1]
+        assert "denied by a saved rule" in again[-1] and "never-acp\n" not in again[-1]
 
 
 def test_cancel_mid_stream_answers_cancelled_and_the_session_goes_on(tmp_path, env, drivers):
@@ -445,6 +472,52 @@ def test_an_untrusted_folder_says_so_first_and_names_ndomo_trust(tmp_path, env, 
         assert "not trusted" in first and f"ndomo trust {root.resolve()}" in first
 
 
+def test_the_clients_mcp_servers_serve_the_session(tmp_path, env, drivers):
+    root = _workspace(tmp_path)
+    probe = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_probe.py")
+    server = {"name": "probe", "command": sys.executable, "args": [probe], "env": []}
+    echo = {"tool_calls": [{"name": "mcp__probe__echo", "arguments": {"text": "from-acp"}}]}
+    with FakeModel(script=[echo, {"text": "done"}]) as fake:
+        d = drivers(env(fake))
+        caps = d.initialize()["agentCapabilities"]["mcpCapabilities"]
+        assert caps["http"] is True and not caps.get("sse")
+        new = {"cwd": str(root), "mcpServers": [server]}
+        sid = d.request("session/new", new)["sessionId"]
+        d.request(
+            "session/set_config_option",
+            {"sessionId": sid, "configId": "agent", "value": "craftsman"},
+        )
+        d.request("session/set_mode", {"sessionId": sid, "modeId": "autopilot"})
+        d.permissions("once")  # the craftsman's `mcp` permission asks (its default)
+        assert _prompt(d, sid, text("echo it"))["stopReason"] == "end_turn"
+        offered = {t["function"]["name"] for t in fake.chat_requests()[0]["body"]["tools"]}
+        assert "mcp__probe__echo" in offered
+        tool = [m for m in fake.chat_requests()[1]["body"]["messages"] if m["role"] == "tool"]
+        assert tool[-1]["content"].startswith("echo: from-acp")
+        # starting the editor's server asked nothing (it is the user's); the call did
+        (asked,) = [e for e in d.events if e["type"] == "permission"]
+        assert "probe/echo" in asked["params"]["toolCall"]["title"]
+
+
+def test_reasoning_streams_as_thought_chunks_and_stays_out_of_the_answer(tmp_path, env, drivers):
+    root = _workspace(tmp_path)
+    step = {"text": "it is 42", "reasoning": "six times seven is forty-two", "reasoning_chunks": 4}
+    with FakeModel(script=[step, {"text": "ok"}]) as fake:
+        d = drivers(env(fake))
+        d.initialize()
+        sid = _session(d, root)
+        res = _prompt(d, sid, text("what is 6*7?"))
+        assert res["stopReason"] == "end_turn"
+        usage = res["usage"]  # the turn's tokens, as the model server counted them
+        assert usage["inputTokens"] > 0 and usage["outputTokens"] > 0
+        assert usage["totalTokens"] == usage["inputTokens"] + usage["outputTokens"]
+        assert _text(d.updates("agent_thought_chunk")) == "six times seven is forty-two"
+        assert _text(d.updates("agent_message_chunk")) == "it is 42"
+        _prompt(d, sid, text("thanks"))
+        said = [m for m in fake.chat_requests()[1]["body"]["messages"] if m["role"] == "assistant"]
+        assert said[-1]["content"] == "it is 42"  # the history keeps the answer alone
+
+
 def test_protocol_errors(tmp_path, env, drivers):
     root = _workspace(tmp_path)
     with FakeModel(script=[]) as fake:
@@ -452,14 +525,12 @@ def test_protocol_errors(tmp_path, env, drivers):
         d.initialize()
         unknown = d.error("session/prompt", {"sessionId": "nope", "prompt": [text("hi")]})
         assert unknown["code"] == -32002
-        mcp = d.error(
-            "session/new",
-            {
-                "cwd": str(root),
-                "mcpServers": [{"name": "x", "command": "x", "args": [], "env": []}],
-            },
-        )
-        assert mcp["code"] == -32602 and "MCP" in json.dumps(mcp)
+        sse = {"type": "sse", "name": "old", "url": "http://127.0.0.1:9/sse", "headers": []}
+        mcp = d.error("session/new", {"cwd": str(root), "mcpServers": [sse]})
+        assert mcp["code"] == -32602 and "not sse" in json.dumps(mcp)
+        named = {"name": "a b", "command": "x", "args": [], "env": []}
+        mcp = d.error("session/new", {"cwd": str(root), "mcpServers": [named]})
+        assert mcp["code"] == -32602 and "MCP server name" in json.dumps(mcp)
         relative = d.error("session/new", {"cwd": "ws", "mcpServers": []})
         assert relative["code"] == -32602 and "absolute" in json.dumps(relative)
         bad = d.error("session/prompt", {"sessionId": 5})

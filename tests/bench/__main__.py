@@ -2,7 +2,7 @@
 or the timing-free budgets: `python -m tests.bench --ci`; `--inject-delay MS` proves a
 slowed path fails the run.
 
-Names: turns, lsp, startup, idle, diagnostics, store, overhead, grep, memory, reqsize,
+Names: turns, acp, lsp, startup, idle, diagnostics, store, overhead, grep, memory, reqsize,
 checkpoints (default:
 all). Exits non-zero when a target is missed or a benchmark fails to run. See
 docs/performance.md for each row's method.
@@ -23,6 +23,7 @@ from tests.bench.common import Result, conditions, dump, machine
 
 BENCHES = {
     "turns": "tests.bench.turns",
+    "acp": "tests.bench.acp_turns",
     "lsp": "tests.bench.lsp_latency",
     "startup": "tests.bench.startup",
     "idle": "tests.bench.idle",

@@ -63,9 +63,11 @@ async def _load(store) -> None:
 
 
 async def run() -> list[Result]:
+    from ndomo import compose
     from ndomo.app import App
     from ndomo.lsp import plan_diagnostics as pd
 
+    compose.actions()  # wired as the server is: a refresh's runtime gets the features
     pd.SETTLE = timedelta(0)  # the bench's plans are all "old"; a young one is re-read once more
     with tempfile.TemporaryDirectory() as d:
         app = App(Path(d))

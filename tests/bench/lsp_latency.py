@@ -27,7 +27,13 @@ from tests.bench.lsp_client import FLOOR, NDOMO, server_pid, start, stop
 
 N = 400
 WARMUP = 40
-STREAM = {"text": "token " * 6000, "chunks": 6000, "chunk_delay": 0.005}  # ~30 s of deltas
+# ~30 s of deltas, one word each; words that never repeat: the same word 6,000 times is a
+# loop the turn stops (llm/loops.py), as it would stop a small model's
+STREAM = {
+    "text": "".join(f"w{i} " for i in range(6000)),
+    "chunks": 6000,
+    "chunk_delay": 0.005,
+}
 
 
 def _requests(client, uri: str) -> dict:

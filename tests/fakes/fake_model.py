@@ -79,6 +79,10 @@ class Step(BaseModel):
     usage: bool = True  # False: ignore stream_options.include_usage, like some local servers
     empty: bool = False  # a streamed reply: event stream opened, ended without a chunk
     stream_error: str | None = None  # a streamed reply: an `error` event after the first piece
+    # streamed before the answer as `reasoning_content` deltas (llama.cpp with --jinja and a
+    # reasoning model, vLLM, DeepSeek), in `reasoning_chunks` pieces
+    reasoning: str | None = None
+    reasoning_chunks: int = Field(default=1, ge=1)
     # a model that never stops on its own (streamed): "repeat" sends `text` over and over
     # (a small local model's loop), "varied" sends text that never repeats; either ends
     # only at the request's max_tokens (finish_reason "length"), as llama.cpp does — or at
@@ -683,6 +687,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._sse({**base, "choices": [{"index": 0, "delta": d, "finish_reason": finish}]})
 
         delta({"role": "assistant", "content": ""})
+        for piece in _split(step.reasoning, step.reasoning_chunks) if step.reasoning else []:
+            delta({"content": None, "reasoning_content": piece})  # as llama.cpp sends it
         pieces = (
             _split(text, step.chunks)
             if step.huge is None or step.chunks > 1

@@ -96,7 +96,8 @@ async def test_a_changed_tool_list_is_listed_again_before_the_next_turn(app, fak
     rt = runtime(app)
     fake.push({"tool_calls": [{"name": "mcp__probe__grow", "arguments": {}}]})
     fake.push({"text": "done"})
-    await rt.run(TurnRequest(prompt="go", mode="autopilot"))
+    turn = await rt.run(TurnRequest(prompt="go", mode="autopilot"))
+    assert turn.status == "done", turn
     first = [t["function"]["name"] for t in fake.chat_requests()[0]["body"]["tools"]]
     assert "mcp__probe__grow" in first and "mcp__probe__grown" not in first
     fake.push({"tool_calls": [{"name": "mcp__probe__grown", "arguments": {}}]})
@@ -153,7 +154,8 @@ async def test_a_server_that_failed_to_start_is_tried_again_next_turn(app, fake)
     )
     rt = runtime(app)
     fake.push({"text": "no tools yet"})
-    await rt.run(TurnRequest(prompt="go", mode="autopilot"))
+    turn = await rt.run(TurnRequest(prompt="go", mode="autopilot"))
+    assert turn.status == "done", turn
     (info,) = (await servers_of(app)).servers
     assert info.state == "failed" and "did not start" in info.error
     offered = [t["function"]["name"] for t in fake.chat_requests()[0]["body"]["tools"]]

@@ -23,6 +23,7 @@ from acp.schema import (
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
+    McpCapabilities,
     NewSessionResponse,
     PlanEntry,
     PromptCapabilities,
@@ -39,17 +40,20 @@ from acp.schema import (
     TextContentBlock,
     TextResourceContents,
     UnstructuredCommandInput,
+    Usage,
 )
 
 from acp import PROTOCOL_VERSION, RequestError, helpers
 from ndomo import __version__
 from ndomo.acp.host import KIND_OF_CLASS, KIND_OF_NAME, AcpHost, title
+from ndomo.acp.mcp import mcp_configs
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
 
     from ndomo.app import App
-    from ndomo.runtime.context import SessionState
+    from ndomo.config import McpServerConfig
+    from ndomo.runtime.context import SessionState, TurnSummary
     from ndomo.runtime.events import Status
     from ndomo.runtime.plugins import Plugins
     from ndomo.runtime.runtime import Runtime
@@ -75,6 +79,17 @@ def _path_of(uri: str) -> Path | None:
     if parsed.scheme not in ("file", ""):
         return None
     return Path(unquote(parsed.path))
+
+
+def _usage(summary: TurnSummary) -> Usage | None:
+    """The turn's tokens as the model server counted them (every request of the turn)."""
+    if not (summary.tokens_in or summary.tokens_out):
+        return None
+    return Usage(
+        input_tokens=summary.tokens_in,
+        output_tokens=summary.tokens_out,
+        total_tokens=summary.tokens_in + summary.tokens_out,
+    )
 
 
 @dataclass
@@ -145,6 +160,7 @@ class NdomoAgent:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(embedded_context=True),
+                mcp_capabilities=McpCapabilities(http=True, sse=False),
             ),
             agent_info=Implementation(name="ndomo", title="ndomo", version=__version__),
             auth_methods=[],
@@ -217,20 +233,20 @@ class NdomoAgent:
                     log.exception("refreshing session %s failed", sid)
 
     @staticmethod
-    def _refuse_mcp(mcp_servers: list[Any] | None) -> None:
-        if mcp_servers:
-            raise RequestError.invalid_params(
-                {
-                    "message": "ndomo does not connect to MCP servers yet: start the session "
-                    "with an empty mcpServers list"
-                }
-            )
+    def _mcp(ws: _Workspace, configs: dict[str, McpServerConfig]) -> None:
+        """The editor's MCP servers join the workspace's (started with the next turn, like
+        the user's own: the editor's settings are the user's, never asked about)."""
+        if configs:
+            from ndomo.tools.mcp.catalog import catalog_for
+
+            catalog_for(ws.app).add_client_servers(configs)
 
     async def new_session(
         self, cwd: str, additional_directories: Any = None, mcp_servers: Any = None, **kwargs: Any
     ) -> NewSessionResponse:
-        self._refuse_mcp(mcp_servers)
+        configs = mcp_configs(mcp_servers)  # a bad one refuses the session before it exists
         ws = await self._workspace(cwd)
+        self._mcp(ws, configs)
         state = await ws.runtime.session(new=True)
         s = self._open(ws, state)
         modes, options = await self._choices(s)
@@ -245,8 +261,9 @@ class NdomoAgent:
         additional_directories: Any = None,
         **kwargs: Any,
     ) -> LoadSessionResponse:
-        self._refuse_mcp(mcp_servers)
+        configs = mcp_configs(mcp_servers)  # a bad one refuses the load
         ws = await self._workspace(cwd)
+        self._mcp(ws, configs)
         store = await ws.app.store()
         from ndomo.store.errors import StoreError
 
@@ -562,12 +579,16 @@ class NdomoAgent:
             )
         with contextlib.suppress(Exception):
             await self._send_plan(s)
+        usage = _usage(summary)
         if summary.turn_id is None and summary.error:  # refused before it started
-            return PromptResponse(stop_reason="refusal")
+            return PromptResponse(stop_reason="refusal", usage=usage)
         if summary.status == "capped":
             limit = "output limit" in (summary.error or "")
-            return PromptResponse(stop_reason="max_tokens" if limit else "max_turn_requests")
-        return PromptResponse(stop_reason=STOP_OF.get(summary.status, "end_turn"))  # type: ignore[arg-type]
+            return PromptResponse(
+                stop_reason="max_tokens" if limit else "max_turn_requests", usage=usage
+            )
+        stop = STOP_OF.get(summary.status, "end_turn")
+        return PromptResponse(stop_reason=stop, usage=usage)  # type: ignore[arg-type]
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         s = self.sessions.get(session_id)

@@ -22,6 +22,7 @@ from acp import RequestError, helpers
 from ndomo.runtime.events import (
     Notice,
     TextDelta,
+    ThoughtDelta,
     ToolFinished,
     ToolOutput,
     ToolStarted,
@@ -61,13 +62,14 @@ STATUS_OF = {"done": "completed", "failed": "failed", "cancelled": "failed", "re
 
 # The permission options and the approval each stands for (docs/editors.md, "Permissions").
 # ndomo's "project" choice saves a rule for this workspace: its option names the rule.
-# ndomo saves no deny rule, so no `reject_always` ("Never") option is offered.
-ONCE, SESSION, ALWAYS, DENY = "once", "session", "always", "deny"
+# "Never" saves a deny rule for this workspace the same way: its option names it too.
+ONCE, SESSION, ALWAYS, DENY, NEVER = "once", "session", "always", "deny", "never"
 CHOICE_OF_OPTION: dict[str, ApprovalChoice] = {
     ONCE: "once",
     SESSION: "session",
     ALWAYS: "project",
     DENY: "deny",
+    NEVER: "never",
 }
 
 
@@ -82,6 +84,9 @@ def permission_options(request: ApprovalRequest) -> list[PermissionOption]:
             kind="allow_always",
         ),
         PermissionOption(option_id=DENY, name="Deny", kind="reject_once"),
+        PermissionOption(
+            option_id=NEVER, name=f"Never allow in this project ({rule})", kind="reject_always"
+        ),
     ]
     if request.permission == "control":  # a control file is asked every time: no rule
         return [o for o in options if o.option_id in (ONCE, DENY)]
@@ -149,6 +154,8 @@ class AcpHost(BaseHost):
         await super().emit(event)
         if isinstance(event, TextDelta):
             await self._update(helpers.update_agent_message_text(event.text))
+        elif isinstance(event, ThoughtDelta):
+            await self._update(helpers.update_agent_thought_text(event.text))
         elif isinstance(event, ToolStarted):
             self.running.add(event.call_id)
             await self._update(

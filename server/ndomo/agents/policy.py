@@ -305,6 +305,19 @@ class AgentPolicy:
             "project",
         ):  # a control file is approved one change at a time
             return PermissionDecision(allowed=True, network=bool(network))
+        if answer == "never" and v.permission != "control":
+            store = await ctx.app.store()
+            await store.save_approval(
+                v.permission, glob_escape(v.subject), "deny", scope="project", session_id=None
+            )
+            return PermissionDecision(
+                allowed=False,
+                message=(
+                    f"the user denied {v.permission} '{v.subject}' for this project (a saved "
+                    "rule: it will not be asked again); do not retry it — choose another way "
+                    "or hand back"
+                ),
+            )
         return PermissionDecision(
             allowed=False,
             message=(

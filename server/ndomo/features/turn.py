@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from pydantic import ConfigDict, Field
 
 from ndomo.actions import ActionError, NoParams, action
 from ndomo.app import App
-from ndomo.runtime.context import TurnRequest
+from ndomo.runtime.context import SessionState, TurnRequest
 from ndomo.runtime.events import Status
 from ndomo.runtime.runtime import Runtime, TurnRefused, TurnSummary
 from ndomo.schema import Schema
@@ -71,24 +73,26 @@ async def mode_get(app: App, p: SessionParam) -> ModeReport:
     return ModeReport(session=state.id, mode=state.mode, agent=state.agent, modes=modes)
 
 
-@action("mode.set", ModeSetParams, summary="Switch the session's mode")
-async def mode_set(app: App, p: ModeSetParams) -> Status:
+async def _switched(
+    app: App, field: str, switch: Callable[[Runtime], Awaitable[SessionState]]
+) -> Status:
+    """The session's status after a switch; a refused one is the action's error on `field`."""
     rt = Runtime.of(app)
     try:
-        state = await rt.set_mode(p.mode, p.session)
+        state = await switch(rt)
     except TurnRefused as exc:
-        raise ActionError(str(exc), field="mode") from None
+        raise ActionError(str(exc), field=field) from None
     return await rt.status(state)
+
+
+@action("mode.set", ModeSetParams, summary="Switch the session's mode")
+async def mode_set(app: App, p: ModeSetParams) -> Status:
+    return await _switched(app, "mode", lambda rt: rt.set_mode(p.mode, p.session))
 
 
 @action("agent.set", AgentSetParams, summary="Switch the session's agent (and to its default mode)")
 async def agent_set(app: App, p: AgentSetParams) -> Status:
-    rt = Runtime.of(app)
-    try:
-        state = await rt.set_agent(p.agent, p.session)
-    except TurnRefused as exc:
-        raise ActionError(str(exc), field="agent") from None
-    return await rt.status(state)
+    return await _switched(app, "agent", lambda rt: rt.set_agent(p.agent, p.session))
 
 
 @action("session.new", NoParams, summary="Start a new session in the default mode and agent")

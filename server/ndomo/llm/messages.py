@@ -125,6 +125,14 @@ class TextChunk(_Model):
     text: str
 
 
+class ThoughtChunk(_Model):
+    """Reasoning the server streams beside the answer (`reasoning_content`: llama.cpp,
+    vLLM, DeepSeek; `reasoning`: Ollama, OpenRouter): shown, never part of the answer."""
+
+    kind: Literal["thought"] = "thought"
+    text: str
+
+
 class ToolCallReady(_Model):
     kind: Literal["tool_call"] = "tool_call"
     call: ToolCall
@@ -143,5 +151,5 @@ class Finished(_Model):
 
 
 StreamEvent = Annotated[
-    TextChunk | ToolCallReady | UsageEvent | Finished, Field(discriminator="kind")
+    TextChunk | ThoughtChunk | ToolCallReady | UsageEvent | Finished, Field(discriminator="kind")
 ]

@@ -34,6 +34,7 @@ from .messages import (
     Message,
     StreamEvent,
     TextChunk,
+    ThoughtChunk,
     ToolCall,
     ToolCallReady,
     ToolSpec,
@@ -354,13 +355,18 @@ class OpenAIClient:
                         )
                         for f in delta.get("tool_calls") or []
                     ]
-                    pieces.append((delta.get("content"), frags, choice.get("finish_reason")))
+                    thought = delta.get("reasoning_content") or delta.get("reasoning")
+                    pieces.append(
+                        (thought, delta.get("content"), frags, choice.get("finish_reason"))
+                    )
             except (AttributeError, TypeError, ValueError) as exc:  # not the shape of a chunk
                 raise ModelBadResponse(
                     f"model endpoint {self.url} sent a malformed stream chunk ({type(exc).__name__})",
                     url=self.url,
                 ) from exc
-            for content, frags, finish_reason in pieces:
+            for thought, content, frags, finish_reason in pieces:
+                if thought and isinstance(thought, str):
+                    yield ThoughtChunk(text=thought)
                 if content:
                     yield TextChunk(text=str(content))
                 for frag in frags:

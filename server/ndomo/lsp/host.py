@@ -98,6 +98,8 @@ class LspHost(BaseHost):
         Events are not kept (`events` stays empty): the editor has them, and a long-lived
         server must not grow with every delta.
         """
+        if event.kind == "thought":
+            return  # the chat views show answers only: reasoning is ACP's (agent_thought_chunk)
         if event.kind == "text":
             if self._text and self._text_turn != event.turn_id:
                 self.flush_text()

@@ -39,6 +39,13 @@ class TextDelta(TurnEvent):
     text: str
 
 
+class ThoughtDelta(TurnEvent):
+    """The model's reasoning, streamed before its answer (where the server sends it)."""
+
+    kind: Literal["thought"] = "thought"
+    text: str
+
+
 class ToolStarted(TurnEvent):
     kind: Literal["tool_started"] = "tool_started"
     call_id: str

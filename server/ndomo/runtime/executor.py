@@ -13,6 +13,7 @@ from ndomo.llm.messages import (
     Finished,
     Message,
     TextChunk,
+    ThoughtChunk,
     ToolCall,
     ToolCallReady,
     ToolSpec,
@@ -21,7 +22,7 @@ from ndomo.llm.messages import (
 from ndomo.runtime import model_fit as mf
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.coordinator import ToolCallCoordinator
-from ndomo.runtime.events import Notice, TextDelta, ToolFinished, ToolStarted
+from ndomo.runtime.events import Notice, TextDelta, ThoughtDelta, ToolFinished, ToolStarted
 from ndomo.runtime.history import SKIPPED, record
 from ndomo.runtime.output import current_call
 from ndomo.runtime.plugins import Plugins
@@ -116,6 +117,8 @@ async def _stream(
                 await ctx.runtime.emit(ctx, TextDelta(text=event.text))
                 if watch.feed(event.text):
                     raise Cut("".join(text), "the model repeated itself; stopped")
+            elif isinstance(event, ThoughtChunk):
+                await ctx.runtime.emit(ctx, ThoughtDelta(text=event.text))
             elif isinstance(event, ToolCallReady):
                 calls.append(event.call)
             elif isinstance(event, UsageEvent):

@@ -21,7 +21,8 @@ from ndomo.runtime.problems import Problem
 from ndomo.schema import Schema
 from ndomo.security.text import one_line
 
-ApprovalChoice = Literal["once", "session", "project", "deny"]
+# never: deny, and save a project rule that denies the same subject from now on
+ApprovalChoice = Literal["once", "session", "project", "deny", "never"]
 SUBJECT_CHARS = 300  # VS Code shows ~1,000 characters of a toast: reason, state, then this
 REASON_CHARS = 300
 

@@ -105,7 +105,12 @@ class TerminalHost(BaseHost):
         if request.subject_cut():  # the whole subject, escaped, before the question
             full = f"  the whole {request.permission} subject:\n    {visible(request.subject)}\n"
         answer = await self._prompt(
-            f"{full}? {request.text()}\n  allow? [o]nce / [s]ession / [p]roject / [d]eny "
+            f"{full}? {request.text()}\n  allow? [o]nce / [s]ession / [p]roject / [d]eny / [n]ever "
         )
-        choices: dict[str, ApprovalChoice] = {"o": "once", "s": "session", "p": "project"}
+        choices: dict[str, ApprovalChoice] = {
+            "o": "once",
+            "s": "session",
+            "p": "project",
+            "n": "never",
+        }
         return choices.get(answer[:1].lower(), "deny")

@@ -19,6 +19,7 @@ from ndomo.llm import (
     ModelTimeout,
     ModelUnreachable,
     TextChunk,
+    ThoughtChunk,
     ToolCall,
     ToolCallReady,
     UsageEvent,
@@ -56,6 +57,18 @@ async def test_streamed_answer_arrives_in_pieces(fake: Any, clients: Any) -> Non
     events = await collect(clients(fake.url))
     deltas = [e for e in events if isinstance(e, TextChunk)]
     assert len(deltas) == 4 and text_of(events) == "one two three four"
+
+
+async def test_streamed_reasoning_is_a_thought_before_the_answer_not_part_of_it(
+    fake: Any, clients: Any
+) -> None:
+    fake.push({"text": "42", "reasoning": "six times seven", "reasoning_chunks": 3})
+    events = await collect(clients(fake.url))
+    thoughts = [e for e in events if isinstance(e, ThoughtChunk)]
+    assert len(thoughts) == 3 and "".join(t.text for t in thoughts) == "six times seven"
+    assert text_of(events) == "42"
+    first_text = next(i for i, e in enumerate(events) if isinstance(e, TextChunk))
+    assert events.index(thoughts[-1]) < first_text
 
 
 async def test_tool_call_assembled_from_fragments(fake: Any, clients: Any) -> None:

@@ -261,7 +261,7 @@ async def test_terminal_prompt_says_sandbox_and_network() -> None:
     assert (
         "wants bash: npm install" in shown[0] and "WITH network, sandboxed (bubblewrap)" in shown[0]
     )
-    assert "[o]nce / [s]ession / [p]roject / [d]eny" in shown[0]
+    assert "[o]nce / [s]ession / [p]roject / [d]eny / [n]ever" in shown[0]
 
 
 def test_interpreter_in_the_private_tmp_stays_readable(
