@@ -10,6 +10,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -226,3 +227,50 @@ def test_conversation_rewind_drops_the_later_messages_from_the_next_request(ws, 
         ("assistant", "first answer"),
         ("user", "another second question"),
     ]
+
+
+def _commits(ws: Path, turn_id: int) -> dict[str, str]:
+    db = sqlite3.connect(ws / ".ndomo" / "ndomo.db")
+    try:
+        rows = db.execute(
+            "SELECT kind, commit_id FROM checkpoints WHERE turn_id = ? ORDER BY id", (turn_id,)
+        ).fetchall()
+    finally:
+        db.close()
+    return dict(rows)
+
+
+def test_an_answer_without_tools_ends_at_its_start_snapshot(ws, fake, tmp_path):
+    """A turn that ran no tool but reads cannot have changed a file: its start snapshot is
+    its end (no git process at the turn's end). A file the user saves while the answer
+    streams is then the user's change, not the turn's; a command's turn takes a new end."""
+    gate = tmp_path / "gate"
+    fake.push({"text": "an answer", "chunks": 3, "hold_until": str(gate)})
+    env = server_env({"NDOMO_BASE_URL": fake.url})
+    run = [sys.executable, "-m", "ndomo", "run", "--json", "--mode", "autopilot", "tell me"]
+    with subprocess.Popen(
+        [*run, "--workspace", str(ws)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    ) as proc:
+        try:
+            deadline = time.monotonic() + 60
+            while not fake.chat_requests() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            (ws / "saved-meanwhile.txt").write_text("the user's\n")
+            gate.write_text("go")
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 0, out + err
+    answered = json.loads(out[out.index("\n{") + 1 :] if not out.startswith("{") else out)
+    marks = _commits(ws, answered["turn_id"])
+    assert marks["turn_end"] == marks["turn_start"]
+
+    edited = bash_turn(ws, fake, "echo agent > agent.txt", "write it")
+    marks = _commits(ws, edited["turn_id"])
+    assert marks["turn_end"] != marks["turn_start"]  # the command's turn: a new end

@@ -6,7 +6,9 @@ each shell command, so a rewind can put back any earlier state (see `rewind`).
   tool, and records it on the turn.
 - Before a command (`bash`, `serve`: the `execute` class) the guard takes another one.
 - At the turn's end (FINALLY) the end snapshot: what a later rewind compares with to find
-  the user's own changes.
+  the user's own changes. A turn that ran no tool but reads (an answer, a search) changed
+  nothing of the agent's: its start snapshot is recorded as its end, and no git process
+  delays the turn's end (a file the user saved meanwhile then counts as the user's).
 
 A snapshot that fails (no git, a full disk) is a warning notice; the turn goes on.
 """
@@ -49,6 +51,8 @@ class _TurnMarks:
 
     def __init__(self) -> None:
         self.start_recorded = False
+        self.start: Snapshot | None = None
+        self.wrote = False  # a tool ran that may change files (any but a read)
 
 
 async def _snapshot(ctx: TurnContext, message: str) -> Snapshot | None:
@@ -67,17 +71,18 @@ async def _turn_start(ctx: TurnContext) -> Snapshot | None:
     return await _snapshot(ctx, f"before a turn of session {ctx.session.id}")
 
 
-async def _record_start(ctx: TurnContext) -> None:
+async def _record_start(ctx: TurnContext) -> Snapshot | None:
     """The turn's start snapshot (taken, or taken now), recorded once on the turn."""
     top = _top(ctx)
     marks = top.instance(_TurnMarks, _TurnMarks)
     if marks.start_recorded or top.turn_id is None:
-        return
+        return marks.start
     marks.start_recorded = True
-    snap = await take(top, _KEY, _turn_start)
+    snap = marks.start = await take(top, _KEY, _turn_start)
     if snap is not None:
         store = await top.app.store()
         await store.add_checkpoint(top.session.id, top.turn_id, "turn_start", snap.commit, None)
+    return snap
 
 
 def _applies(ctx: TurnContext) -> bool:
@@ -92,6 +97,8 @@ class CheckpointGuard(ToolGuard):
 
     async def check(self, ctx: TurnContext, tool: ToolDescriptor, params: BaseModel) -> str | None:
         await _record_start(ctx)
+        if tool.tool_kind != "read":
+            _top(ctx).instance(_TurnMarks, _TurnMarks).wrote = True
         if tool.tool_kind == "execute":
             command = tool.command(params) if tool.command else None
             snap = await _snapshot(ctx, f"before {tool.name}: {command or ''}")
@@ -113,10 +120,13 @@ class TurnEndCheckpoint(LifecycleHook):
         return ctx.depth == 0 and ctx.turn_id is not None
 
     async def run(self, ctx: TurnContext) -> HookResult | None:
-        await _record_start(ctx)
+        start = await _record_start(ctx)
         # Of the disk: agent edits an editor still holds unsaved are not in it (they stay
         # unsaved, undoable there; saved later, a rewind counts them as the user's).
-        snap = await _snapshot(ctx, f"after turn {ctx.turn_id}")
+        wrote = ctx.instance(_TurnMarks, _TurnMarks).wrote
+        snap = start if start is not None and not wrote else None
+        if snap is None:
+            snap = await _snapshot(ctx, f"after turn {ctx.turn_id}")
         if snap is not None and ctx.turn_id is not None:
             store = await ctx.app.store()
             await store.add_checkpoint(ctx.session.id, ctx.turn_id, "turn_end", snap.commit, None)
