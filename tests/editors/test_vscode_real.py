@@ -254,8 +254,8 @@ def test_palette_lists_the_ndomo_commands_and_they_run(vs: Env) -> None:
     got = sorted(title(label) for label in labels if label.startswith("ndomo: "))
     assert got == want
     vs.wb.palette("ndomo: Health")  # the palette id once collided with the server's ndomo.health
-    # the output panel shows the end of the health report: its last section
-    vs.wb.d.call("waitText", selector=".panel .monaco-editor .view-lines", text='"instructions"')
+    # the output panel shows the end of the health report: its last section (MCP servers)
+    vs.wb.d.call("waitText", selector=".panel .monaco-editor .view-lines", text='"mcp"')
 
 
 def test_code_action_fix_with_craftsman_lands_its_edit_and_keeps_focus(vs: Env) -> None:
