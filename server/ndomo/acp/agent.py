@@ -104,6 +104,7 @@ class _Session:
     mode: str = ""
     agent: str = ""
     plan_shown: Any = None
+    commands_shown: Any = None
 
 
 @dataclass
@@ -333,6 +334,17 @@ class NdomoAgent:
         await self.client.session_update(session_id=s.id, update=update)
 
     async def _announce(self, s: _Session) -> None:
+        await self._send_commands(s)
+        await self._send_plan(s)
+
+    async def _send_commands(self, s: _Session) -> None:
+        """`available_commands_update` when the commands changed since the client was told
+        (an MCP server's prompts are known once its server started, with the first turn)."""
+        specs = await s.runtime.plugins.slash.listed(s.app)
+        shown = [(spec.name, spec.help, spec.usage) for spec in specs]
+        if shown == s.commands_shown:
+            return
+        s.commands_shown = shown
         commands = [
             AvailableCommand(
                 name=spec.name,
@@ -343,10 +355,9 @@ class NdomoAgent:
                 if spec.usage
                 else None,
             )
-            for spec in s.runtime.plugins.slash.specs()
+            for spec in specs
         ]
         await self._update(s, helpers.update_available_commands(commands))
-        await self._send_plan(s)
 
     async def _choices(
         self, s: _Session
@@ -579,6 +590,10 @@ class NdomoAgent:
             )
         with contextlib.suppress(Exception):
             await self._send_plan(s)
+        try:
+            await self._send_commands(s)
+        except Exception:  # noqa: BLE001 - a stale command list must not fail the turn's answer
+            log.exception("updating the command list failed")
         usage = _usage(summary)
         if summary.turn_id is None and summary.error:  # refused before it started
             return PromptResponse(stop_reason="refusal", usage=usage)
