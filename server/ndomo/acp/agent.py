@@ -64,6 +64,7 @@ log = logging.getLogger("ndomo.acp")
 # why it stopped (the output limit is max_tokens, the iteration cap max_turn_requests).
 STOP_OF = {"done": "end_turn", "blocked": "end_turn", "cancelled": "cancelled"}
 DEBOUNCE_S = 0.03
+RESOURCE_CHARS = 24_000  # one linked MCP resource's share of the prompt (like an @-mention)
 PLAN_STATUS = {"pending": "pending", "running": "in_progress", "done": "completed"}
 
 
@@ -510,10 +511,11 @@ class NdomoAgent:
             for t in s.runtime.plugins.tools.all()
         }
 
-    def _prompt_text(self, s: _Session, blocks: list[Any]) -> tuple[str, dict[Path, str]]:
+    async def _prompt_text(self, s: _Session, blocks: list[Any]) -> tuple[str, dict[Path, str]]:
         """The prompt's text, with each mentioned file named and each embedded file's text
         (an editor's unsaved buffer) quoted; embedded texts are what reads of those files see
-        during the turn."""
+        during the turn. A link to a resource an MCP server lists is read through that server
+        and quoted."""
         parts: list[str] = []
         overlay: dict[Path, str] = {}
         for b in blocks:
@@ -521,7 +523,10 @@ class NdomoAgent:
                 parts.append(b.text)
             elif isinstance(b, ResourceContentBlock):
                 path = _path_of(b.uri)
-                parts.append(f"[file: {path or b.uri}]")
+                if path is not None:
+                    parts.append(f"[file: {path}]")
+                else:
+                    parts.append(await self._resource(s, b.uri))
             elif isinstance(b, EmbeddedResourceContentBlock):
                 res = b.resource
                 if isinstance(res, TextResourceContents):
@@ -539,13 +544,29 @@ class NdomoAgent:
                 )
         return "\n\n".join(p for p in parts if p), overlay
 
+    async def _resource(self, s: _Session, uri: str) -> str:
+        """A resource link: the MCP resource's text (capped visibly), or the link named when
+        no server lists it."""
+        from ndomo.security.text import cap
+        from ndomo.tools.mcp.catalog import McpUnavailable
+        from ndomo.tools.mcp.resources import linked
+
+        try:
+            found = await linked(s.app, uri)
+        except McpUnavailable as exc:
+            raise RequestError.invalid_params({"message": str(exc)}) from None
+        if found is None:
+            return f"[resource: {uri}]"
+        server, text = found
+        return f"[resource {server}:{uri}]\n```\n{cap(text, RESOURCE_CHARS)}\n```"
+
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         s = self._session(session_id)
         if s.turn is not None and not s.turn.done():
             raise RequestError.invalid_request(
                 {"message": "a prompt is already running in this session; cancel it first"}
             )
-        text, overlay = self._prompt_text(s, prompt)
+        text, overlay = await self._prompt_text(s, prompt)
         if not text.strip():
             raise RequestError.invalid_params({"message": "the prompt is empty"})
         assert self.client is not None

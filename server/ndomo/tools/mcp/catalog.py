@@ -294,6 +294,25 @@ class McpCatalog:
                 raise McpUnavailable(server.error or f"MCP server '{name}' did not start")
             return server
 
+    async def start_all(self) -> None:
+        """Every server that starts without asking, started (outside a turn); one that
+        cannot start stays off, the others start."""
+        specs, _ = await asyncio.to_thread(discover, self.app)
+        for name in sorted({s.name for s in specs} | set(self.client)):
+            try:
+                await self.started(name)
+            except McpUnavailable as exc:
+                log.info("MCP server %s not started: %s", name, exc)
+
+    def owner(self, uri: str) -> Server | None:
+        """The running server that lists the resource `uri`."""
+        for name in sorted(self.servers):
+            server = self.ready(name)
+            conn = server.connection if server is not None else None
+            if conn is not None and any(str(r.uri) == uri for r in conn.resources):
+                return server
+        return None
+
     def ready(self, name: str) -> Server | None:
         """The server `name` if it runs (or failed after it started: the next request
         restarts it)."""

@@ -63,12 +63,14 @@ class Connection:
         self.error = ""
         self.tools: list[types.Tool] = []
         self.prompts: list[types.Prompt] = []  # empty when the server offers none
+        self.resources: list[types.Resource] = []  # listed ones (not templates); idem
         self.sandbox = ""  # how it runs: "sandboxed (bubblewrap)", "not sandboxed", "remote"
         self.starts = 0
         # the server said its tool list changed (notifications/tools/list_changed)
         self.stale = False
-        # … or its prompt list (notifications/prompts/list_changed)
+        # … or its prompt list (notifications/prompts/list_changed), or its resources'
         self.prompts_stale = False
+        self.resources_stale = False
         self._session: Any = None
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
@@ -80,7 +82,7 @@ class Connection:
     @property
     def changed(self) -> bool:
         """The server said its tool or prompt list changed since it was listed."""
-        return self.stale or self.prompts_stale
+        return self.stale or self.prompts_stale or self.resources_stale
 
     @property
     def sandboxed(self) -> bool | None:
@@ -132,9 +134,10 @@ class Connection:
                 )
                 started = await session.initialize()
                 self.tools = await _all_tools(session)
-                offers_prompts = started.capabilities.prompts is not None
-                self.prompts = await _all_prompts(session) if offers_prompts else []
-                self.stale = self.prompts_stale = False
+                offers = started.capabilities
+                self.prompts = await _all_prompts(session) if offers.prompts else []
+                self.resources = await _all_resources(session) if offers.resources else []
+                self.stale = self.prompts_stale = self.resources_stale = False
                 self._session = session
                 self.state = "ready"
                 if not ready.done():
@@ -165,9 +168,11 @@ class Connection:
             self.stale = True
         elif isinstance(message, types.PromptListChangedNotification):
             self.prompts_stale = True
+        elif isinstance(message, types.ResourceListChangedNotification):
+            self.resources_stale = True
 
     async def relist(self) -> None:
-        """The tool and prompt lists again, each after the server said it changed."""
+        """The tool, prompt and resource lists again, each after the server said it changed."""
         session = self._session
         if session is None:
             return
@@ -187,6 +192,14 @@ class Connection:
             except (TimeoutError, Exception) as exc:  # noqa: BLE001 - a bad listing keeps the last one
                 log.warning(
                     "MCP server %s: listing its prompts again failed: %s", self.spec.name, exc
+                )
+        if self.resources_stale:
+            self.resources_stale = False
+            try:
+                self.resources = await asyncio.wait_for(_all_resources(session), timeout=timeout)
+            except (TimeoutError, Exception) as exc:  # noqa: BLE001 - a bad listing keeps the last one
+                log.warning(
+                    "MCP server %s: listing its resources again failed: %s", self.spec.name, exc
                 )
 
     def _http(self, stack: contextlib.AsyncExitStack) -> Any:
@@ -354,6 +367,21 @@ async def _all_prompts(session: Any) -> list[types.Prompt]:
         if not cursor:
             break
     return prompts
+
+
+async def _all_resources(session: Any) -> list[types.Resource]:
+    from mcp import types
+
+    resources: list[types.Resource] = []
+    cursor = None
+    for _ in range(100):  # a server that pages forever is cut off
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.list_resources(params=params)
+        resources.extend(page.resources)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return resources
 
 
 def _reason(exc: BaseException | None) -> str:
