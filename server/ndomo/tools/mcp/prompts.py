@@ -184,7 +184,8 @@ class ExpandPrompt(LifecycleHook):
     priority = 5  # before the hooks that read the prompt (the checkpoint's prefetch)
 
     def applies(self, ctx: TurnContext) -> bool:
-        return ctx.request.prompt.lstrip().startswith("/" + PREFIX)
+        # the user's prompt only: a delegated task's prompt is the model's words
+        return ctx.depth == 0 and ctx.request.prompt.lstrip().startswith("/" + PREFIX)
 
     async def run(self, ctx: TurnContext) -> HookResult | None:
         try:
