@@ -10,7 +10,8 @@
 - `crash`: the process exits mid-call;
 - `grow`: adds a tool `grown` and sends notifications/tools/list_changed;
 - prompts: `review` (`topic` required, `tone` optional), `sneaky` (text that reads like a
-  slash command), `broken` (fails on the server), and `added` once the tool `add_prompt` ran (it sends
+  slash command), `broken` (fails on the server), `vanish`
+  (the process exits), and `added` once the tool `add_prompt` ran (it sends
   notifications/prompts/list_changed);
 - resources: `probe://notes/readme` (text), `probe://notes/big` (100,000 characters),
   `probe://blob` (binary);
@@ -103,6 +104,11 @@ def main() -> None:
     def broken() -> str:
         """A prompt whose server fails to make it."""
         raise ValueError("the probe's prompt broke")
+
+    @server.prompt()
+    def vanish() -> str:
+        """The server exits while it makes this prompt."""
+        os._exit(3)
 
     @server.tool()
     async def add_prompt(ctx: Context) -> str:

@@ -64,7 +64,7 @@ async def test_a_prompt_command_sends_the_prompts_text_to_the_model(app, fake) -
         ("/mcp__probe__review", "missing argument topic; usage: /mcp__probe__review topic=<topic>"),
         ("/mcp__probe__review topic=x colour=red", "unknown argument colour"),
         ("/mcp__probe__review topic", "give arguments as name=value or --name value"),
-        ("/mcp__probe__nope", "has no prompt 'nope' (its prompts: broken, review, sneaky)"),
+        ("/mcp__probe__nope", "has no prompt 'nope' (its prompts: broken, review, sneaky, vanish)"),
         ("/mcp__other__review topic=x", "no MCP server named 'other' (configured: probe)"),
         ("/mcp__probe__broken", "MCP server 'probe' refused prompt broken: Error rendering"),
     ],
@@ -81,6 +81,19 @@ async def test_a_prompt_command_that_cannot_be_expanded_fails_before_the_model(
     assert (await rt.run(TurnRequest(prompt="/mcp__probe__review topic=y"))).status == "done"
     conn = app.existing(McpCatalog).servers["probe"].connection  # type: ignore[union-attr]
     assert conn is not None and conn.starts == 1
+
+
+async def test_a_server_that_dies_making_a_prompt_is_restarted_for_the_next(app, fake) -> None:
+    rt = runtime(app)
+    turn = await rt.run(TurnRequest(prompt="/mcp__probe__vanish"))
+    assert turn.status == "failed", turn
+    assert "MCP server 'probe' failed during 'prompt vanish'" in (turn.error or "")
+    assert "restarted on the next call" in (turn.error or "")
+    assert fake.chat_requests() == []
+    fake.push({"text": "back"})
+    assert (await rt.run(TurnRequest(prompt="/mcp__probe__review topic=z"))).status == "done"
+    conn = app.existing(McpCatalog).servers["probe"].connection  # type: ignore[union-attr]
+    assert conn is not None and conn.starts == 2
 
 
 async def test_a_prompt_reading_like_a_slash_command_goes_to_the_model(app, fake) -> None:

@@ -147,8 +147,12 @@ class Server:
     state: str = "configured"  # configured | needs approval | refused | ...connection states
     read_only: bool = False
     tools: list[McpTool] = field(default_factory=list)
-    prompts: list[types.Prompt] = field(default_factory=list)
     error: str = ""
+
+    @property
+    def prompts(self) -> list[types.Prompt]:
+        """Its prompts as last listed (at its last start, or after list_changed)."""
+        return list(self.connection.prompts) if self.connection is not None else []
 
 
 class McpCatalog:
@@ -188,7 +192,6 @@ class McpCatalog:
                         await known.connection.relist()
                         conn = known.connection
                         known.tools = [self._descriptor(known, t) for t in _kept(known, conn.tools)]
-                        known.prompts = list(conn.prompts)
                         continue
                     elif known.state == "ready":
                         continue
@@ -254,7 +257,6 @@ class McpCatalog:
             return
         server.state, server.error = "ready", ""
         server.tools = [self._descriptor(server, t) for t in _kept(server, server.connection.tools)]
-        server.prompts = list(server.connection.prompts)
 
     async def started(self, name: str) -> Server:
         """The server `name` running, started now if need be, outside a turn: nothing is
@@ -275,9 +277,10 @@ class McpCatalog:
             if server is None:
                 server = self.servers[name] = Server(spec)
             if server.state == "ready" and server.connection is not None:
-                if server.connection.changed:
-                    await server.connection.relist()
-                    server.prompts = list(server.connection.prompts)
+                conn = server.connection
+                if conn.changed:
+                    await conn.relist()
+                    server.tools = [self._descriptor(server, t) for t in _kept(server, conn.tools)]
                 return server
             if spec.project:
                 found = await asyncio.to_thread(approval, self.app.root, spec)

@@ -44,9 +44,11 @@ class McpRefused(McpCallError):
 
 
 def _is_answer(exc: BaseException | None) -> bool:
+    """The server's own error answer (not the SDK saying the connection closed or timed out)."""
     from mcp import MCPError
+    from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-    return isinstance(exc, MCPError)
+    return isinstance(exc, MCPError) and exc.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT)
 
 
 def _expand(value: str) -> str:
