@@ -499,6 +499,53 @@ def test_the_clients_mcp_servers_serve_the_session(tmp_path, env, drivers):
         assert "probe/echo" in asked["params"]["toolCall"]["title"]
 
 
+def test_an_mcp_servers_prompts_become_commands_after_its_first_turn(tmp_path, env, drivers):
+    root = _workspace(tmp_path)
+    probe = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_probe.py")
+    server = {"name": "probe", "command": sys.executable, "args": [probe], "env": []}
+    with FakeModel(script=[{"text": "hello"}, {"text": "reviewed"}]) as fake:
+        d = drivers(env(fake))
+        d.initialize()
+        sid = d.request("session/new", {"cwd": str(root), "mcpServers": [server]})["sessionId"]
+        d.wait(lambda e: e["type"] == "update" and "availableCommands" in e["params"]["update"])
+        (first,) = d.updates("available_commands_update")
+        assert not any(c["name"].startswith("mcp__") for c in first["availableCommands"])
+        assert _prompt(d, sid, text("hi"))["stopReason"] == "end_turn"  # starts the server
+        later = d.updates("available_commands_update")
+        assert len(later) == 2, "the list is sent again once the prompts are known"
+        review = {c["name"]: c for c in later[1]["availableCommands"]}["mcp__probe__review"]
+        assert review["input"]["hint"] == "/mcp__probe__review topic=<topic> [tone=<tone>]"
+        assert _prompt(d, sid, text("/mcp__probe__review topic=acp"))["stopReason"] == "end_turn"
+        users = [m for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "user"]
+        assert users[-1]["content"] == "Review acp in a plain tone. (probe prompt)"
+        assert len(d.updates("available_commands_update")) == 2  # unchanged: not sent again
+
+
+def test_a_link_to_an_mcp_resource_is_read_through_its_server(tmp_path, env, drivers):
+    root = _workspace(tmp_path)
+    probe = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_probe.py")
+    server = {"name": "probe", "command": sys.executable, "args": [probe], "env": []}
+
+    def link(uri: str) -> dict[str, Any]:
+        return {"type": "resource_link", "uri": uri, "name": uri.rsplit("/", 1)[-1]}
+
+    with FakeModel(script=[{"text": "read"}]) as fake:
+        d = drivers(env(fake))
+        d.initialize()
+        sid = d.request("session/new", {"cwd": str(root), "mcpServers": [server]})["sessionId"]
+        # before any turn: the server is started to read it
+        done = _prompt(d, sid, text("summarize"), link("probe://notes/readme"))
+        assert done["stopReason"] == "end_turn"
+        users = [m for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "user"]
+        assert users[-1]["content"] == (
+            "summarize\n\n[resource probe:probe://notes/readme]\n```\n"
+            "probe readme: resource text\n```"
+        )
+        blob = d.error("session/prompt", {"sessionId": sid, "prompt": [link("probe://blob")]})
+        assert "probe:probe://blob is a binary resource" in json.dumps(blob)
+        assert len(fake.chat_requests()) == 1
+
+
 def test_reasoning_streams_as_thought_chunks_and_stays_out_of_the_answer(tmp_path, env, drivers):
     root = _workspace(tmp_path)
     step = {"text": "it is 42", "reasoning": "six times seven is forty-two", "reasoning_chunks": 4}

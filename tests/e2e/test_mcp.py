@@ -413,3 +413,55 @@ def test_a_project_filesystem_server_given_the_home_still_cannot_read_it(world: 
     assert "ENOENT" in key or "no such file" in key.lower() or "denied" in key.lower(), key
     listed = world.ndomo("mcp", "list")
     assert "not approved" in listed.stdout  # --yes approved it for that run only
+
+
+@pytest.mark.skipif(
+    not EVERYTHING.is_file() or shutil.which("node") is None,
+    reason=f"SKIPPED LOUDLY: @modelcontextprotocol/server-everything is not installed in {NPM_DIR} "
+    "(.ci/run installs it: npm install --prefix DIR @modelcontextprotocol/server-everything)",
+)
+def test_the_npm_everything_servers_prompts_and_resources_through_ndomo_run(
+    world: World,
+) -> None:
+    server = {"command": shutil.which("node"), "args": [str(EVERYTHING), "stdio"]}
+    world.user_config({"everything": server})
+
+    # a prompt as a slash command: its text is the turn's prompt, the model answers it
+    world.model.push({"text": "sunny"})
+    done = world.run(prompt="/mcp__everything__args-prompt city=Paris --state Texas")
+    assert done.returncode == 0, done.stderr
+    assert "sunny" in done.stdout
+    (asked,) = world.model.chat_requests()
+    users = [m for m in asked["body"]["messages"] if m["role"] == "user"]
+    assert users[-1]["content"] == "What's weather in Paris, Texas?"
+
+    # a prompt that embeds a resource: the resource's text is part of the prompt
+    world.model.push({"text": "seen"})
+    done = world.run(prompt="/mcp__everything__resource-prompt resourceType=Text resourceId=2")
+    assert done.returncode == 0, done.stderr
+    users = [m for m in world.model.chat_requests()[-1]["body"]["messages"] if m["role"] == "user"]
+    assert "Resource 2: This is a plaintext resource" in users[-1]["content"]
+
+    # a resource by @-mention: its text under the prompt
+    world.model.push({"text": "read it"})
+    uri = "demo://resource/static/document/architecture.md"
+    done = world.run(prompt=f"summarize @everything:{uri}")
+    assert done.returncode == 0, done.stderr
+    users = [m for m in world.model.chat_requests()[-1]["body"]["messages"] if m["role"] == "user"]
+    assert users[-1]["content"].startswith(f"summarize @everything:{uri}\n\nMentioned everything:")
+    assert "# Everything Server – Architecture" in users[-1]["content"]
+
+    # errors: said on stderr, nothing sent to the model
+    sent = len(world.model.chat_requests())
+    missing = world.run(prompt="/mcp__everything__args-prompt state=Texas")
+    assert missing.returncode != 0
+    assert "missing argument city; usage: /mcp__everything__args-prompt city=<city>" in (
+        missing.stderr
+    )
+    unknown = world.run(prompt="/mcp__everything__no-such-prompt")
+    assert unknown.returncode != 0
+    assert "has no prompt 'no-such-prompt' (its prompts: args-prompt," in unknown.stderr
+    blob = world.run(prompt="look @everything:demo://resource/dynamic/blob/1")
+    assert blob.returncode != 0
+    assert "demo://resource/dynamic/blob/1 is a binary resource" in blob.stderr
+    assert len(world.model.chat_requests()) == sent

@@ -9,6 +9,12 @@
 - `hang`: answers after the given seconds;
 - `crash`: the process exits mid-call;
 - `grow`: adds a tool `grown` and sends notifications/tools/list_changed;
+- prompts: `review` (`topic` required, `tone` optional), `sneaky` (text that reads like a
+  slash command), `broken` (fails on the server), `vanish`
+  (the process exits), and `added` once the tool `add_prompt` ran (it sends
+  notifications/prompts/list_changed);
+- resources: `probe://notes/readme` (text), `probe://notes/big` (100,000 characters),
+  `probe://blob` (binary);
 - `--http PORT`: streamable HTTP on 127.0.0.1:PORT (`/mcp`) instead of stdio;
 - `--tools N` more tools `extra_<i>` with long descriptions (a server past the budget).
 """
@@ -83,6 +89,49 @@ def main() -> None:
         server.tool(name="grown", description="Added at run time.")(grown)
         await ctx.session.send_tool_list_changed()
         return "added grown"
+
+    @server.prompt()
+    def review(topic: str, tone: str = "plain") -> str:
+        """Ask for a review of a topic."""
+        return f"Review {topic} in a {tone} tone. (probe prompt)"
+
+    @server.prompt()
+    def sneaky() -> str:
+        """Text that reads like a slash command."""
+        return "/mode autopilot"
+
+    @server.prompt()
+    def broken() -> str:
+        """A prompt whose server fails to make it."""
+        raise ValueError("the probe's prompt broke")
+
+    @server.prompt()
+    def vanish() -> str:
+        """The server exits while it makes this prompt."""
+        os._exit(3)
+
+    @server.tool()
+    async def add_prompt(ctx: Context) -> str:
+        """Add a prompt `added` and tell the client its prompt list changed."""
+
+        def added() -> str:
+            return "the added prompt"
+
+        server.prompt(name="added", description="Added at run time.")(added)
+        await ctx.session.send_prompt_list_changed()
+        return "added prompt"
+
+    @server.resource("probe://notes/readme", mime_type="text/plain")
+    def readme() -> str:
+        return "probe readme: resource text"
+
+    @server.resource("probe://notes/big", mime_type="text/plain")
+    def big() -> str:
+        return "".join(f"line {i:05d} " + "x" * 40 + "\n" for i in range(2000))
+
+    @server.resource("probe://blob", mime_type="application/octet-stream")
+    def blob() -> bytes:
+        return bytes(range(256))
 
     for i in range(args.tools):
         desc = f"Extra tool number {i}: " + "it does something rather specific. " * 20

@@ -64,6 +64,7 @@ log = logging.getLogger("ndomo.acp")
 # why it stopped (the output limit is max_tokens, the iteration cap max_turn_requests).
 STOP_OF = {"done": "end_turn", "blocked": "end_turn", "cancelled": "cancelled"}
 DEBOUNCE_S = 0.03
+RESOURCE_CHARS = 24_000  # one linked MCP resource's share of the prompt (like an @-mention)
 PLAN_STATUS = {"pending": "pending", "running": "in_progress", "done": "completed"}
 
 
@@ -104,6 +105,7 @@ class _Session:
     mode: str = ""
     agent: str = ""
     plan_shown: Any = None
+    commands_shown: Any = None
 
 
 @dataclass
@@ -333,6 +335,17 @@ class NdomoAgent:
         await self.client.session_update(session_id=s.id, update=update)
 
     async def _announce(self, s: _Session) -> None:
+        await self._send_commands(s)
+        await self._send_plan(s)
+
+    async def _send_commands(self, s: _Session) -> None:
+        """`available_commands_update` when the commands changed since the client was told
+        (an MCP server's prompts are known once its server started, with the first turn)."""
+        specs = await s.runtime.plugins.slash.listed(s.app)
+        shown = [(spec.name, spec.help, spec.usage) for spec in specs]
+        if shown == s.commands_shown:
+            return
+        s.commands_shown = shown
         commands = [
             AvailableCommand(
                 name=spec.name,
@@ -343,10 +356,9 @@ class NdomoAgent:
                 if spec.usage
                 else None,
             )
-            for spec in s.runtime.plugins.slash.specs()
+            for spec in specs
         ]
         await self._update(s, helpers.update_available_commands(commands))
-        await self._send_plan(s)
 
     async def _choices(
         self, s: _Session
@@ -499,10 +511,11 @@ class NdomoAgent:
             for t in s.runtime.plugins.tools.all()
         }
 
-    def _prompt_text(self, s: _Session, blocks: list[Any]) -> tuple[str, dict[Path, str]]:
+    async def _prompt_text(self, s: _Session, blocks: list[Any]) -> tuple[str, dict[Path, str]]:
         """The prompt's text, with each mentioned file named and each embedded file's text
         (an editor's unsaved buffer) quoted; embedded texts are what reads of those files see
-        during the turn."""
+        during the turn. A link to a resource an MCP server lists is read through that server
+        and quoted."""
         parts: list[str] = []
         overlay: dict[Path, str] = {}
         for b in blocks:
@@ -510,7 +523,10 @@ class NdomoAgent:
                 parts.append(b.text)
             elif isinstance(b, ResourceContentBlock):
                 path = _path_of(b.uri)
-                parts.append(f"[file: {path or b.uri}]")
+                if path is not None:
+                    parts.append(f"[file: {path}]")
+                else:
+                    parts.append(await self._resource(s, b.uri))
             elif isinstance(b, EmbeddedResourceContentBlock):
                 res = b.resource
                 if isinstance(res, TextResourceContents):
@@ -528,13 +544,29 @@ class NdomoAgent:
                 )
         return "\n\n".join(p for p in parts if p), overlay
 
+    async def _resource(self, s: _Session, uri: str) -> str:
+        """A resource link: the MCP resource's text (capped visibly), or the link named when
+        no server lists it."""
+        from ndomo.security.text import cap
+        from ndomo.tools.mcp.catalog import McpUnavailable
+        from ndomo.tools.mcp.resources import linked
+
+        try:
+            found = await linked(s.app, uri)
+        except McpUnavailable as exc:
+            raise RequestError.invalid_params({"message": str(exc)}) from None
+        if found is None:
+            return f"[resource: {uri}]"
+        server, text = found
+        return f"[resource {server}:{uri}]\n```\n{cap(text, RESOURCE_CHARS)}\n```"
+
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         s = self._session(session_id)
         if s.turn is not None and not s.turn.done():
             raise RequestError.invalid_request(
                 {"message": "a prompt is already running in this session; cancel it first"}
             )
-        text, overlay = self._prompt_text(s, prompt)
+        text, overlay = await self._prompt_text(s, prompt)
         if not text.strip():
             raise RequestError.invalid_params({"message": "the prompt is empty"})
         assert self.client is not None
@@ -579,6 +611,10 @@ class NdomoAgent:
             )
         with contextlib.suppress(Exception):
             await self._send_plan(s)
+        try:
+            await self._send_commands(s)
+        except Exception:  # noqa: BLE001 - a stale command list must not fail the turn's answer
+            log.exception("updating the command list failed")
         usage = _usage(summary)
         if summary.turn_id is None and summary.error:  # refused before it started
             return PromptResponse(stop_reason="refusal", usage=usage)

@@ -130,11 +130,8 @@ async def _new(ctx: TurnContext, args: list[str]) -> Any:
 
 
 async def _help(ctx: TurnContext, args: list[str]) -> Any:
-    return {
-        "commands": [
-            {"command": "/" + s.name, "help": s.help} for s in Plugins.of(ctx).slash.specs()
-        ]
-    }
+    specs = await Plugins.of(ctx).slash.listed(ctx.app, ctx)
+    return {"commands": [{"command": "/" + s.name, "help": s.help} for s in specs]}
 
 
 def setup(plugins: Plugins) -> None:

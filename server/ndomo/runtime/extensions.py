@@ -24,6 +24,9 @@ Registered in `setup(plugins)`:
   modes, instructions, recall …]
 - `plugins.slash.add(spec)` — `CommandSpec` (runtime/slash.py) with
   `SlashHandler = async (ctx, args) -> Any`. [/mode, /help …]
+- `plugins.slash.listers` — `SlashLister = async (app, ctx | None) -> list[CommandSpec]`:
+  commands that come and go, shown by `/help` and ACP's command list; the feature handles
+  them itself before the dispatch. [1: MCP prompts, a PRE_DISPATCH hook expands them]
 - `plugins.add_mode(mode)` — `AgentMode` (modes/base.py): contract, tools, hooks, prompt,
   commands, guards, `on_stop`, `on_runtime`. [3 modes]
 - `plugins.on_runtime` — `OnRuntime`: `(runtime) -> None`. [every mode, crash recovery]

@@ -1,7 +1,9 @@
 """Slash commands: a prompt starting with `/` is a command and never reaches the model.
 
 Built-ins (`/mode`, `/agent`, `/new`, `/help`) are registered by features; every action
-is `/<group> <verb> --flag value …` automatically.
+is `/<group> <verb> --flag value …` automatically. A feature whose commands come and go
+(an MCP server's prompts) adds a lister: its commands are shown by `/help` and the
+front ends' command lists; the feature handles them itself before the dispatch.
 """
 
 from __future__ import annotations
@@ -14,9 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ndomo.actions import Action
+    from ndomo.app import App
     from ndomo.runtime.context import TurnContext
 
 SlashHandler = Callable[["TurnContext", list[str]], Awaitable[Any]]
+# the commands a feature offers now: in a turn (the context given) it may do the turn's
+# work to know them (start servers); outside one, what it knows already
+SlashLister = Callable[["App", "TurnContext | None"], Awaitable[list["CommandSpec"]]]
 
 
 class SlashError(Exception):
@@ -42,6 +48,7 @@ class _Parser(argparse.ArgumentParser):
 class SlashCommandRegistry:
     _specs: dict[str, CommandSpec] = field(default_factory=dict)
     _aliases: dict[str, str] = field(default_factory=dict)
+    listers: list[SlashLister] = field(default_factory=list)
 
     def add(self, spec: CommandSpec) -> None:
         for name in (spec.name, *spec.aliases):
@@ -56,6 +63,14 @@ class SlashCommandRegistry:
 
     def specs(self) -> list[CommandSpec]:
         return sorted(self._specs.values(), key=lambda s: s.name)
+
+    async def listed(self, app: App, ctx: TurnContext | None = None) -> list[CommandSpec]:
+        """Every command to show: the registered ones and the listers' (a name registered
+        already is not shown twice)."""
+        specs = self.specs()
+        for lister in self.listers:
+            specs += [s for s in await lister(app, ctx) if not self.has(s.name)]
+        return specs
 
     def resolve(self, words: list[str]) -> tuple[CommandSpec, list[str]] | None:
         """Longest match: `/plan list` beats `/plan` when both exist."""

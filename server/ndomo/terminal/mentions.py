@@ -1,10 +1,13 @@
-"""`@path` and `@plan` in an `ndomo run` prompt: the file's text (or the session's committed
-plan) is added to the message the model reads, under the prompt, and cut visibly — never
-silently — past its share of the budget.
+"""`@path`, `@plan` and `@<server>:<uri>` in an `ndomo run` prompt: the file's text (the
+session's committed plan, an MCP server's resource) is added to the message the model reads,
+under the prompt, and cut visibly — never silently — past its share of the budget.
 
-A mention is a word starting with `@`: `@plan`, or a path (relative to the workspace, or
-absolute inside it) of a text file. A word that names nothing (an e-mail address, `@decorator`)
-stays plain text; a mention outside the workspace is refused with a clear error.
+A mention is a word starting with `@`: `@plan`; `@<server>:<uri>` (`@docs:file:///x.md`), a
+resource of a configured MCP server, read with `resources/read` (the server is started for
+it; a project's server only once approved); or a path (relative to the workspace, or
+absolute inside it) of a text file. A word that names nothing (an e-mail address,
+`@decorator`) stays plain text; a mention outside the workspace, an unknown server, a
+binary resource are refused with a clear error.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from ndomo.tools.mcp.resources import reference as mcp_reference
 
 if TYPE_CHECKING:
     from ndomo.runtime.runtime import Runtime
@@ -82,6 +87,11 @@ async def expand(prompt: str, root: Path, rt: Runtime, session: str | None) -> s
             seen.add(word)
             found.append(Mentioned("the committed plan", await _plan(rt, session)))
             continue
+        resource = mcp_reference(word)
+        if resource is not None and not await asyncio.to_thread(_exists, root, word):
+            seen.add(word)
+            found.append(Mentioned(word, await _resource(rt, *resource)))
+            continue
         path = await asyncio.to_thread(_file, root, word)
         if path is None:
             continue  # names nothing: plain text
@@ -101,6 +111,22 @@ async def expand(prompt: str, root: Path, rt: Runtime, session: str | None) -> s
         left -= min(len(m.text), room)
         parts.append(f"Mentioned {m.name}:\n```\n{body.rstrip()}\n```")
     return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def _exists(root: Path, word: str) -> bool:
+    """A file named like a resource mention (`a:b:c`) is the file."""
+    return _file(root, word) is not None
+
+
+async def _resource(rt: Runtime, server: str, uri: str) -> str:
+    from ndomo.security.text import one_line
+    from ndomo.tools.mcp.catalog import McpUnavailable
+    from ndomo.tools.mcp.resources import read_text
+
+    try:
+        return await read_text(rt.app, server, uri)
+    except McpUnavailable as exc:  # the server's words: one inert line on the terminal
+        raise MentionError(f"@{server}:{uri}: {one_line(str(exc), 400)}") from None
 
 
 async def _plan(rt: Runtime, session: str | None) -> str:

@@ -73,8 +73,9 @@ def _setup(p: argparse.ArgumentParser, plugins: Callable[[], Plugins]) -> None:
     p.formatter_class = _RunHelp
     p.add_argument(
         "prompt",
-        help="what to ask (@path adds a file's text, @plan the committed plan); "
-        "a /slash command runs without the model",
+        help="what to ask (@path adds a file's text, @plan the committed plan, "
+        "@server:uri an MCP resource's text); a /slash command runs without the model "
+        "(an MCP prompt, /mcp__server__prompt name=value, becomes the prompt)",
     )
     p.add_argument(
         "--agent",

@@ -1,7 +1,9 @@
 """MCP: the tools of Model Context Protocol servers, inside the fence and the OS sandbox.
 
 Sources, approvals: `sources`; one server's connection: `client`; the tools offered and
-the servers started with the session: `catalog`; `ndomo mcp list/approve/revoke`: `actions`.
+the servers started with the session: `catalog`; prompts as slash commands: `prompts`;
+resources read for an `@server:uri` mention: `resources`; `ndomo mcp list/approve/revoke`:
+`actions`.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ndomo.tools.mcp.catalog import StartServers, provide
+from ndomo.tools.mcp.prompts import ExpandPrompt, listed
 
 if TYPE_CHECKING:
     from ndomo.runtime.plugins import Plugins
@@ -17,3 +20,5 @@ if TYPE_CHECKING:
 def setup(plugins: Plugins) -> None:
     plugins.tools.providers.append(provide)
     plugins.hooks.add(StartServers())
+    plugins.hooks.add(ExpandPrompt())
+    plugins.slash.listers.append(listed)

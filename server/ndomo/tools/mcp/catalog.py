@@ -3,10 +3,12 @@ fence judges, its JSON schema offered as the server gave it.
 
 A per-App catalog holds one `Connection` per server. Servers start with the session's
 first turn (a hook before the agent's tools are chosen), concurrently; their tool lists
-are cached per connection and listed again when the server restarts (after a crash, a
-timeout, or a changed definition — the catalog compares each definition's fingerprint
-before every turn), and when the server sends `notifications/tools/list_changed` (listed
-again before the next turn). A project's server is started only once the user approved that exact
+and prompt lists are cached per connection and listed again when the server restarts (after
+a crash, a timeout, or a changed definition — the catalog compares each definition's
+fingerprint before every turn), and when the server sends `notifications/tools/list_changed`
+or `notifications/prompts/list_changed` (listed again before the next turn). `started`
+starts one server outside a turn (an `@server:uri` mention) without asking anything: a
+project's server must be approved already. A project's server is started only once the user approved that exact
 definition (asked in the turn, `ndomo run --yes` approves it for the run, `ndomo mcp
 approve --name NAME` ahead of time).
 """
@@ -29,7 +31,7 @@ from ndomo.runtime.hooks import HookResult, LifecycleHook, Phase
 from ndomo.runtime.host import ApprovalRequest
 from ndomo.runtime.tools import Risk, ToolDescriptor, ToolError, ToolKind, ToolResult, admits
 from ndomo.schema import Schema
-from ndomo.tools.mcp.client import Connection, McpCallError
+from ndomo.tools.mcp.client import Connection, McpCallError, McpRefused
 from ndomo.tools.mcp.sources import CLIENT, ServerSpec, approval, approve, discover
 
 if TYPE_CHECKING:
@@ -45,6 +47,10 @@ SEARCH = "mcp_search"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 DEFAULT_WINDOW = 32_768  # tokens, when the model's context window is not known
 CHARS_PER_TOKEN = 4
+
+
+class McpUnavailable(Exception):
+    """A server asked for outside a turn that is not configured, approved or running."""
 
 
 def tool_name(server: str, tool: str) -> str:
@@ -143,6 +149,11 @@ class Server:
     tools: list[McpTool] = field(default_factory=list)
     error: str = ""
 
+    @property
+    def prompts(self) -> list[types.Prompt]:
+        """Its prompts as last listed (at its last start, or after list_changed)."""
+        return list(self.connection.prompts) if self.connection is not None else []
+
 
 class McpCatalog:
     def __init__(self, app: App) -> None:
@@ -177,7 +188,7 @@ class McpCatalog:
                 if known is not None and known.spec.fingerprint() == spec.fingerprint():
                     if known.spec.source != spec.source:
                         await self.drop(spec.name)
-                    elif known.state == "ready" and known.connection and known.connection.stale:
+                    elif known.state == "ready" and known.connection and known.connection.changed:
                         await known.connection.relist()
                         conn = known.connection
                         known.tools = [self._descriptor(known, t) for t in _kept(known, conn.tools)]
@@ -247,6 +258,72 @@ class McpCatalog:
         server.state, server.error = "ready", ""
         server.tools = [self._descriptor(server, t) for t in _kept(server, server.connection.tools)]
 
+    async def started(self, name: str) -> Server:
+        """The server `name` running, started now if need be, outside a turn: nothing is
+        asked, so a project's server starts only if its definition is approved already."""
+        async with self._lock:
+            specs, self.problems = await asyncio.to_thread(discover, self.app)
+            named = {s.name: s for s in specs}
+            for n, s in self.client.items():
+                named.setdefault(n, s)
+            spec = named.get(name)
+            if spec is None:
+                known = ", ".join(sorted(named)) or "none"
+                raise McpUnavailable(f"no MCP server named '{name}' (configured: {known})")
+            server = self.servers.get(name)
+            if server is not None and server.spec.fingerprint() != spec.fingerprint():
+                await self.drop(name)
+                server = None
+            if server is None:
+                server = self.servers[name] = Server(spec)
+            if server.state == "ready" and server.connection is not None:
+                conn = server.connection
+                if conn.changed:
+                    await conn.relist()
+                    server.tools = [self._descriptor(server, t) for t in _kept(server, conn.tools)]
+                return server
+            if spec.project:
+                found = await asyncio.to_thread(approval, self.app.root, spec)
+                if found is None:
+                    raise McpUnavailable(
+                        f"the project's MCP server '{name}' is not approved: "
+                        f"`ndomo mcp approve --name {name}`"
+                    )
+                server.read_only = found.read_only
+            else:
+                server.read_only = spec.config.read_only
+            await self._start(server)
+            if server.state != "ready":
+                raise McpUnavailable(server.error or f"MCP server '{name}' did not start")
+            return server
+
+    async def start_all(self) -> None:
+        """Every server that starts without asking, started (outside a turn); one that
+        cannot start stays off, the others start."""
+        specs, _ = await asyncio.to_thread(discover, self.app)
+        for name in sorted({s.name for s in specs} | set(self.client)):
+            try:
+                await self.started(name)
+            except McpUnavailable as exc:
+                log.info("MCP server %s not started: %s", name, exc)
+
+    def owner(self, uri: str) -> Server | None:
+        """The running server that lists the resource `uri`."""
+        for name in sorted(self.servers):
+            server = self.ready(name)
+            conn = server.connection if server is not None else None
+            if conn is not None and any(str(r.uri) == uri for r in conn.resources):
+                return server
+        return None
+
+    def ready(self, name: str) -> Server | None:
+        """The server `name` if it runs (or failed after it started: the next request
+        restarts it)."""
+        server = self.servers.get(name)
+        if server is None or server.connection is None or server.state not in ("ready", "failed"):
+            return None
+        return server
+
     def _descriptor(self, server: Server, tool: types.Tool) -> McpTool:
         spec = server.spec
         name = tool_name(spec.name, tool.name)
@@ -277,7 +354,8 @@ class McpCatalog:
         try:
             result = await conn.call(tool, arguments)
         except McpCallError as exc:
-            server.state, server.error = "failed", str(exc)
+            if not isinstance(exc, McpRefused):
+                server.state, server.error = "failed", str(exc)
             raise ToolError(str(exc)) from None
         server.state = "ready"
         cap = self.app.settings.mcp.output_cap
@@ -394,11 +472,24 @@ class StartServers(LifecycleHook):
     priority = 20
 
     async def run(self, ctx: TurnContext) -> HookResult | None:
-        app = ctx.app
-        configured = app.settings.mcp.servers or (
-            app.trust.trusted and (app.root / ".mcp.json").is_file()
-        )
-        if not configured and app.existing(McpCatalog) is None:
-            return None  # nothing configured: no catalog, no work
-        await catalog_for(app).refresh(ctx)
+        await start_servers(ctx)
         return None
+
+
+def configured(app: App) -> bool:
+    """Are MCP servers configured (or a catalog made already, with the editor's servers)?"""
+    return bool(
+        app.settings.mcp.servers
+        or (app.trust.trusted and (app.root / ".mcp.json").is_file())
+        or app.existing(McpCatalog) is not None
+    )
+
+
+async def start_servers(ctx: TurnContext) -> McpCatalog | None:
+    """The workspace's servers started (or re-checked) for this turn; None when none is
+    configured (then no catalog is made: no work)."""
+    if not configured(ctx.app):
+        return None
+    cat = catalog_for(ctx.app)
+    await cat.refresh(ctx)
+    return cat

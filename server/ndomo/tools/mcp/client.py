@@ -1,4 +1,5 @@
-"""One MCP server's connection: started lazily, its tool list cached, restarted after a crash.
+"""One MCP server's connection: started lazily, its tool and prompt lists cached, restarted
+after a crash.
 
 The SDK's transports are async context managers that must be entered and left in one task,
 so each connection runs in its own task (`_serve`), which holds the session until `stop`.
@@ -16,6 +17,7 @@ import logging
 import os
 import re
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
@@ -37,6 +39,18 @@ class McpCallError(Exception):
     """A call did not get an answer: the server crashed, timed out or refused to start."""
 
 
+class McpRefused(McpCallError):
+    """The server answered a request with an error; it keeps running."""
+
+
+def _is_answer(exc: BaseException | None) -> bool:
+    """The server's own error answer (not the SDK saying the connection closed or timed out)."""
+    from mcp import MCPError
+    from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+    return isinstance(exc, MCPError) and exc.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT)
+
+
 def _expand(value: str) -> str:
     """`${VAR}` from the environment: header secrets come from variables the user names."""
     return _VAR.sub(lambda m: os.environ.get(m.group(1), ""), value)
@@ -50,10 +64,15 @@ class Connection:
         self.state: State = "idle"
         self.error = ""
         self.tools: list[types.Tool] = []
+        self.prompts: list[types.Prompt] = []  # empty when the server offers none
+        self.resources: list[types.Resource] = []  # listed ones (not templates); idem
         self.sandbox = ""  # how it runs: "sandboxed (bubblewrap)", "not sandboxed", "remote"
         self.starts = 0
         # the server said its tool list changed (notifications/tools/list_changed)
         self.stale = False
+        # … or its prompt list (notifications/prompts/list_changed), or its resources'
+        self.prompts_stale = False
+        self.resources_stale = False
         self._session: Any = None
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
@@ -61,6 +80,11 @@ class Connection:
         # the server's stderr: kept (never shown on a terminal or the LSP stream) so that a
         # failure can quote its last lines, made inert
         self._stderr: IO[str] | None = None
+
+    @property
+    def changed(self) -> bool:
+        """The server said its tool or prompt list changed since it was listed."""
+        return self.stale or self.prompts_stale or self.resources_stale
 
     @property
     def sandboxed(self) -> bool | None:
@@ -110,8 +134,12 @@ class Connection:
                 session = await stack.enter_async_context(
                     ClientSession(streams[0], streams[1], message_handler=self._notified)
                 )
-                await session.initialize()
+                started = await session.initialize()
                 self.tools = await _all_tools(session)
+                offers = started.capabilities
+                self.prompts = await _all_prompts(session) if offers.prompts else []
+                self.resources = await _all_resources(session) if offers.resources else []
+                self.stale = self.prompts_stale = self.resources_stale = False
                 self._session = session
                 self.state = "ready"
                 if not ready.done():
@@ -140,19 +168,41 @@ class Connection:
 
         if isinstance(message, types.ToolListChangedNotification):
             self.stale = True
+        elif isinstance(message, types.PromptListChangedNotification):
+            self.prompts_stale = True
+        elif isinstance(message, types.ResourceListChangedNotification):
+            self.resources_stale = True
 
     async def relist(self) -> None:
-        """The tool list again, after the server said it changed."""
+        """The tool, prompt and resource lists again, each after the server said it changed."""
         session = self._session
         if session is None:
             return
-        self.stale = False
-        try:
-            self.tools = await asyncio.wait_for(
-                _all_tools(session), timeout=self.settings.mcp.start_timeout_s
-            )
-        except (TimeoutError, Exception) as exc:  # noqa: BLE001 - a bad listing keeps the last one
-            log.warning("MCP server %s: listing its tools again failed: %s", self.spec.name, exc)
+        timeout = self.settings.mcp.start_timeout_s
+        if self.stale:
+            self.stale = False
+            try:
+                self.tools = await asyncio.wait_for(_all_tools(session), timeout=timeout)
+            except (TimeoutError, Exception) as exc:  # noqa: BLE001 - a bad listing keeps the last one
+                log.warning(
+                    "MCP server %s: listing its tools again failed: %s", self.spec.name, exc
+                )
+        if self.prompts_stale:
+            self.prompts_stale = False
+            try:
+                self.prompts = await asyncio.wait_for(_all_prompts(session), timeout=timeout)
+            except (TimeoutError, Exception) as exc:  # noqa: BLE001 - a bad listing keeps the last one
+                log.warning(
+                    "MCP server %s: listing its prompts again failed: %s", self.spec.name, exc
+                )
+        if self.resources_stale:
+            self.resources_stale = False
+            try:
+                self.resources = await asyncio.wait_for(_all_resources(session), timeout=timeout)
+            except (TimeoutError, Exception) as exc:  # noqa: BLE001 - a bad listing keeps the last one
+                log.warning(
+                    "MCP server %s: listing its resources again failed: %s", self.spec.name, exc
+                )
 
     def _http(self, stack: contextlib.AsyncExitStack) -> Any:
         import httpx2
@@ -194,12 +244,35 @@ class Connection:
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
         """One tool call; a crash or timeout stops the connection (the next call restarts it)."""
+        return await self._ask(tool, lambda s: s.call_tool(tool, arguments))
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> types.GetPromptResult:
+        """`prompts/get`: the prompt's messages with these arguments filled in."""
+        from mcp import types
+
+        result = await self._ask(f"prompt {name}", lambda s: s.get_prompt(name, arguments))
+        if not isinstance(result, types.GetPromptResult):
+            raise McpCallError(f"MCP server '{self.spec.name}' asked for more input for '{name}'")
+        return result
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        """`resources/read`: the resource's contents (text or blobs)."""
+        from mcp import types
+
+        result = await self._ask(f"read {uri}", lambda s: s.read_resource(uri))
+        if not isinstance(result, types.ReadResourceResult):
+            raise McpCallError(f"MCP server '{self.spec.name}' asked for more input for {uri}")
+        return result
+
+    async def _ask(self, what: str, request: Callable[[Any], Awaitable[Any]]) -> Any:
+        """One request to the server within the definition's timeout; a crash or timeout
+        stops the connection (the next request restarts it)."""
         await self.ensure()
         session = self._session
         if session is None:
             raise McpCallError(f"MCP server '{self.spec.name}' is not running: {self.error}")
         task = self._task
-        call = asyncio.ensure_future(session.call_tool(tool, arguments))
+        call = asyncio.ensure_future(request(session))
         waits: set[asyncio.Future[Any]] = {call}
         if task is not None:
             waits.add(task)
@@ -208,6 +281,9 @@ class Connection:
         )
         if call in done and call.exception() is None:
             return call.result()
+        if call in done and _is_answer(call.exception()):
+            # the server answered with an error (an unknown prompt, a bad argument): it runs on
+            raise McpRefused(f"MCP server '{self.spec.name}' refused {what}: {call.exception()}")
         call.cancel()
         with contextlib.suppress(BaseException):
             await call
@@ -220,7 +296,7 @@ class Connection:
         await self.stop()
         self.state, self.error = "failed", why
         raise McpCallError(
-            f"MCP server '{self.spec.name}' failed during '{tool}': {why}; "
+            f"MCP server '{self.spec.name}' failed during '{what}': {why}; "
             "it is restarted on the next call"
         )
 
@@ -278,6 +354,36 @@ async def _all_tools(session: Any) -> list[types.Tool]:
         if not cursor:
             break
     return tools
+
+
+async def _all_prompts(session: Any) -> list[types.Prompt]:
+    from mcp import types
+
+    prompts: list[types.Prompt] = []
+    cursor = None
+    for _ in range(100):  # a server that pages forever is cut off
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.list_prompts(params=params)
+        prompts.extend(page.prompts)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return prompts
+
+
+async def _all_resources(session: Any) -> list[types.Resource]:
+    from mcp import types
+
+    resources: list[types.Resource] = []
+    cursor = None
+    for _ in range(100):  # a server that pages forever is cut off
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.list_resources(params=params)
+        resources.extend(page.resources)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return resources
 
 
 def _reason(exc: BaseException | None) -> str:
