@@ -7,6 +7,7 @@ the profile text has its own tests in test_sandbox.py.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import socket
@@ -78,8 +79,14 @@ class Listener:
             conn.close()
 
     def close(self) -> None:
+        # Shut down before closing: a close alone leaves the thread blocked in accept() on
+        # the fd's number, which the next socket the process opens reuses — the next test's
+        # model server, whose connections that thread then took ("model endpoint unreachable").
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+        self._thread.join(5)
         self.sock.close()
-        self._thread.join(2)
+        assert not self._thread.is_alive(), "the listener's thread did not end"
 
 
 @pytest.fixture
