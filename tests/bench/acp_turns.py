@@ -14,7 +14,6 @@ reason end_turn and the streamed text equal to the script's.
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -23,7 +22,7 @@ from typing import Any
 
 from tests.bench.common import Result
 from tests.bench.fake_proc import FakeProc, RawStream
-from tests.bench.turns import CHUNK_DELAY, CONTEXT, ROUNDS, TEXT50
+from tests.bench.turns import CHUNK_DELAY, CONTEXT, ROUNDS, TEXT50, stream_rows
 from tests.trusting import trust
 
 
@@ -117,31 +116,4 @@ async def run(rounds: int = ROUNDS) -> list[Result]:
                     wholes.append((got["ndomo"][1], got["raw"][1]))
         finally:
             await raw.aclose()
-    mine_first = statistics.median(f for f, _ in firsts) * 1000
-    raw_first = statistics.median(r for _, r in firsts) * 1000
-    whole_ratio = statistics.median(m / r for m, r in wholes)
-    return [
-        Result(
-            "acp",
-            f"first token through ACP p50 (median of {rounds} pairs)",
-            mine_first,
-            raw_first,
-            "ms",
-            "≤ raw first chunk + 10 ms",
-            mine_first <= raw_first + 10,
-            {
-                "ndomo_ms": [round(f * 1000, 1) for f, _ in firsts],
-                "raw_ms": [round(r * 1000, 1) for _, r in firsts],
-            },
-        ),
-        Result(
-            "acp",
-            f"50-chunk turn through ACP (median of {rounds} paired ratios)",
-            statistics.median(m for m, _ in wholes) * 1000,
-            statistics.median(r for _, r in wholes) * 1000,
-            "ms",
-            "paired ratio ≤ 1.05",
-            whole_ratio <= 1.05,
-            {"paired_ratio_median": round(whole_ratio, 3)},
-        ),
-    ]
+    return list(stream_rows("acp", " through ACP", firsts, wholes))

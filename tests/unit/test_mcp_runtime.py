@@ -241,6 +241,38 @@ async def test_a_refused_project_server_starts_once_approved_elsewhere(app, fake
     assert marker.exists() and len(host.asked) == 1  # started, not asked again
 
 
+async def test_a_project_server_revoked_elsewhere_stops_before_the_next_turn(app, fake) -> None:
+    import json
+
+    from ndomo.tools.mcp.sources import approve, discover, revoke
+
+    server = {"command": sys.executable, "args": [PROBE, "--tools", "3"]}
+    (app.root / ".mcp.json").write_text(json.dumps({"mcpServers": {"probe": server}}))
+    (spec,), _ = discover(app)
+    approve(app.root, spec)  # `ndomo mcp approve --name probe`
+    rt = Runtime(app, compose.plugins())
+    host = Recording("deny")  # asked again after the revoke: the user says no
+    fake.push({"text": "with the server"})
+    await rt.run(TurnRequest(prompt="go", mode="autopilot"), host)
+    offered = {t["function"]["name"] for t in fake.chat_requests()[-1]["body"]["tools"]}
+    assert "mcp__probe__echo" in offered and host.asked == []
+    pid = next(
+        int(p.name)
+        for p in Path("/proc").iterdir()
+        if p.name.isdigit() and _cmdline(int(p.name)).endswith(f"{PROBE}\x00--tools\x003\x00")
+    )
+
+    assert revoke(app.root, "probe")  # `ndomo mcp revoke --name probe` from another process
+    fake.push({"text": "without it"})
+    await rt.run(TurnRequest(prompt="again", mode="autopilot"), host)
+    offered = {t["function"]["name"] for t in fake.chat_requests()[-1]["body"]["tools"]}
+    assert not any(n.startswith("mcp__") for n in offered)
+    (asked,) = host.asked  # asked again, like a server never approved
+    assert asked.permission == "mcp_server"
+    assert not _alive(pid), "the revoked server's process still runs"
+    await app.aclose()
+
+
 async def test_a_call_past_its_timeout_is_a_tool_error_and_the_next_call_works(app, fake) -> None:
     servers = {"probe": {"command": sys.executable, "args": [PROBE], "timeout_s": 1}}
     app.settings = Settings.model_validate(

@@ -148,6 +148,7 @@ class Server:
     read_only: bool = False
     tools: list[McpTool] = field(default_factory=list)
     error: str = ""
+    saved: bool = False  # runs on a saved approval (re-checked each turn: a revoke stops it)
 
     @property
     def prompts(self) -> list[types.Prompt]:
@@ -185,6 +186,15 @@ class McpCatalog:
             starting = []
             for spec in specs:
                 known = self.servers.get(spec.name)
+                if (
+                    known is not None
+                    and known.saved
+                    and await asyncio.to_thread(approval, self.app.root, spec) is None
+                ):
+                    # revoked meanwhile (`ndomo mcp revoke`, perhaps in another process):
+                    # stopped now, and asked about again like a new server
+                    await self.drop(spec.name)
+                    known = None
                 if known is not None and known.spec.fingerprint() == spec.fingerprint():
                     if known.spec.source != spec.source:
                         await self.drop(spec.name)
@@ -201,7 +211,7 @@ class McpCatalog:
                         found = await asyncio.to_thread(approval, self.app.root, spec)
                         if found is None:
                             continue
-                        known.read_only = found.read_only
+                        known.read_only, known.saved = found.read_only, True
                         starting.append(self._start(known))
                         continue
                     elif known.connection is not None and known.tools:
@@ -222,7 +232,7 @@ class McpCatalog:
             return True
         found = await asyncio.to_thread(approval, self.app.root, spec)
         if found is not None:
-            server.read_only = found.read_only
+            server.read_only, server.saved = found.read_only, True
             return True
         request = ApprovalRequest(
             permission="mcp_server",
@@ -240,6 +250,7 @@ class McpCatalog:
             answer = "deny"
         if answer in ("session", "project"):
             await asyncio.to_thread(approve, self.app.root, spec)
+            server.saved = True
         if answer in ("once", "session", "project"):
             server.read_only = False  # read-only is given with `ndomo mcp approve --read-only`
             return True

@@ -341,49 +341,32 @@ class Connection:
             self._stderr = None
 
 
-async def _all_tools(session: Any) -> list[types.Tool]:
+async def _paged(list_page: Callable[..., Awaitable[Any]], field: str) -> list[Any]:
+    """Every page of a `*/list` request, joined (`field`: the page's list)."""
     from mcp import types
 
-    tools: list[types.Tool] = []
+    items: list[Any] = []
     cursor = None
     for _ in range(100):  # a server that pages forever is cut off
         params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-        page = await session.list_tools(params=params)
-        tools.extend(page.tools)
+        page = await list_page(params=params)
+        items.extend(getattr(page, field))
         cursor = page.next_cursor
         if not cursor:
             break
-    return tools
+    return items
+
+
+async def _all_tools(session: Any) -> list[types.Tool]:
+    return await _paged(session.list_tools, "tools")
 
 
 async def _all_prompts(session: Any) -> list[types.Prompt]:
-    from mcp import types
-
-    prompts: list[types.Prompt] = []
-    cursor = None
-    for _ in range(100):  # a server that pages forever is cut off
-        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-        page = await session.list_prompts(params=params)
-        prompts.extend(page.prompts)
-        cursor = page.next_cursor
-        if not cursor:
-            break
-    return prompts
+    return await _paged(session.list_prompts, "prompts")
 
 
 async def _all_resources(session: Any) -> list[types.Resource]:
-    from mcp import types
-
-    resources: list[types.Resource] = []
-    cursor = None
-    for _ in range(100):  # a server that pages forever is cut off
-        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-        page = await session.list_resources(params=params)
-        resources.extend(page.resources)
-        cursor = page.next_cursor
-        if not cursor:
-            break
-    return resources
+    return await _paged(session.list_resources, "resources")
 
 
 def _reason(exc: BaseException | None) -> str:
