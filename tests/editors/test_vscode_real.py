@@ -402,6 +402,7 @@ def test_a_model_setting_applies_without_restarting_the_server(vs: Env) -> None:
 
 def test_bad_server_command_then_restart_server_recovers(vs: Env, tmp_path: Path) -> None:
     wb = vs.wb
+    wb.clear_toasts()  # an earlier test's toasts (VS Code shows three) would hide this one
     later = tmp_path / "later" / "ndomo"
     vs.settings(**{"ndomo.server.command": str(later)})
     wb.wait_toast(f'"{later}" (from "ndomo.server.command") does not exist')
