@@ -179,29 +179,19 @@ class Connection:
         if session is None:
             return
         timeout = self.settings.mcp.start_timeout_s
-        if self.stale:
-            self.stale = False
+        for what, flag, lister in (
+            ("tools", "stale", _all_tools),
+            ("prompts", "prompts_stale", _all_prompts),
+            ("resources", "resources_stale", _all_resources),
+        ):
+            if not getattr(self, flag):
+                continue
+            setattr(self, flag, False)
             try:
-                self.tools = await asyncio.wait_for(_all_tools(session), timeout=timeout)
+                setattr(self, what, await asyncio.wait_for(lister(session), timeout=timeout))
             except (TimeoutError, Exception) as exc:  # noqa: BLE001 - a bad listing keeps the last one
                 log.warning(
-                    "MCP server %s: listing its tools again failed: %s", self.spec.name, exc
-                )
-        if self.prompts_stale:
-            self.prompts_stale = False
-            try:
-                self.prompts = await asyncio.wait_for(_all_prompts(session), timeout=timeout)
-            except (TimeoutError, Exception) as exc:  # noqa: BLE001 - a bad listing keeps the last one
-                log.warning(
-                    "MCP server %s: listing its prompts again failed: %s", self.spec.name, exc
-                )
-        if self.resources_stale:
-            self.resources_stale = False
-            try:
-                self.resources = await asyncio.wait_for(_all_resources(session), timeout=timeout)
-            except (TimeoutError, Exception) as exc:  # noqa: BLE001 - a bad listing keeps the last one
-                log.warning(
-                    "MCP server %s: listing its resources again failed: %s", self.spec.name, exc
+                    "MCP server %s: listing its %s again failed: %s", self.spec.name, what, exc
                 )
 
     def _http(self, stack: contextlib.AsyncExitStack) -> Any:
