@@ -42,9 +42,15 @@ async def test_plan_diagnostics_follow_tasks_other_processes_the_view_and_archiv
     view_path = tmp_path / ".ndomo" / "plans" / f"{slug}.md"
     view = from_fs_path(str(view_path))
 
-    # a plan made by another connection shows up (seen through the database watch), on files open or not
+    # a plan made by another connection shows up (seen through the database watch), on files open or not;
+    # each file's diagnostics are their own notification, so the test waits for all three
     await wait_for(
-        lambda: len(client.diagnostics.get(src, [])) == 2, what="diagnostics for the new plan"
+        lambda: (
+            len(client.diagnostics.get(src, [])) == 2
+            and len(client.diagnostics.get(unopened, [])) == 1
+            and len(client.diagnostics.get(view, [])) == 2
+        ),
+        what="diagnostics for the new plan on its source, an unopened file and its view",
     )
     d1 = next(d for d in client.diagnostics[src] if d.code == t1)
     assert d1.source == "ndomo" and d1.severity == INFO and d1.range.start.line == 0

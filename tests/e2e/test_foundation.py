@@ -14,6 +14,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import from_fs_path
 
 from tests.e2e.conftest import command
+from tests.e2e.editor_support import wait_for
 from tests.trusting import trust
 
 
@@ -79,10 +80,7 @@ async def test_bad_config_starts_reports_once_and_marks_each_bad_line(lsp, tmp_p
     errors = [m for m in client.messages if m.type == types.MessageType.Error]
     assert len(errors) == 1 and "config.yaml" in errors[0].message
     uri = from_fs_path(str(cfg))
-    for _ in range(50):
-        if uri in client.diagnostics:
-            break
-        await asyncio.sleep(0.05)
+    await wait_for(lambda: uri in client.diagnostics, what="config diagnostics")
     lines = sorted(d.range.start.line for d in client.diagnostics[uri])
     assert lines == [2, 3]
 
