@@ -164,6 +164,12 @@ class SandboxConfig(_Section):
         description="Environment variables (names or globs) that reach sandboxed commands although their name "
         "holds KEY, SECRET, TOKEN, PASSWORD or CREDENTIAL. User settings only.",
     )
+    auto_allow: bool = Field(
+        default=False,
+        description="Run a shell command the agent would ask about without asking when it runs in a working "
+        "bubblewrap sandbox without network (opt-in). Deny rules, saved denials, secret and control files, "
+        "and a command that wants network are still asked or refused. Shown in health and the status.",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -551,6 +557,17 @@ def _mine(below: Settings, key: str) -> list:
     return list(value)
 
 
+def _truthy(value: Any) -> bool:
+    """What a bool field makes of `value` (pydantic takes `yes`, `1`, `on`): a project's
+    spelling cannot slip a loosening past the gate."""
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        return bool(TypeAdapter(bool).validate_python(value))
+    except ValidationError:
+        return False  # not a bool: the validation reports it, nothing is applied
+
+
 def project_needs(project: dict, below: Settings, root: Path) -> list[Needs]:
     """The settings of a (trusted) project's layer that apply only once the user confirms
     them: each loosens what the user's own side set (`below`: defaults < user config)."""
@@ -562,6 +579,15 @@ def project_needs(project: dict, below: Settings, root: Path) -> list[Needs]:
                 value="off",
                 confirmation=confirmation("sandbox.mode", "off"),
                 why="turns the OS sandbox off for shell commands",
+            )
+        )
+    if _truthy(_get(project, ("sandbox", "auto_allow"))) and not below.sandbox.auto_allow:
+        out.append(
+            Needs(
+                key="sandbox.auto_allow",
+                value=True,
+                confirmation=confirmation("sandbox.auto_allow", True),
+                why="runs shell commands without asking whenever they run sandboxed and offline",
             )
         )
     for key, sign, why in _LOOSENING_LISTS:

@@ -124,6 +124,7 @@ def test_plugin_logic_without_server(unit: dict) -> None:
     assert r["trust_unknown"] == "ndomo: foreman · discussion · untrusted"
     assert r["trust_untrusted"] == "ndomo: craftsman · autopilot · 2/5 · untrusted"
     assert r["trust_trusted"] == "ndomo: foreman · discussion"
+    assert r["auto_allow"] == "ndomo: craftsman · autopilot · auto-allow"
     assert r["trust_prompt"].startswith("ndomo: trust /ws?")
     assert "• agents: craftsman (replaces the built-in)" in r["trust_prompt"] and "• model.base_url" in r["trust_prompt"]
     assert r["trust_ask"] == [True, False, False, False]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ndomo.config import Grant, Settings, load_settings
 
 TRUSTED = Grant(trusted=True)
@@ -164,3 +166,22 @@ def test_bad_init_options_and_env_are_reported_without_lines(tmp_path):
     assert problems[0].line is None
     settings, problems = load_settings(tmp_path, "not an object", env={})
     assert problems[0].source == "initializationOptions"
+
+
+@pytest.mark.parametrize("spelling", ["true", "yes", "on", "1"])
+def test_a_project_cannot_turn_auto_allow_on_without_a_confirmation(tmp_path, spelling):
+    from ndomo.config import confirmation
+
+    write(tmp_path, f"sandbox:\n  auto_allow: {spelling}\n")
+    settings, problems = load_settings(tmp_path, None, env={}, grant=TRUSTED)
+    assert settings.sandbox.auto_allow is False
+    assert [p.key for p in problems] == ["sandbox.auto_allow"]
+    assert "without asking" in problems[0].message
+    confirmed = Grant(trusted=True, confirmed=frozenset({confirmation("sandbox.auto_allow", True)}))
+    settings, problems = load_settings(tmp_path, None, env={}, grant=confirmed)
+    assert settings.sandbox.auto_allow is True and problems == []
+    # the user's own config turns it on without asking; then the project's saying so is no news
+    user = tmp_path / "user.yaml"
+    user.write_text("sandbox:\n  auto_allow: true\n")
+    settings, problems = load_settings(tmp_path, None, env={}, grant=TRUSTED, user_config=user)
+    assert settings.sandbox.auto_allow is True and problems == []

@@ -38,6 +38,8 @@ export interface StatusPayload {
   /** The folder's trust ("trusted" | "untrusted" | "unknown"); absent from older servers. */
   trust?: string;
   usage?: Usage | null;
+  /** `sandbox.auto_allow` is on: sandboxed, offline commands run without asking. */
+  autoAllow?: boolean;
 }
 
 export interface StatusView {
@@ -70,6 +72,7 @@ export function formatStatus(status: StatusPayload | null | undefined, connected
   if (status.plan && status.plan.total > 0) parts.push(`${status.plan.done}/${status.plan.total}`);
   const untrusted = untrustedWord(status.trust);
   if (untrusted) parts.push(untrusted);
+  if (status.autoAllow) parts.push("auto-allow");
   const text = (status.busy || turn ? `${SPINNER} ` : "") + parts.join(" · ");
 
   const lines = [
@@ -85,6 +88,9 @@ export function formatStatus(status: StatusPayload | null | undefined, connected
   }
   if (untrusted) {
     lines.push(`Folder trust: ${status.trust} — its .ndomo/ settings and agents are ignored ("ndomo: Folder trust…")`);
+  }
+  if (status.autoAllow) {
+    lines.push("Auto-allow (sandbox.auto_allow): commands the agent would ask about run without asking when sandboxed and offline");
   }
   lines.push(...usageLines(status.usage));
   lines.push("Click to switch mode or agent");
@@ -162,6 +168,7 @@ export function parseStatus(raw: unknown): StatusPayload | null {
     ...(typeof r.folder === "string" ? { folder: r.folder } : {}),
     ...(typeof r.trust === "string" ? { trust: r.trust } : {}),
     usage: parseUsage(r.usage),
+    ...(r.auto_allow === true ? { autoAllow: true } : {}),
   };
 }
 

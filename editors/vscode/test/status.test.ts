@@ -81,3 +81,10 @@ test("the tooltip shows the last turn's and the session's tokens, and the cost w
   assert.doesNotMatch(tip2, /Last turn|Cost/);
   assert.equal(parseStatus({ ...base, usage: { session: "junk" } })?.usage, null);
 });
+
+test("sandbox.auto_allow shows in the bar and says what it means in the tooltip", () => {
+  const v = formatStatus(parseStatus({ ...base, auto_allow: true })!);
+  assert.equal(v.text, "ndomo: foreman · discussion · auto-allow");
+  assert.match(v.tooltip, /run without asking when sandboxed and offline/);
+  assert.equal(formatStatus(parseStatus({ ...base, auto_allow: false })!).text, "ndomo: foreman · discussion");
+});

@@ -257,6 +257,17 @@ class AgentPolicy:
                 )
                 return await self._ask(ctx, v, tool)
             return PermissionDecision(allowed=True, network=bool(network))
+        if await auto_allowed(ctx, tool, v, params):
+            from ndomo.runtime.events import Notice
+
+            await ctx.runtime.emit(
+                ctx,
+                Notice(
+                    level="info",
+                    message=f"ran without asking (sandbox.auto_allow: sandboxed, offline): {v.subject}",
+                ),
+            )
+            return PermissionDecision(allowed=True, network=False, hide_secrets=True)
         return await self._ask(ctx, v, tool)
 
     async def _ask(
@@ -325,6 +336,40 @@ class AgentPolicy:
                 "do not retry the same call — choose another way or hand back"
             ),
         )
+
+
+async def auto_allowed(
+    ctx: TurnContext, tool: ToolDescriptor, v: Verdict, params: BaseModel
+) -> bool:
+    """`sandbox.auto_allow`: a shell call the agent would ask about runs without asking
+    when bubblewrap confines it and it gets no network. The caller has already refused
+    denials (the agent's and saved ones); secret and control files carry their own
+    permission, so they are still asked."""
+    if not ctx.app.settings.sandbox.auto_allow or v.action != "ask" or v.permission != "bash":
+        return False
+    if getattr(params, "network", False) is True:
+        return False  # the model asks for network: only the user can give it
+    if await shell_network(ctx, tool, v, approved=False) is not False:
+        return False  # the agent's rules give this command network: not offline
+    from ndomo.security.shell import decide
+
+    # only a command ndomo reads whole: every argument literal, inside the workspace, no
+    # secret file named, no control file written (what turns an `allow` rule into ask)
+    readable = await asyncio.to_thread(
+        decide,
+        v.subject,
+        {"*": "allow"},
+        cwd=ctx.app.root,
+        roots=ctx.roots,
+        secret_globs=ctx.app.settings.secret_globs,
+    )
+    if readable.action != "allow":
+        return False
+    from ndomo.security.sandbox import current_state
+
+    state = await current_state(ctx.app.settings)
+    # bubblewrap only: Seatbelt has no private loopback, so a served process would get network
+    return state.active and state.backend == "bubblewrap"
 
 
 async def shell_network(

@@ -73,6 +73,7 @@ class SandboxHealth(Schema):
     state: str  # the phrase the approval prompt shows
     detail: str
     warning: str
+    auto_allow: bool = False  # sandbox.auto_allow: sandboxed, offline commands are not asked
 
 
 class InstructionsHealth(Schema):
@@ -258,6 +259,7 @@ async def _sandbox(app: App) -> SandboxHealth:
         state=st.label(),
         detail=st.detail,
         warning=st.warning,
+        auto_allow=app.settings.sandbox.auto_allow,
     )
 
 
@@ -270,6 +272,13 @@ def _sandbox_line(s: dict) -> str:
         line += f" {s['detail']}"
     if s["warning"]:
         line += f"\n          {s['warning']}"
+    if s.get("auto_allow"):
+        applies = s["active"] and s["backend"] == "bubblewrap"
+        line += "\n          sandbox.auto_allow: on — " + (
+            "commands the agent would ask about run without asking when sandboxed and offline"
+            if applies
+            else "not applied here: it needs a working bubblewrap sandbox"
+        )
     return line
 
 

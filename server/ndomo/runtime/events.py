@@ -19,6 +19,8 @@ class Status(Schema):
     # {"turn": {prompt, completion} | None, "session": {prompt, completion},
     #  "cost": {"turn", "session", "currency"} | None (with model.price)}
     usage: dict[str, Any] | None = None
+    # `sandbox.auto_allow` is on: sandboxed, offline shell commands run without asking
+    auto_allow: bool = False
 
 
 class TurnEvent(Schema):

@@ -270,6 +270,7 @@ class Runtime:
             state=state.last_outcome,
             plan=plan,
             usage=usage(state, self.app.settings.model.price),
+            auto_allow=self.app.settings.sandbox.auto_allow,
         )
 
     async def publish_status(self, state: SessionState) -> None:

@@ -330,6 +330,9 @@ class PermissionDecision(Schema):
     # A shell call may use the network (the user approved it, or an agent's `network: allow`
     # rule matched). The OS sandbox reads it through `call_grant()`.
     network: bool = False
+    # Run without anyone's approval (`sandbox.auto_allow`): the sandbox shows the
+    # workspace's secret files as empty.
+    hide_secrets: bool = False
 
 
 _GRANT: ContextVar[PermissionDecision | None] = ContextVar("ndomo_call_grant", default=None)

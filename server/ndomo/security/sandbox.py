@@ -346,6 +346,7 @@ def build_profile(
     drop_env: Sequence[str] = (),
     env: dict[str, str] | None = None,
     writable_roots: Sequence[str] = (),
+    hide_secrets: Sequence[str] | None = None,
 ) -> Profile:
     """The profile for a workspace. Creates `.ndomo/` (and `.git/hooks/` in a repository)
     when missing, so a sandboxed command cannot create them as its own (an agent file or a
@@ -421,6 +422,10 @@ def build_profile(
         elif any(_inside(prefix, Path(d)) for d in _PRIVATE_DIRS):
             keep.append(prefix)
     hidden_files, hidden_dirs = _hidden(ws, raw_home, reads, controls, env)
+    if hide_secrets is not None:  # a command nobody approved: the workspace's secrets read empty
+        files, dirs = scan_secrets(ws, hide_secrets)
+        hidden_files += files
+        hidden_dirs += dirs
     tmpdir = env.get("TMPDIR")
     tmpdir_env = None
     if tmpdir and not (_inside(_real(tmpdir), Path("/tmp")) or _inside(_real(tmpdir), ws)):
@@ -537,6 +542,39 @@ def _hidden(
         elif c.exists():
             files.append(c)
     return tuple(dict.fromkeys(files)), tuple(dict.fromkeys(dirs))
+
+
+def scan_secrets(ws: Path, globs: Sequence[str]) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+    """The workspace's files and folders matching `secret_globs` (gitignore semantics, like
+    `paths.is_secret`), as (files, folders), real paths. The walk skips the folders the
+    control scan skips and stops after `control_dirs_cap` folders, like it."""
+    from ndomo.security.paths import is_secret
+
+    ws = _real(ws)
+    files: list[Path] = []
+    dirs: list[Path] = []
+    seen = 0
+    for top, names, filenames in os.walk(ws):
+        here = Path(top)
+        keep = []
+        for n in names:
+            p = here / n
+            if n in _NO_DESCENT or os.path.islink(p):
+                continue
+            if is_secret(p, [ws], globs):
+                dirs.append(p)
+            else:
+                keep.append(n)
+        names[:] = keep
+        for n in filenames:
+            p = here / n
+            if not os.path.islink(p) and is_secret(p, [ws], globs):
+                files.append(p)
+        seen += 1
+        if seen >= SANDBOX_DEFAULTS.control_dirs_cap:
+            log.info("secret scan of %s stopped after %d folders", ws, seen)
+            break
+    return tuple(files), tuple(dirs)
 
 
 def _ndomo_views(controls: Controls) -> tuple[tuple[Path, tuple[Path, ...]], ...]:
@@ -866,8 +904,11 @@ def secret_env_names(settings: Settings, env: dict[str, str] | None = None) -> t
     return tuple(sorted(n for n in names if n))
 
 
-async def prepare(settings: Settings, workspace: Path, *, network: bool) -> Sandboxed:
-    """The sandbox for one shell command or served process in this workspace.
+async def prepare(
+    settings: Settings, workspace: Path, *, network: bool, hide_secrets: bool = False
+) -> Sandboxed:
+    """The sandbox for one shell command or served process in this workspace; with
+    `hide_secrets`, the workspace's secret files (`secret_globs`) read as empty in it.
 
     Raises `SandboxRefused` under `sandbox: required` when no sandbox works here.
     """
@@ -886,6 +927,7 @@ async def prepare(settings: Settings, workspace: Path, *, network: bool) -> Sand
         home_read=settings.sandbox.home,
         drop_env=secret_env_names(settings),
         writable_roots=settings.sandbox.writable,
+        hide_secrets=settings.secret_globs if hide_secrets else None,
     )
     if state.backend == "sandbox-exec":
         prefix = seatbelt_argv(profile)

@@ -14,6 +14,7 @@ r.trust_unknown = status.format({ session = "s", mode = "discussion", agent = "f
 r.trust_untrusted = status.format({ session = "s", mode = "autopilot", agent = "craftsman", busy = false, state = "idle",
   plan = { id = "p", slug = "x", done = 2, total = 5 }, trust = "untrusted" })
 r.trust_trusted = status.format({ session = "s", mode = "discussion", agent = "foreman", busy = false, state = "idle", plan = vim.NIL, trust = "trusted" })
+r.auto_allow = status.format({ session = "s", mode = "autopilot", agent = "craftsman", busy = false, state = "idle", plan = vim.NIL, auto_allow = true })
 local trust = require("ndomo.trust")
 r.trust_prompt = trust.prompt({ root = "/ws", state = "unknown", configures = { "agents: craftsman (replaces the built-in)", "model.base_url" } })
 r.trust_ask = {

@@ -21,6 +21,8 @@ function M.format(s, tick)
   end
   -- the folder's trust ("trusted" | "untrusted" | "unknown"; absent from older servers)
   if type(s.trust) == "string" and s.trust ~= "trusted" then table.insert(parts, "untrusted") end
+  -- sandbox.auto_allow: sandboxed, offline commands run without asking
+  if s.auto_allow == true then table.insert(parts, "auto-allow") end
   local text = table.concat(parts, " · ")
   if s.busy == true then
     local frame = M.spinner[((tick or 0) % #M.spinner) + 1]

@@ -49,7 +49,10 @@ def effective_timeout(ctx: TurnContext, requested: float | None) -> float:
 async def bash(ctx: TurnContext, p: BashParams) -> ToolResult:
     await save_turn_edits(ctx)  # the command reads the disk: unsaved agent edits go there first
     try:
-        box = await prepare(ctx.app.settings, ctx.app.root, network=call_grant().network)
+        grant = call_grant()
+        box = await prepare(
+            ctx.app.settings, ctx.app.root, network=grant.network, hide_secrets=grant.hide_secrets
+        )
     except SandboxRefused as exc:
         raise ToolError(str(exc)) from None
     notes: list[str] = []

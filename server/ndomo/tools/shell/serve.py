@@ -187,7 +187,9 @@ async def _start_served(ctx: TurnContext, mgr: ServeManager, p: ServeParams, liv
     root = ctx.app.root
     network = call_grant().network
     try:
-        box = await prepare(ctx.app.settings, root, network=network)
+        box = await prepare(
+            ctx.app.settings, root, network=network, hide_secrets=call_grant().hide_secrets
+        )
         if box.state.backend == "sandbox-exec" and not box.network:
             # Seatbelt has no loopback of its own to relay from: offline would mean no port
             await box.close()
