@@ -80,6 +80,7 @@ class StatusParams(TypedDict):
     # {"turn": {prompt, completion} | None, "session": {prompt, completion},
     #  "cost": {"turn", "session", "currency"} | None (with model.price)}
     usage: dict[str, Any] | None
+    auto_allow: bool  # sandbox.auto_allow is on: sandboxed, offline commands run unasked
     folder: str | None  # the workspace folder's uri; None for a server without folders
     trust: str  # the folder's trust: trusted | untrusted | unknown (ndomo.trust)
 
