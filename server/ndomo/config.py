@@ -164,6 +164,12 @@ class SandboxConfig(_Section):
         description="Environment variables (names or globs) that reach sandboxed commands although their name "
         "holds KEY, SECRET, TOKEN, PASSWORD or CREDENTIAL. User settings only.",
     )
+    destinations: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Command patterns (like `bash` rules) → the only hosts a matching command may reach, "
+        "through a proxy in its sandbox: `pypi.org`, `*.pythonhosted.org`, `host:port`, `localhost:5432`. "
+        "Such a command gets these instead of no network or the whole network.",
+    )
     auto_allow: bool = Field(
         default=False,
         description="Run a shell command the agent would ask about without asking when it runs in a working "
@@ -187,6 +193,17 @@ class SandboxConfig(_Section):
         bad = [p for p in value if not (p.startswith("~/") or p.startswith("/"))]
         if bad:
             raise ValueError(f"{bad[0]!r}: give a path under ~/ or an absolute path")
+        return value
+
+    @field_validator("destinations")
+    @classmethod
+    def _destinations(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        from ndomo.security.hosts import check_entries
+
+        for pattern, hosts in value.items():
+            if not pattern.strip():
+                raise ValueError("an empty command pattern")
+            check_entries(hosts)
         return value
 
 
@@ -590,6 +607,23 @@ def project_needs(project: dict, below: Settings, root: Path) -> list[Needs]:
                 why="runs shell commands without asking whenever they run sandboxed and offline",
             )
         )
+    asked_hosts = _get(project, ("sandbox", "destinations"))
+    if isinstance(asked_hosts, dict):
+        mine_hosts = below.sandbox.destinations
+        wider = sorted(
+            str(k)
+            for k, v in asked_hosts.items()
+            if not isinstance(v, list) or not set(map(str, v)) <= set(mine_hosts.get(str(k), []))
+        )
+        if wider:
+            out.append(
+                Needs(
+                    key="sandbox.destinations",
+                    value=asked_hosts,
+                    confirmation=confirmation("sandbox.destinations", asked_hosts),
+                    why="lets commands matching " + ", ".join(wider) + " reach the network",
+                )
+            )
     for key, sign, why in _LOOSENING_LISTS:
         asked = _get(project, tuple(key.split(".")))
         if not isinstance(asked, list):

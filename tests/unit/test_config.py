@@ -185,3 +185,19 @@ def test_a_project_cannot_turn_auto_allow_on_without_a_confirmation(tmp_path, sp
     user.write_text("sandbox:\n  auto_allow: true\n")
     settings, problems = load_settings(tmp_path, None, env={}, grant=TRUSTED, user_config=user)
     assert settings.sandbox.auto_allow is True and problems == []
+
+
+def test_a_project_cannot_give_its_commands_destinations_without_a_confirmation(tmp_path):
+    from ndomo.config import confirmation
+
+    asked = {"make deploy*": ["attacker.example"]}
+    write(tmp_path, "sandbox:\n  destinations:\n    'make deploy*': [attacker.example]\n")
+    settings, problems = load_settings(tmp_path, None, env={}, grant=TRUSTED)
+    assert settings.sandbox.destinations == {}
+    assert [p.key for p in problems] == ["sandbox.destinations"]
+    assert "make deploy*" in problems[0].message
+    confirmed = Grant(
+        trusted=True, confirmed=frozenset({confirmation("sandbox.destinations", asked)})
+    )
+    settings, problems = load_settings(tmp_path, None, env={}, grant=confirmed)
+    assert settings.sandbox.destinations == asked and problems == []

@@ -243,6 +243,9 @@ class AgentPolicy:
                 allowed=False,
                 message=f"permission denied by a saved rule: {v.permission} '{v.subject}'",
             )
+        hosts = await destinations(ctx, tool, v)
+        if (v.action == "allow" or saved == "allow") and hosts is not None:
+            return PermissionDecision(allowed=True, destinations=hosts)  # those hosts only
         if v.action == "allow" or saved == "allow":
             network = await shell_network(ctx, tool, v, approved=saved == "allow")
             if (
@@ -257,23 +260,30 @@ class AgentPolicy:
                 )
                 return await self._ask(ctx, v, tool)
             return PermissionDecision(allowed=True, network=bool(network))
-        if await auto_allowed(ctx, tool, v, params):
+        if await auto_allowed(ctx, tool, v, params, hosts):
             from ndomo.runtime.events import Notice
 
+            net = "offline" if hosts is None else "reaching only " + ", ".join(hosts)
             await ctx.runtime.emit(
                 ctx,
                 Notice(
                     level="info",
-                    message=f"ran without asking (sandbox.auto_allow: sandboxed, offline): {v.subject}",
+                    message=f"ran without asking (sandbox.auto_allow: sandboxed, {net}): {v.subject}",
                 ),
             )
-            return PermissionDecision(allowed=True, network=False, hide_secrets=True)
-        return await self._ask(ctx, v, tool)
+            return PermissionDecision(allowed=True, hide_secrets=True, destinations=hosts)
+        return await self._ask(ctx, v, tool, hosts)
 
     async def _ask(
-        self, ctx: TurnContext, v: Verdict, tool: ToolDescriptor | None = None
+        self,
+        ctx: TurnContext,
+        v: Verdict,
+        tool: ToolDescriptor | None = None,
+        hosts: list[str] | None = None,
     ) -> PermissionDecision:
         network = await shell_network(ctx, tool, v, approved=True) if tool is not None else None
+        if hosts is not None:
+            network = False  # sandbox.destinations: those hosts, never the whole network
         sandbox = ""
         if network is not None:
             from ndomo.security.sandbox import current_state
@@ -287,6 +297,7 @@ class AgentPolicy:
             reason=v.reason,
             network=network,
             sandbox=sandbox,
+            destinations=hosts or [],
         )
         try:
             answer: Any = await ctx.host.approve(request)
@@ -309,13 +320,13 @@ class AgentPolicy:
                 scope=answer,
                 session_id=ctx.session.id if answer == "session" else None,
             )
-            return PermissionDecision(allowed=True, network=bool(network))
+            return PermissionDecision(allowed=True, network=bool(network), destinations=hosts)
         if answer in (
             "once",
             "session",
             "project",
         ):  # a control file is approved one change at a time
-            return PermissionDecision(allowed=True, network=bool(network))
+            return PermissionDecision(allowed=True, network=bool(network), destinations=hosts)
         if answer == "never" and v.permission != "control":
             store = await ctx.app.store()
             await store.save_approval(
@@ -339,17 +350,22 @@ class AgentPolicy:
 
 
 async def auto_allowed(
-    ctx: TurnContext, tool: ToolDescriptor, v: Verdict, params: BaseModel
+    ctx: TurnContext,
+    tool: ToolDescriptor,
+    v: Verdict,
+    params: BaseModel,
+    hosts: list[str] | None = None,
 ) -> bool:
     """`sandbox.auto_allow`: a shell call the agent would ask about runs without asking
-    when bubblewrap confines it and it gets no network. The caller has already refused
-    denials (the agent's and saved ones); secret and control files carry their own
-    permission, so they are still asked."""
+    when bubblewrap confines it and it gets no network (or only the hosts the user's
+    `sandbox.destinations` give it). The caller has already refused denials (the agent's
+    and saved ones); secret and control files carry their own permission, so they are
+    still asked."""
     if not ctx.app.settings.sandbox.auto_allow or v.action != "ask" or v.permission != "bash":
         return False
-    if getattr(params, "network", False) is True:
+    if hosts is None and getattr(params, "network", False) is True:
         return False  # the model asks for network: only the user can give it
-    if await shell_network(ctx, tool, v, approved=False) is not False:
+    if hosts is None and await shell_network(ctx, tool, v, approved=False) is not False:
         return False  # the agent's rules give this command network: not offline
     from ndomo.security.shell import decide
 
@@ -370,6 +386,16 @@ async def auto_allowed(
     state = await current_state(ctx.app.settings)
     # bubblewrap only: Seatbelt has no private loopback, so a served process would get network
     return state.active and state.backend == "bubblewrap"
+
+
+async def destinations(ctx: TurnContext, tool: ToolDescriptor, v: Verdict) -> list[str] | None:
+    """The hosts `sandbox.destinations` gives this shell call (None: no pattern matches)."""
+    rules = ctx.app.settings.sandbox.destinations
+    if not rules or tool.permission != "bash" or v.permission != "bash":
+        return None
+    from ndomo.security.destinations import destinations_for
+
+    return await asyncio.to_thread(destinations_for, v.subject, rules)
 
 
 async def shell_network(

@@ -35,6 +35,7 @@ class ApprovalRequest(Schema):
     reason: str = ""  # why it is asked (e.g. which simple command did not match)
     network: bool | None = None  # a shell call: whether it gets network if allowed
     sandbox: str = ""  # a shell call: the OS sandbox it runs in ("sandboxed (bubblewrap)", …)
+    destinations: list[str] = []  # a shell call: the only hosts it reaches (sandbox.destinations)
 
     def text(self) -> str:
         """The question shown to the user (editor and terminal alike), on one line.
@@ -49,6 +50,8 @@ class ApprovalRequest(Schema):
             parts.append(one_line(self.reason, REASON_CHARS))
         if self.network is not None:
             net = "WITH network" if self.network else "without network"
+            if self.destinations:
+                net = "reaching only " + one_line(", ".join(self.destinations), REASON_CHARS)
             parts.append(f"if allowed it runs {net}, {self.sandbox or 'sandbox unknown'}")
         who = f"ndomo · {one_line(self.agent, 80)} ({one_line(self.mode, 40)})"
         parts.append(f"{who} wants {self.permission}: {self.shown_subject()}")

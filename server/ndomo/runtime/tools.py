@@ -333,6 +333,9 @@ class PermissionDecision(Schema):
     # Run without anyone's approval (`sandbox.auto_allow`): the sandbox shows the
     # workspace's secret files as empty.
     hide_secrets: bool = False
+    # `sandbox.destinations`: the only hosts the call may reach (through a proxy in its
+    # sandbox); None: `network` decides.
+    destinations: list[str] | None = None
 
 
 _GRANT: ContextVar[PermissionDecision | None] = ContextVar("ndomo_call_grant", default=None)

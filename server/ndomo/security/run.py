@@ -141,6 +141,7 @@ async def run_shell(
     cancel: asyncio.Event | None = None,
     prefix: Sequence[str] = (),
     on_output: Callable[[bytes], Awaitable[None]] | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> ShellResult:
     """Run `command` with /bin/bash -c; stdout+stderr merged, stdin /dev/null.
 
@@ -149,7 +150,8 @@ async def run_shell(
     this process group so a timeout or a cancel still kills all of it. Setting `cancel` stops the
     command and returns a result with `cancelled=True`; cancelling the awaiting task
     kills the process group too and re-raises CancelledError. `on_output` sees every chunk
-    as it is read (the live view); the result is capped as always.
+    as it is read (the live view); the result is capped as always. `pass_fds` reach the
+    prefix (the inner relay of a command with `sandbox.destinations`).
     """
     if "\x00" in command:
         raise ValueError("command contains a NUL byte")
@@ -172,6 +174,7 @@ async def run_shell(
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,
         env=full_env,
+        pass_fds=tuple(pass_fds),
     )
     capture = _Capture(output_cap)
     timed_out = cancelled = background_killed = False

@@ -11,6 +11,7 @@ from ndomo.runtime.edits import save_turn_edits
 from ndomo.runtime.output import output_stream
 from ndomo.runtime.tools import ToolError, ToolResult, call_grant, tool
 from ndomo.schema import Schema
+from ndomo.security.destinations import Proxied
 from ndomo.security.run import run_shell
 from ndomo.security.sandbox import SandboxRefused, prepare
 
@@ -57,6 +58,7 @@ async def bash(ctx: TurnContext, p: BashParams) -> ToolResult:
         raise ToolError(str(exc)) from None
     notes: list[str] = []
     live = output_stream(ctx)  # the editor sees the output while it runs
+    proxy = Proxied.start(grant.destinations) if box.prefix and not box.network else None
     try:
         result = await run_shell(
             p.command,
@@ -64,13 +66,17 @@ async def bash(ctx: TurnContext, p: BashParams) -> ToolResult:
             timeout_s=effective_timeout(ctx, p.timeout_s),
             output_cap=ctx.app.settings.shell.output_cap,
             cancel=ctx.cancelled,
-            prefix=box.prefix,
+            prefix=[*box.prefix, *proxy.argv] if proxy else box.prefix,
             on_output=live.feed if live else None,
+            env=proxy.env if proxy else None,
+            pass_fds=proxy.fds if proxy else (),
         )
     except ValueError as exc:
         raise ToolError(str(exc)) from None
     finally:  # also on cancel: every process of the sandbox is dead by now
         notes = await asyncio.shield(box.close())
+        if proxy is not None:
+            notes += await asyncio.shield(proxy.close())
         if live is not None:
             await live.close()
     text = "\n".join([*box.notes, result.render(), *notes])
@@ -78,6 +84,8 @@ async def bash(ctx: TurnContext, p: BashParams) -> ToolResult:
         text += f"\n(output truncated: {result.truncated_bytes} bytes in the middle not shown)"
     data = result.model_dump(exclude={"output"})
     data.update(sandbox=box.state.label(), network=box.network)
+    if proxy is not None:
+        data["destinations"] = list(grant.destinations or [])
     if result.cancelled:
         return ToolResult(ok=False, content=text, status="cancelled", data=data)
     ok = result.exit_code == 0
