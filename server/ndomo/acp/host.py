@@ -75,12 +75,13 @@ CHOICE_OF_OPTION: dict[str, ApprovalChoice] = {
 
 def permission_options(request: ApprovalRequest) -> list[PermissionOption]:
     rule = f"{request.permission}: {request.shown_subject()}"
+    always = f"{request.permission}: {one_line(request.rule, 300)}" if request.rule else rule
     options = [
         PermissionOption(option_id=ONCE, name="Allow once", kind="allow_once"),
         PermissionOption(option_id=SESSION, name="Allow for this session", kind="allow_always"),
         PermissionOption(
             option_id=ALWAYS,
-            name=f"Always allow in this project ({rule})",
+            name=f"Always allow in this project ({always})",
             kind="allow_always",
         ),
         PermissionOption(option_id=DENY, name="Deny", kind="reject_once"),

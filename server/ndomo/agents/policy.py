@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ndomo.runtime.host import ApprovalRequest
+from ndomo.runtime.host import Approval, ApprovalRequest
 from ndomo.runtime.tools import PathsUnknown, PermissionDecision, ToolDescriptor, ToolError
 from ndomo.schema import Schema
 
@@ -236,8 +236,7 @@ class AgentPolicy:
             return PermissionDecision(allowed=True)
         if v.permission == "control":  # always asked: no saved approval answers for it
             return await self._ask(ctx, v)
-        store = await ctx.app.store()
-        saved = await store.find_approval(v.permission, v.subject, ctx.session.id)
+        saved = await saved_answer(ctx, v)
         if saved == "deny":
             return PermissionDecision(
                 allowed=False,
@@ -289,7 +288,12 @@ class AgentPolicy:
             from ndomo.security.sandbox import current_state
 
             sandbox = (await current_state(ctx.app.settings)).label()
+        rule = v.subject
+        if v.permission == "bash":
+            proposal: str | None = await asyncio.to_thread(proposed_rule, v.subject)
+            rule = proposal or v.subject
         request = ApprovalRequest(
+            rule=rule if v.permission != "control" else "",
             permission=v.permission,
             subject=v.subject,
             agent=ctx.agent_name,
@@ -311,11 +315,28 @@ class AgentPolicy:
                     "nothing was run"
                 ),
             )
+        edited = answer.rule if isinstance(answer, Approval) else None
+        answer = answer.choice if isinstance(answer, Approval) else answer
         if answer in ("session", "project") and v.permission != "control":
+            pattern = glob_escape(v.subject)
+            if answer == "project" and (edited or rule) != v.subject:
+                pattern = (edited or rule).strip()
+            if pattern != glob_escape(v.subject) and not await rule_admits(ctx, v, pattern):
+                from ndomo.runtime.events import Notice
+
+                await ctx.runtime.emit(
+                    ctx,
+                    Notice(
+                        level="warning",
+                        message=f"the rule `{pattern}` does not cover `{v.subject}`: not saved; "
+                        "allowed once",
+                    ),
+                )
+                return PermissionDecision(allowed=True, network=bool(network), destinations=hosts)
             store = await ctx.app.store()
             await store.save_approval(
                 v.permission,
-                glob_escape(v.subject),
+                pattern,
                 "allow",
                 scope=answer,
                 session_id=ctx.session.id if answer == "session" else None,
@@ -386,6 +407,54 @@ async def auto_allowed(
     state = await current_state(ctx.app.settings)
     # bubblewrap only: Seatbelt has no private loopback, so a served process would get network
     return state.active and state.backend == "bubblewrap"
+
+
+def proposed_rule(command: str) -> str | None:
+    """The scoped rule "Always" proposes for a shell command (`pytest *`), or None."""
+    from ndomo.security.shell import decide
+    from ndomo.security.shell_rules import scoped_rule
+
+    d = decide(command, "allow")
+    return scoped_rule(d.commands) if d.action == "allow" else None
+
+
+async def rule_admits(ctx: TurnContext, v: Verdict, pattern: str) -> bool:
+    """A saved pattern covers this call: its fnmatch matches the subject and, for a shell
+    rule with a wildcard, it matches every simple command of the line the way `bash` rules
+    do — `pytest *` saved does not admit `pytest x && curl …`, nor a secret or computed
+    argument (those stay asked)."""
+    from fnmatch import fnmatchcase
+
+    if not fnmatchcase(v.subject, pattern):
+        return False
+    if v.permission != "bash":
+        return True
+    from ndomo.security.shell import decide
+    from ndomo.security.shell_rules import has_wildcard
+
+    if not has_wildcard(pattern):
+        return True  # an exact command, saved as the user approved it
+    d = await asyncio.to_thread(
+        decide,
+        v.subject,
+        {pattern: "allow"},
+        cwd=ctx.app.root,
+        roots=ctx.roots,
+        secret_globs=ctx.app.settings.secret_globs,
+    )
+    return d.action == "allow"
+
+
+async def saved_answer(ctx: TurnContext, v: Verdict) -> str | None:
+    """'deny', 'allow' or None from the saved approvals; a deny wins."""
+    store = await ctx.app.store()
+    hits = await store.matching_approvals(v.permission, v.subject, ctx.session.id)
+    if any(action == "deny" for _, action in hits):
+        return "deny"
+    for pattern, action in hits:
+        if action == "allow" and await rule_admits(ctx, v, pattern):
+            return "allow"
+    return None
 
 
 async def destinations(ctx: TurnContext, tool: ToolDescriptor, v: Verdict) -> list[str] | None:

@@ -27,6 +27,13 @@ SUBJECT_CHARS = 300  # VS Code shows ~1,000 characters of a toast: reason, state
 REASON_CHARS = 300
 
 
+class Approval(Schema):
+    """An answer with more than a choice: "Always" with the rule the user edited."""
+
+    choice: ApprovalChoice
+    rule: str | None = None
+
+
 class ApprovalRequest(Schema):
     permission: str  # edit, write, bash, webfetch, question, task, plan_db, secret
     subject: str  # the command, path, url or agent the permission is about
@@ -36,6 +43,8 @@ class ApprovalRequest(Schema):
     network: bool | None = None  # a shell call: whether it gets network if allowed
     sandbox: str = ""  # a shell call: the OS sandbox it runs in ("sandboxed (bubblewrap)", …)
     destinations: list[str] = []  # a shell call: the only hosts it reaches (sandbox.destinations)
+    # what "Always" (project) saves: a scoped rule ("pytest *") the user may edit, or the subject
+    rule: str = ""
 
     def text(self) -> str:
         """The question shown to the user (editor and terminal alike), on one line.
@@ -55,6 +64,8 @@ class ApprovalRequest(Schema):
             parts.append(f"if allowed it runs {net}, {self.sandbox or 'sandbox unknown'}")
         who = f"ndomo · {one_line(self.agent, 80)} ({one_line(self.mode, 40)})"
         parts.append(f"{who} wants {self.permission}: {self.shown_subject()}")
+        if self.rule and self.rule != self.subject:
+            parts.append(f"Always saves the rule `{one_line(self.rule, 120)}`")
         return " · ".join(parts)
 
     def shown_subject(self) -> str:
@@ -77,7 +88,7 @@ class Host(Protocol):
         self, path: Path, new_text: str | None, old_text: str | None
     ) -> EditOutcome: ...
     async def ask(self, question: str, choices: list[str] | None = None) -> str | None: ...
-    async def approve(self, request: ApprovalRequest) -> ApprovalChoice: ...
+    async def approve(self, request: ApprovalRequest) -> ApprovalChoice | Approval: ...
     async def show_document(self, path: Path) -> None: ...
     async def save_edited(self, paths: list[Path]) -> None: ...
     async def append_owned(self, path: Path, text: str) -> None: ...
@@ -159,7 +170,7 @@ class BaseHost:
     async def ask(self, question: str, choices: list[str] | None = None) -> str | None:
         return None
 
-    async def approve(self, request: ApprovalRequest) -> ApprovalChoice:
+    async def approve(self, request: ApprovalRequest) -> ApprovalChoice | Approval:
         return "deny"
 
     async def show_document(self, path: Path) -> None:

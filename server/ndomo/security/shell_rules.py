@@ -85,3 +85,58 @@ def rule_action(text: str, rules: Rules) -> tuple[Action, str | None]:
     if best is None:
         return "ask", None
     return best[1], best[2]
+
+
+# Scoped rules that "Always" proposes (the user may edit them before saving):
+# `<tool> <subcommand> *` for tools whose first word says what they do …
+SUBCOMMAND_TOOLS = frozenset(
+    {
+        "git", "npm", "pnpm", "yarn", "bun", "pip", "pip3", "uv", "cargo", "go", "docker",
+        "podman", "kubectl", "make", "poetry", "dotnet", "gh", "deno", "zig", "mvn", "gradle",
+        "bundle", "rake", "mix", "composer", "npx",
+    }
+)  # fmt: skip
+# … `<interpreter> <script> *` (`python3 -m <module> *`) for interpreters …
+INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "perl", "php"})
+# … never a wildcard for commands whose every use is a different decision.
+EXACT_ONLY = frozenset(
+    {
+        "rm", "sudo", "su", "doas", "curl", "wget", "ssh", "scp", "sftp", "rsync", "dd", "chmod",
+        "chown", "mkfs", "eval", "exec", "sh", "bash", "zsh", "dash", "fish", "env", "xargs",
+        "find", "nc", "ncat", "socat", "kill", "pkill", "killall", "systemctl", "crontab",
+        "source", ".", "command", "nohup", "setsid", "timeout", "watch", "nice", "time",
+    }
+)  # fmt: skip
+
+
+def scoped_rule(simple_commands: list[str]) -> str | None:
+    """The rule "Always" proposes for a command line given as its normalised simple
+    commands, or None (then the exact command is saved): one simple command only, its
+    words plain (no glob characters in what the rule keeps)."""
+    if len(simple_commands) != 1:
+        return None
+    words = simple_commands[0].split(" ")
+    program = words[0]
+    if not program or program in EXACT_ONLY:
+        return None
+    rest = [w for w in words[1:] if w]
+    if program in INTERPRETERS:
+        if len(rest) >= 2 and rest[0] == "-m":
+            keep = [program, "-m", rest[1]]
+        elif rest and not rest[0].startswith("-"):
+            keep = [program, rest[0]]
+        else:
+            return None  # `python -c …`: the code is the command
+    elif program in SUBCOMMAND_TOOLS and rest and not rest[0].startswith("-"):
+        keep = [program, rest[0]]
+    else:
+        keep = [program]
+    prefix = " ".join(keep)
+    if any(c in prefix for c in "*?[]'\"\\$`"):
+        return None
+    return f"{prefix} *"
+
+
+def has_wildcard(pattern: str) -> bool:
+    """A saved fnmatch pattern with a `*` or `?` outside `[x]` escapes (not an exact subject)."""
+    return bool(re.search(r"[*?]", re.sub(r"\[[^\]]*\]", "", pattern)))

@@ -61,3 +61,11 @@ class ApprovalOps(StoreBase):
         return await asyncio.to_thread(
             user.find_approval, self._owner, permission, subject, session_id
         )
+
+    async def matching_approvals(
+        self, permission: str, subject: str, session_id: str | None = None
+    ) -> list[tuple[str, str]]:
+        """(pattern, action) of every saved approval whose fnmatch pattern matches the subject."""
+        return await asyncio.to_thread(
+            user.matching_approvals, self._owner, permission, subject, session_id
+        )

@@ -112,16 +112,23 @@ def find_approval(
     workspace: str, permission: str, subject: str, session_id: str | None
 ) -> str | None:
     """'deny', 'allow' or None; patterns are fnmatch globs over the subject; deny wins."""
+    hits = {action for _, action in matching_approvals(workspace, permission, subject, session_id)}
+    if "deny" in hits:
+        return "deny"
+    return "allow" if "allow" in hits else None
+
+
+def matching_approvals(
+    workspace: str, permission: str, subject: str, session_id: str | None
+) -> list[tuple[str, str]]:
+    """(pattern, action) of the approvals whose fnmatch pattern matches the subject."""
     with _connect() as conn:
         rows = conn.execute(
             "SELECT pattern, action FROM approvals WHERE workspace = ? AND permission = ?"
             " AND (scope = 'project' OR session_id = ?)",
             (workspace, permission, session_id),
         ).fetchall()
-    hits = {r["action"] for r in rows if fnmatchcase(subject, r["pattern"])}
-    if "deny" in hits:
-        return "deny"
-    return "allow" if "allow" in hits else None
+    return [(r["pattern"], r["action"]) for r in rows if fnmatchcase(subject, r["pattern"])]
 
 
 def revoke_approval(workspace: str, approval_id: int) -> None:

@@ -15,7 +15,7 @@ from ndomo.runtime.events import (
     TurnEvent,
     TurnFinished,
 )
-from ndomo.runtime.host import ApprovalChoice, ApprovalRequest, BaseHost
+from ndomo.runtime.host import Approval, ApprovalChoice, ApprovalRequest, BaseHost
 from ndomo.security.text import OscStripper, one_line, visible
 
 
@@ -94,7 +94,7 @@ class TerminalHost(BaseHost):
         suffix = f" [{'/'.join(one_line(c, 80) for c in choices)}]" if choices else ""
         return (await self._prompt(f"? {visible(question)}{suffix} ")) or None
 
-    async def approve(self, request: ApprovalRequest) -> ApprovalChoice:
+    async def approve(self, request: ApprovalRequest) -> ApprovalChoice | Approval:
         # --yes approves ordinary asks; a control file (agent files, config, instructions)
         # needs the user's own answer every time
         if self.assume_yes and request.permission != "control":
@@ -113,4 +113,9 @@ class TerminalHost(BaseHost):
             "p": "project",
             "n": "never",
         }
-        return choices.get(answer[:1].lower(), "deny")
+        choice = choices.get(answer[:1].lower(), "deny")
+        if choice == "project" and request.rule:
+            # the rule "Always" saves, shown to edit (Enter keeps it)
+            edited = await self._prompt(f"  save the rule [{visible(request.rule)}]: ")
+            return Approval(choice="project", rule=edited.strip() or request.rule)
+        return choice
