@@ -291,7 +291,7 @@ def test_a_permission_round_trip_reject_once_then_allow_once(tmp_path, env, driv
             ("never", "reject_always"),
         ]
         assert options[1]["name"] == "Allow for this session"
-        assert "bash: echo hello-acp" in options[2]["name"]  # the rule "Always" saves
+        assert "bash: echo *" in options[2]["name"]  # the scoped rule "Always" saves
         assert "bash: echo hello-acp" in options[4]["name"]  # the rule "Never" saves
         assert "echo hello-acp" in asked[0]["params"]["toolCall"]["title"]
         calls = d.updates("tool_call")
