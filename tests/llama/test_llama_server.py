@@ -61,9 +61,9 @@ def serve(tmp: Path, name: str, **kw: Any) -> Served:
 
 
 @pytest.fixture(scope="module")
-def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """SmolLM2 with its own chat template (shared by the module: it answers one request at
-    a time, and each test starts with an empty recording)."""
+def plain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """SmolLM2 with its own chat template, which renders no tools (shared by the module: it
+    answers one request at a time, and each run starts with an empty recording)."""
     served = serve(tmp_path_factory.mktemp("llama"), "smollm2")
     try:
         yield served
@@ -71,10 +71,15 @@ def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         served.close()
 
 
-@pytest.fixture
-def served(llama: Served) -> Served:
-    llama.recorder.clear()
-    return llama
+@pytest.fixture(scope="module")
+def tooled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """The same model with a ChatML template that renders tools (Qwen2.5's, from llama.cpp's
+    own models/templates)."""
+    served = serve(tmp_path_factory.mktemp("llama-tools"), "tools", template=tools_template())
+    try:
+        yield served
+    finally:
+        served.close()
 
 
 def workspace(root: Path, **model: Any) -> Path:
@@ -85,7 +90,7 @@ def workspace(root: Path, **model: Any) -> Path:
     return trust(root)
 
 
-def ndomo(served: Served, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def ndomo(served: Served, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     env = server_env({"NDOMO_BASE_URL": served.base_url, "NDOMO_MODEL": MODEL})
     return subprocess.run(
         [sys.executable, "-m", "ndomo", *args],
@@ -97,10 +102,12 @@ def ndomo(served: Served, *args: str, timeout: float = 120) -> subprocess.Comple
     )
 
 
-def run_json(served: Served, ws: Path, prompt: str, *extra: str) -> tuple[int, dict[str, Any]]:
-    out = ndomo(served, "run", "--json", "--workspace", str(ws), *extra, prompt)
-    assert out.stdout.strip(), out.stderr
-    return out.returncode, json.loads(out.stdout)
+def summary_of(out: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    """`ndomo run --json`'s summary: the last thing printed, after the streamed answer."""
+    text = out.stdout
+    start = 0 if text.startswith("{") else text.rfind("\n{\n") + 1
+    assert start > 0 or text.startswith("{"), (text, out.stderr)
+    return json.loads(text[start:])
 
 
 def health(served: Served, ws: Path) -> dict[str, Any]:
@@ -108,61 +115,84 @@ def health(served: Served, ws: Path) -> dict[str, Any]:
     return json.loads(out.stdout)["model"]
 
 
+class Turn:
+    """One `ndomo run` through the recorder: what the user saw, what went over the wire."""
+
+    def __init__(self, served: Served, ws: Path, prompt: str, *args: str) -> None:
+        served.recorder.clear()
+        self.ws = ws
+        self.out = ndomo(served, "run", "--workspace", str(ws), *args, prompt)
+        self.chats = served.recorder.chats()
+        self.paths = served.recorder.paths()
+
+
+@pytest.fixture(scope="module")
+def greeting(plain: Served, tmp_path_factory: pytest.TempPathFactory) -> Turn:
+    """A first turn in a new project, as a user types it."""
+    ws = workspace(tmp_path_factory.mktemp("greeting"))
+    return Turn(plain, ws, "Say hello to Ada in one short sentence.")
+
+
+@pytest.fixture(scope="module")
+def tooled_turn(tooled: Served, tmp_path_factory: pytest.TempPathFactory) -> Turn:
+    """A first craftsman turn where tools are offered: ~3,400 tokens by ndomo's estimate
+    with every tool, more than the 2,048-token window."""
+    ws = workspace(tmp_path_factory.mktemp("tooled"))
+    return Turn(
+        tooled, ws, "What does this project do? One sentence.", "--json", "--agent", "craftsman"
+    )
+
+
 # -- the window ------------------------------------------------------------------------------
 
 
-def test_the_window_is_learned_from_props(served: Served, tmp_path: Path) -> None:
-    n_ctx = served.props["default_generation_settings"]["n_ctx"]
-    assert n_ctx == CTX
-    ws = workspace(tmp_path)
-    code, summary = run_json(served, ws, "Say hello.")
-    assert code in (0, 4), summary
-    paths = served.recorder.paths()
+def test_the_window_is_learned_from_props(plain: Served, greeting: Turn) -> None:
+    assert plain.props["default_generation_settings"]["n_ctx"] == CTX
+    assert greeting.out.returncode in (0, 4), greeting.out.stderr  # done, or capped at 48
     # asked before the first request, not learned from a failed one
-    assert paths.index("GET /props") < paths.index("POST /v1/chat/completions"), paths
-    model = health(served, ws)
+    assert greeting.paths.index("GET /props") < greeting.paths.index("POST /v1/chat/completions"), (
+        greeting.paths
+    )
+    model = health(plain, greeting.ws)
     assert f"context: {CTX} tokens (/props n_ctx)" in model["capabilities"], model
-    assert model["server"].startswith("llama.cpp"), model
+    build = plain.props["build_info"]
+    assert model["server"] == f"llama.cpp {build}", model
 
 
-def test_the_first_request_fits_the_window(served: Served, tmp_path: Path) -> None:
-    """A craftsman turn's full request (~3,400 tokens by ndomo's estimate) does not fit 2,048:
-    ndomo shrinks it before sending, and the real tokenizer agrees it fits with the answer."""
-    ws = workspace(tmp_path)
-    code, summary = run_json(served, ws, "What does this project do? Answer in one sentence.")
-    assert code in (0, 4), summary  # done, or capped by max_output_tokens
-    (chat,) = served.recorder.chats()
+def test_the_first_request_fits_the_window(tooled_turn: Turn) -> None:
+    """ndomo shrinks the request before sending, and the server's own tokenizer agrees it
+    fits with room for the answer."""
+    out = tooled_turn.out
+    assert out.returncode in (0, 4), out.stderr
+    assert "to fit the model's context window" in out.stdout + out.stderr
+    (chat,) = tooled_turn.chats
     assert chat.status == 200, chat.events or chat.answer
     prompt = chat.usage["prompt_tokens"]
     assert prompt + chat.body["max_tokens"] <= CTX, (prompt, chat.body["max_tokens"])
-    assert summary["tokens_in"] == prompt  # the turn counts what the server counted
+    assert summary_of(out)["tokens_in"] == prompt  # the turn counts what the server counted
 
 
 # -- streaming and the output cap -------------------------------------------------------------
 
 
-def test_a_streamed_answer_arrives(served: Served, tmp_path: Path) -> None:
-    ws = workspace(tmp_path)
-    out = ndomo(served, "run", "--workspace", str(ws), "Say hello to Ada in one short sentence.")
-    assert out.returncode in (0, 4), out.stderr
-    (chat,) = served.recorder.chats()
+def test_a_streamed_answer_arrives(greeting: Turn) -> None:
+    (chat,) = greeting.chats
     assert chat.body["stream"] is True
     assert "text/event-stream" in chat.content_type
     assert chat.content_chunks >= 2  # token by token, not one block
     assert chat.text.strip()
-    assert chat.text.strip() in out.stdout  # what the server streamed is what the user sees
+    assert chat.text.strip() in greeting.out.stdout  # what the server streamed, the user sees
 
 
-def test_a_runaway_answer_is_capped_and_explained(served: Served, tmp_path: Path) -> None:
+def test_a_runaway_answer_is_capped_and_explained(plain: Served, tmp_path: Path) -> None:
     ws = workspace(tmp_path, max_output_tokens=16)
-    code, summary = run_json(
-        served, ws, "Write a long story about a dragon, at least five paragraphs."
-    )
-    (chat,) = served.recorder.chats()
+    turn = Turn(plain, ws, "Write a long story about a dragon, at least five paragraphs.", "--json")
+    summary = summary_of(turn.out)
+    (chat,) = turn.chats
     assert chat.body["max_tokens"] == 16
     assert chat.finish_reason == "length"  # the server stopped it at ndomo's cap
     assert chat.usage["completion_tokens"] == 16
-    assert code == 4, summary  # capped, never a normal "done"
+    assert turn.out.returncode == 4, summary  # capped, never a normal "done"
     assert summary["status"] == "capped"
     assert "the answer hit the output limit of 16 tokens" in summary["error"]
     assert summary["answer"] == chat.text  # the text so far stays the answer
@@ -171,64 +201,51 @@ def test_a_runaway_answer_is_capped_and_explained(served: Served, tmp_path: Path
 # -- health ----------------------------------------------------------------------------------
 
 
-def test_health_reports_the_server(served: Served, tmp_path: Path) -> None:
+def test_health_reports_the_server(plain: Served, tmp_path: Path) -> None:
     ws = workspace(tmp_path)
-    out = ndomo(served, "health", "--probe-model", "--workspace", str(ws))
+    out = ndomo(plain, "health", "--probe-model", "--workspace", str(ws))
     text = out.stdout
-    assert served.base_url in text, text
-    assert f"'{MODEL}' available" in text, text
+    assert f"{plain.base_url} {MODEL} (1 models; '{MODEL}' available)" in text, text
+    assert f"server: llama.cpp {plain.props['build_info']}" in text, text
     assert f"context: {CTX} tokens (/props n_ctx)" in text, text
-    assert "llama.cpp" in text, text
-    model = health(served, ws)
-    assert model["ok"] is True
 
 
 def test_health_reports_a_stopped_server(tmp_path: Path) -> None:
     gone = serve(tmp_path, "stopped")
     gone.server.stop()
     try:
-        model = health(gone, workspace(tmp_path))
+        out = ndomo(gone, "health", "--probe-model", "--workspace", str(workspace(tmp_path)))
     finally:
         gone.close()
-    assert model["ok"] is False
-    assert gone.base_url in model["detail"] or "connect" in model["detail"].lower(), model
+    assert out.returncode != 0
+    model = [ln for ln in out.stdout.splitlines() if ln.startswith("model")]
+    assert model and "FAIL" in model[0], out.stdout
 
 
 # -- tools: only where the chat template renders them -----------------------------------------
 
 
-def _tools_case(served: Served, tmp_path: Path) -> None:
-    renders = served.props["chat_template_caps"]["supports_tools"]
-    ws = workspace(tmp_path)
-    code, summary = run_json(served, ws, "List the files here.")
-    assert code in (0, 4), summary
-    chats = served.recorder.chats()
-    assert chats and all(c.status == 200 for c in chats)
-    assert ("tools" in chats[0].body) is renders, (renders, sorted(chats[0].body))
-    model = health(served, ws)
-    warned = any("does not support tool calling" in w for w in model["warnings"])
-    assert warned is not renders, model
-    if not renders:  # autopilot acts through tools: it refuses before sending anything
-        served.recorder.clear()
-        auto = ndomo(served, "run", "--mode", "autopilot", "--workspace", str(ws), "Add a README.")
-        assert auto.returncode != 0
-        assert "does not support tool calling" in auto.stdout + auto.stderr, auto
-        assert served.recorder.chats() == []
+def test_no_tools_are_sent_where_the_template_drops_them(plain: Served, greeting: Turn) -> None:
+    """SmolLM2-135M's own template renders no tool definitions: llama.cpp would leave the
+    request's tools out of the prompt without a word, so ndomo sends none, says why in
+    health, and autopilot (which acts through tools) refuses before asking the model."""
+    assert plain.props["chat_template_caps"]["supports_tools"] is False
+    (chat,) = greeting.chats
+    assert "tools" not in chat.body, sorted(chat.body)
+    model = health(plain, greeting.ws)
+    assert "tools: no (llama.cpp's chat template renders no tools" in model["capabilities"]
+    (warning,) = [w for w in model["warnings"] if "does not support tool calling" in w]
+    assert "--chat-template-file" in warning
+    auto = Turn(plain, greeting.ws, "Add a README.", "--mode", "autopilot")
+    assert auto.out.returncode != 0
+    assert "chat_template_caps.supports_tools" in auto.out.stdout + auto.out.stderr, auto.out
+    assert auto.chats == []
 
 
-def test_no_tools_are_sent_when_the_template_drops_them(served: Served, tmp_path: Path) -> None:
-    """SmolLM2-135M's own template renders no tool definitions (`/props`
-    `chat_template_caps.supports_tools` false): tools sent there would never reach the model."""
-    assert served.props["chat_template_caps"]["supports_tools"] is False
-    _tools_case(served, tmp_path)
-
-
-def test_tools_are_sent_when_the_template_renders_them(tmp_path: Path) -> None:
-    """The same model with a ChatML template that renders tools (Qwen2.5's, from llama.cpp's
-    own models/templates): ndomo offers them."""
-    served = serve(tmp_path, "tools", template=tools_template())
-    try:
-        assert served.props["chat_template_caps"]["supports_tools"] is True
-        _tools_case(served, tmp_path / "ws")
-    finally:
-        served.close()
+def test_tools_are_sent_where_the_template_renders_them(tooled: Served, tooled_turn: Turn) -> None:
+    assert tooled.props["chat_template_caps"]["supports_tools"] is True
+    (chat,) = tooled_turn.chats
+    assert chat.status == 200
+    assert {t["function"]["name"] for t in chat.body["tools"]} >= {"read", "edit", "grep"}
+    model = health(tooled, tooled_turn.ws)
+    assert not [w for w in model["warnings"] if "tool calling" in w], model
