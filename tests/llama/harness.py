@@ -76,13 +76,20 @@ class LlamaServer:
     """`llama-server` serving SmolLM2-135M on 127.0.0.1 (stopped, never left running)."""
 
     def __init__(
-        self, log: Path, *, ctx: int = 2048, alias: str = "smollm2", template: Path | None = None
+        self,
+        log: Path,
+        *,
+        ctx: int = 2048,
+        alias: str = "smollm2",
+        template: Path | None = None,
+        jinja: bool = True,
     ) -> None:
         self.port = free_port()
         self.ctx = ctx
         self.alias = alias
         self.log_path = log
         self.template = template
+        self.jinja = jinja
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -99,7 +106,8 @@ class LlamaServer:
             "-c", str(self.ctx),
             "-np", "1",  # one slot: the whole context serves one request at a time
             "-t", "2",
-            "--jinja",  # the model's own chat template (tools only as the template renders them)
+            # the chat template run by the Jinja engine (the default; --no-jinja refuses tools)
+            "--jinja" if self.jinja else "--no-jinja",
             "--seed", "1",
             "--no-webui",
         ]  # fmt: skip

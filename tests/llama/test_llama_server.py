@@ -249,3 +249,24 @@ def test_tools_are_sent_where_the_template_renders_them(tooled: Served, tooled_t
     assert {t["function"]["name"] for t in chat.body["tools"]} >= {"read", "edit", "grep"}
     model = health(tooled, tooled_turn.ws)
     assert not [w for w in model["warnings"] if "tool calling" in w], model
+
+
+def test_a_server_without_jinja_is_answered_without_tools(tmp_path: Path) -> None:
+    """llama-server --no-jinja with a template that renders tools: /props says tools, but a
+    request with them fails ("tools param requires --jinja flag", a 500). The turn is asked
+    again without tools and answers; health then says why and how to fix it."""
+    served = serve(tmp_path, "no-jinja", template=tools_template(), jinja=False)
+    try:
+        assert served.props["chat_template_caps"]["supports_tools"] is True
+        ws = workspace(tmp_path / "ws")
+        turn = Turn(served, ws, "Say hello.")
+        assert turn.out.returncode in (0, 4), turn.out.stderr
+        with_tools, without = turn.chats[0], turn.chats[-1]
+        assert "tools" in with_tools.body and with_tools.status == 500
+        assert "tools" not in without.body and without.status == 200
+        assert without.text.strip() and without.text.strip() in turn.out.stdout
+        model = health(served, ws)
+    finally:
+        served.close()
+    assert "requires --jinja flag" in model["capabilities"], model
+    assert any("start llama-server with --jinja" in w for w in model["warnings"]), model
