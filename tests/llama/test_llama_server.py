@@ -135,8 +135,8 @@ def greeting(plain: Served, tmp_path_factory: pytest.TempPathFactory) -> Turn:
 
 @pytest.fixture(scope="module")
 def tooled_turn(tooled: Served, tmp_path_factory: pytest.TempPathFactory) -> Turn:
-    """A first craftsman turn where tools are offered: ~3,400 tokens by ndomo's estimate
-    with every tool, more than the 2,048-token window."""
+    """A first craftsman turn where tools are offered: with every tool its mode offers, the
+    request is larger than the 2,048-token window."""
     ws = workspace(tmp_path_factory.mktemp("tooled"))
     return Turn(
         tooled, ws, "What does this project do? One sentence.", "--json", "--agent", "craftsman"
