@@ -274,8 +274,10 @@ class Recorder:
                 handler.wfile.write(whole)
                 with contextlib.suppress(ValueError):
                     x.answer = json.loads(whole)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # ndomo closed the request (a stopped stream): the server's side closes too
+        except OSError:
+            # ndomo closed the request (a stopped stream: the server's side closes too), or
+            # the server is gone: the client sees its connection end, as it would without us
+            pass
         finally:
             conn.close()
             x.done.set()

@@ -211,15 +211,21 @@ def test_health_reports_the_server(plain: Served, tmp_path: Path) -> None:
 
 
 def test_health_reports_a_stopped_server(tmp_path: Path) -> None:
-    gone = serve(tmp_path, "stopped")
-    gone.server.stop()
-    try:
-        out = ndomo(gone, "health", "--probe-model", "--workspace", str(workspace(tmp_path)))
-    finally:
-        gone.close()
+    server = LlamaServer(tmp_path / "stopped.log", ctx=CTX, alias=MODEL).start()
+    server.stop()  # its port now refuses connections, as after the user quit it
+    env = server_env({"NDOMO_BASE_URL": f"{server.url}/v1", "NDOMO_MODEL": MODEL})
+    out = subprocess.run(
+        [sys.executable, "-m", "ndomo", "health", "--probe-model", "-w", str(workspace(tmp_path))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
     assert out.returncode != 0
-    model = [ln for ln in out.stdout.splitlines() if ln.startswith("model")]
-    assert model and "FAIL" in model[0], out.stdout
+    (model,) = [ln for ln in out.stdout.splitlines() if ln.startswith("model")]
+    assert "FAIL" in model and f"{server.url}/v1" in model, out.stdout
+    assert "start the model server" in model, out.stdout
 
 
 # -- tools: only where the chat template renders them -----------------------------------------
