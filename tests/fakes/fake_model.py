@@ -172,7 +172,7 @@ class FakeModel:
         tools: bool = True,
         n_ctx: int | None = None,
         context_error: str = "llamacpp",
-        props: bool = False,
+        props: bool | dict[str, Any] = False,  # a dict: more /props fields (chat_template_caps)
         ollama: dict[str, Any] | None = None,
         max_model_len: int | None = None,
         refuse_max_tokens: bool = False,
@@ -409,6 +409,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "default_generation_settings": {"n_ctx": n_ctx, "params": {}},
                     "total_slots": 1,
                     "model_path": "/models/fake.gguf",
+                    **(self.owner.props if isinstance(self.owner.props, dict) else {}),
                 },
             )
         if self.path == "/_fake/requests":

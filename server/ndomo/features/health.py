@@ -45,6 +45,9 @@ class ModelHealth(Schema):
     capabilities: str = (
         ""  # what earlier turns learned (streaming with tools, tools, context window)
     )
+    server: str = (
+        ""  # what answered the probe, by the endpoint it has ("llama.cpp b1234", "Ollama")
+    )
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -151,7 +154,7 @@ async def _model(app: App, probe: bool) -> ModelHealth:
             provider=cfg.provider, url=cfg.base_url, name=cfg.name, ok=None, detail="not probed"
         )
     warnings: list[str] = []
-    caps_text = ""
+    caps_text = server = ""
     try:
         from ndomo.llm.capabilities import Capabilities
         from ndomo.llm.client import make_client
@@ -172,8 +175,9 @@ async def _model(app: App, probe: bool) -> ModelHealth:
                 facts["context_window"],
                 facts["context_source"],
             )
-        if facts.get("tools") is False:
-            client.caps.tools = False
+        if hasattr(client, "take_tools"):
+            client.take_tools(facts)
+        server = str(facts.get("server") or "")
         caps_text = client.caps.describe()
         warnings = _model_warnings(cfg, client.caps, facts)
         await client.aclose()
@@ -186,6 +190,7 @@ async def _model(app: App, probe: bool) -> ModelHealth:
         ok=ok,
         detail=detail,
         capabilities=caps_text,
+        server=server,
         warnings=warnings,
     )
 
@@ -202,9 +207,20 @@ def _model_warnings(cfg, caps, facts: dict) -> list[str]:
             "OLLAMA_CONTEXT_LENGTH=16384 ollama serve, or a Modelfile with `PARAMETER num_ctx 16384`"
         )
     if caps.tools is False:
+        why = f" ({caps.tools_source})" if caps.tools_source else ""
+        source = caps.tools_source or ""
+        if "--jinja" in source:
+            fix = "start llama-server with --jinja"
+        elif "chat template" in source:
+            fix = (
+                "start llama-server with a chat template that renders tools "
+                "(--chat-template-file), or a model whose template does"
+            )
+        else:
+            fix = "pick a model with tool support"
         out.append(
-            f"model '{cfg.name}' does not support tool calling: discussion answers without tools, "
-            "autopilot refuses; pick a model with tool support"
+            f"model '{cfg.name}' does not support tool calling{why}: discussion answers without "
+            f"tools, autopilot refuses; {fix}"
         )
     return out
 
@@ -336,6 +352,7 @@ def render_health(r: dict) -> str:
         f"database  {mark[r['database']['ok']]}  {r['database']['path'] or '(none)'} ({r['database']['detail']})",
         f"model     {mark[r['model']['ok']]}  {r['model']['provider']} {r['model']['url']} "
         f"{r['model']['name']} ({r['model']['detail']})",
+        *([f"          server: {r['model']['server']}"] if r["model"].get("server") else []),
         *([f"          {r['model']['capabilities']}"] if r["model"].get("capabilities") else []),
         *[f"          warning: {w}" for w in r["model"].get("warnings", [])],
         f"agents    {r['agents']['loaded']} loaded: {', '.join(r['agents']['names'])}",

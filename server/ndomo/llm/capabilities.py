@@ -21,6 +21,7 @@ class Capabilities(Schema):
 
     stream_tools: bool | None = None  # None: not tried yet
     tools: bool | None = None
+    tools_source: str | None = None  # why tools is False: the server's report, or its error
     context_window: int | None = None  # tokens, as the server reported it
     context_source: str | None = None  # where the window came from ("/props n_ctx", "error", …)
     bytes_per_token: float | None = None  # request bytes / usage.prompt_tokens, last seen
@@ -35,7 +36,10 @@ class Capabilities(Schema):
             if self.context_window
             else "unknown"
         )
-        return f"streams tool calls: {yn(self.stream_tools)}; tools: {yn(self.tools)}; context: {window}"
+        tools = yn(self.tools)
+        if self.tools is False and self.tools_source:
+            tools = f"no ({self.tools_source})"
+        return f"streams tool calls: {yn(self.stream_tools)}; tools: {tools}; context: {window}"
 
 
 def estimate_tokens(size_bytes: int, bytes_per_token: float | None = None) -> int:

@@ -88,7 +88,15 @@ class ModelContextExceeded(ModelRequestRejected):
 
 
 class ModelToolsUnsupported(ModelRequestRejected):
-    """The server or model cannot take tools (Ollama: "… does not support tools")."""
+    """The server or model cannot take tools (Ollama: "… does not support tools"; llama.cpp
+    started without --jinja: "tools param requires --jinja flag"); `said` is the server's
+    own words."""
+
+    def __init__(
+        self, message: str, *, url: str | None = None, status: int | None = None, said: str = ""
+    ) -> None:
+        super().__init__(message, url=url, status=status)
+        self.said = said
 
 
 class ModelContextTooSmall(ModelError):
@@ -114,6 +122,7 @@ _TOOLS_WORDS = (
     "tool use is not supported",
     "tool calling is not supported",
     "function calling is not supported",
+    "requires --jinja",  # llama.cpp without --jinja: "tools param requires --jinja flag"
 )
 
 
@@ -306,11 +315,17 @@ def map_error(
             prompt_tokens=prompt,
         )
     if is_tools_error(text):
+        fix = (
+            "start llama-server with --jinja"
+            if "--jinja" in text
+            else "use a model with tool support (e.g. qwen2.5-coder)"
+        )
         return ModelToolsUnsupported(
             f"model '{model}' at {url} does not support tool calling ({status}: {text}); "
-            "use a model with tool support (e.g. qwen2.5-coder) for autopilot",
+            f"{fix} for autopilot",
             url=url,
             status=status,
+            said=text[:200],
         )
     if status >= 500:
         return ModelServerError(

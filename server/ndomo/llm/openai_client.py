@@ -49,6 +49,12 @@ if TYPE_CHECKING:
 
 NO_KEY = "not-needed"  # local servers accept any key, but the SDK insists on one
 OLLAMA_DEFAULT_CTX = 4096  # what Ollama uses when neither num_ctx nor OLLAMA_CONTEXT_LENGTH is set
+# Why a server's own report says no tools (`Capabilities.tools_source`)
+LLAMA_CPP_NO_TOOLS = (
+    "llama.cpp's chat template renders no tools: /props chat_template_caps.supports_tools is false"
+)
+OLLAMA_NO_TOOLS = "Ollama's /api/show capabilities list no tools"
+REPORTED = (LLAMA_CPP_NO_TOOLS, OLLAMA_NO_TOOLS)
 
 
 def _stream_problem(err: ModelError) -> bool:
@@ -246,11 +252,12 @@ class OpenAIClient:
                 err.args = (err.message,)
                 raise
             self.caps.stream_tools = False
-        except ModelToolsUnsupported:
-            self.caps.tools = False
+        except ModelToolsUnsupported as err:
+            said = f": {err.said}" if err.said else ""
+            self.caps.tools, self.caps.tools_source = False, f"the server refused tools{said}"
             raise
         if tools:
-            self.caps.tools = True
+            self.caps.tools, self.caps.tools_source = True, None
 
     def _calibrate(self, params: dict[str, Any], usage: Usage | None) -> None:
         if usage is not None and usage.prompt_tokens > 0:
@@ -445,16 +452,14 @@ class OpenAIClient:
                     and isinstance(m.get("max_model_len"), int)
                 ):
                     facts.update(
-                        context_window=m["max_model_len"], context_source="/v1/models max_model_len"
+                        context_window=m["max_model_len"],
+                        context_source="/v1/models max_model_len",
+                        server="vLLM",
                     )
             if "context_window" not in facts:
                 props = await get("GET", f"{self.root}/props")
                 if isinstance(props, dict):
-                    gen = props.get("default_generation_settings") or {}
-                    n_ctx = gen.get("n_ctx") if isinstance(gen, dict) else None
-                    n_ctx = n_ctx if isinstance(n_ctx, int) else props.get("n_ctx")
-                    if isinstance(n_ctx, int) and n_ctx > 0:
-                        facts.update(context_window=n_ctx, context_source="/props n_ctx")
+                    facts.update(self._llama_cpp(props))
             if "context_window" not in facts:
                 show = await get("POST", f"{self.root}/api/show", json={"model": name})
                 if isinstance(show, dict):
@@ -468,12 +473,40 @@ class OpenAIClient:
                         else None
                     )
                     if isinstance(m, dict) and m.get("id") == name and isinstance(size, int):
-                        facts.update(context_window=size, context_source="LM Studio context length")
+                        facts.update(
+                            context_window=size,
+                            context_source="LM Studio context length",
+                            server="LM Studio",
+                        )
+        return facts
+
+    @staticmethod
+    def _llama_cpp(props: dict[str, Any]) -> dict[str, Any]:
+        """llama.cpp's /props: the slot's context and whether the chat template renders tool
+        definitions. A template that does not (`chat_template_caps.supports_tools` false)
+        drops the request's `tools` from the prompt without an error: the model never sees
+        them, so none are sent."""
+        facts: dict[str, Any] = {}
+        gen = props.get("default_generation_settings") or {}
+        n_ctx = gen.get("n_ctx") if isinstance(gen, dict) else None
+        n_ctx = n_ctx if isinstance(n_ctx, int) else props.get("n_ctx")
+        if isinstance(n_ctx, int) and n_ctx > 0:
+            facts.update(context_window=n_ctx, context_source="/props n_ctx")
+        if "default_generation_settings" in props:
+            build = props.get("build_info")
+            facts["server"] = (
+                f"llama.cpp {build}" if isinstance(build, str) and build else "llama.cpp"
+            )
+        caps = props.get("chat_template_caps")
+        if isinstance(caps, dict) and isinstance(caps.get("supports_tools"), bool):
+            facts["tools"] = caps["supports_tools"]
+            if not caps["supports_tools"]:
+                facts["tools_source"] = LLAMA_CPP_NO_TOOLS
         return facts
 
     @staticmethod
     def _ollama(show: dict[str, Any]) -> dict[str, Any]:
-        facts: dict[str, Any] = {"ollama": True}
+        facts: dict[str, Any] = {"ollama": True, "server": "Ollama"}
         num_ctx = None
         for line in str(show.get("parameters") or "").splitlines():
             parts = line.split()
@@ -498,6 +531,8 @@ class OpenAIClient:
         caps = show.get("capabilities")
         if isinstance(caps, list):
             facts["tools"] = "tools" in caps
+            if not facts["tools"]:
+                facts["tools_source"] = OLLAMA_NO_TOOLS
         return facts
 
     async def learn(self) -> Capabilities:
@@ -506,9 +541,17 @@ class OpenAIClient:
         if facts.get("context_window"):  # the server's own number beats a remembered one
             self.caps.context_window = facts["context_window"]
             self.caps.context_source = facts["context_source"]
-        if facts.get("tools") is False:
-            self.caps.tools = False
+        self.take_tools(facts)
         return self.caps
+
+    def take_tools(self, facts: dict[str, Any]) -> None:
+        """What the server says about tools now beats what it said before (a restarted
+        llama-server with another chat template); a refusal learned from a request stands."""
+        said = facts.get("tools")
+        if said is False:
+            self.caps.tools, self.caps.tools_source = False, facts.get("tools_source")
+        elif said is True and self.caps.tools is False and self.caps.tools_source in REPORTED:
+            self.caps.tools, self.caps.tools_source = None, None
 
     async def probe(self) -> Probe:
         try:

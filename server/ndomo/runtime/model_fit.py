@@ -188,8 +188,9 @@ def tools_refusal(ctx: TurnContext, client: Any) -> str:
     switch = (
         f" or switch to a mode that works without them ({', '.join(without)})" if without else ""
     )
+    why = f" ({client.caps.tools_source})" if client.caps.tools_source else ""
     return (
-        f"model '{client.cfg.name}' at {client.url} does not support tool calling, and {ctx.mode} mode needs "
+        f"model '{client.cfg.name}' at {client.url} does not support tool calling{why}, and {ctx.mode} mode needs "
         f"tools to act; use a model with tool support (e.g. qwen2.5-coder){switch}"
     )
 

@@ -106,6 +106,17 @@ async def test_tool_less_model_is_reported_as_such(clients: Any) -> None:
         assert events[-1] == Finished(reason="stop")
 
 
+async def test_llama_cpp_without_jinja_is_a_server_without_tools(fake: Any, clients: Any) -> None:
+    """llama-server started with --no-jinja answers a request with tools with a 500."""
+    error = {"code": 500, "message": "tools param requires --jinja flag", "type": "server_error"}
+    fake.push({"status": 500, "body": {"error": error}})
+    client = clients(fake.url, max_retries=0)  # the server's answer does not change on a retry
+    with pytest.raises(ModelToolsUnsupported, match="start llama-server with --jinja"):
+        await collect(client, tools=[READ])
+    assert client.caps.tools is False
+    assert client.caps.tools_source == "the server refused tools: tools param requires --jinja flag"
+
+
 async def test_usage_prompt_tokens_calibrates_bytes_per_token(fake: Any, clients: Any) -> None:
     client = clients(fake.url)
     events = await collect(client, prompt="y" * 2000, tools=[READ])
@@ -119,6 +130,30 @@ async def test_learns_the_window_from_llama_cpp_props(clients: Any) -> None:
     with FakeModel(props=True, n_ctx=4096) as fake:
         caps = await clients(fake.url).learn()
     assert caps.context_window == 4096 and caps.context_source == "/props n_ctx"
+
+
+async def test_a_llama_cpp_template_without_tools_means_no_tools(clients: Any) -> None:
+    """llama.cpp drops `tools` its chat template does not render, silently: /props says so."""
+    no_tools = {"chat_template_caps": {"supports_tools": False}, "build_info": "b1-abc"}
+    with FakeModel(props=no_tools) as fake:
+        client = clients(fake.url)
+        caps = await client.learn()
+        facts = await client.server_facts()
+    assert caps.tools is False and "chat_template_caps.supports_tools" in (caps.tools_source or "")
+    assert facts["server"] == "llama.cpp b1-abc"
+    assert "tools: no (llama.cpp's chat template renders no tools" in caps.describe()
+    # the server restarted with a template that renders tools: its new report wins
+    with FakeModel(props={"chat_template_caps": {"supports_tools": True}}) as fake:
+        again = clients(fake.url)
+        again.caps = caps.model_copy()
+        assert (await again.learn()).tools is None
+
+
+async def test_a_tools_refusal_from_a_request_stands_against_a_report(clients: Any) -> None:
+    with FakeModel(props={"chat_template_caps": {"supports_tools": True}}) as fake:
+        client = clients(fake.url)
+        client.caps.tools, client.caps.tools_source = False, "the server refused tools: x"
+        assert (await client.learn()).tools is False
 
 
 async def test_learns_the_window_from_vllm_max_model_len(clients: Any) -> None:
