@@ -43,7 +43,7 @@ test("files rank fuzzily: the name's letters in order, the file's own name first
   assert.deepEqual(rankFiles("zzz", ["calc.py"]), []);
 });
 
-test("suggestions: keywords, then symbols for a typed query, then files; symbol: alone asks symbols only", async () => {
+test("suggestions: keywords, files, then symbols for a typed query; symbol: alone asks symbols only", async () => {
   const seen = new Map<string, SymbolHit>();
   const s = source();
   const all = await suggest("", s, seen);
@@ -51,11 +51,13 @@ test("suggestions: keywords, then symbols for a typed query, then files; symbol:
   assert.ok(all.some((i) => i.kind === "file" && i.insert === "calc.py"));
   assert.deepEqual(s.asked, []); // no query: no symbol search
   const circ = await suggest("Circ", s, seen);
-  assert.equal(circ[0].insert, "symbol:Circle");
+  assert.deepEqual(circ.map((i) => i.insert), ["symbol:Circle"]);
   assert.equal(circ[0].detail, "shapes.ts:4");
+  const sh = await suggest("sh", s, seen);
+  assert.deepEqual(sh.map((i) => i.kind), ["file"]); // shapes.ts; no symbol matches "sh"
   const only = await suggest("symbol:Ci", s, seen);
   assert.deepEqual(only.map((i) => i.kind), ["symbol"]);
-  assert.deepEqual(s.asked, ["Circ", "Ci"]);
+  assert.deepEqual(s.asked, ["Circ", "sh", "Ci"]);
 });
 
 test("resolution: unsaved text wins, a word that names nothing stays text, a slash command has none", async () => {

@@ -111,12 +111,15 @@ function relative(root: string | undefined, path: string): string {
   return root && path.startsWith(root + "/") ? path.slice(root.length + 1) : path;
 }
 
-/** The picker's rows for what follows `@`: the keywords, symbols (when a query is typed or
- * it starts with `symbol:`), then files by fuzzy rank. `seen` keeps the symbols for send. */
+/** The picker's rows for what follows `@`: the keywords, files by fuzzy rank, then symbols
+ * (when a query is typed; `symbol:` asks symbols only). `seen` keeps the symbols for send. */
 export async function suggest(query: string, source: MentionSource, seen: Map<string, SymbolHit>): Promise<MentionItem[]> {
   const items: MentionItem[] = [];
   const symbolOnly = query.startsWith(SYMBOL);
-  if (!symbolOnly) items.push(...KEYWORDS.filter((k) => k.insert.startsWith(query)));
+  if (!symbolOnly) {
+    items.push(...KEYWORDS.filter((k) => k.insert.startsWith(query)));
+    for (const f of rankFiles(query, await source.files())) items.push({ kind: "file", label: f, insert: f });
+  }
   const symbolQuery = symbolOnly ? query.slice(SYMBOL.length) : query;
   if (symbolQuery) {
     const root = source.root();
@@ -129,9 +132,6 @@ export async function suggest(query: string, source: MentionSource, seen: Map<st
         insert: `${SYMBOL}${s.name}`,
       });
     }
-  }
-  if (!symbolOnly) {
-    for (const f of rankFiles(query, await source.files())) items.push({ kind: "file", label: f, insert: f });
   }
   return items;
 }

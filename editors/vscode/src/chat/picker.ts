@@ -56,6 +56,7 @@ export class Picker {
 
   close(): void {
     this.list.hidden = true;
+    this.list.replaceChildren();
     this.items = [];
   }
 
