@@ -98,14 +98,14 @@ def test_each_mention_kind_from_the_send_box_reaches_the_model(vs: Env) -> None:
     wb.d.call("press", keys="Enter")
     _pick(vs, "and @notes", "notes.md")
     # Escape closes the picker and leaves the text as typed
-    wb.d.call("type", text="@zz")
-    wb.d.call("frameWaitText", frames=CHAT, selector=".mentions .mention", regex=".", timeout=15000)
+    wb.d.call("type", text="@")
+    wb.d.call("frameWaitText", frames=CHAT, selector=".mentions .mention.selected", text="@plan")
     wb.d.call("press", keys="Escape")
     wb.d.call("frameWaitText", frames=CHAT, selector=".mentions .mention", regex=".", gone=True)
     before = len(vs.fake.chat_requests())
     wb.chat_click("#send", text="Send")
     user = _user(vs, before)
-    prompt = "fix @calc.py using @symbol:Circle , see @problems and @plan and @notes.md @zz"
+    prompt = "fix @calc.py using @symbol:Circle , see @problems and @plan and @notes.md @"
     assert user.startswith(prompt + "\n\n"), user
     assert "Mentioned calc.py:\n```\ndef add(a, b):\n    return a + b  # unsaved fix\n" in user
     assert "return a - b" not in user  # the disk's text lost to the unsaved buffer

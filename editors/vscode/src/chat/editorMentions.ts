@@ -9,7 +9,14 @@ import * as vscode from "vscode";
 
 import type { LocatedProblem, MentionSource, Range, SymbolHit } from "./mentions";
 
-const EXCLUDE = "{**/.git/**,**/.ndomo/**,**/node_modules/**}";
+const EXCLUDE = ["**/.git/**", "**/.ndomo/**", "**/node_modules/**"];
+
+/** ndomo's exclusions and the user's `files.exclude` (an explicit glob replaces the setting). */
+function exclude(): string {
+  const user = vscode.workspace.getConfiguration("files").get<Record<string, unknown>>("exclude") ?? {};
+  const globs = [...EXCLUDE, ...Object.keys(user).filter((g) => user[g] === true && !g.includes("{"))];
+  return `{${globs.join(",")}}`;
+}
 const MAX_FILES = 5000;
 const FILES_FRESH_MS = 5000; // one listing serves the keystrokes of one mention
 
@@ -26,7 +33,7 @@ export class EditorMentions implements MentionSource {
 
   files(): Promise<string[]> {
     if (!this.listed || Date.now() - this.listed.at > FILES_FRESH_MS) {
-      const files = Promise.resolve(vscode.workspace.findFiles("**/*", EXCLUDE, MAX_FILES)).then((uris) =>
+      const files = Promise.resolve(vscode.workspace.findFiles("**/*", exclude(), MAX_FILES)).then((uris) =>
         uris.map((u) => vscode.workspace.asRelativePath(u, false).split(path.sep).join("/")).sort(),
       );
       this.listed = { at: Date.now(), files };
