@@ -71,7 +71,12 @@ async def test_each_mention_kind_reaches_the_model_and_the_unsaved_text_wins(lsp
         mentions = [
             {"kind": "file", "path": "calc.py", "text": UNSAVED},
             {"kind": "file", "path": from_fs_path(str(ws / "open.py"))},
-            {"kind": "symbol", "name": "Circle", "path": str(ws / "shapes.py"), "range": _range(3, 6)},
+            {
+                "kind": "symbol",
+                "name": "Circle",
+                "path": str(ws / "shapes.py"),
+                "range": _range(3, 6),
+            },
             {
                 "kind": "problems",
                 "items": [
@@ -108,7 +113,9 @@ async def test_each_mention_kind_reaches_the_model_and_the_unsaved_text_wins(lsp
     ) in user
     assert "Mentioned the committed plan:" in user and "rename parse_args" in user
     assert user.count("Mentioned the committed plan:") == 1  # the word and the list: once
-    assert "Mentioned notes.md:\n```\nthe notes on disk\n```" in user  # a word alone: the server reads it
+    assert (
+        "Mentioned notes.md:\n```\nthe notes on disk\n```" in user
+    )  # a word alone: the server reads it
     assert user.count("Mentioned calc.py") == 1 and user.count("Mentioned open.py") == 1
     # the turn's recorded prompt is what the user typed; the mentioned text is the model's
     assert view["turns"][-1]["prompt"] == prompt
@@ -152,7 +159,12 @@ async def test_a_mention_outside_the_workspace_is_refused_before_the_model(lsp, 
         params["mentions"] = [{"kind": "file", "path": "../secret.txt"}]
     elif how == "uri":
         params["mentions"] = [
-            {"kind": "symbol", "name": "x", "path": from_fs_path(str(outside)), "range": _range(0, 0)}
+            {
+                "kind": "symbol",
+                "name": "x",
+                "path": from_fs_path(str(outside)),
+                "range": _range(0, 0),
+            }
         ]
     with FakeModel(script=[{"text": "ok"}]) as fake:
         client = await lsp.start(ws, env={"NDOMO_BASE_URL": fake.url})

@@ -12,11 +12,11 @@ import pytest
 
 from ndomo import compose
 from ndomo.config import Settings
+from ndomo.features.mentions import MentionError, attach
 from ndomo.runtime.context import TurnRequest
 from ndomo.runtime.host import ApprovalRequest, BaseHost
 from ndomo.runtime.runtime import Runtime
 from ndomo.runtime.tools import AllowAll
-from ndomo.features.mentions import MentionError, attach
 from ndomo.tools.mcp.catalog import McpCatalog
 
 PROBE = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_probe.py")

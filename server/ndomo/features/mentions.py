@@ -145,7 +145,9 @@ class _Reader:
             )
         end = min(max(end, start), len(lines) - 1)
         snippet = "\n".join(lines[start : end + 1])
-        return [Mentioned(f"symbol {m.name} ({self.shown(path)} lines {start + 1}-{end + 1})", snippet)]
+        return [
+            Mentioned(f"symbol {m.name} ({self.shown(path)} lines {start + 1}-{end + 1})", snippet)
+        ]
 
     async def word(self, word: str) -> list[Mentioned]:
         if word == "plan":

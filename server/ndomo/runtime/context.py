@@ -37,7 +37,9 @@ class FileMention(Schema):
     model_config = ConfigDict(extra="forbid")
     kind: Literal["file"]
     path: str = Field(
-        min_length=1, max_length=4096, description="Relative to the workspace, absolute, or a file URI."
+        min_length=1,
+        max_length=4096,
+        description="Relative to the workspace, absolute, or a file URI.",
     )
     text: str | None = Field(
         default=None, description="The editor's unsaved text of the file (wins over the disk)."
@@ -53,7 +55,8 @@ class SymbolMention(Schema):
     path: str = Field(min_length=1, max_length=4096)
     range: Range
     text: str | None = Field(
-        default=None, description="The editor's unsaved text of the whole file (wins over the disk)."
+        default=None,
+        description="The editor's unsaved text of the whole file (wins over the disk).",
     )
 
 
