@@ -139,8 +139,13 @@ end
 
 --- A loaded, modified buffer's text for `path`, or nil.
 local function unsaved(path)
-  local b = vim.fn.bufnr(path)
-  if b > 0 and vim.api.nvim_buf_is_loaded(b) and vim.bo[b].modified then return buffer_text(b) end
+  path = vim.fs.normalize(path)
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do -- by name, not bufnr()'s file pattern
+    if vim.api.nvim_buf_is_loaded(b) and vim.bo[b].modified
+      and vim.fs.normalize(vim.api.nvim_buf_get_name(b)) == path then
+      return buffer_text(b)
+    end
+  end
   return nil
 end
 
