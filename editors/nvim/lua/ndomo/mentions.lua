@@ -8,6 +8,7 @@ local client = require("ndomo.client")
 local M = {}
 
 M.MAX_FILES = 5000 -- files listed for completion (a huge tree is cut, not walked to the end)
+M.MAX_PROBLEMS = 500
 M.SKIP = { [".git"] = true, [".ndomo"] = true, node_modules = true }
 
 local symbols = {} -- name → { path, range }, from the last symbol completions
@@ -166,7 +167,9 @@ local function problems()
       end
     end
   end
-  return items
+  -- the worst first, at most M.MAX_PROBLEMS (the server takes up to 1000)
+  table.sort(items, function(a, b) return (a.severity or 4) < (b.severity or 4) end)
+  return vim.list_slice(items, 1, M.MAX_PROBLEMS)
 end
 
 --- The mentions of `prompt`, resolved for `ndomo.turn` (empty when it mentions nothing).

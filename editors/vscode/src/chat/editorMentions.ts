@@ -18,6 +18,7 @@ function exclude(): string {
   return `{${globs.join(",")}}`;
 }
 const MAX_FILES = 5000;
+const MAX_PROBLEMS = 500; // the worst first; the server takes up to 1000
 const FILES_FRESH_MS = 5000; // one listing serves the keystrokes of one mention
 
 function range(r: vscode.Range): Range {
@@ -90,6 +91,6 @@ export class EditorMentions implements MentionSource {
         });
       }
     }
-    return out;
+    return out.sort((a, b) => (a.severity ?? 4) - (b.severity ?? 4)).slice(0, MAX_PROBLEMS);
   }
 }

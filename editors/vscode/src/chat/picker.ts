@@ -8,12 +8,15 @@
 
 import { mentionAt, MentionItem } from "./mentions";
 
+const DEBOUNCE_MS = 60;
+
 export class Picker {
   private list: HTMLElement;
   private items: MentionItem[] = [];
   private selected = 0;
   private asked = 0; // the id of the latest query: older answers are dropped
   private at: { start: number; query: string } | null = null;
+  private timer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     private readonly input: HTMLTextAreaElement,
@@ -37,12 +40,15 @@ export class Picker {
     return !this.list.hidden;
   }
 
-  /** The caret moved or the text changed: ask for the `@word` under the caret, or close. */
+  /** The caret moved or the text changed: ask for the `@word` under the caret, or close.
+   * Keys typed quickly ask once: the symbol providers answer the last word, not each letter. */
   update(): void {
     const at = mentionAt(this.input.value, this.input.selectionStart ?? this.input.value.length);
     this.at = at;
+    clearTimeout(this.timer);
     if (!at) return this.close();
-    this.post({ type: "mentions", id: ++this.asked, query: at.query });
+    const id = ++this.asked;
+    this.timer = setTimeout(() => this.post({ type: "mentions", id, query: at.query }), DEBOUNCE_MS);
   }
 
   /** The extension's answer to a query. */
