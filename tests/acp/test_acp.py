@@ -461,6 +461,25 @@ def test_a_mentioned_files_unsaved_content_reaches_the_model(tmp_path, env, driv
         assert "UNSAVED_BUFFER_CANARY" in tool[-1]["content"]
 
 
+def test_a_big_embedded_file_is_cut_visibly_under_the_prompt(tmp_path, env, drivers):
+    root = _workspace(tmp_path)
+    big = "".join(f"line {i:05d} of a long buffer\n" for i in range(3000))  # 84,000 characters
+    with FakeModel(script=[{"text": "seen"}]) as fake:
+        d = drivers(env(fake))
+        d.initialize()
+        sid = _session(d, root)
+        embedded = {
+            "type": "resource",
+            "resource": {"uri": (root / "big.txt").as_uri(), "text": big, "mimeType": "text/plain"},
+        }
+        _prompt(d, sid, text("summarize"), embedded)
+        first = fake.chat_requests()[0]["body"]["messages"][-1]["content"]
+    assert first.startswith("summarize\n\n[file: ")
+    assert "Mentioned big.txt:\n```\nline 00000 of a long buffer" in first
+    assert "line 02999" not in first
+    assert "[cut: big.txt is 84,000 characters; lines 1-" in first
+
+
 def test_an_untrusted_folder_says_so_first_and_names_ndomo_trust(tmp_path, env, drivers):
     root = _workspace(tmp_path, trusted=False)
     with FakeModel(script=[{"text": "hi"}]) as fake:

@@ -12,11 +12,11 @@ import pytest
 
 from ndomo import compose
 from ndomo.config import Settings
+from ndomo.features.mentions import MentionError, attach
 from ndomo.runtime.context import TurnRequest
 from ndomo.runtime.host import ApprovalRequest, BaseHost
 from ndomo.runtime.runtime import Runtime
 from ndomo.runtime.tools import AllowAll
-from ndomo.terminal.mentions import MentionError, expand
 from ndomo.tools.mcp.catalog import McpCatalog
 
 PROBE = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_probe.py")
@@ -153,9 +153,9 @@ async def test_a_refused_project_servers_prompt_is_an_error(app, fake) -> None:
 
 async def test_a_resource_mention_adds_its_text(app) -> None:
     rt = runtime(app)
-    text = await expand("read @probe:probe://notes/readme please", app.root, rt, None)
+    text = await attach("read @probe:probe://notes/readme please", [], app.root, rt, None)
     assert "Mentioned probe:probe://notes/readme:\n```\nprobe readme: resource text\n```" in text
-    big = await expand("@probe:probe://notes/big", app.root, rt, None)
+    big = await attach("@probe:probe://notes/big", [], app.root, rt, None)
     assert "[cut: probe:probe://notes/big is 104,000 characters; lines 1-" in big
     assert len(big) < 30_000
     conn = app.existing(McpCatalog).servers["probe"].connection  # type: ignore[union-attr]
@@ -173,7 +173,7 @@ async def test_a_resource_mention_adds_its_text(app) -> None:
 async def test_a_resource_mention_that_cannot_be_read_is_refused(app, word, error) -> None:
     rt = runtime(app)
     with pytest.raises(MentionError) as raised:
-        await expand(f"look at {word}", app.root, rt, None)
+        await attach(f"look at {word}", [], app.root, rt, None)
     assert error in str(raised.value)
 
 
@@ -181,7 +181,7 @@ async def test_a_mention_never_starts_an_unapproved_project_server(app) -> None:
     marker = project_server(app)
     rt = Runtime(app, compose.plugins())
     with pytest.raises(MentionError) as raised:
-        await expand("@probe:probe://notes/readme", app.root, rt, None)
+        await attach("@probe:probe://notes/readme", [], app.root, rt, None)
     assert "not approved: `ndomo mcp approve --name probe`" in str(raised.value)
     assert not marker.exists()
 
@@ -189,12 +189,12 @@ async def test_a_mention_never_starts_an_unapproved_project_server(app) -> None:
 
     (spec,), _ = discover(app)
     approve(app.root, spec)
-    text = await expand("@probe:probe://notes/readme", app.root, rt, None)
+    text = await attach("@probe:probe://notes/readme", [], app.root, rt, None)
     assert "probe readme: resource text" in text and marker.exists()
 
 
 async def test_a_file_named_like_a_resource_is_the_file(app) -> None:
     rt = runtime(app)
     (app.root / "probe:probe:x").write_text("the file\n")
-    text = await expand("@probe:probe:x", app.root, rt, None)
+    text = await attach("@probe:probe:x", [], app.root, rt, None)
     assert "the file" in text and app.existing(McpCatalog) is None

@@ -511,12 +511,18 @@ class NdomoAgent:
             for t in s.runtime.plugins.tools.all()
         }
 
-    async def _prompt_text(self, s: _Session, blocks: list[Any]) -> tuple[str, dict[Path, str]]:
-        """The prompt's text, with each mentioned file named and each embedded file's text
-        (an editor's unsaved buffer) quoted; embedded texts are what reads of those files see
-        during the turn. A link to a resource an MCP server lists is read through that server
-        and quoted."""
+    async def _prompt_text(
+        self, s: _Session, blocks: list[Any]
+    ) -> tuple[str, str, dict[Path, str]]:
+        """The prompt's text with each mentioned file named; the embedded files' texts (an
+        editor's unsaved buffers), to go under it cut to the mentions' budget as every front
+        end's mentions are; and the overlay: what reads of those files see during the turn.
+        A link to a resource an MCP server lists is read through that server and quoted."""
+        from ndomo.features.mentions import Mentioned, render
+        from ndomo.security.paths import workspace_name
+
         parts: list[str] = []
+        embedded: list[Mentioned] = []
         overlay: dict[Path, str] = {}
         for b in blocks:
             if isinstance(b, TextContentBlock):
@@ -533,7 +539,9 @@ class NdomoAgent:
                     path = _path_of(res.uri)
                     if path is not None:
                         overlay[path] = res.text
-                    parts.append(f"[file: {path or res.uri}]\n```\n{res.text}\n```")
+                    parts.append(f"[file: {path or res.uri}]")
+                    name = workspace_name(path, [s.root]) if path is not None else res.uri
+                    embedded.append(Mentioned(name, res.text))
                 else:
                     raise RequestError.invalid_params(
                         {"message": "ndomo takes text resources only"}
@@ -542,7 +550,7 @@ class NdomoAgent:
                 raise RequestError.invalid_params(
                     {"message": f"ndomo takes text and resources, not {b.type} content"}
                 )
-        return "\n\n".join(p for p in parts if p), overlay
+        return "\n\n".join(p for p in parts if p), render(embedded), overlay
 
     async def _resource(self, s: _Session, uri: str) -> str:
         """A resource link: the MCP resource's text (capped visibly), or the link named when
@@ -566,7 +574,7 @@ class NdomoAgent:
             raise RequestError.invalid_request(
                 {"message": "a prompt is already running in this session; cancel it first"}
             )
-        text, overlay = await self._prompt_text(s, prompt)
+        text, attached, overlay = await self._prompt_text(s, prompt)
         if not text.strip():
             raise RequestError.invalid_params({"message": "the prompt is empty"})
         assert self.client is not None
@@ -585,7 +593,8 @@ class NdomoAgent:
         from ndomo.runtime.context import TurnRequest
 
         s.cancelled = False
-        s.turn = asyncio.create_task(s.runtime.run(TurnRequest(prompt=text, session=s.id), host))
+        request = TurnRequest(prompt=text, session=s.id).attach(attached)
+        s.turn = asyncio.create_task(s.runtime.run(request, host))
         try:
             summary = await s.turn
         except asyncio.CancelledError:

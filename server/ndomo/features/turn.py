@@ -108,8 +108,16 @@ async def session_new(app: App, p: NoParams) -> Status:
     surfaces=("lsp",),
 )
 async def turn(app: App, p: TurnRequest) -> TurnSummary:
+    from ndomo.features.mentions import MentionError, attach
+
     host = app.host_factory() if app.host_factory else None
-    return await Runtime.of(app).run(p, host)
+    rt = Runtime.of(app)
+    read = host.read_text if host is not None else None  # the editor's buffers, unsaved text too
+    try:  # read before the turn: a refused mention is the request's error, nothing is sent
+        attached = await attach(p.prompt, p.mentions, app.root, rt, p.session, read)
+    except MentionError as exc:
+        raise ActionError(str(exc), field="mentions") from None
+    return await rt.run(p.attach(attached), host)
 
 
 class CancelParams(SessionParam):

@@ -76,6 +76,8 @@ async def build_turn(ctx: TurnContext) -> None:
         load_history(ctx) if ctx.depth == 0 else _no_history(),
     )
     prompt = ctx.request.prompt
+    if ctx.request.attached:  # the mentions' text, read and cut before the turn
+        prompt = f"{prompt}\n\n{ctx.request.attached}"
     if selection:
         prompt = f"{prompt}\n\n{selection}"
     if turn:

@@ -12,9 +12,9 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, PrivateAttr
 
 from ndomo.runtime.problems import Problem, Range
 from ndomo.schema import Schema
@@ -29,6 +29,59 @@ if TYPE_CHECKING:
     from ndomo.llm.messages import Message
     from ndomo.runtime.events import Status, TurnEvent
     from ndomo.runtime.host import Host
+
+
+class FileMention(Schema):
+    """`@calc.py`: a workspace file; the editor's unsaved text, when it has some, wins."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["file"]
+    path: str = Field(
+        min_length=1,
+        max_length=4096,
+        description="Relative to the workspace, absolute, or a file URI.",
+    )
+    text: str | None = Field(
+        default=None, description="The editor's unsaved text of the file (wins over the disk)."
+    )
+
+
+class SymbolMention(Schema):
+    """`@symbol:Name`: a symbol the editor's language servers know, by its location."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["symbol"]
+    name: str = Field(min_length=1, max_length=500)
+    path: str = Field(min_length=1, max_length=4096)
+    range: Range
+    text: str | None = Field(
+        default=None,
+        description="The editor's unsaved text of the whole file (wins over the disk).",
+    )
+
+
+class LocatedProblem(Problem):
+    path: str = Field(min_length=1, max_length=4096)
+
+
+class ProblemsMention(Schema):
+    """`@problems`: the diagnostics the editor shows (other servers': a type checker, a linter)."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["problems"]
+    items: list[LocatedProblem] = Field(default=[], max_length=1000)
+
+
+class PlanMention(Schema):
+    """`@plan`: the session's committed plan."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["plan"]
+
+
+Mention = Annotated[
+    FileMention | SymbolMention | ProblemsMention | PlanMention, Field(discriminator="kind")
+]
 
 
 class TurnRequest(Schema):
@@ -51,6 +104,24 @@ class TurnRequest(Schema):
     )
     task_id: str | None = Field(default=None, description="Plan task this turn executes.")
     session: str | None = Field(default=None, description="Session id (the current one if unset).")
+    mentions: list[Mention] = Field(
+        default=[],
+        max_length=100,
+        description="What the prompt's @-mentions name, as the editor resolved them "
+        "(files with their unsaved text, symbols, problems, the plan).",
+    )
+    # The mentioned text, read and cut by the front end before the turn (a refused mention
+    # is the request's error): under the prompt in the model's message, not in the turn's
+    # recorded prompt. Private: a client cannot send it.
+    _attached: str = PrivateAttr(default="")
+
+    @property
+    def attached(self) -> str:
+        return self._attached
+
+    def attach(self, text: str) -> TurnRequest:
+        self._attached = text
+        return self
 
 
 @dataclass

@@ -171,20 +171,15 @@ def run(ns: argparse.Namespace, plugins: Callable[[], Plugins]) -> int:
                 if session:
                     raise _UsageError("--new and --session exclude each other")
                 session = (await rt.new_session()).id
-            from ndomo.terminal.mentions import MentionError, expand
+            from ndomo.features.mentions import MentionError, attach
 
-            try:
-                # a /slash command's words are its arguments, not mentions
-                prompt = (
-                    ns.prompt
-                    if ns.prompt.lstrip().startswith("/")
-                    else await expand(ns.prompt, app.root, rt, session)
-                )
+            try:  # read before the turn: a refused mention sends nothing
+                attached = await attach(ns.prompt, [], app.root, rt, session, host.read_text)
             except MentionError as exc:
                 raise _UsageError(str(exc)) from None
             request = TurnRequest(
-                prompt=prompt, agent=ns.agent, mode=ns.mode, session=session, task_id=ns.task_id
-            )
+                prompt=ns.prompt, agent=ns.agent, mode=ns.mode, session=session, task_id=ns.task_id
+            ).attach(attached)
             summary = await rt.run(request, host)
             state = rt.sessions.get(summary.session)
             usage = (await rt.status(state)).usage if state is not None else None

@@ -3,7 +3,8 @@
 --- the next prompt from the input area under the separator.
 ---
 --- Keys (normal mode, in the chat buffer): <CR> sends the input area, q closes the window,
---- <C-c> cancels the turn, X stops the tool call under the cursor (the turn goes on).
+--- <C-c> cancels the turn, X stops the tool call under the cursor (the turn goes on). In insert
+--- mode `@` completes a mention (ndomo.mentions): a file, @plan, @problems, @symbol:Name.
 --- Layout: require("ndomo").setup({ chat = { layout = "split" | "vsplit" | "float" } }).
 local client = require("ndomo.client")
 
@@ -248,7 +249,8 @@ function M.send()
   if prompt == "" then return end
   local sep = separator_line(buf)
   vim.api.nvim_buf_set_lines(buf, sep, -1, false, { "" })
-  client.execute("ndomo.turn", { prompt = prompt }, function(err, result)
+  local mentions = require("ndomo.mentions").resolve(prompt)
+  client.execute("ndomo.turn", { prompt = prompt, mentions = #mentions > 0 and mentions or nil }, function(err, result)
     if err then return notify_error(err) end
     if type(result) == "table" and (result.turn_id == nil or result.turn_id == vim.NIL) then
       -- no turn ran: a slash command's payload, or a refusal (another turn is running …)
@@ -289,6 +291,7 @@ local function ensure_buf()
   map("q", M.close, "close")
   map("<C-c>", M.cancel, "cancel the turn")
   map("X", M.stop_call, "stop the tool call under the cursor")
+  require("ndomo.mentions").setup(buf)
   M.redraw()
   return buf
 end

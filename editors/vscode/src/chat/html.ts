@@ -44,6 +44,11 @@ button.secondary { color: var(--vscode-button-secondaryForeground); background: 
 #input { border-top: 1px solid var(--vscode-panel-border); padding: 6px 8px; }
 #prompt { width: 100%; box-sizing: border-box; min-height: 3em; color: var(--vscode-input-foreground);
   background: var(--vscode-input-background); border: 1px solid var(--vscode-input-border, transparent); font-family: inherit; }
+.mentions { max-height: 12em; overflow-y: auto; border: 1px solid var(--vscode-focusBorder); margin-bottom: 2px;
+  background: var(--vscode-editorSuggestWidget-background, var(--vscode-input-background)); }
+.mention { padding: 1px 6px; cursor: pointer; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+.mention.selected { color: var(--vscode-list-activeSelectionForeground); background: var(--vscode-list-activeSelectionBackground); }
+.mention .detail { color: var(--vscode-descriptionForeground); }
 select { color: var(--vscode-dropdown-foreground); background: var(--vscode-dropdown-background); border: 1px solid var(--vscode-dropdown-border); }
 .row { display: flex; gap: 4px; align-items: center; flex-wrap: wrap; margin-top: 4px; }
 `;
@@ -63,7 +68,7 @@ export function chatHtml(cspSource: string, scriptUri: string, n: string = nonce
 <div id="log" aria-live="polite"></div>
 <div id="approvals"></div>
 <div id="input">
-  <textarea id="prompt" placeholder="Ask ndomo… (Ctrl+Enter sends; /help for commands)"></textarea>
+  <textarea id="prompt" placeholder="Ask ndomo… (Ctrl+Enter sends; @ mentions a file, symbol, @problems or @plan; /help for commands)"></textarea>
   <div class="row">
     <select id="agent" title="agent"></select>
     <select id="mode" title="mode"></select>

@@ -12,7 +12,9 @@ import * as vscode from "vscode";
 
 import { catalog, type Lsp } from "../commands";
 import { sessionAgents } from "../names";
+import { EditorMentions } from "./editorMentions";
 import { chatHtml } from "./html";
+import { MentionSource, resolveMentions, suggest, SymbolHit } from "./mentions";
 import {
   addApproval,
   applyEvent,
@@ -30,6 +32,7 @@ export const VIEW_ID = "ndomo.chat";
 type FromWebview =
   | { type: "ready" }
   | { type: "send"; prompt: string }
+  | { type: "mentions"; id: number; query: string }
   | { type: "cancel" }
   | { type: "cancelCall"; id: string }
   | { type: "setMode"; mode: string }
@@ -50,7 +53,10 @@ export class ChatView {
     private readonly notify: (message: string, choices: string[]) => Thenable<string | undefined> = (m, c) =>
       vscode.window.showInformationMessage(m, ...c),
     private readonly join: (base: vscode.Uri, name: string) => vscode.Uri = (b, n) => vscode.Uri.joinPath(b, n),
+    private readonly mentions: MentionSource = new EditorMentions(),
   ) {}
+  /** The symbols the picker offered, by name: what `@symbol:Name` means on send. */
+  private symbols = new Map<string, SymbolHit>();
 
   // -- vscode.WebviewViewProvider ------------------------------------------------------------
   resolveWebviewView(view: any): void {
@@ -106,9 +112,16 @@ export class ChatView {
         case "send": {
           const prompt = m.prompt.trim();
           if (!prompt) return;
-          const result = await this.lsp.execute("ndomo.turn", { prompt });
+          const mentions = await resolveMentions(prompt, this.mentions, this.symbols);
+          const result = await this.lsp.execute("ndomo.turn", mentions.length ? { prompt, mentions } : { prompt });
           applyTurnResult(this.state, prompt, result);
           this.post();
+          return;
+        }
+        case "mentions": {
+          // the picker's rows for what follows `@`; a failing provider offers nothing
+          const items = await suggest(m.query, this.mentions, this.symbols).catch(() => []);
+          void this.view?.webview.postMessage({ type: "mentions", id: m.id, items });
           return;
         }
         case "cancel":

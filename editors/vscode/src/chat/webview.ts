@@ -6,6 +6,7 @@
  */
 
 import { ChatState, describeOutcome, describeStatus, Item, TurnView } from "./model";
+import { Picker } from "./picker";
 
 declare function acquireVsCodeApi(): { postMessage(m: unknown): void };
 
@@ -91,10 +92,14 @@ function send(): void {
   const prompt = input.value.trim();
   if (!prompt) return;
   input.value = "";
+  picker.close();
   vscodeApi.postMessage({ type: "send", prompt });
 }
 
+const picker = new Picker($("prompt") as HTMLTextAreaElement, (m) => vscodeApi.postMessage(m));
+
 window.addEventListener("message", (e: MessageEvent) => {
+  if (e.data?.type === "mentions") picker.show(e.data.id, e.data.items ?? []);
   if (e.data?.type === "state") {
     state = e.data.state;
     draw();
@@ -103,6 +108,7 @@ window.addEventListener("message", (e: MessageEvent) => {
 $("send").addEventListener("click", send);
 $("stop").addEventListener("click", () => vscodeApi.postMessage({ type: "cancel" }));
 $("prompt").addEventListener("keydown", (e: KeyboardEvent) => {
+  if (picker.keydown(e)) return; // the mention picker's arrows, Enter/Tab, Escape
   if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
     e.preventDefault();
     send();
