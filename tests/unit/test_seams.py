@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ndomo import compose
 from ndomo.app import App
 from ndomo.filetypes import GRAMMARS, KNOWN, STACKS
 from ndomo.listeners import Listeners
@@ -60,7 +61,7 @@ async def test_app_instance_is_one_per_class_and_closed_with_the_app(tmp_path):
 async def test_runtime_of_builds_once_and_is_closed_with_the_app(tmp_path):
     app = App(tmp_path)
     assert app.existing(Runtime) is None
-    rt = Runtime.of(app)
+    rt = Runtime.of(app, compose.plugins())  # alone in a run, no front end wired the default
     assert app.existing(Runtime) is rt and Runtime.of(app) is rt
     assert rt in app._closables
     await app.aclose()
