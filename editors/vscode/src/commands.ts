@@ -230,6 +230,12 @@ export const PALETTE: PaletteCommand[] = [
     },
   },
   {
+    id: "ndomo.rewindSession",
+    title: "Rewind to before a prompt",
+    lsp: "ndomo.session.rewind",
+    run: rewind,
+  },
+  {
     id: "ndomo.showPlans",
     title: "Show plans",
     lsp: "ndomo.plan.list",
@@ -276,6 +282,72 @@ export const PALETTE: PaletteCommand[] = [
     },
   },
 ];
+
+const RECORDS = new Set(["rewind", "undo"]); // ndomo's own file operations, not prompts
+
+/** The session's prompts from `ndomo.session.open`, oldest first: one rewind target each. */
+export function rewindItems(view: unknown): PickItem[] {
+  const turns = (view as { turns?: unknown })?.turns;
+  if (!Array.isArray(turns)) return [];
+  const items: PickItem[] = [];
+  for (const t of turns as { id?: unknown; prompt?: unknown; agent?: unknown; started_at?: unknown }[]) {
+    if (typeof t.id !== "number" || RECORDS.has(String(t.agent))) continue;
+    const first = (typeof t.prompt === "string" ? t.prompt : "").split("\n")[0];
+    items.push({
+      label: `${items.length + 1}. ${first.length > 80 ? first.slice(0, 77) + "..." : first}`,
+      description: typeof t.agent === "string" ? t.agent : undefined,
+      command: "ndomo.session.rewind",
+      args: { turn: t.id },
+    });
+  }
+  return items;
+}
+
+export const REWIND_WHAT: [string, string][] = [
+  ["both", "Files and conversation"],
+  ["code", "Files only (the conversation stays)"],
+  ["conversation", "Conversation only (the files stay)"],
+];
+
+/** Back to before a prompt (or `turn`): what goes back is asked; a file both the user and a
+ * later turn changed is named, and overwriting it is asked before `force`. */
+export async function rewind(ctx: Context, turn?: number): Promise<unknown> {
+  if (turn === undefined) {
+    const items = rewindItems(await ctx.lsp.execute("ndomo.session.open", { limit: 200 }));
+    if (items.length === 0) {
+      ctx.ui.info("ndomo: this session has no prompt to rewind to");
+      return undefined;
+    }
+    const picked = await ctx.ui.pick(items, "ndomo: rewind to before which prompt?");
+    if (!picked) return undefined;
+    turn = picked.args.turn as number;
+  }
+  const whats = REWIND_WHAT.map(([what, label]) => ({ label, command: "ndomo.session.rewind", args: { turn, what } }));
+  const what = await ctx.ui.pick(whats, "ndomo: rewind what?");
+  if (!what) return undefined;
+  try {
+    const res = await ctx.lsp.execute("ndomo.session.rewind", what.args);
+    ctx.ui.info(`ndomo: ${describe(res, "rewound")}`);
+    return res;
+  } catch (err) {
+    const msg = err instanceof Error ? err.message : String(err);
+    if (!msg.includes("force overwrites")) {
+      ctx.ui.error(`ndomo: ${msg}`);
+      return undefined;
+    }
+    const force = await ctx.ui.pick(
+      [
+        { label: "Overwrite them", command: "ndomo.session.rewind", args: { ...what.args, force: true } },
+        { label: "Keep my changes", command: "", args: {} },
+      ],
+      `ndomo: ${msg}`,
+    );
+    if (!force || !force.command) return undefined;
+    const res = await ctx.lsp.execute(force.command, force.args);
+    ctx.ui.info(`ndomo: ${describe(res, "rewound")}`);
+    return res;
+  }
+}
 
 function describe(res: unknown, fallback: string): string {
   if (typeof res === "string") return res;

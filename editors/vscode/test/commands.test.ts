@@ -10,6 +10,7 @@ import {
   modePickItems,
   PALETTE,
   PickItem,
+  rewindItems,
   Selection,
   statusMenuItems,
 } from "../src/commands";
@@ -216,4 +217,43 @@ test("plans table", () => {
   assert.equal(formatPlans([]), "No plans yet.");
   const text = formatPlans([{ id: "p1", slug: "add-cache", title: "Add a cache", status: "draft" }]);
   assert.match(text, /draft\tadd-cache\tAdd a cache/);
+});
+
+test("rewind: pick a prompt, pick what, and a conflict asks before forcing", async () => {
+  const view = {
+    turns: [
+      { id: 3, prompt: "make the files\nplease", agent: "craftsman" },
+      { id: 5, prompt: "rewind to turn 3", agent: "rewind" },
+      { id: 7, prompt: "now something else", agent: "craftsman" },
+    ],
+  };
+  assert.deepEqual(rewindItems(view).map((i) => [i.label, i.args.turn]), [["1. make the files", 3], ["2. now something else", 7]]);
+  const picks: string[][] = [];
+  const answers = ["1. make the files", "Files only (the conversation stays)", "Overwrite them"];
+  let forced = false;
+  const f = fake({
+    pick: (items) => {
+      picks.push(items.map((i) => i.label));
+      const want = answers.shift();
+      return items.find((i) => i.label === want);
+    },
+    answers: { "ndomo.session.open": view },
+  });
+  const execute = f.ctx.lsp.execute;
+  f.ctx.lsp.execute = async (command, args) => {
+    if (command === "ndomo.session.rewind" && !args?.force) {
+      f.calls.push({ command, args });
+      throw new Error("not rewinding: changed after the agent's turns: keep.txt (force overwrites them)");
+    }
+    if (command === "ndomo.session.rewind") forced = true;
+    return execute(command, args);
+  };
+  await findCommand("ndomo.rewindSession")!.run(f.ctx);
+  assert.deepEqual(f.calls.map((c) => [c.command, c.args]), [
+    ["ndomo.session.open", { limit: 200 }],
+    ["ndomo.session.rewind", { turn: 3, what: "code" }],
+    ["ndomo.session.rewind", { turn: 3, what: "code", force: true }],
+  ]);
+  assert.ok(forced);
+  assert.deepEqual(picks[2], ["Overwrite them", "Keep my changes"]);
 });

@@ -3,7 +3,8 @@
 --- the next prompt from the input area under the separator.
 ---
 --- Keys (normal mode, in the chat buffer): <CR> sends the input area, q closes the window,
---- <C-c> cancels the turn, X stops the tool call under the cursor (the turn goes on). In insert
+--- <C-c> cancels the turn, X stops the tool call under the cursor (the turn goes on), R rewinds
+--- to before the turn under the cursor (ndomo.rewind: files, conversation or both). In insert
 --- mode `@` completes a mention (ndomo.mentions): a file, @plan, @problems, @symbol:Name.
 --- Layout: require("ndomo").setup({ chat = { layout = "split" | "vsplit" | "float" } }).
 local client = require("ndomo.client")
@@ -11,12 +12,13 @@ local client = require("ndomo.client")
 local M = {}
 
 M.NAME = "ndomo://chat"
-M.SEPARATOR = "──── <CR> send · q close · <C-c> cancel turn · X stop tool call ────"
+M.SEPARATOR = "──── <CR> send · q close · <C-c> cancel turn · X stop tool call · R rewind ────"
 M.OUTPUT_LINES = 200 -- live output lines kept per tool call
 
 local state = { turns = {}, questions = {}, status = nil, loaded = false }
 local buf, ns
 local call_lines = {} -- line number (1-based) → tool-call id, for X
+local turn_lines = {} -- line number (1-based) → the stored turn it belongs to, for R
 local redraw_pending = false
 
 local function opts()
@@ -56,6 +58,7 @@ function M.apply(e)
       table.insert(running.items, { kind = "notice", text = ("%s (%s): %s"):format(str(e.agent), str(e.mode), str(e.prompt)) })
       return
     end
+    state.rewound = nil
     table.insert(state.turns, { id = e.turn_id, prompt = str(e.prompt), agent = str(e.agent), mode = str(e.mode),
       status = "running", items = {} })
   elseif k == "text" then
@@ -137,9 +140,10 @@ local function push_text(lines, text, prefix)
   for _, l in ipairs(vim.split(text, "\n", { plain = true })) do table.insert(lines, (prefix or "") .. l) end
 end
 
---- The log as lines (above the separator), and which line shows which tool call.
+--- The log as lines (above the separator), which line shows which tool call, and which
+--- stored turn each line belongs to.
 function M.render()
-  local lines, calls = {}, {}
+  local lines, calls, turns = {}, {}, {}
   local s = state.status
   if type(s) == "table" then
     local extra = ""
@@ -151,6 +155,7 @@ function M.render()
   end
   for _, t in ipairs(state.turns) do
     table.insert(lines, "")
+    local first_line = #lines + 1
     table.insert(lines, ("## %s · %s"):format(t.agent, t.mode))
     push_text(lines, t.prompt, "> ")
     for _, it in ipairs(t.items) do
@@ -172,6 +177,13 @@ function M.render()
       end
     end
     table.insert(lines, outcome(t))
+    if type(t.id) == "number" then
+      for l = first_line, #lines do turns[l] = t.id end
+    end
+  end
+  if state.rewound then
+    table.insert(lines, "")
+    table.insert(lines, "! " .. state.rewound)
   end
   for _, q in ipairs(state.questions) do
     table.insert(lines, "")
@@ -183,7 +195,7 @@ function M.render()
     end
   end
   table.insert(lines, "")
-  return lines, calls
+  return lines, calls, turns
 end
 
 -- buffer ----------------------------------------------------------------------------------
@@ -205,7 +217,7 @@ end
 function M.redraw()
   redraw_pending = false
   if not (buf and vim.api.nvim_buf_is_valid(buf)) then return end
-  local lines, calls = M.render()
+  local lines, calls, turns = M.render()
   local sep = separator_line(buf)
   local log_end = sep and sep - 1 or vim.api.nvim_buf_line_count(buf)
   if not sep then
@@ -220,6 +232,7 @@ function M.redraw()
   end
   vim.api.nvim_buf_set_lines(buf, 0, log_end, false, lines)
   call_lines = calls
+  turn_lines = turns
   local new_sep = separator_line(buf)
   for _, w in ipairs(wins) do
     if follow[w] and new_sep then pcall(vim.api.nvim_win_set_cursor, w, { new_sep - 1, 0 }) end
@@ -279,6 +292,20 @@ function M.stop_call()
   vim.notify("ndomo: no tool call here", vim.log.levels.WARN)
 end
 
+--- Rewind to before the turn under the cursor (its files, its conversation or both), then
+--- show the conversation as the server now has it.
+function M.rewind_here()
+  local id = turn_lines[vim.api.nvim_win_get_cursor(0)[1]]
+  if not id then
+    return vim.notify("ndomo: no stored turn here (R works on a turn of the log)", vim.log.levels.WARN)
+  end
+  require("ndomo.rewind").to(id, function(res)
+    state.rewound = type(res) == "table" and res.message or "rewound"
+    M.reload()
+  end)
+  return id
+end
+
 local function ensure_buf()
   if buf and vim.api.nvim_buf_is_valid(buf) then return buf end
   buf = vim.api.nvim_create_buf(false, true)
@@ -291,6 +318,7 @@ local function ensure_buf()
   map("q", M.close, "close")
   map("<C-c>", M.cancel, "cancel the turn")
   map("X", M.stop_call, "stop the tool call under the cursor")
+  map("R", M.rewind_here, "rewind to before the turn under the cursor")
   require("ndomo.mentions").setup(buf)
   M.redraw()
   return buf
@@ -334,6 +362,12 @@ function M.open(layout)
 end
 
 --- The session's stored conversation, once (again after the current session changed).
+--- Read the conversation again from the server (after a rewind).
+function M.reload()
+  state.loaded = false
+  M.load()
+end
+
 function M.load()
   if state.loaded then return end
   state.loaded = true

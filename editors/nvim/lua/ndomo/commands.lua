@@ -1,4 +1,4 @@
---- :Ndomo ask|fix|plan|mode|agent|cancel|undo|plans|health|new|transcript|chat|notes|trust, with completion.
+--- :Ndomo ask|fix|plan|mode|agent|cancel|undo|rewind|plans|health|new|transcript|chat|notes|trust, with completion.
 local client = require("ndomo.client")
 local ui = require("ndomo.ui")
 
@@ -174,6 +174,12 @@ M.subcommands = {
       notify(type(res) == "table" and res.cancelled and "ndomo: turn cancelled" or "ndomo: no turn is running")
     end)
   end,
+  rewind = function()
+    require("ndomo.rewind").pick(function()
+      local chat = require("ndomo.chat")
+      if vim.fn.bufnr(chat.NAME) > 0 then chat.reload() end
+    end)
+  end,
   undo = function()
     client.execute("ndomo.undo", {}, function(err, res)
       if err then return fail(err) end
@@ -333,7 +339,7 @@ function M.create()
     range = true,
     bang = true,
     complete = M.complete,
-    desc = "ndomo: ask|fix|plan|mode|agent|cancel|undo|plans|health|new|transcript|chat|notes|trust",
+    desc = "ndomo: ask|fix|plan|mode|agent|cancel|undo|rewind|plans|health|new|transcript|chat|notes|trust",
   })
 end
 
