@@ -1,4 +1,5 @@
-"""Approvals as 4-choice requests, saved and revoked; edits for review; agent-file diagnostics."""
+"""Approvals as 5-choice requests (2 for a control file), saved and revoked; edits for review;
+agent-file diagnostics."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from tests.e2e.editor_support import EditorDisk, wait_for
 from tests.fakes.fake_model import FakeModel
 from tests.trusting import trust
 
-CHOICES = ["Once", "Session", "Always", "Deny"]
+CHOICES = ["Once", "Session", "Always", "Deny", "Never"]
 
 
 async def test_always_allow_is_not_asked_again_until_revoked(lsp, tmp_path):
@@ -70,6 +71,60 @@ async def test_always_allow_is_not_asked_again_until_revoked(lsp, tmp_path):
         assert third["status"] == "done"
         denied = fake.chat_requests()[5]["body"]["messages"][-1]["content"]
         assert "did not approve" in denied
+
+
+async def test_never_from_the_editor_saves_a_deny_rule_the_next_turn_obeys(lsp, tmp_path):
+    bash = {"tool_calls": [{"name": "bash", "arguments": {"command": "echo never-again"}}]}
+    script = [bash, {"text": "one"}, bash, {"text": "two"}]
+    asked: list[types.ShowMessageRequestParams] = []
+
+    def on_request(params: types.ShowMessageRequestParams):
+        asked.append(params)
+        return types.MessageActionItem(title="Never")
+
+    with FakeModel(script=script) as fake:
+        client = await lsp.start(
+            tmp_path,
+            env={"NDOMO_BASE_URL": fake.url},
+            init_options={"open_transcript": False},
+            handlers={types.WINDOW_SHOW_MESSAGE_REQUEST: on_request},
+        )
+        turn = {"prompt": "say it", "agent": "craftsman", "mode": "autopilot"}
+        await command(client, "ndomo.turn", turn)
+        assert len(asked) == 1 and "Never: deny in this project from now on" in asked[0].message
+        saved = await command(client, "ndomo.approvals.list", {})
+        assert [(a["permission"], a["pattern"], a["action"]) for a in saved] == [
+            ("bash", "echo never-again", "deny")
+        ]
+        await command(client, "ndomo.turn", turn)
+        assert len(asked) == 1  # refused by the saved rule, not asked again
+        refused = fake.chat_requests()[3]["body"]["messages"][-1]["content"]
+        assert "denied by a saved rule" in refused
+
+
+async def test_a_control_file_toast_offers_once_or_deny_only(lsp, tmp_path):
+    write = {
+        "tool_calls": [{"name": "write", "arguments": {"path": "AGENTS.md", "content": "x\n"}}]
+    }
+    asked: list[types.ShowMessageRequestParams] = []
+
+    def on_request(params: types.ShowMessageRequestParams):
+        asked.append(params)
+        return types.MessageActionItem(title="Never")  # not offered: a deny, nothing saved
+
+    with FakeModel(script=[write, {"text": "done"}]) as fake:
+        client = await lsp.start(
+            tmp_path,
+            env={"NDOMO_BASE_URL": fake.url},
+            init_options={"open_transcript": False},
+            handlers={types.WINDOW_SHOW_MESSAGE_REQUEST: on_request},
+        )
+        turn = {"prompt": "write it", "agent": "craftsman", "mode": "autopilot"}
+        await command(client, "ndomo.turn", turn)
+    assert [[a.title for a in q.actions] for q in asked] == [["Once", "Deny"]]
+    assert "AGENTS.md" in asked[0].message and "Always:" not in asked[0].message
+    assert await command(client, "ndomo.approvals.list", {}) == []
+    assert not (tmp_path / "AGENTS.md").exists()
 
 
 async def test_review_edits_and_agent_file_diagnostics(lsp, tmp_path):

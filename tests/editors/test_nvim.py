@@ -356,7 +356,7 @@ def test_approval_through_vim_ui_select(workspace: Path, tmp_path: Path) -> None
     assert not r["errors"], f"{r['errors']}\n{_server_log(tmp_path)}"
     approvals = [s for s in r["selects"] if "Once" in s["items"]]
     assert approvals, r["selects"]
-    assert approvals[0]["items"] == ["Once", "Session", "Always", "Deny"]
+    assert approvals[0]["items"] == ["Once", "Session", "Always", "Deny", "Never"]
     assert "bash" in approvals[0]["prompt"] and "echo approved" in approvals[0]["prompt"]
     assert (workspace / "approved.txt").read_text(encoding="utf-8").strip() == "approved"
 

@@ -35,11 +35,13 @@ APPROVAL_CHOICES: dict[str, ApprovalChoice] = {
     "Session": "session",
     "Always": "project",
     "Deny": "deny",
+    "Never": "never",
 }
 APPROVAL_HELP = (
     "Once: allow this call · Session: allow until the session ends · "
-    "Always: allow in this project from now on"
+    "Always: allow in this project from now on · Never: deny in this project from now on"
 )
+CONTROL_CHOICES = ("Once", "Deny")  # a control file is asked every time: nothing is saved
 
 
 SAVE_TIMEOUT_S = 30.0  # an editor that never answers must not hold the shell command forever
@@ -277,8 +279,10 @@ class LspHost(BaseHost):
         return picked.title if picked else None
 
     async def approve(self, request: ApprovalRequest) -> ApprovalChoice:
-        msg = f"{request.text()}. {APPROVAL_HELP}"
-        actions = [types.MessageActionItem(title=c) for c in APPROVAL_CHOICES]
+        control = request.permission == "control"
+        msg = f"{request.text()}." if control else f"{request.text()}. {APPROVAL_HELP}"
+        titles = CONTROL_CHOICES if control else tuple(APPROVAL_CHOICES)
+        actions = [types.MessageActionItem(title=c) for c in titles]
         try:
             picked = await self.server.window_show_message_request_async(
                 types.ShowMessageRequestParams(
@@ -289,7 +293,8 @@ class LspHost(BaseHost):
             raise RuntimeError(
                 f"the editor failed to show the approval request ({type(exc).__name__}: {exc})"
             ) from exc
-        return APPROVAL_CHOICES.get(picked.title if picked else "", "deny")  # dismissed → deny
+        title = picked.title if picked else ""
+        return APPROVAL_CHOICES.get(title, "deny") if title in titles else "deny"  # dismissed → deny
 
     # -- saving what the turn edited ---------------------------------------------------------
     def supports_save_documents(self) -> bool:
