@@ -8,17 +8,22 @@
  * session's stored history through `ndomo.session.open`.
  */
 
+import * as nodePath from "node:path";
+
 import * as vscode from "vscode";
 
 import { catalog, type Lsp } from "../commands";
 import { sessionAgents } from "../names";
+import { sameLeadingLines } from "./cards";
 import { chatHtml } from "./html";
+import { linkTarget } from "./markdown";
 import {
   addApproval,
   applyEvent,
   applyHistory,
   applyStatus,
   applyTurnResult,
+  callById,
   ChatState,
   emptyState,
   removeApproval,
@@ -26,6 +31,8 @@ import {
 } from "./model";
 
 export const VIEW_ID = "ndomo.chat";
+/** The scheme of an edit's "before" text, the left side of its Open diff. */
+export const BEFORE_SCHEME = "ndomo-before";
 
 type FromWebview =
   | { type: "ready" }
@@ -34,7 +41,13 @@ type FromWebview =
   | { type: "cancelCall"; id: string }
   | { type: "setMode"; mode: string }
   | { type: "setAgent"; agent: string }
-  | { type: "answer"; id: number; choice: string | null };
+  | { type: "answer"; id: number; choice: string | null }
+  | { type: "openLink"; href: string }
+  | { type: "openFile"; path: string; line?: number }
+  | { type: "openEdit"; id: string }
+  | { type: "openDiff"; id: string }
+  | { type: "copy"; text: string }
+  | { type: "insert"; text: string };
 
 export class ChatView {
   state: ChatState = emptyState();
@@ -43,6 +56,12 @@ export class ChatView {
   private loaded = false;
   /** The modes and agents advertised at initialize, when `ndomo.catalog` does not answer. */
   advertised: () => unknown = () => undefined;
+  /** The "before" texts Open diff showed, by URI (the provider below serves them). */
+  private befores = new Map<string, string>();
+  private beforeSeq = 0;
+  readonly before: vscode.TextDocumentContentProvider = {
+    provideTextDocumentContent: (uri: vscode.Uri) => this.befores.get(uri.toString()) ?? "",
+  };
 
   constructor(
     private readonly dist: vscode.Uri, // the extension's dist/ folder (chat.js lives there)
@@ -126,6 +145,24 @@ export class ChatView {
         case "answer":
           this.pending.get(m.id)?.(m.choice);
           return;
+        case "openLink":
+          await this.openLink(m.href);
+          return;
+        case "openFile":
+          await this.openFile(m.path, m.line);
+          return;
+        case "openEdit":
+          await this.openEdit(m.id);
+          return;
+        case "openDiff":
+          await this.openDiff(m.id);
+          return;
+        case "copy":
+          await vscode.env.clipboard.writeText(String(m.text));
+          return;
+        case "insert":
+          await this.insert(String(m.text));
+          return;
       }
     } catch (err) {
       this.state.turns.push({
@@ -134,6 +171,115 @@ export class ChatView {
       });
       this.post();
     }
+  }
+
+  // -- links, files and code from the log -----------------------------------------------------
+
+  /** A link in an answer: the web in the browser (after VS Code's own confirmation), a
+   * workspace file in the editor; anything else (command:, javascript:, a path outside the
+   * workspace) is not opened. The webview already dropped those: this checks again. */
+  async openLink(href: string): Promise<void> {
+    const target = linkTarget(String(href));
+    if (!target) return;
+    if (target.kind === "web") {
+      await vscode.env.openExternal(vscode.Uri.parse(target.url, true));
+      return;
+    }
+    await this.openFile(target.path, target.line);
+  }
+
+  /** A workspace file, absolute or relative to a workspace folder; null outside every folder. */
+  fileUri(path: string): vscode.Uri | null {
+    const folders = vscode.workspace.workspaceFolders ?? [];
+    for (const f of folders) {
+      const root = f.uri.fsPath;
+      const abs = nodePath.isAbsolute(path) ? nodePath.normalize(path) : nodePath.resolve(root, path);
+      const rel = nodePath.relative(root, abs);
+      if (rel === "" || (!rel.startsWith("..") && !nodePath.isAbsolute(rel))) return vscode.Uri.file(abs);
+    }
+    return null;
+  }
+
+  async openFile(path: string, line?: number): Promise<vscode.TextEditor | undefined> {
+    const uri = this.fileUri(String(path));
+    if (!uri) {
+      void vscode.window.showWarningMessage(`ndomo: ${path} is not in the workspace; not opened.`);
+      return undefined;
+    }
+    const at = Math.max(0, (Number(line) || 1) - 1);
+    try {
+      const doc = await vscode.workspace.openTextDocument(uri);
+      const l = Math.min(at, Math.max(0, doc.lineCount - 1));
+      return await vscode.window.showTextDocument(doc, { selection: new vscode.Range(l, 0, l, 0), preview: true });
+    } catch (err) {
+      void vscode.window.showWarningMessage(`ndomo: could not open ${path}: ${err instanceof Error ? err.message : String(err)}`);
+      return undefined;
+    }
+  }
+
+  private editCall(id: string): { path: string; oldText: string; newText: string } | null {
+    const c = callById(this.state, id);
+    if (!c || typeof c.arguments.path !== "string") return null;
+    const str = (v: unknown) => (typeof v === "string" ? v : "");
+    return { path: c.arguments.path, oldText: str(c.arguments.old_text), newText: str(c.arguments.new_text) };
+  }
+
+  /** An edit's file at its changed line: where its new text is now (the first line that differs). */
+  async openEdit(id: string): Promise<void> {
+    const e = this.editCall(id);
+    if (!e) return;
+    const uri = this.fileUri(e.path);
+    if (!uri) return void (await this.openFile(e.path));
+    let line = 1;
+    try {
+      const text = (await vscode.workspace.openTextDocument(uri)).getText();
+      const at = e.newText ? text.indexOf(e.newText) : -1;
+      if (at >= 0) line = text.slice(0, at).split("\n").length + sameLeadingLines(e.oldText, e.newText);
+    } catch {
+      // opened at the top; openFile says why if it cannot open
+    }
+    await this.openFile(e.path, line);
+  }
+
+  /**
+   * VS Code's diff editor for an edit: the file as it is now on the right; on the left the same
+   * file with this edit taken back (its new_text, found once, replaced by its old_text). When
+   * the new text is no longer in the file exactly once, the left and right are the edit's own
+   * old_text and new_text.
+   */
+  async openDiff(id: string): Promise<void> {
+    const e = this.editCall(id);
+    if (!e) return;
+    const uri = this.fileUri(e.path);
+    if (!uri) return void (await this.openFile(e.path));
+    let right: vscode.Uri = uri;
+    let before = e.oldText;
+    try {
+      const now = (await vscode.workspace.openTextDocument(uri)).getText();
+      const at = e.newText ? now.indexOf(e.newText) : -1;
+      if (at >= 0 && now.indexOf(e.newText, at + 1) < 0) before = now.slice(0, at) + e.oldText + now.slice(at + e.newText.length);
+      else right = this.beforeUri(e.path, e.newText, "after");
+    } catch {
+      right = this.beforeUri(e.path, e.newText, "after");
+    }
+    const left = this.beforeUri(e.path, before, "before");
+    await vscode.commands.executeCommand("vscode.diff", left, right, `${nodePath.basename(e.path)} (ndomo edit)`);
+  }
+
+  private beforeUri(path: string, text: string, side: string): vscode.Uri {
+    const uri = vscode.Uri.from({ scheme: BEFORE_SCHEME, path: "/" + path.replace(/^\/+/, ""), query: `${side}-${++this.beforeSeq}` });
+    this.befores.set(uri.toString(), text);
+    return uri;
+  }
+
+  /** A code block at the cursor of the active editor (replacing its selection). */
+  async insert(text: string): Promise<void> {
+    const editor = vscode.window.activeTextEditor ?? vscode.window.visibleTextEditors[0];
+    if (!editor) {
+      void vscode.window.showWarningMessage("ndomo: no open editor to insert the code into.");
+      return;
+    }
+    await editor.edit((b) => b.replace(editor.selection, text));
   }
 
   /** The session's stored conversation and the agents to pick from, once per view. */
