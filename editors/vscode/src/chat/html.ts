@@ -48,9 +48,11 @@ a.link:focus, a.file:focus { outline: 1px solid var(--vscode-focusBorder); }
 .codebar { display: flex; gap: 2px; align-items: center; padding: 0 0 0 6px; background: var(--vscode-editorGroupHeader-tabsBackground, var(--vscode-sideBar-background)); }
 .codebar .lang { flex: 1; color: var(--vscode-descriptionForeground); font-size: 0.9em; }
 .codebar button { padding: 1px 6px; margin: 1px; }
-.hljs-keyword, .hljs-selector-tag, .hljs-tag, .hljs-name, .hljs-built_in { color: var(--vscode-symbolIcon-keywordForeground, var(--vscode-foreground)); }
+/* code colours from the theme's debug-value and symbol colours (defined for light, dark and
+   high contrast): keywords as Default Dark+/Light+ show them, strings, numbers, names */
+.hljs-keyword, .hljs-selector-tag, .hljs-tag, .hljs-name, .hljs-built_in, .hljs-literal { color: var(--vscode-debugTokenExpression-boolean, var(--vscode-foreground)); }
 .hljs-string, .hljs-regexp, .hljs-char.escape_, .hljs-symbol { color: var(--vscode-debugTokenExpression-string, var(--vscode-foreground)); }
-.hljs-number, .hljs-literal { color: var(--vscode-debugTokenExpression-number, var(--vscode-foreground)); }
+.hljs-number { color: var(--vscode-debugTokenExpression-number, var(--vscode-foreground)); }
 .hljs-comment, .hljs-quote { color: var(--vscode-descriptionForeground); font-style: italic; }
 .hljs-title, .hljs-title.function_, .hljs-section { color: var(--vscode-symbolIcon-functionForeground, var(--vscode-foreground)); }
 .hljs-title.class_, .hljs-type { color: var(--vscode-symbolIcon-classForeground, var(--vscode-foreground)); }

@@ -138,8 +138,9 @@ function cardBody(c: ToolCallView): HTMLElement[] {
         const key = `${c.id}/output`;
         const box = el("details", "outbox") as HTMLDetailsElement;
         box.open = opened.get(key) ?? c.status === "running";
-        box.addEventListener("toggle", () => opened.set(key, box.open));
-        box.append(el("summary", "", `output (${out.split("\n").length} lines)`), el("pre", "output", out));
+        const sum = el("summary", "", `output (${out.split("\n").length} lines)`);
+        remember(sum, box, key);
+        box.append(sum, el("pre", "output", out));
         parts.push(box);
       }
       return parts;
@@ -152,14 +153,23 @@ function cardBody(c: ToolCallView): HTMLElement[] {
   }
 }
 
+/** The user's open or close of a card, noted at the click (before the element toggles), so a
+ * redraw in the same frame keeps it; an element opened by default notes nothing. */
+function remember(summary: HTMLElement, box: HTMLDetailsElement, key: string): void {
+  summary.addEventListener("click", (e) => {
+    if ((e.target as HTMLElement).closest("button, a")) return; // the stop button, a link
+    opened.set(key, !box.open);
+  });
+}
+
 const OPEN_BY_DEFAULT = new Set(["edit", "write", "apply_patch"]); // a diff is the point of the card
 
 function drawTool(c: ToolCallView): HTMLElement {
   const d = el("details", `tool ${c.status}`) as HTMLDetailsElement;
   d.dataset.tool = c.name;
   d.open = opened.get(c.id) ?? (c.status === "refused" || c.status === "failed" || OPEN_BY_DEFAULT.has(c.name));
-  d.addEventListener("toggle", () => opened.set(c.id, d.open));
   const s = el("summary");
+  remember(s, d, c.id);
   const what = subject(c);
   s.append(el("span", "name", `${c.name} `));
   if (what) s.append(el("span", "subject", `${what} `));
