@@ -172,3 +172,41 @@ def test_refused_and_failed_calls_are_still_so_after_a_reload(vs: Env, tmp_path:
     wb.open_chat()
     wb.wait_chat(".turn .prompt", text="look around")
     check()
+
+
+def _wait_eval(wb, js: str, want: object, timeout: float = 60) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while (got := wb.chat_eval(js)) != want:
+        assert time.monotonic() < deadline, f"{js} is {got!r}, not {want!r}; screenshot: {wb.d.screenshot('eval')}"
+        time.sleep(0.2)
+
+
+def test_a_send_while_a_turn_runs_keeps_the_text_and_adds_no_turn(vs: Env, tmp_path: Path) -> None:
+    """While a turn runs, Send is disabled; Ctrl+Enter keeps the text in the box and says why in
+    a sentence (no command id), and no failed turn is added; once the turn ends the same text
+    is sent with one click and the box clears."""
+    gate = tmp_path / "go"
+    vs.script({"text": "slow answer, part two", "chunks": 2, "hold_until": str(gate)}, {"text": "second answer"})
+    wb = vs.wb
+    wb.open_chat()
+    wb.chat_send("first question")
+    wb.wait_chat(".turn .text", text="slow answer")
+    _wait_eval(wb, "(root) => root.querySelector('#send').disabled", True)
+    wb.d.call("frameFill", frames=["iframe.webview", "iframe#active-frame"], selector="#prompt", text="second question")
+    wb.d.call("press", keys="Control+Enter")
+    note = wb.wait_chat("#note", text="still running")
+    assert "ndomo." not in note, note
+    assert wb.chat_eval("(root) => root.querySelector('#prompt').value") == "second question"
+    assert wb.chat_eval("(root) => root.querySelectorAll('.turn').length") == 1
+    gate.touch()
+    wb.wait_chat(".turn .outcome", regex="^done$")
+    _wait_eval(wb, "(root) => root.querySelector('#send').disabled", False)
+    wb.wait_chat("#note", text="still running", gone=True)
+    wb.chat_click("#send", text="Send")
+    wb.wait_chat(".turn .text", text="second answer")
+    assert wb.chat_eval("(root) => [...root.querySelectorAll('.turn .prompt')].map(e => e.textContent)") == [
+        "first question", "second question"]
+    assert wb.chat_eval("(root) => root.querySelector('#prompt').value") == ""
+    assert sum("second question" in str(r["body"]["messages"][-1]["content"]) for r in vs.fake.chat_requests()) == 1

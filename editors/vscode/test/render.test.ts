@@ -82,3 +82,37 @@ test("a stored call keeps its status after a reload; one without a status is don
   const statuses = s.turns[0].items.map((i) => (i.kind === "tool" ? i.call.status : null));
   assert.deepEqual(statuses, ["refused", "failed", "done", "cancelled"]);
 });
+
+test("a send while a turn runs is refused with a sentence, the prompt handed back, no failed turn", async () => {
+  const { ChatView } = await import("../src/chat/view");
+  const calls: string[] = [];
+  let serverBusy = false;
+  const lsp = {
+    async execute(command: string) {
+      calls.push(command);
+      if (command === "ndomo.turn" && serverBusy) {
+        return { turn_id: null, status: "failed", error: "a turn is already running in this session; cancel it first (ndomo.cancel)" };
+      }
+      return command === "ndomo.turn" ? { turn_id: 3, status: "done" } : {};
+    },
+  };
+  const chat = new ChatView("dist" as any, lsp, async () => undefined, (b: any, n) => `${b}/${n}` as any);
+  const posted: any[] = [];
+  let receive: (m: any) => Promise<void> = async () => {};
+  chat.resolveWebviewView({
+    webview: { options: {}, html: "", cspSource: "x", asWebviewUri: (u: any) => String(u),
+      onDidReceiveMessage: (fn: any) => (receive = fn), postMessage: (m: any) => posted.push(m) },
+  });
+  chat.onStatus({ session: "s", mode: "m", agent: "a", busy: true, state: "", plan: null });
+  await receive({ type: "send", prompt: "next step" });
+  assert.deepEqual(calls, []); // not sent at all
+  assert.deepEqual(posted.at(-1), { type: "refused", prompt: "next step", message: posted.at(-1).message });
+  assert.doesNotMatch(posted.at(-1).message, /ndomo\./);
+  chat.onStatus({ session: "s", mode: "m", agent: "a", busy: false, state: "", plan: null });
+  serverBusy = true; // a turn from elsewhere started meanwhile: the server refuses
+  await receive({ type: "send", prompt: "next step" });
+  assert.deepEqual(calls, ["ndomo.turn"]);
+  assert.equal(posted.at(-1).type, "refused");
+  assert.equal(posted.filter((m) => m.type === "accepted").length, 1);
+  assert.deepEqual(chat.state.turns, []);
+});

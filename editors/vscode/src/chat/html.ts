@@ -107,6 +107,7 @@ export function chatHtml(cspSource: string, scriptUri: string, n: string = nonce
 <div id="approvals"></div>
 <div id="input">
   <textarea id="prompt" placeholder="Ask ndomo… (Ctrl+Enter sends; /help for commands)"></textarea>
+  <div id="note" class="notice" role="status"></div>
   <div class="row">
     <select id="agent" title="agent"></select>
     <select id="mode" title="mode"></select>

@@ -57,6 +57,9 @@ export interface ChatState {
   more: number; // older turns not loaded
 }
 
+/** What the send box says when a prompt waits for the running turn (its text is kept). */
+export const BUSY_TEXT = "A turn is still running: wait for it to finish or press Stop, then send again. Your message is kept.";
+
 export const OUTPUT_CAP = 20000; // characters of live tool output kept per call in the view
 
 export function emptyState(): ChatState {

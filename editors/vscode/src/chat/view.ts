@@ -23,6 +23,7 @@ import {
   applyHistory,
   applyStatus,
   applyTurnResult,
+  BUSY_TEXT,
   callById,
   ChatState,
   emptyState,
@@ -31,6 +32,8 @@ import {
 } from "./model";
 
 export const VIEW_ID = "ndomo.chat";
+/** The server's refusal of a second turn in a session (this process's or another's). */
+const BUSY = /turn is already running/i;
 /** The scheme of an edit's "before" text, the left side of its Open diff. */
 export const BEFORE_SCHEME = "ndomo-before";
 
@@ -125,7 +128,19 @@ export class ChatView {
         case "send": {
           const prompt = m.prompt.trim();
           if (!prompt) return;
-          const result = await this.lsp.execute("ndomo.turn", { prompt });
+          if (this.state.status?.busy) return this.refuse(prompt);
+          void this.view?.webview.postMessage({ type: "accepted", prompt }); // the box may clear
+          let result: any;
+          try {
+            result = await this.lsp.execute("ndomo.turn", { prompt });
+          } catch (err) {
+            if (BUSY.test(err instanceof Error ? err.message : String(err))) return this.refuse(prompt);
+            throw err;
+          }
+          // a turn started elsewhere (a code action, the CLI) between the status and the send
+          if (result && (result.turn_id === null || result.turn_id === undefined) && BUSY.test(String(result.error ?? ""))) {
+            return this.refuse(prompt);
+          }
           applyTurnResult(this.state, prompt, result);
           this.post();
           return;
@@ -171,6 +186,12 @@ export class ChatView {
       });
       this.post();
     }
+  }
+
+  /** A send refused because a turn runs: the prompt goes back to the box, with a sentence
+   * for the user (not a failed turn, not a command id). */
+  private refuse(prompt: string): void {
+    void this.view?.webview.postMessage({ type: "refused", prompt, message: BUSY_TEXT });
   }
 
   // -- links, files and code from the log -----------------------------------------------------

@@ -12,7 +12,7 @@
 
 import { exitCode, FileHit, globHits, grepHits, lineDiff, patchFiles, type DiffLine } from "./cards";
 import { codeBar, highlight, renderMarkdown } from "./markdown";
-import { ChatState, describeOutcome, describeStatus, Item, ToolCallView, TurnView } from "./model";
+import { BUSY_TEXT, ChatState, describeOutcome, describeStatus, Item, ToolCallView, TurnView } from "./model";
 
 declare function acquireVsCodeApi(): { postMessage(m: unknown): void };
 
@@ -308,6 +308,8 @@ function draw(): void {
   fill($("mode") as HTMLSelectElement, state.modes, state.status?.mode);
   fill($("agent") as HTMLSelectElement, state.agents, state.status?.agent);
   ($("stop") as HTMLButtonElement).disabled = !state.status?.busy;
+  ($("send") as HTMLButtonElement).disabled = !!state.status?.busy;
+  if (!state.status?.busy && $("note").textContent === BUSY_TEXT) $("note").textContent = "";
 }
 
 let frame = 0;
@@ -353,18 +355,31 @@ $("log").addEventListener("keydown", (e: KeyboardEvent) => {
   if (e.key === "Enter" && (e.target as HTMLElement).matches?.("a")) onLogClick(e);
 });
 
+/** Send the box's prompt; the box clears only once the extension accepts it, and keeps the
+ * text when a turn is running (Send is disabled then; Ctrl+Enter says why). */
 function send(): void {
   const input = $("prompt") as HTMLTextAreaElement;
   const prompt = input.value.trim();
   if (!prompt) return;
-  input.value = "";
+  if (state?.status?.busy) {
+    $("note").textContent = BUSY_TEXT;
+    return;
+  }
+  $("note").textContent = "";
   vscodeApi.postMessage({ type: "send", prompt });
 }
 
 window.addEventListener("message", (e: MessageEvent) => {
-  if (e.data?.type === "state") {
-    state = e.data.state;
+  const m = e.data;
+  const input = $("prompt") as HTMLTextAreaElement;
+  if (m?.type === "state") {
+    state = m.state;
     schedule();
+  } else if (m?.type === "accepted") {
+    if (input.value.trim() === m.prompt) input.value = "";
+  } else if (m?.type === "refused") {
+    if (!input.value.trim()) input.value = m.prompt; // never lost
+    $("note").textContent = String(m.message ?? BUSY_TEXT);
   }
 });
 $("send").addEventListener("click", send);
