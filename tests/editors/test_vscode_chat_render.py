@@ -99,7 +99,8 @@ def test_an_answer_is_markdown_with_a_highlighted_code_block_that_copies_and_ins
 
 
 def test_an_edit_card_shows_its_diff_and_opens_the_file_at_the_changed_line(vs: Env) -> None:
-    """An edit's card: the removed and added lines, the path as a link that opens calc.py with
+    """The command's approval is asked in the view only (no toast to dismiss after answering
+    it there). An edit's card: the removed and added lines, the path as a link that opens calc.py with
     the cursor on the changed line (2, not where the selection was), and Open diff opening
     VS Code's diff editor; a failed bash call's card shows its command highlighted, its exit
     code and its output in a collapsible block."""
@@ -114,9 +115,12 @@ def test_an_edit_card_shows_its_diff_and_opens_the_file_at_the_changed_line(vs: 
     wb.select_line("return a * b")
     wb.open_chat()
     wb.palette("ndomo: Fix selection with the builder agent")
-    wb.wait_toast("exit 3")
-    wb.click_toast_button("exit 3", LABELS["once"])
+    wb.wait_chat("#approvals .approval", text="exit 3")  # the view is on screen: asked there only
+    assert not [t for t in wb.toasts() if "exit 3" in t], wb.toasts()
+    wb.chat_click("#approvals .approval button", text=LABELS["once"])
+    wb.wait_chat("#approvals .approval", text="exit 3", gone=True)
     wb.wait_chat(".turn .outcome", regex="^done$")
+    assert not [t for t in wb.toasts() if "exit 3" in t], wb.toasts()  # answered: no toast left
     card = 'details.tool[data-tool="edit"]'
     assert wb.wait_chat(f"{card} pre.diff .del", text="return a - b").strip() == "-     return a - b"
     assert wb.wait_chat(f"{card} pre.diff .add", text="return a + b").strip() == "+     return a + b"

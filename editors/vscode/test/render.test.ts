@@ -116,3 +116,37 @@ test("a send while a turn runs is refused with a sentence, the prompt handed bac
   assert.equal(posted.filter((m) => m.type === "accepted").length, 1);
   assert.deepEqual(chat.state.turns, []);
 });
+
+test("a question shown in the visible view raises no notification; hiding the view raises one", async () => {
+  const { ChatView } = await import("../src/chat/view");
+  const toasts: string[] = [];
+  let answerToast: (c: string | undefined) => void = () => {};
+  const chat = new ChatView("dist" as any, { execute: async () => ({}) }, (m) => {
+    toasts.push(m);
+    return new Promise((r) => (answerToast = r));
+  }, (b: any, n) => `${b}/${n}` as any);
+  let visibility: () => void = () => {};
+  let receive: (m: any) => Promise<void> = async () => {};
+  const posted: any[] = [];
+  const view = {
+    visible: true,
+    onDidChangeVisibility: (fn: () => void) => (visibility = fn),
+    webview: { options: {}, html: "", cspSource: "x", asWebviewUri: (u: any) => String(u),
+      onDidReceiveMessage: (fn: any) => (receive = fn), postMessage: (m: any) => posted.push(JSON.parse(JSON.stringify(m))) },
+  };
+  chat.resolveWebviewView(view);
+  const first = chat.ask({ message: "run make?", actions: [{ title: "Once" }, { title: "Deny" }] });
+  assert.deepEqual(toasts, []);
+  const shown = posted.at(-1).state.approvals[0];
+  await receive({ type: "answer", id: shown.id, choice: "Once" });
+  assert.deepEqual(await first, { title: "Once" });
+  assert.deepEqual(toasts, []); // answered in the view: no toast was ever shown
+  const second = chat.ask({ message: "run it again?", actions: [{ title: "Deny" }] });
+  view.visible = false;
+  visibility();
+  visibility(); // once per question
+  assert.deepEqual(toasts, ["run it again?"]);
+  answerToast("Deny");
+  assert.deepEqual(await second, { title: "Deny" });
+  assert.deepEqual(chat.state.approvals, []);
+});

@@ -56,6 +56,7 @@ export class ChatView {
   state: ChatState = emptyState();
   private view: any;
   private pending = new Map<number, (choice: string | null) => void>();
+  private toasted = new Set<number>(); // questions shown as a notification too
   private loaded = false;
   /** The modes and agents advertised at initialize, when `ndomo.catalog` does not answer. */
   advertised: () => unknown = () => undefined;
@@ -83,6 +84,10 @@ export class ChatView {
     view.webview.onDidReceiveMessage((m: FromWebview) => this.receive(m));
     view.onDidDispose?.(() => {
       if (this.view === view) this.view = undefined;
+      this.toastPending();
+    });
+    view.onDidChangeVisibility?.(() => {
+      if (!view.visible) this.toastPending();
     });
   }
 
@@ -103,19 +108,35 @@ export class ChatView {
     }
   }
 
-  /** `window/showMessageRequest` (approvals, ask_user): inline here and as a notification;
-   * the first answer wins (a later click on the other is ignored). */
+  /** `window/showMessageRequest` (approvals, ask_user): inline here when the view is on
+   * screen, else (or once the view is hidden or closed) as a notification too; the first
+   * answer wins. A notification cannot be closed by an extension, so none is shown while the
+   * view shows the question: answering it there leaves no toast behind. */
   async ask(params: { message: string; actions?: { title: string }[] }): Promise<{ title: string } | null> {
     const choices = (params.actions ?? []).map((a) => a.title);
     const approval = addApproval(this.state, params.message, choices);
     this.post();
-    const inline = new Promise<string | null>((resolve) => this.pending.set(approval.id, resolve));
-    const popup = Promise.resolve(this.notify(params.message, choices)).then((c) => c ?? null);
-    const choice = await Promise.race([inline, popup]);
+    const answer = new Promise<string | null>((resolve) => this.pending.set(approval.id, resolve));
+    if (!this.view?.visible) this.toast(approval.id);
+    const choice = await answer;
     this.pending.delete(approval.id);
+    this.toasted.delete(approval.id);
     removeApproval(this.state, approval.id);
     this.post();
     return choice ? { title: choice } : null;
+  }
+
+  /** A pending question as a notification (once); its answer, or its dismissal, answers it. */
+  private toast(id: number): void {
+    const a = this.state.approvals.find((x) => x.id === id);
+    if (!a || this.toasted.has(id)) return;
+    this.toasted.add(id);
+    void Promise.resolve(this.notify(a.message, a.choices)).then((c) => this.pending.get(id)?.(c ?? null));
+  }
+
+  /** The view left the screen: its pending questions go to notifications. */
+  private toastPending(): void {
+    for (const a of this.state.approvals) this.toast(a.id);
   }
 
   // -- from the webview ----------------------------------------------------------------------
