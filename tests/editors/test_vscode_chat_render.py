@@ -17,7 +17,7 @@ from tests.editors.test_vscode_real import LABELS, WHY, Env, env, pytestmark, vs
 CODE = "def add(a, b):\n    return a + b\n"
 ANSWER = (
     "## Plan\n\n"
-    "We *fix* **add** in `calc.py`, see [the mul function](calc.py#L5).\n\n"
+    "We *fix* **add** in `calc.py`, see [the mul function](calc.py#L5) and [the docs](https://example.com/docs).\n\n"
     f"```python\n{CODE}```\n\n"
     "<img src=x onerror=\"document.title='pwned'\"> and <script>document.title='pwned'</script>\n\n"
     "[quit](command:workbench.action.quit) [js](javascript:alert(1)) ![logo](https://example.com/logo.png)\n"
@@ -51,7 +51,7 @@ def test_an_answer_is_markdown_with_a_highlighted_code_block_that_copies_and_ins
     theme's colours; Insert at cursor puts it in the active editor, Copy puts it on the
     clipboard (pasted back with Ctrl+V); the model's <img onerror> and <script> are text; a
     command: or javascript: link is no link, an image is not loaded; the file link opens
-    calc.py at line 5. An earlier turn's element is not redrawn by a later one."""
+    calc.py at line 5, the web link is handed to VS Code (which asks before opening it). An earlier turn's element is not redrawn by a later one."""
     wb = vs.wb
     vs.script({"text": "first answer"}, {"text": ANSWER, "chunks": 6, "chunk_delay": 0.05})
     wb.open_chat()
@@ -73,7 +73,7 @@ def test_an_answer_is_markdown_with_a_highlighted_code_block_that_copies_and_ins
     assert any("<img src=x onerror=" in p and "<script>" in p for p in dom["paragraphs"]), dom
     assert "pwned" not in dom["title"], dom
     # only the workspace link is a link, and no anchor has an href the webview would follow
-    assert dom["links"] == [["the mul function", "calc.py#L5", None]], dom
+    assert dom["links"] == [["the mul function", "calc.py#L5", None], ["the docs", "https://example.com/docs", None]], dom
     assert any("[image: logo]" in p for p in dom["paragraphs"]), dom
     assert dom["firstTurn"] == "kept", "the earlier turn's element was redrawn"
 
@@ -96,6 +96,10 @@ def test_an_answer_is_markdown_with_a_highlighted_code_block_that_copies_and_ins
     wb.chat_click(".turn .text a.link", text="the mul function")
     wb.d.call("waitText", selector=".editor-group-container .tab.active", text="calc.py")
     wb.d.call("waitText", selector='[id="status.editor.selection"]', regex=r"^\s*Ln 5, Col 1")
+    # a web link goes through the extension to VS Code's openExternal, which asks first
+    wb.chat_click(".turn .text a.link", text="the docs")
+    assert "example.com" in wb.wait_dialog("example.com")
+    wb.dismiss_dialog()
 
 
 def test_an_edit_card_shows_its_diff_and_opens_the_file_at_the_changed_line(vs: Env) -> None:
