@@ -218,3 +218,55 @@ def test_a_send_while_a_turn_runs_keeps_the_text_and_adds_no_turn(vs: Env, tmp_p
         "first question", "second question"]
     assert wb.chat_eval("(root) => root.querySelector('#prompt').value") == ""
     assert sum("second question" in str(r["body"]["messages"][-1]["content"]) for r in vs.fake.chat_requests()) == 1
+
+
+THEMED = 'class Shape:\n    """A shape."""\n    sides = 4  # corners\n\n    def area(self, size: float) -> float:\n        return size * 2.5 if True else None\n'
+
+# Every highlighted token's contrast with the code block's background as painted (the
+# backgrounds composited from the page up to the block), WCAG's formula.
+CONTRAST = """(root) => {
+  const rgba = (s) => { const m = s.match(/[\\d.]+/g).map(Number); return [m[0], m[1], m[2], m.length > 3 ? m[3] : 1]; };
+  const over = (top, under) => { const a = top[3]; return [0, 1, 2].map(i => top[i] * a + under[i] * (1 - a)).concat(1); };
+  const lum = (c) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
+  const code = [...root.querySelectorAll('.turn .text .codeblock code')].at(-1);
+  const chain = []; for (let e = code; e; e = e.parentElement) chain.push(rgba(getComputedStyle(e).backgroundColor));
+  let bg = [255, 255, 255, 1]; for (const c of chain.reverse()) bg = over(c, bg);
+  const out = {};
+  for (const s of code.querySelectorAll('span[class^="hljs-"]')) {
+    const fg = over(rgba(getComputedStyle(s).color), bg);
+    const [hi, lo] = [lum(fg), lum(bg)].sort((a, b) => b - a);
+    out[s.className + ' ' + s.textContent.trim().slice(0, 12)] = Math.round((hi + 0.05) / (lo + 0.05) * 100) / 100;
+  }
+  out.kinds = new Set([...code.querySelectorAll('span[class^="hljs-"]')].map(s => getComputedStyle(s).color)).size;
+  return out;
+}"""
+
+
+def test_highlighted_code_is_legible_in_light_dark_and_high_contrast_themes(vs: Env) -> None:
+    """The code block's colours come from the theme: in the light, dark and both high-contrast
+    themes every highlighted token keeps a contrast of at least 3:1 with the block's background
+    (WCAG's minimum for large text and UI parts), and the tokens are not all one colour."""
+    vs.script({"text": f"```python\n{THEMED}```\n"})
+    wb = vs.wb
+    wb.open_chat()
+    wb.chat_send("show a class")
+    wb.wait_chat(".turn .outcome", regex="^done$")
+    import time
+
+    seen: dict[str, dict] = {}
+    previous = None
+    for theme in ["Default Light Modern", "Default Dark Modern", "Default High Contrast", "Default High Contrast Light"]:
+        vs.settings(**{"workbench.colorTheme": theme})
+        deadline = time.monotonic() + 30
+        while True:  # the webview takes the theme's variables a moment after the workbench
+            contrast = wb.chat_eval(CONTRAST)
+            if contrast != previous or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        previous = dict(contrast)
+        kinds = contrast.pop("kinds")
+        seen[theme] = contrast
+        assert contrast and min(contrast.values()) >= 3, (theme, contrast)
+        assert kinds >= 4, (theme, kinds, contrast)
+    assert len({tuple(sorted(c.items())) for c in seen.values()}) == 4, seen  # each theme its own colours

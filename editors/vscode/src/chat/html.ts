@@ -45,6 +45,9 @@ a.link:focus, a.file:focus { outline: 1px solid var(--vscode-focusBorder); }
 .image { color: var(--vscode-descriptionForeground); }
 .codeblock { margin: 4px 0; border: 1px solid var(--vscode-panel-border); }
 .codeblock pre { margin: 0; white-space: pre; }
+/* VS Code's default webview style gives every code element the preformat colours (white on a
+   high-contrast theme): a block's code is painted by the block and the token colours alone */
+pre code { background: none; color: var(--vscode-foreground); padding: 0; border-radius: 0; }
 .codebar { display: flex; gap: 2px; align-items: center; padding: 0 0 0 6px; background: var(--vscode-editorGroupHeader-tabsBackground, var(--vscode-sideBar-background)); }
 .codebar .lang { flex: 1; color: var(--vscode-descriptionForeground); font-size: 0.9em; }
 .codebar button { padding: 1px 6px; margin: 1px; }
@@ -55,7 +58,7 @@ a.link:focus, a.file:focus { outline: 1px solid var(--vscode-focusBorder); }
 .hljs-number { color: var(--vscode-debugTokenExpression-number, var(--vscode-foreground)); }
 .hljs-comment, .hljs-quote { color: var(--vscode-descriptionForeground); font-style: italic; }
 .hljs-title, .hljs-title.function_, .hljs-section { color: var(--vscode-symbolIcon-functionForeground, var(--vscode-foreground)); }
-.hljs-title.class_, .hljs-type { color: var(--vscode-symbolIcon-classForeground, var(--vscode-foreground)); }
+.hljs-title.class_, .hljs-type { color: var(--vscode-textLink-foreground, var(--vscode-foreground)); }
 .hljs-variable, .hljs-params, .hljs-attr, .hljs-attribute, .hljs-property { color: var(--vscode-debugTokenExpression-name, var(--vscode-foreground)); }
 .hljs-meta, .hljs-doctag { color: var(--vscode-symbolIcon-constantForeground, var(--vscode-foreground)); }
 .hljs-addition { color: var(--vscode-gitDecoration-addedResourceForeground, var(--vscode-foreground)); }
