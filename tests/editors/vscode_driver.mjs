@@ -111,6 +111,12 @@ const ops = {
       origin: location.origin,
     }), undefined, { timeout });
   },
+  /** A function's result in the framed page, called with its root element (`js`: the function's
+   * source; run through the debugger protocol, so the page's CSP does not apply to it). */
+  async frameEval({ frames, js, timeout = DEFAULT_TIMEOUT }) {
+    const fn = (0, eval)(`(${js})`); // the test's own function, here; playwright sends its source
+    return await scope(frames).locator(":root").first().evaluate(fn, undefined, { timeout });
+  },
   /** waitText inside frames: some element matching `selector` there has matching text. */
   async frameWaitText({ frames, selector, text, regex, gone = false, timeout = DEFAULT_TIMEOUT }) {
     const ok = matcher(text, regex);

@@ -590,5 +590,9 @@ class Workbench:
     def chat_click(self, selector: str, text: str | None = None) -> None:
         self.d.call("frameClick", frames=CHAT, selector=selector, text=text)
 
+    def chat_eval(self, js: str) -> Any:
+        """A function (its source, called with the page's root element) run in the view's page."""
+        return self.d.call("frameEval", frames=CHAT, js=js)
+
     def wait_chat(self, selector: str, text: str | None = None, regex: str | None = None, gone: bool = False) -> str:
         return self.d.call("frameWaitText", frames=CHAT, selector=selector, text=text, regex=regex, gone=gone)

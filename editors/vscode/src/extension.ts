@@ -55,7 +55,7 @@ import { SAVE_DOCUMENTS, saveDocuments } from "./save";
 import { DIAGNOSTICS, reportDiagnostics } from "./problems";
 import { formatStatus, parseStatus, pickStatus, StatusPayload } from "./status";
 import { describeEvent } from "./transcript";
-import { ChatView, VIEW_ID } from "./chat/view";
+import { BEFORE_SCHEME, ChatView, VIEW_ID } from "./chat/view";
 import { TurnTracker } from "./turns";
 import { DONT_TRUST, MANAGE_TRUST_COMMAND, outcome, parseTrust, question, TRUST, TRUST_BOTH, TrustInfo } from "./trust";
 
@@ -324,6 +324,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   chat.advertised = ctx.advertised!;
   context.subscriptions.push(
     vscode.window.registerWebviewViewProvider(VIEW_ID, chat, { webviewOptions: { retainContextWhenHidden: true } }),
+    vscode.workspace.registerTextDocumentContentProvider(BEFORE_SCHEME, chat.before),
   );
 
   for (const cmd of PALETTE) {

@@ -39,6 +39,9 @@ class ChatItem(Schema):
     name: str | None = None
     arguments: dict[str, Any] = Field(default_factory=dict)
     result: str | None = None
+    # kind tool: done, failed, refused or cancelled as the turn saw it (None: stored before
+    # statuses were, or no result yet)
+    status: str | None = None
 
 
 class ChatTurn(Schema):
@@ -101,6 +104,7 @@ async def conversation(app: App, session_id: str, limit: int = 50) -> tuple[list
                     + f"\n[… {len(m.content or '') - SHOWN_RESULT} more characters]"
                 )
             calls[m.tool_call_id].result = text
+            calls[m.tool_call_id].status = m.status
     ordered = list(by_id.values())
     more = max(0, len(ordered) - limit)
     return ordered[more:], more

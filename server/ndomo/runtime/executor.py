@@ -257,6 +257,7 @@ async def execute(ctx: TurnContext) -> None:
                         name=call.name,
                         content=result.content or result.status,
                     ),
+                    status=result.status,
                 )
             if ended:
                 ctx.answer = ctx.answer or text
@@ -270,7 +271,8 @@ async def execute(ctx: TurnContext) -> None:
         await ctx.runtime.emit(ctx, Notice(level="error", message=ctx.error))
 
 
-async def _add(ctx: TurnContext, message: Message) -> None:
-    """Into the turn's conversation and, at once, into the store (a crash loses nothing)."""
+async def _add(ctx: TurnContext, message: Message, *, status: str | None = None) -> None:
+    """Into the turn's conversation and, at once, into the store (a crash loses nothing);
+    `status`: a tool result's, stored beside it."""
     ctx.messages.append(message)
-    await record(ctx, message)
+    await record(ctx, message, status=status)

@@ -113,13 +113,14 @@ async def settle(ctx: TurnContext) -> None:
         await asyncio.shield(write)
 
 
-async def record(ctx: TurnContext, message: Message) -> None:
-    """Store one message of the turn as it happens; a store failure is logged, the turn goes on."""
+async def record(ctx: TurnContext, message: Message, *, status: str | None = None) -> None:
+    """Store one message of the turn as it happens (`status`: a tool result's, for the views
+    that show the conversation again); a store failure is logged, the turn goes on."""
     await settle(ctx)
-    await _store(ctx, message)
+    await _store(ctx, message, status)
 
 
-async def _store(ctx: TurnContext, message: Message) -> None:
+async def _store(ctx: TurnContext, message: Message, status: str | None = None) -> None:
     if message.role == "system":
         return
     try:
@@ -135,6 +136,7 @@ async def _store(ctx: TurnContext, message: Message) -> None:
             ],
             tool_call_id=message.tool_call_id,
             name=message.name,
+            status=status,
         )
     except Exception:  # noqa: BLE001 - the conversation goes on; a message not stored is logged
         log.exception("could not store a message of session %s", ctx.session.id)

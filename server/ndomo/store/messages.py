@@ -36,6 +36,7 @@ class StoredMessage(_Out):
     tool_calls: list[dict[str, Any]] = Field(default_factory=list)  # [{id, name, arguments}]
     tool_call_id: str | None = None
     name: str | None = None
+    status: str | None = None  # a tool result's: done, failed, refused, cancelled
     created_at: str
 
 
@@ -90,8 +91,10 @@ class MessageOps(StoreBase):
         tool_calls: list[dict[str, Any]] | None = None,
         tool_call_id: str | None = None,
         name: str | None = None,
+        status: str | None = None,
     ) -> int:
-        """Append one message to the session's conversation; returns its id."""
+        """Append one message to the session's conversation; returns its id. `status`: a
+        tool result's (done, failed, refused, cancelled)."""
         if role not in ROLES:
             raise Invalid(
                 f"message role must be one of {', '.join(ROLES)}, got {role!r}", field="role"
@@ -105,6 +108,7 @@ class MessageOps(StoreBase):
             storable(dumps(tool_calls or [])) or "[]",
             storable(tool_call_id),
             storable(name),
+            status,
         )
 
     async def session_messages(
@@ -179,13 +183,14 @@ def _add(
     tool_calls: str,
     tool_call_id: str | None,
     name: str | None,
+    status: str | None,
 ) -> int:
     ts = now()
     ensure_session_row(conn, session_id)
     mid = conn.execute(
         "INSERT INTO session_messages(session_id, turn_id, role, content, tool_calls,"
-        " tool_call_id, name, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (session_id, turn_id, role, content, tool_calls, tool_call_id, name, ts),
+        " tool_call_id, name, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (session_id, turn_id, role, content, tool_calls, tool_call_id, name, status, ts),
     ).lastrowid
     conn.execute("UPDATE sessions SET used_at = ? WHERE id = ?", (ts, session_id))
     return int(mid or 0)

@@ -394,6 +394,7 @@ CREATE TABLE IF NOT EXISTS session_messages (
   tool_calls TEXT NOT NULL DEFAULT '[]',
   tool_call_id TEXT,
   name TEXT,
+  status TEXT,
   created_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS idx_session_messages ON session_messages(session_id, id);
@@ -471,6 +472,14 @@ CREATE INDEX IF NOT EXISTS idx_message_rewinds ON message_rewinds(session_id, fi
 """
 
 
+# v19, a tool result's status (done, failed, refused, cancelled) as the turn saw it: the
+# conversation view shows a refused or failed call the same after a reload. Rows stored
+# before have none (a reader says done when there is a result). v13 creates the column too,
+# so a table v13 makes after v19 ran (a database that had a gap at 13) has it.
+def _v19_message_status(conn: sqlite3.Connection) -> None:
+    add_column_if_missing(conn, "session_messages", "status", "TEXT")
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, plans, plan_tasks, plan_tags", V1_CORE),
     Migration(2, "fts5 over plans and tasks", V2_FTS),
@@ -494,6 +503,7 @@ MIGRATIONS: list[Migration] = [
     Migration(16, "searches ranked on covering indexes; plan_search prefix indexes", V16_SEARCH),
     Migration(17, "memories.mode, memories.from_web (a note's provenance)", _v17_note_provenance),
     Migration(18, "checkpoints, message_rewinds", V18_CHECKPOINTS),
+    Migration(19, "session_messages.status (a tool result's status)", _v19_message_status),
 ]
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -274,3 +274,30 @@ async def test_a_lone_surrogate_in_a_message_is_stored_replaced(app):
     await store.add_message(sid, "user", "a\ud800b")
     stored = await store.session_messages(sid)
     assert stored[-1].content == "a\ufffdb"
+
+
+async def test_open_returns_each_calls_status_as_the_turn_saw_it(app, fake):
+    """A refused and a failed call come back refused and failed (the conversation view shows
+    them so after a reload), a call that ran comes back done."""
+    (app.root / "notes.txt").write_text("milk\n")
+    fake.push(
+        {
+            "tool_calls": [
+                {"name": "bash", "arguments": {"command": "rm -rf notes.txt"}},
+                {"name": "read", "arguments": {"path": "missing.txt"}},
+                {"name": "read", "arguments": {"path": "notes.txt"}},
+            ]
+        }
+    )
+    fake.push({"text": "one of three"})
+    rt = Runtime(app, compose.plugins())
+    summary = await rt.run(TurnRequest(prompt="look around"))  # discussion: no bash
+    assert summary.status == "done"
+    view = await session_open(app, OpenParams(session=summary.session))
+    calls = [i for i in view.turns[-1].items if i.kind == "tool"]
+    assert [(c.name, c.status) for c in calls] == [
+        ("bash", "refused"),
+        ("read", "failed"),
+        ("read", "done"),
+    ]
+    assert (app.root / "notes.txt").exists()

@@ -29,12 +29,58 @@ body { font-family: var(--vscode-font-family); font-size: var(--vscode-font-size
 .turn { border-bottom: 1px solid var(--vscode-panel-border); padding: 6px 0; }
 .prompt { font-weight: 600; white-space: pre-wrap; }
 .meta { color: var(--vscode-descriptionForeground); font-size: 0.9em; }
-.text { white-space: pre-wrap; margin: 4px 0; }
+.text { margin: 4px 0; overflow-wrap: anywhere; }
+.markdown > :first-child { margin-top: 0; }
+.markdown > :last-child { margin-bottom: 0; }
+.markdown p, .markdown ul, .markdown ol { margin: 4px 0; }
+.markdown h1, .markdown h2, .markdown h3, .markdown h4 { margin: 8px 0 4px; font-weight: 600; }
+.markdown h1 { font-size: 1.3em; } .markdown h2 { font-size: 1.2em; } .markdown h3 { font-size: 1.1em; }
+.markdown code { font-family: var(--vscode-editor-font-family); font-size: var(--vscode-editor-font-size); }
+.markdown :not(pre) > code { background: var(--vscode-textCodeBlock-background); padding: 0 3px; border-radius: 3px; }
+.markdown blockquote { margin: 4px 0; padding-left: 8px; border-left: 3px solid var(--vscode-textBlockQuote-border); color: var(--vscode-textBlockQuote-foreground, inherit); }
+.markdown table { border-collapse: collapse; } .markdown th, .markdown td { border: 1px solid var(--vscode-panel-border); padding: 2px 6px; }
+a.link, a.file { color: var(--vscode-textLink-foreground); cursor: pointer; text-decoration: none; }
+a.link:hover, a.file:hover { color: var(--vscode-textLink-activeForeground); text-decoration: underline; }
+a.link:focus, a.file:focus { outline: 1px solid var(--vscode-focusBorder); }
+.image { color: var(--vscode-descriptionForeground); }
+.codeblock { margin: 4px 0; border: 1px solid var(--vscode-panel-border); }
+.codeblock pre { margin: 0; white-space: pre; }
+/* VS Code's default webview style gives every code element the preformat colours (white on a
+   high-contrast theme): a block's code is painted by the block and the token colours alone */
+pre code { background: none; color: var(--vscode-foreground); padding: 0; border-radius: 0; }
+.codebar { display: flex; gap: 2px; align-items: center; padding: 0 0 0 6px; background: var(--vscode-editorGroupHeader-tabsBackground, var(--vscode-sideBar-background)); }
+.codebar .lang { flex: 1; color: var(--vscode-descriptionForeground); font-size: 0.9em; }
+.codebar button { padding: 1px 6px; margin: 1px; }
+/* code colours from the theme's debug-value and symbol colours (defined for light, dark and
+   high contrast): keywords as Default Dark+/Light+ show them, strings, numbers, names */
+.hljs-keyword, .hljs-selector-tag, .hljs-tag, .hljs-name, .hljs-built_in, .hljs-literal { color: var(--vscode-debugTokenExpression-boolean, var(--vscode-foreground)); }
+.hljs-string, .hljs-regexp, .hljs-char.escape_, .hljs-symbol { color: var(--vscode-debugTokenExpression-string, var(--vscode-foreground)); }
+.hljs-number { color: var(--vscode-debugTokenExpression-number, var(--vscode-foreground)); }
+.hljs-comment, .hljs-quote { color: var(--vscode-descriptionForeground); font-style: italic; }
+.hljs-title, .hljs-title.function_, .hljs-section { color: var(--vscode-symbolIcon-functionForeground, var(--vscode-foreground)); }
+.hljs-title.class_, .hljs-type { color: var(--vscode-textLink-foreground, var(--vscode-foreground)); }
+.hljs-variable, .hljs-params, .hljs-attr, .hljs-attribute, .hljs-property { color: var(--vscode-debugTokenExpression-name, var(--vscode-foreground)); }
+.hljs-meta, .hljs-doctag { color: var(--vscode-symbolIcon-constantForeground, var(--vscode-foreground)); }
+.hljs-addition { color: var(--vscode-gitDecoration-addedResourceForeground, var(--vscode-foreground)); }
+.hljs-deletion { color: var(--vscode-gitDecoration-deletedResourceForeground, var(--vscode-foreground)); }
+.hljs-emphasis { font-style: italic; } .hljs-strong { font-weight: bold; }
+pre.diff { white-space: pre; padding: 2px 0; font-family: var(--vscode-editor-font-family); }
+pre.diff > div { padding: 0 4px; }
+pre.diff .add { background: var(--vscode-diffEditor-insertedLineBackground, var(--vscode-diffEditor-insertedTextBackground)); }
+pre.diff .del { background: var(--vscode-diffEditor-removedLineBackground, var(--vscode-diffEditor-removedTextBackground)); }
+pre.diff .ctx { color: var(--vscode-descriptionForeground); }
+.cardhead { display: flex; gap: 4px; align-items: center; flex-wrap: wrap; margin: 2px 0; }
+.cardhead .counts, .tool .subject { color: var(--vscode-descriptionForeground); }
+.exit { color: var(--vscode-descriptionForeground); } .exit.bad { color: var(--vscode-errorForeground); }
+details.outbox > summary { color: var(--vscode-descriptionForeground); cursor: pointer; }
+.hits { font-family: var(--vscode-editor-font-family); font-size: 0.95em; }
+.hit-text { color: var(--vscode-descriptionForeground); white-space: pre; }
 details.tool { margin: 3px 0; border-left: 2px solid var(--vscode-textLink-foreground); padding-left: 6px; }
 details.tool.refused, details.tool.failed { border-left-color: var(--vscode-errorForeground); }
 .tool .status { color: var(--vscode-descriptionForeground); }
 .tool.refused .status, .tool.failed .status { color: var(--vscode-errorForeground); }
-pre { background: var(--vscode-textCodeBlock-background); padding: 4px; white-space: pre-wrap; overflow-x: auto; margin: 2px 0; }
+pre { background: var(--vscode-textCodeBlock-background); padding: 4px; white-space: pre-wrap; overflow-x: auto; margin: 2px 0;
+  font-family: var(--vscode-editor-font-family); font-size: var(--vscode-editor-font-size); }
 .notice { color: var(--vscode-editorWarning-foreground); }
 .outcome { color: var(--vscode-descriptionForeground); font-style: italic; }
 .outcome.blocked, .outcome.failed { color: var(--vscode-errorForeground); font-style: normal; }
@@ -69,6 +115,7 @@ export function chatHtml(cspSource: string, scriptUri: string, n: string = nonce
 <div id="approvals"></div>
 <div id="input">
   <textarea id="prompt" placeholder="Ask ndomo… (Ctrl+Enter sends; @ mentions a file, symbol, @problems or @plan; /help for commands)"></textarea>
+  <div id="note" class="notice" role="status"></div>
   <div class="row">
     <select id="agent" title="agent"></select>
     <select id="mode" title="mode"></select>

@@ -57,6 +57,9 @@ export interface ChatState {
   more: number; // older turns not loaded
 }
 
+/** What the send box says when a prompt waits for the running turn (its text is kept). */
+export const BUSY_TEXT = "A turn is still running: wait for it to finish or press Stop, then send again. Your message is kept.";
+
 export const OUTPUT_CAP = 20000; // characters of live tool output kept per call in the view
 
 export function emptyState(): ChatState {
@@ -159,7 +162,7 @@ export function applyHistory(state: ChatState, view: any): void {
     error: t.error ?? null,
     items: (t.items ?? []).map((i: any): Item =>
       i.kind === "tool"
-        ? { kind: "tool", call: { id: i.call_id, name: i.name, arguments: i.arguments ?? {}, status: i.result === null ? "cancelled" : "done", summary: firstLine(i.result ?? ""), output: i.result ?? "" } }
+        ? { kind: "tool", call: { id: i.call_id, name: i.name, arguments: i.arguments ?? {}, status: storedStatus(i), summary: firstLine(i.result ?? ""), output: i.result ?? "" } }
         : { kind: "text", text: i.text ?? "" },
     ),
   }));
@@ -175,6 +178,20 @@ export function applyTurnResult(state: ChatState, prompt: string, result: any): 
       error: result.error ?? null, items: result.error ? [] : [{ kind: "text", text }],
     });
   }
+}
+
+const CALL_STATUSES = new Set<CallStatus>(["done", "failed", "cancelled", "refused"]);
+
+/** A stored call's status as the server kept it; a call without one (stored before the server
+ * kept it) is done when it has a result, else cancelled. */
+function storedStatus(i: any): CallStatus {
+  if (CALL_STATUSES.has(i.status)) return i.status;
+  return i.result === null || i.result === undefined ? "cancelled" : "done";
+}
+
+/** A tool call of the state by its id (the extension opens its file or its diff). */
+export function callById(state: ChatState, id: string): ToolCallView | undefined {
+  return findCall(state, id);
 }
 
 function firstLine(s: string): string {

@@ -8,12 +8,16 @@
  * session's stored history through `ndomo.session.open`.
  */
 
+import * as nodePath from "node:path";
+
 import * as vscode from "vscode";
 
 import { catalog, type Lsp } from "../commands";
 import { sessionAgents } from "../names";
+import { sameLeadingLines } from "./cards";
 import { EditorMentions } from "./editorMentions";
 import { chatHtml } from "./html";
+import { linkTarget } from "./markdown";
 import { MentionSource, resolveMentions, suggest, SymbolHit } from "./mentions";
 import {
   addApproval,
@@ -21,6 +25,8 @@ import {
   applyHistory,
   applyStatus,
   applyTurnResult,
+  BUSY_TEXT,
+  callById,
   ChatState,
   emptyState,
   removeApproval,
@@ -28,6 +34,10 @@ import {
 } from "./model";
 
 export const VIEW_ID = "ndomo.chat";
+/** The server's refusal of a second turn in a session (this process's or another's). */
+const BUSY = /turn is already running/i;
+/** The scheme of an edit's "before" text, the left side of its Open diff. */
+export const BEFORE_SCHEME = "ndomo-before";
 
 type FromWebview =
   | { type: "ready" }
@@ -37,15 +47,28 @@ type FromWebview =
   | { type: "cancelCall"; id: string }
   | { type: "setMode"; mode: string }
   | { type: "setAgent"; agent: string }
-  | { type: "answer"; id: number; choice: string | null };
+  | { type: "answer"; id: number; choice: string | null }
+  | { type: "openLink"; href: string }
+  | { type: "openFile"; path: string; line?: number }
+  | { type: "openEdit"; id: string }
+  | { type: "openDiff"; id: string }
+  | { type: "copy"; text: string }
+  | { type: "insert"; text: string };
 
 export class ChatView {
   state: ChatState = emptyState();
   private view: any;
   private pending = new Map<number, (choice: string | null) => void>();
+  private toasted = new Set<number>(); // questions shown as a notification too
   private loaded = false;
   /** The modes and agents advertised at initialize, when `ndomo.catalog` does not answer. */
   advertised: () => unknown = () => undefined;
+  /** The "before" texts Open diff showed, by URI (the provider below serves them). */
+  private befores = new Map<string, string>();
+  private beforeSeq = 0;
+  readonly before: vscode.TextDocumentContentProvider = {
+    provideTextDocumentContent: (uri: vscode.Uri) => this.befores.get(uri.toString()) ?? "",
+  };
 
   constructor(
     private readonly dist: vscode.Uri, // the extension's dist/ folder (chat.js lives there)
@@ -67,6 +90,10 @@ export class ChatView {
     view.webview.onDidReceiveMessage((m: FromWebview) => this.receive(m));
     view.onDidDispose?.(() => {
       if (this.view === view) this.view = undefined;
+      this.toastPending();
+    });
+    view.onDidChangeVisibility?.(() => {
+      if (!view.visible) this.toastPending();
     });
   }
 
@@ -87,19 +114,35 @@ export class ChatView {
     }
   }
 
-  /** `window/showMessageRequest` (approvals, ask_user): inline here and as a notification;
-   * the first answer wins (a later click on the other is ignored). */
+  /** `window/showMessageRequest` (approvals, ask_user): inline here when the view is on
+   * screen, else (or once the view is hidden or closed) as a notification too; the first
+   * answer wins. A notification cannot be closed by an extension, so none is shown while the
+   * view shows the question: answering it there leaves no toast behind. */
   async ask(params: { message: string; actions?: { title: string }[] }): Promise<{ title: string } | null> {
     const choices = (params.actions ?? []).map((a) => a.title);
     const approval = addApproval(this.state, params.message, choices);
     this.post();
-    const inline = new Promise<string | null>((resolve) => this.pending.set(approval.id, resolve));
-    const popup = Promise.resolve(this.notify(params.message, choices)).then((c) => c ?? null);
-    const choice = await Promise.race([inline, popup]);
+    const answer = new Promise<string | null>((resolve) => this.pending.set(approval.id, resolve));
+    if (!this.view?.visible) this.toast(approval.id);
+    const choice = await answer;
     this.pending.delete(approval.id);
+    this.toasted.delete(approval.id);
     removeApproval(this.state, approval.id);
     this.post();
     return choice ? { title: choice } : null;
+  }
+
+  /** A pending question as a notification (once); its answer, or its dismissal, answers it. */
+  private toast(id: number): void {
+    const a = this.state.approvals.find((x) => x.id === id);
+    if (!a || this.toasted.has(id)) return;
+    this.toasted.add(id);
+    void Promise.resolve(this.notify(a.message, a.choices)).then((c) => this.pending.get(id)?.(c ?? null));
+  }
+
+  /** The view left the screen: its pending questions go to notifications. */
+  private toastPending(): void {
+    for (const a of this.state.approvals) this.toast(a.id);
   }
 
   // -- from the webview ----------------------------------------------------------------------
@@ -112,8 +155,20 @@ export class ChatView {
         case "send": {
           const prompt = m.prompt.trim();
           if (!prompt) return;
-          const mentions = await resolveMentions(prompt, this.mentions, this.symbols);
-          const result = await this.lsp.execute("ndomo.turn", mentions.length ? { prompt, mentions } : { prompt });
+          if (this.state.status?.busy) return this.refuse(prompt);
+          void this.view?.webview.postMessage({ type: "accepted", prompt }); // the box may clear
+          let result: any;
+          try {
+            const mentions = await resolveMentions(prompt, this.mentions, this.symbols);
+            result = await this.lsp.execute("ndomo.turn", mentions.length ? { prompt, mentions } : { prompt });
+          } catch (err) {
+            if (BUSY.test(err instanceof Error ? err.message : String(err))) return this.refuse(prompt);
+            throw err;
+          }
+          // a turn started elsewhere (a code action, the CLI) between the status and the send
+          if (result && (result.turn_id === null || result.turn_id === undefined) && BUSY.test(String(result.error ?? ""))) {
+            return this.refuse(prompt);
+          }
           applyTurnResult(this.state, prompt, result);
           this.post();
           return;
@@ -139,6 +194,24 @@ export class ChatView {
         case "answer":
           this.pending.get(m.id)?.(m.choice);
           return;
+        case "openLink":
+          await this.openLink(m.href);
+          return;
+        case "openFile":
+          await this.openFile(m.path, m.line);
+          return;
+        case "openEdit":
+          await this.openEdit(m.id);
+          return;
+        case "openDiff":
+          await this.openDiff(m.id);
+          return;
+        case "copy":
+          await vscode.env.clipboard.writeText(String(m.text));
+          return;
+        case "insert":
+          await this.insert(String(m.text));
+          return;
       }
     } catch (err) {
       this.state.turns.push({
@@ -147,6 +220,121 @@ export class ChatView {
       });
       this.post();
     }
+  }
+
+  /** A send refused because a turn runs: the prompt goes back to the box, with a sentence
+   * for the user (not a failed turn, not a command id). */
+  private refuse(prompt: string): void {
+    void this.view?.webview.postMessage({ type: "refused", prompt, message: BUSY_TEXT });
+  }
+
+  // -- links, files and code from the log -----------------------------------------------------
+
+  /** A link in an answer: the web in the browser (after VS Code's own confirmation), a
+   * workspace file in the editor; anything else (command:, javascript:, a path outside the
+   * workspace) is not opened. The webview already dropped those: this checks again. */
+  async openLink(href: string): Promise<void> {
+    const target = linkTarget(String(href));
+    if (!target) return;
+    if (target.kind === "web") {
+      await vscode.env.openExternal(vscode.Uri.parse(target.url, true));
+      return;
+    }
+    await this.openFile(target.path, target.line);
+  }
+
+  /** A workspace file, absolute or relative to a workspace folder; null outside every folder. */
+  fileUri(path: string): vscode.Uri | null {
+    const folders = vscode.workspace.workspaceFolders ?? [];
+    for (const f of folders) {
+      const root = f.uri.fsPath;
+      const abs = nodePath.isAbsolute(path) ? nodePath.normalize(path) : nodePath.resolve(root, path);
+      const rel = nodePath.relative(root, abs);
+      if (rel === "" || (!rel.startsWith("..") && !nodePath.isAbsolute(rel))) return vscode.Uri.file(abs);
+    }
+    return null;
+  }
+
+  async openFile(path: string, line?: number): Promise<vscode.TextEditor | undefined> {
+    const uri = this.fileUri(String(path));
+    if (!uri) {
+      void vscode.window.showWarningMessage(`ndomo: ${path} is not in the workspace; not opened.`);
+      return undefined;
+    }
+    const at = Math.max(0, (Number(line) || 1) - 1);
+    try {
+      const doc = await vscode.workspace.openTextDocument(uri);
+      const l = Math.min(at, Math.max(0, doc.lineCount - 1));
+      return await vscode.window.showTextDocument(doc, { selection: new vscode.Range(l, 0, l, 0), preview: true });
+    } catch (err) {
+      void vscode.window.showWarningMessage(`ndomo: could not open ${path}: ${err instanceof Error ? err.message : String(err)}`);
+      return undefined;
+    }
+  }
+
+  private editCall(id: string): { path: string; oldText: string; newText: string } | null {
+    const c = callById(this.state, id);
+    if (!c || typeof c.arguments.path !== "string") return null;
+    const str = (v: unknown) => (typeof v === "string" ? v : "");
+    return { path: c.arguments.path, oldText: str(c.arguments.old_text), newText: str(c.arguments.new_text) };
+  }
+
+  /** An edit's file at its changed line: where its new text is now (the first line that differs). */
+  async openEdit(id: string): Promise<void> {
+    const e = this.editCall(id);
+    if (!e) return;
+    const uri = this.fileUri(e.path);
+    if (!uri) return void (await this.openFile(e.path));
+    let line = 1;
+    try {
+      const text = (await vscode.workspace.openTextDocument(uri)).getText();
+      const at = e.newText ? text.indexOf(e.newText) : -1;
+      if (at >= 0) line = text.slice(0, at).split("\n").length + sameLeadingLines(e.oldText, e.newText);
+    } catch {
+      // opened at the top; openFile says why if it cannot open
+    }
+    await this.openFile(e.path, line);
+  }
+
+  /**
+   * VS Code's diff editor for an edit: the file as it is now on the right; on the left the same
+   * file with this edit taken back (its new_text, found once, replaced by its old_text). When
+   * the new text is no longer in the file exactly once, the left and right are the edit's own
+   * old_text and new_text.
+   */
+  async openDiff(id: string): Promise<void> {
+    const e = this.editCall(id);
+    if (!e) return;
+    const uri = this.fileUri(e.path);
+    if (!uri) return void (await this.openFile(e.path));
+    let right: vscode.Uri = uri;
+    let before = e.oldText;
+    try {
+      const now = (await vscode.workspace.openTextDocument(uri)).getText();
+      const at = e.newText ? now.indexOf(e.newText) : -1;
+      if (at >= 0 && now.indexOf(e.newText, at + 1) < 0) before = now.slice(0, at) + e.oldText + now.slice(at + e.newText.length);
+      else right = this.beforeUri(e.path, e.newText, "after");
+    } catch {
+      right = this.beforeUri(e.path, e.newText, "after");
+    }
+    const left = this.beforeUri(e.path, before, "before");
+    await vscode.commands.executeCommand("vscode.diff", left, right, `${nodePath.basename(e.path)} (ndomo edit)`);
+  }
+
+  private beforeUri(path: string, text: string, side: string): vscode.Uri {
+    const uri = vscode.Uri.from({ scheme: BEFORE_SCHEME, path: "/" + path.replace(/^\/+/, ""), query: `${side}-${++this.beforeSeq}` });
+    this.befores.set(uri.toString(), text);
+    return uri;
+  }
+
+  /** A code block at the cursor of the active editor (replacing its selection). */
+  async insert(text: string): Promise<void> {
+    const editor = vscode.window.activeTextEditor ?? vscode.window.visibleTextEditors[0];
+    if (!editor) {
+      void vscode.window.showWarningMessage("ndomo: no open editor to insert the code into.");
+      return;
+    }
+    await editor.edit((b) => b.replace(editor.selection, text));
   }
 
   /** The session's stored conversation and the agents to pick from, once per view. */

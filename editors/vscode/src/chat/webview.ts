@@ -3,9 +3,16 @@
 /**
  * Runs inside the conversation webview (bundled to dist/chat.js): draws the state the
  * extension posts and sends back what the user does. No network, no remote resources.
+ *
+ * Drawing is incremental and once per animation frame: each turn and each of its items keeps
+ * its element while its content is the same, so a streaming answer re-renders only its own
+ * element and earlier turns are neither rebuilt nor re-laid out. Answers are markdown
+ * (markdown.ts: no raw HTML, links opened by the extension); tool calls are cards (cards.ts).
  */
 
-import { ChatState, describeOutcome, describeStatus, Item, TurnView } from "./model";
+import { exitCode, FileHit, globHits, grepHits, lineDiff, patchFiles, type DiffLine } from "./cards";
+import { codeBar, highlight, renderMarkdown } from "./markdown";
+import { BUSY_TEXT, ChatState, describeOutcome, describeStatus, Item, ToolCallView, TurnView } from "./model";
 import { Picker } from "./picker";
 
 declare function acquireVsCodeApi(): { postMessage(m: unknown): void };
@@ -13,7 +20,7 @@ declare function acquireVsCodeApi(): { postMessage(m: unknown): void };
 const vscodeApi = acquireVsCodeApi();
 const $ = (id: string) => document.getElementById(id)!;
 let state: ChatState | null = null;
-const open = new Set<string>(); // tool calls the user expanded
+const opened = new Map<string, boolean>(); // cards (and their output) the user opened or closed
 
 function el(tag: string, cls?: string, text?: string): HTMLElement {
   const e = document.createElement(tag);
@@ -28,32 +35,249 @@ function button(label: string, onClick: () => void, cls?: string): HTMLButtonEle
   return b;
 }
 
-function drawItem(item: Item): HTMLElement {
-  if (item.kind === "text") return el("div", "text", item.text);
-  if (item.kind === "notice") return el("div", "notice", `${item.level}: ${item.text}`);
-  const c = item.call;
+/** A link to a workspace file (and line); the extension opens it. */
+function fileLink(path: string, line?: number, label?: string): HTMLElement {
+  const a = el("a", "file", label ?? (line ? `${path}:${line}` : path));
+  a.dataset.action = "openFile";
+  a.dataset.path = path;
+  if (line) a.dataset.line = String(line);
+  a.tabIndex = 0;
+  a.title = `Open ${path}${line ? ` at line ${line}` : ""}`;
+  return a;
+}
+
+/** A code block as answers have them: highlighted, with Copy and Insert at cursor. */
+function codeBlock(code: string, lang: string): HTMLElement {
+  const box = el("div", "codeblock");
+  // highlight() and codeBar() escape everything they are given
+  box.innerHTML = `${codeBar(lang)}<pre><code class="hljs language-${lang}">${highlight(code, lang)}</code></pre>`;
+  return box;
+}
+
+function diffBlock(lines: DiffLine[], cut = 0): HTMLElement {
+  const pre = el("pre", "diff");
+  for (const l of lines) pre.append(el("div", l.sign === "+" ? "add" : l.sign === "-" ? "del" : "ctx", `${l.sign} ${l.text}`));
+  if (cut) pre.append(el("div", "ctx", `… ${cut} more lines (Open diff shows them all)`));
+  return pre;
+}
+
+function hitList(hits: FileHit[]): HTMLElement {
+  const list = el("div", "hits");
+  for (const h of hits.slice(0, 200)) {
+    const row = el("div", "hit");
+    row.append(fileLink(h.path, h.line));
+    if (h.text !== undefined) row.append(el("span", "hit-text", ` ${h.text}`));
+    list.append(row);
+  }
+  if (hits.length > 200) list.append(el("div", "meta", `… ${hits.length - 200} more`));
+  return list;
+}
+
+const str = (v: unknown) => (typeof v === "string" ? v : "");
+
+/** What the card's summary names: the file or the command. */
+function subject(c: ToolCallView): string {
+  const a = c.arguments;
+  if (c.name === "bash" || c.name === "serve") return str(a.command).split("\n")[0].slice(0, 80) || str(a.action);
+  if (c.name === "grep" || c.name === "glob") return str(a.pattern);
+  return str(a.path);
+}
+
+function cardBody(c: ToolCallView): HTMLElement[] {
+  const a = c.arguments;
+  const out = c.output;
+  switch (c.name) {
+    case "edit": {
+      const d = lineDiff(str(a.old_text), str(a.new_text));
+      const head = el("div", "cardhead");
+      const link = el("a", "file", str(a.path));
+      Object.assign(link.dataset, { action: "openEdit", call: c.id });
+      link.tabIndex = 0;
+      link.title = `Open ${str(a.path)} at the changed line`;
+      head.append(link, el("span", "counts", ` +${d.added} −${d.removed} `));
+      const open = el("button", "secondary", "Open diff");
+      Object.assign(open.dataset, { action: "openDiff", call: c.id });
+      head.append(open);
+      return [head, diffBlock(d.lines, d.cut)];
+    }
+    case "write": {
+      const d = lineDiff("", str(a.content));
+      const head = el("div", "cardhead");
+      head.append(fileLink(str(a.path), 1, str(a.path)), el("span", "counts", ` ${d.added} lines written (the whole file)`));
+      return [head, diffBlock(d.lines, d.cut)];
+    }
+    case "apply_patch": {
+      const files = patchFiles(str(a.patch));
+      if (!files.length) return [el("pre", "args", str(a.patch))];
+      return files.flatMap((f) => {
+        const head = el("div", "cardhead");
+        head.append(fileLink(f.path, f.line, f.path));
+        return [head, diffBlock(f.lines)];
+      });
+    }
+    case "read": {
+      const from = Number(a.start_line) || undefined;
+      const to = Number(a.end_line) || undefined;
+      const label = `${str(a.path)}${from ? `:${from}${to ? `–${to}` : ""}` : ""}`;
+      const parts = [fileLink(str(a.path), from, label)];
+      if (out) parts.push(el("pre", "output", out));
+      return parts;
+    }
+    case "grep":
+    case "glob": {
+      const hits = c.status === "done" ? (c.name === "grep" ? grepHits(out) : globHits(out)) : [];
+      return hits.length ? [hitList(hits)] : out ? [el("pre", "output", out)] : [];
+    }
+    case "bash":
+    case "serve": {
+      const parts: HTMLElement[] = [];
+      if (str(a.command)) parts.push(codeBlock(str(a.command), "bash"));
+      else parts.push(el("pre", "args", JSON.stringify(a, null, 2)));
+      const code = exitCode(c.summary) ?? exitCode(out);
+      if (code !== null) parts.push(el("div", code === 0 ? "exit" : "exit bad", `exit code ${code}`));
+      if (out) {
+        const key = `${c.id}/output`;
+        const box = el("details", "outbox") as HTMLDetailsElement;
+        box.open = opened.get(key) ?? c.status === "running";
+        const sum = el("summary", "", `output (${out.split("\n").length} lines)`);
+        remember(sum, box, key);
+        box.append(sum, el("pre", "output", out));
+        parts.push(box);
+      }
+      return parts;
+    }
+    default: {
+      const parts = [el("pre", "args", JSON.stringify(a, null, 2))];
+      if (out) parts.push(el("pre", "output", out));
+      return parts;
+    }
+  }
+}
+
+/** The user's open or close of a card, noted at the click (before the element toggles), so a
+ * redraw in the same frame keeps it; an element opened by default notes nothing. */
+function remember(summary: HTMLElement, box: HTMLDetailsElement, key: string): void {
+  summary.addEventListener("click", (e) => {
+    if ((e.target as HTMLElement).closest("button, a")) return; // the stop button, a link
+    opened.set(key, !box.open);
+  });
+}
+
+const OPEN_BY_DEFAULT = new Set(["edit", "write", "apply_patch"]); // a diff is the point of the card
+
+function drawTool(c: ToolCallView): HTMLElement {
   const d = el("details", `tool ${c.status}`) as HTMLDetailsElement;
-  d.open = open.has(c.id) || c.status === "refused";
-  d.addEventListener("toggle", () => (d.open ? open.add(c.id) : open.delete(c.id)));
+  d.dataset.tool = c.name;
+  d.open = opened.get(c.id) ?? (c.status === "refused" || c.status === "failed" || OPEN_BY_DEFAULT.has(c.name));
   const s = el("summary");
-  s.append(el("span", "name", `${c.name} `), el("span", "status", c.status === "running" ? "running…" : `${c.status}${c.summary ? ": " + c.summary : ""}`));
+  remember(s, d, c.id);
+  const what = subject(c);
+  s.append(el("span", "name", `${c.name} `));
+  if (what) s.append(el("span", "subject", `${what} `));
+  s.append(el("span", "status", c.status === "running" ? "running…" : `${c.status}${c.summary ? ": " + c.summary : ""}`));
   if (c.status === "running") {
     const stop = button("stop", () => vscodeApi.postMessage({ type: "cancelCall", id: c.id }), "secondary");
     stop.title = "Stop this tool call; the turn goes on";
     stop.dataset.call = c.id;
     s.append(stop);
   }
-  d.append(s, el("pre", "args", JSON.stringify(c.arguments, null, 2)));
-  if (c.output) d.append(el("pre", "output", c.output));
+  d.append(s, ...cardBody(c));
   return d;
 }
 
-function drawTurn(t: TurnView): HTMLElement {
+function drawItem(item: Item): HTMLElement {
+  if (item.kind === "text") {
+    const div = el("div", "text markdown");
+    div.innerHTML = renderMarkdown(item.text); // markdown-it with html off: the model's HTML is text
+    return div;
+  }
+  if (item.kind === "notice") return el("div", "notice", `${item.level}: ${item.text}`);
+  return drawTool(item.call);
+}
+
+// -- incremental drawing -------------------------------------------------------------------------
+
+interface Drawn<T> {
+  key: string; // the content it was drawn from
+  el: HTMLElement;
+  parts?: T;
+}
+
+interface TurnParts {
+  prompt: HTMLElement;
+  meta: HTMLElement;
+  items: HTMLElement;
+  outcome: HTMLElement;
+  drawn: Drawn<never>[];
+}
+
+let drawnTurns: Drawn<TurnParts>[] = [];
+let more: HTMLElement | null = null;
+
+function turnBox(): Drawn<TurnParts> {
   const box = el("div", "turn");
-  box.append(el("div", "prompt", t.prompt), el("div", "meta", `${t.agent} · ${t.mode}`));
-  for (const item of t.items) box.append(drawItem(item));
-  box.append(el("div", `outcome ${t.status}`, describeOutcome(t)));
-  return box;
+  const parts: TurnParts = { prompt: el("div", "prompt"), meta: el("div", "meta"), items: el("div", "items"), outcome: el("div", "outcome"), drawn: [] };
+  box.append(parts.prompt, parts.meta, parts.items, parts.outcome);
+  return { key: "", el: box, parts };
+}
+
+/** Bring one turn's element up to date, touching only what changed. */
+function updateTurn(d: Drawn<TurnParts>, t: TurnView): void {
+  const p = d.parts!;
+  const key = JSON.stringify([t.id, t.prompt, t.agent, t.mode, t.status, t.error, t.items]);
+  if (key === d.key) return;
+  d.key = key;
+  if (p.prompt.textContent !== t.prompt) p.prompt.textContent = t.prompt;
+  const meta = `${t.agent} · ${t.mode}`;
+  if (p.meta.textContent !== meta) p.meta.textContent = meta;
+  const outcome = describeOutcome(t);
+  if (p.outcome.textContent !== outcome) p.outcome.textContent = outcome;
+  p.outcome.className = `outcome ${t.status}`;
+  t.items.forEach((item, i) => {
+    const itemKey = JSON.stringify(item);
+    const old = p.drawn[i];
+    if (old && old.key === itemKey) return;
+    const fresh = { key: itemKey, el: drawItem(item) };
+    if (old) old.el.replaceWith(fresh.el);
+    else p.items.append(fresh.el);
+    p.drawn[i] = fresh;
+  });
+  for (const gone of p.drawn.splice(t.items.length)) gone.el.remove();
+}
+
+function drawLog(s: ChatState): void {
+  const log = $("log");
+  const atEnd = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
+  // a session switch or a reload replaces the turns: start over when the first turn differs
+  const first = s.turns[0];
+  const firstDrawn = drawnTurns[0]?.parts?.prompt.dataset.turn;
+  if (drawnTurns.length && (!first || firstDrawn !== `${first.id}:${first.prompt}`)) {
+    for (const d of drawnTurns) d.el.remove();
+    drawnTurns = [];
+  }
+  if (s.more && !more) {
+    more = el("div", "meta more");
+    log.prepend(more);
+  }
+  if (more) {
+    if (s.more) more.textContent = `${s.more} earlier turns (ndomo session export has them all)`;
+    else {
+      more.remove();
+      more = null;
+    }
+  }
+  s.turns.forEach((t, i) => {
+    let d = drawnTurns[i];
+    if (!d) {
+      d = turnBox();
+      d.parts!.prompt.dataset.turn = `${t.id}:${t.prompt}`;
+      drawnTurns[i] = d;
+      log.append(d.el);
+    }
+    updateTurn(d, t);
+  });
+  for (const gone of drawnTurns.splice(s.turns.length)) gone.el.remove();
+  if (atEnd) log.scrollTop = log.scrollHeight;
 }
 
 function fill(select: HTMLSelectElement, values: string[], current: string | undefined): void {
@@ -64,34 +288,85 @@ function fill(select: HTMLSelectElement, values: string[], current: string | und
   if (current) select.value = current;
 }
 
+let approvalsKey = "";
+
 function draw(): void {
   if (!state) return;
   $("head").textContent = describeStatus(state.status);
-  const log = $("log");
-  const atEnd = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
-  const turns = state.turns.map(drawTurn);
-  if (state.more) turns.unshift(el("div", "meta", `${state.more} earlier turns (ndomo session export has them all)`));
-  log.replaceChildren(...turns);
-  if (atEnd) log.scrollTop = log.scrollHeight;
-  const approvals = $("approvals");
-  approvals.replaceChildren(
-    ...state.approvals.map((a) => {
-      const box = el("div", "approval");
-      box.append(el("div", "", a.message));
-      for (const c of a.choices) box.append(button(c, () => vscodeApi.postMessage({ type: "answer", id: a.id, choice: c })));
-      return box;
-    }),
-  );
+  drawLog(state);
+  const key = JSON.stringify(state.approvals);
+  if (key !== approvalsKey) {
+    approvalsKey = key;
+    $("approvals").replaceChildren(
+      ...state.approvals.map((a) => {
+        const box = el("div", "approval");
+        box.append(el("div", "", a.message));
+        for (const c of a.choices) box.append(button(c, () => vscodeApi.postMessage({ type: "answer", id: a.id, choice: c })));
+        return box;
+      }),
+    );
+  }
   fill($("mode") as HTMLSelectElement, state.modes, state.status?.mode);
   fill($("agent") as HTMLSelectElement, state.agents, state.status?.agent);
   ($("stop") as HTMLButtonElement).disabled = !state.status?.busy;
+  ($("send") as HTMLButtonElement).disabled = !!state.status?.busy;
+  if (!state.status?.busy && $("note").textContent === BUSY_TEXT) $("note").textContent = "";
 }
 
+let frame = 0;
+
+/** Draw once per animation frame, however many states arrived since the last one. */
+function schedule(): void {
+  if (frame) return;
+  frame = requestAnimationFrame(() => {
+    frame = 0;
+    draw();
+  });
+}
+
+// -- what the user does in the log ------------------------------------------------------------
+
+/** Clicks on links and code-block buttons, by delegation (the CSP allows no inline handlers). */
+function onLogClick(e: Event): void {
+  const target = e.target as HTMLElement | null;
+  const hit = target?.closest<HTMLElement>("a.link, [data-action]");
+  if (!hit) return;
+  e.preventDefault();
+  if (hit.matches("a.link")) {
+    vscodeApi.postMessage({ type: "openLink", href: hit.dataset.href ?? "" });
+    return;
+  }
+  const action = hit.dataset.action;
+  if (action === "copy" || action === "insert") {
+    const code = hit.closest(".codeblock")?.querySelector("code")?.textContent ?? "";
+    vscodeApi.postMessage({ type: action, text: code });
+    if (action === "copy") {
+      hit.textContent = "Copied";
+      setTimeout(() => (hit.textContent = "Copy"), 1500);
+    }
+  } else if (action === "openFile") {
+    vscodeApi.postMessage({ type: "openFile", path: hit.dataset.path ?? "", line: hit.dataset.line ? Number(hit.dataset.line) : undefined });
+  } else if (action === "openEdit" || action === "openDiff") {
+    vscodeApi.postMessage({ type: action, id: hit.dataset.call ?? "" });
+  }
+}
+
+$("log").addEventListener("click", onLogClick);
+$("log").addEventListener("keydown", (e: KeyboardEvent) => {
+  if (e.key === "Enter" && (e.target as HTMLElement).matches?.("a")) onLogClick(e);
+});
+
+/** Send the box's prompt; the box clears only once the extension accepts it, and keeps the
+ * text when a turn is running (Send is disabled then; Ctrl+Enter says why). */
 function send(): void {
   const input = $("prompt") as HTMLTextAreaElement;
   const prompt = input.value.trim();
   if (!prompt) return;
-  input.value = "";
+  if (state?.status?.busy) {
+    $("note").textContent = BUSY_TEXT;
+    return;
+  }
+  $("note").textContent = "";
   picker.close();
   vscodeApi.postMessage({ type: "send", prompt });
 }
@@ -99,10 +374,17 @@ function send(): void {
 const picker = new Picker($("prompt") as HTMLTextAreaElement, (m) => vscodeApi.postMessage(m));
 
 window.addEventListener("message", (e: MessageEvent) => {
-  if (e.data?.type === "mentions") picker.show(e.data.id, e.data.items ?? []);
-  if (e.data?.type === "state") {
-    state = e.data.state;
-    draw();
+  const m = e.data;
+  const input = $("prompt") as HTMLTextAreaElement;
+  if (m?.type === "mentions") picker.show(m.id, m.items ?? []);
+  if (m?.type === "state") {
+    state = m.state;
+    schedule();
+  } else if (m?.type === "accepted") {
+    if (input.value.trim() === m.prompt) input.value = "";
+  } else if (m?.type === "refused") {
+    if (!input.value.trim()) input.value = m.prompt; // never lost
+    $("note").textContent = String(m.message ?? BUSY_TEXT);
   }
 });
 $("send").addEventListener("click", send);

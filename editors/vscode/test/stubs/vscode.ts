@@ -306,4 +306,7 @@ export const workspace = {
     stub.trustListeners.push(fn);
     return { dispose() {} };
   },
+  registerTextDocumentContentProvider(_scheme: string, _provider: unknown) {
+    return { dispose() {} };
+  },
 };
