@@ -293,8 +293,8 @@ class LspHost(BaseHost):
             raise RuntimeError(
                 f"the editor failed to show the approval request ({type(exc).__name__}: {exc})"
             ) from exc
-        title = picked.title if picked else ""
-        return APPROVAL_CHOICES.get(title, "deny") if title in titles else "deny"  # dismissed → deny
+        title = picked.title if picked else ""  # dismissed, or a title not offered: deny
+        return APPROVAL_CHOICES.get(title, "deny") if title in titles else "deny"
 
     # -- saving what the turn edited ---------------------------------------------------------
     def supports_save_documents(self) -> bool:
