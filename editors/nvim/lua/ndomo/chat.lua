@@ -17,8 +17,10 @@ M.OUTPUT_LINES = 200 -- live output lines kept per tool call
 
 local state = { turns = {}, questions = {}, status = nil, loaded = false }
 local buf, ns
+local HL = vim.api.nvim_create_namespace("ndomo_chat") -- the log's highlights (cards.GROUPS)
 local call_lines = {} -- line number (1-based) → tool-call id, for X
 local turn_lines = {} -- line number (1-based) → the stored turn it belongs to, for R
+local file_lines = {} -- line number (1-based) → {path, lnum} a tool card's file line jumps to
 local redraw_pending = false
 
 local function opts()
@@ -100,8 +102,10 @@ function M.load_history(view)
     for _, i in ipairs(t.items or {}) do
       if i.kind == "tool" then
         local res = str(i.result)
+        -- the status the turn saw (refused, failed …); rows stored before it was kept: by the result
+        local status = type(i.status) == "string" and i.status or (i.result == vim.NIL and "cancelled" or "done")
         table.insert(items, { kind = "tool", id = i.call_id, name = str(i.name), args = i.arguments or {},
-          status = i.result == vim.NIL and "cancelled" or "done", summary = vim.split(res, "\n")[1] or "", output = res })
+          status = status, summary = vim.split(res, "\n")[1] or "", output = res })
       else
         table.insert(items, { kind = "text", text = str(i.text) })
       end
@@ -143,7 +147,10 @@ end
 --- The log as lines (above the separator), which line shows which tool call, and which
 --- stored turn each line belongs to.
 function M.render()
-  local lines, calls, turns = {}, {}, {}
+  local lines, calls, turns, marks, files = {}, {}, {}, {}, {}
+  local c = client.get()
+  local root = c and c.config and c.config.root_dir or nil
+  local cards = require("ndomo.cards")
   local s = state.status
   if type(s) == "table" then
     local extra = ""
@@ -157,18 +164,24 @@ function M.render()
     table.insert(lines, "")
     local first_line = #lines + 1
     table.insert(lines, ("## %s · %s"):format(t.agent, t.mode))
+    marks[#lines] = "NdomoChatPrompt"
     push_text(lines, t.prompt, "> ")
     for _, it in ipairs(t.items) do
       if it.kind == "text" then
         push_text(lines, it.text)
       elseif it.kind == "notice" then
         table.insert(lines, "! " .. it.text)
+        marks[#lines] = "NdomoChatNotice"
       else
         local mark = it.status == "running" and "⚙" or (it.status == "done" and "✓" or "✗")
         local head = ("%s %s %s%s"):format(mark, it.name, it.status, it.summary ~= "" and (": " .. it.summary) or "")
         table.insert(lines, head)
         calls[#lines] = it.id
-        table.insert(lines, "    args: " .. vim.json.encode(it.args))
+        marks[#lines] = it.status == "done" and "NdomoChatOk" or (it.status ~= "running" and "NdomoChatFail" or nil)
+        for _, b in ipairs(cards.body(it, root)) do
+          table.insert(lines, b.text)
+          marks[#lines], files[#lines] = b.hl, b.file
+        end
         local out = vim.split(it.output, "\n", { plain = true })
         local first = math.max(1, #out - M.OUTPUT_LINES + 1)
         for i = first, #out do
@@ -177,6 +190,7 @@ function M.render()
       end
     end
     table.insert(lines, outcome(t))
+    marks[#lines] = (t.status == "done" and "NdomoChatOk") or (t.status ~= "running" and "NdomoChatFail") or nil
     if type(t.id) == "number" then
       for l = first_line, #lines do turns[l] = t.id end
     end
@@ -195,7 +209,7 @@ function M.render()
     end
   end
   table.insert(lines, "")
-  return lines, calls, turns
+  return lines, calls, turns, marks, files
 end
 
 -- buffer ----------------------------------------------------------------------------------
@@ -217,7 +231,7 @@ end
 function M.redraw()
   redraw_pending = false
   if not (buf and vim.api.nvim_buf_is_valid(buf)) then return end
-  local lines, calls, turns = M.render()
+  local lines, calls, turns, marks, files = M.render()
   local sep = separator_line(buf)
   local log_end = sep and sep - 1 or vim.api.nvim_buf_line_count(buf)
   if not sep then
@@ -233,6 +247,11 @@ function M.redraw()
   vim.api.nvim_buf_set_lines(buf, 0, log_end, false, lines)
   call_lines = calls
   turn_lines = turns
+  file_lines = files
+  vim.api.nvim_buf_clear_namespace(buf, HL, 0, -1)
+  for l, group in pairs(marks) do
+    pcall(vim.api.nvim_buf_set_extmark, buf, HL, l - 1, 0, { line_hl_group = group, priority = 120 })
+  end
   local new_sep = separator_line(buf)
   for _, w in ipairs(wins) do
     if follow[w] and new_sep then pcall(vim.api.nvim_win_set_cursor, w, { new_sep - 1, 0 }) end
@@ -292,6 +311,25 @@ function M.stop_call()
   vim.notify("ndomo: no tool call here", vim.log.levels.WARN)
 end
 
+--- Open the file a tool card's line names (an edit's path at its line), in the previous
+--- window; false when the cursor is on no such line.
+function M.open_file()
+  local target = file_lines[vim.api.nvim_win_get_cursor(0)[1]]
+  if not target then return false end
+  vim.cmd("wincmd p")
+  if vim.api.nvim_get_current_buf() == buf then vim.cmd("aboveleft split") end
+  vim.cmd.edit(vim.fn.fnameescape(target.path))
+  pcall(vim.api.nvim_win_set_cursor, 0, { target.lnum, 0 })
+  return true
+end
+
+--- <CR>: on a tool card's file line it opens the file; elsewhere it sends the input area.
+function M.enter()
+  local sep = separator_line(buf)
+  if sep and vim.api.nvim_win_get_cursor(0)[1] < sep and M.open_file() then return end
+  M.send()
+end
+
 --- Rewind to before the turn under the cursor (its files, its conversation or both), then
 --- show the conversation as the server now has it.
 function M.rewind_here()
@@ -311,10 +349,15 @@ local function ensure_buf()
   buf = vim.api.nvim_create_buf(false, true)
   pcall(vim.api.nvim_buf_set_name, buf, M.NAME)
   vim.bo[buf].filetype = "markdown"
+  require("ndomo.cards").setup()
+  -- answers are markdown: treesitter highlights them (and their fenced code) where it can
+  pcall(vim.treesitter.start, buf, "markdown")
   vim.bo[buf].bufhidden = "hide"
   vim.bo[buf].swapfile = false
   local map = function(lhs, fn, desc) vim.keymap.set("n", lhs, fn, { buffer = buf, desc = "ndomo chat: " .. desc, nowait = true }) end
-  map("<CR>", M.send, "send the input area")
+  map("<CR>", M.enter, "send the input area (on a tool card's file: open it)")
+  map("gf", function() if not M.open_file() then vim.notify("ndomo: no file on this line", vim.log.levels.WARN) end end,
+    "open the file of the tool card line")
   map("q", M.close, "close")
   map("<C-c>", M.cancel, "cancel the turn")
   map("X", M.stop_call, "stop the tool call under the cursor")
