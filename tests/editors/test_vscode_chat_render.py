@@ -270,3 +270,25 @@ def test_highlighted_code_is_legible_in_light_dark_and_high_contrast_themes(vs: 
         assert contrast and min(contrast.values()) >= 3, (theme, contrast)
         assert kinds >= 4, (theme, kinds, contrast)
     assert len({tuple(sorted(c.items())) for c in seen.values()}) == 4, seen  # each theme its own colours
+
+
+def test_a_turns_rewind_button_puts_its_files_back(vs: Env) -> None:
+    """A turn's Rewind button in the view asks what goes back (VS Code's quick pick); files and
+    conversation: the file its command created is gone, VS Code says so, the view reloads."""
+    wb = vs.wb
+    vs.script(
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "echo made > made-by-turn.txt"}}]},
+        {"text": "made it"},
+    )
+    wb.open_file("calc.py")
+    wb.select_line("return a * b")
+    wb.open_chat()
+    wb.palette("ndomo: Fix selection with the builder agent")
+    wb.wait_chat("#approvals .approval", text="made-by-turn.txt")
+    wb.chat_click("#approvals .approval button", text=LABELS["once"])
+    wb.wait_chat(".turn:last-child .outcome", regex="^done$")
+    assert (vs.ws / "made-by-turn.txt").exists()
+    wb.chat_click(".turn:last-child button.rewind", text="Rewind")
+    wb.pick("Files and conversation")
+    wb.wait_toast(regex="rewound to before turn .*made-by-turn.txt")
+    assert not (vs.ws / "made-by-turn.txt").exists()

@@ -322,6 +322,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   };
   const chat = new ChatView(vscode.Uri.joinPath(context.extensionUri, "dist"), lsp);
   chat.advertised = ctx.advertised!;
+  chat.commands = () => ctx;
   context.subscriptions.push(
     vscode.window.registerWebviewViewProvider(VIEW_ID, chat, { webviewOptions: { retainContextWhenHidden: true } }),
     vscode.workspace.registerTextDocumentContentProvider(BEFORE_SCHEME, chat.before),

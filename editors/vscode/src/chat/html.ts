@@ -28,6 +28,8 @@ body { font-family: var(--vscode-font-family); font-size: var(--vscode-font-size
 #log { flex: 1; overflow-y: auto; padding: 6px 8px; }
 .turn { border-bottom: 1px solid var(--vscode-panel-border); padding: 6px 0; }
 .prompt { font-weight: 600; white-space: pre-wrap; }
+.turn > button.rewind { float: right; font-size: 0.85em; padding: 0 6px; opacity: 0.6; }
+.turn > button.rewind:hover, .turn > button.rewind:focus { opacity: 1; }
 .meta { color: var(--vscode-descriptionForeground); font-size: 0.9em; }
 .text { margin: 4px 0; overflow-wrap: anywhere; }
 .markdown > :first-child { margin-top: 0; }

@@ -12,7 +12,7 @@ import * as nodePath from "node:path";
 
 import * as vscode from "vscode";
 
-import { catalog, type Lsp } from "../commands";
+import { catalog, rewind, type Context, type Lsp } from "../commands";
 import { sessionAgents } from "../names";
 import { sameLeadingLines } from "./cards";
 import { EditorMentions } from "./editorMentions";
@@ -50,6 +50,7 @@ type FromWebview =
   | { type: "answer"; id: number; choice: string | null }
   | { type: "openLink"; href: string }
   | { type: "openFile"; path: string; line?: number }
+  | { type: "rewind"; turn: number }
   | { type: "openEdit"; id: string }
   | { type: "openDiff"; id: string }
   | { type: "copy"; text: string }
@@ -63,6 +64,8 @@ export class ChatView {
   private loaded = false;
   /** The modes and agents advertised at initialize, when `ndomo.catalog` does not answer. */
   advertised: () => unknown = () => undefined;
+  /** The palette's context (its quick picks and messages): a turn's Rewind button uses it. */
+  commands: (() => Context) | undefined;
   /** The "before" texts Open diff showed, by URI (the provider below serves them). */
   private befores = new Map<string, string>();
   private beforeSeq = 0;
@@ -199,6 +202,11 @@ export class ChatView {
           return;
         case "openFile":
           await this.openFile(m.path, m.line);
+          return;
+        case "rewind":
+          if (this.commands && typeof m.turn === "number" && (await rewind(this.commands(), m.turn)) !== undefined) {
+            await this.reload();
+          }
           return;
         case "openEdit":
           await this.openEdit(m.id);

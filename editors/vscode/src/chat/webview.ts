@@ -205,6 +205,7 @@ interface Drawn<T> {
 
 interface TurnParts {
   prompt: HTMLElement;
+  rewind: HTMLButtonElement;
   meta: HTMLElement;
   items: HTMLElement;
   outcome: HTMLElement;
@@ -216,8 +217,12 @@ let more: HTMLElement | null = null;
 
 function turnBox(): Drawn<TurnParts> {
   const box = el("div", "turn");
-  const parts: TurnParts = { prompt: el("div", "prompt"), meta: el("div", "meta"), items: el("div", "items"), outcome: el("div", "outcome"), drawn: [] };
-  box.append(parts.prompt, parts.meta, parts.items, parts.outcome);
+  const rewind = el("button", "rewind") as HTMLButtonElement;
+  rewind.textContent = "Rewind";
+  rewind.title = "Go back to before this prompt: its files, its conversation or both";
+  rewind.dataset.action = "rewind";
+  const parts: TurnParts = { prompt: el("div", "prompt"), rewind, meta: el("div", "meta"), items: el("div", "items"), outcome: el("div", "outcome"), drawn: [] };
+  box.append(parts.rewind, parts.prompt, parts.meta, parts.items, parts.outcome);
   return { key: "", el: box, parts };
 }
 
@@ -228,6 +233,10 @@ function updateTurn(d: Drawn<TurnParts>, t: TurnView): void {
   if (key === d.key) return;
   d.key = key;
   if (p.prompt.textContent !== t.prompt) p.prompt.textContent = t.prompt;
+  // a stored turn of the user's (not a rewind or undo record, not running) can be rewound to
+  const rewindable = typeof t.id === "number" && t.status !== "running" && t.agent !== "rewind" && t.agent !== "undo";
+  p.rewind.hidden = !rewindable;
+  p.rewind.dataset.turn = rewindable ? String(t.id) : "";
   const meta = `${t.agent} · ${t.mode}`;
   if (p.meta.textContent !== meta) p.meta.textContent = meta;
   const outcome = describeOutcome(t);
@@ -346,6 +355,8 @@ function onLogClick(e: Event): void {
     }
   } else if (action === "openFile") {
     vscodeApi.postMessage({ type: "openFile", path: hit.dataset.path ?? "", line: hit.dataset.line ? Number(hit.dataset.line) : undefined });
+  } else if (action === "rewind") {
+    if (hit.dataset.turn) vscodeApi.postMessage({ type: "rewind", turn: Number(hit.dataset.turn) });
   } else if (action === "openEdit" || action === "openDiff") {
     vscodeApi.postMessage({ type: action, id: hit.dataset.call ?? "" });
   }
