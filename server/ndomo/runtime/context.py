@@ -241,6 +241,9 @@ class TurnContext:
     final_state: str | None = None  # a feature's `ndomo/status` state for after the turn
     fit_noticed: bool = False  # the user was told the request was fitted to the window
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    # Set when the model's first event of the turn arrives (or the turn ends without one):
+    # work the turn needs before its first tool, not for its first token, waits for it.
+    answering: asyncio.Event = field(default_factory=asyncio.Event)
     _parts: dict[type, Any] = field(default_factory=dict, repr=False)
 
     def instance(self, kind: type[T], make: Callable[[], T]) -> T:

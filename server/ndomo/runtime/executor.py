@@ -112,6 +112,7 @@ async def _stream(
     events = client.stream(messages, specs, temperature=temperature_for(ctx), max_tokens=cap)
     async with aclosing(events):  # a stopped answer closes the request at once
         async for event in events:
+            ctx.answering.set()
             if isinstance(event, TextChunk):
                 text.append(event.text)
                 await ctx.runtime.emit(ctx, TextDelta(text=event.text))

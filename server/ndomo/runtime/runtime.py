@@ -408,6 +408,7 @@ class Runtime:
             ctx.status = "failed"
             ctx.error = ctx.error or f"{type(exc).__name__}: {exc}"
         finally:
+            ctx.answering.set()  # no model event will come now: nothing waits for one
             await self._finally(ctx)
             try:
                 await asyncio.shield(prefetch.settle(ctx))

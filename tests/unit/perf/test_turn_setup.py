@@ -235,3 +235,38 @@ async def test_a_read_nobody_took_ends_with_its_turn(app, fake):
     summary = await Runtime(app, plugins).run(TurnRequest(prompt="hi"))
     assert summary.status == "done" and fake.chat_requests() == []
     assert finished == [True]
+
+
+async def test_the_turn_snapshot_waits_for_the_models_first_event_and_ends_before_a_tool(app, fake):
+    """The checkpoint's git process does not compete with the first token: it starts once
+    the model's first event arrived, and the turn's first tool still runs after it."""
+    from ndomo.features.checkpoints import shadow_of
+    from ndomo.runtime.events import TextDelta, ToolStarted
+    from ndomo.runtime.host import BaseHost
+
+    seen: list[str] = []
+
+    class Host(BaseHost):
+        async def emit(self, event) -> None:
+            if isinstance(event, (TextDelta, ToolStarted)):
+                seen.append(type(event).__name__)
+
+    shadow = shadow_of(app)
+    original = shadow.snapshot
+
+    async def snapshot(message: str):
+        seen.append(f"snapshot: {message.split(' of ')[0].split(':')[0]}")
+        return await original(message)
+
+    shadow.snapshot = snapshot  # type: ignore[method-assign]
+    (app.root / "notes.txt").write_text("x\n")
+    fake.push(
+        {"text": "looking", "tool_calls": [{"name": "read", "arguments": {"path": "notes.txt"}}]}
+    )
+    fake.push({"text": "read it"})
+    plugins = compose.plugins()
+    summary = await Runtime(app, plugins).run(TurnRequest(prompt="read the notes"), Host())
+    assert summary.status == "done", summary
+    assert seen[0] == "TextDelta" and seen.index("snapshot: before a turn") < seen.index(
+        "ToolStarted"
+    ), seen

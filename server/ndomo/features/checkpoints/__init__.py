@@ -1,9 +1,10 @@
 """Checkpoints: the workspace's files snapshotted at each turn's start and end and before
 each shell command, so a rewind can put back any earlier state (see `rewind`).
 
-- The turn's snapshot starts at PRE_DISPATCH, beside the model request's set-up (the
-  prefetch pattern); a guard waits for it before the turn's first tool runs, whatever the
-  tool, and records it on the turn.
+- The turn's snapshot is started at PRE_DISPATCH (the prefetch pattern) and begins once the
+  model's first event arrives (`ctx.answering`), so it overlaps the answer, not the wait
+  for the first token; a guard waits for it before the turn's first tool runs, whatever
+  the tool, and records it on the turn.
 - Before a command (`bash`, `serve`: the `execute` class) the guard takes another one.
 - At the turn's end (FINALLY) the end snapshot: what a later rewind compares with to find
   the user's own changes. A turn that ran no tool but reads (an answer, a search) changed
@@ -68,6 +69,10 @@ async def _snapshot(ctx: TurnContext, message: str) -> Snapshot | None:
 
 
 async def _turn_start(ctx: TurnContext) -> Snapshot | None:
+    # Once the model's first event arrived: the snapshot's git process then does not
+    # compete with the request for the CPU while the first token is awaited, and it still
+    # ends before the turn's first tool runs (the guard waits for it).
+    await _top(ctx).answering.wait()
     return await _snapshot(ctx, f"before a turn of session {ctx.session.id}")
 
 
@@ -96,6 +101,7 @@ class CheckpointGuard(ToolGuard):
     name = "checkpoints"
 
     async def check(self, ctx: TurnContext, tool: ToolDescriptor, params: BaseModel) -> str | None:
+        _top(ctx).answering.set()  # a tool runs before any model event (a hook's): start now
         await _record_start(ctx)
         if tool.tool_kind != "read":
             _top(ctx).instance(_TurnMarks, _TurnMarks).wrote = True
