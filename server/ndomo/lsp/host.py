@@ -313,9 +313,8 @@ class LspHost(BaseHost):
             raise RuntimeError(
                 f"the editor failed to show the approval request ({type(exc).__name__}: {exc})"
             ) from exc
-        choice = result.get("choice") if isinstance(result, dict) else None
-        offered = {c["id"] for c in params["choices"]}
-        if isinstance(choice, str) and choice in offered:
+        choice = protocol.approve_choice(result)
+        if choice in {c["id"] for c in params["choices"]}:
             return APPROVAL_IDS[choice]
         return "deny"  # dismissed, or an answer not offered
 
@@ -510,7 +509,7 @@ def approve_params(request: ApprovalRequest) -> protocol.ApproveParams:
     if request.permission != "control":  # a control file is asked every time: nothing saved
         choices += [
             protocol.ApprovalOption(
-                id="session", label="Session", detail="allow until the session ends"
+                id="session", label="Session", detail=f"allow `{saved}` until the session ends"
             ),
             protocol.ApprovalOption(
                 id="project", label="Always", detail=f"allow `{saved}` in this project"
@@ -520,7 +519,7 @@ def approve_params(request: ApprovalRequest) -> protocol.ApproveParams:
     if request.permission != "control":
         choices.append(
             protocol.ApprovalOption(
-                id="never", label="Never", detail=f"deny `{saved}` in this project"
+                id="never", label="Never", detail="deny this exact call in this project"
             )
         )
     return protocol.ApproveParams(

@@ -178,3 +178,10 @@ def saved_uris(result: SaveDocumentsResult | Any) -> list[str]:
     """The uris a `SaveDocumentsResult` names; none from an answer of another shape."""
     saved = result.get("saved") if isinstance(result, dict) else None
     return [u for u in saved if isinstance(u, str)] if isinstance(saved, list) else []
+
+
+def approve_choice(result: ApproveResult | Any) -> str | None:
+    """The choice an `ndomo/approve` answer names (pygls hands a custom request's result
+    over as a dict or as an object with attributes); None from an answer of another shape."""
+    choice = result.get("choice") if isinstance(result, dict) else getattr(result, "choice", None)
+    return choice if isinstance(choice, str) else None

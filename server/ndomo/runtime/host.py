@@ -83,8 +83,8 @@ class ApprovalRequest(Schema):
         if self.permission != "control":  # a control file is asked every time: nothing saved
             saved = f"`{one_line(self.rule or self.subject, 120)}`"
             lines.append(
-                f"Session: until the session ends · Always: allow {saved} in this project"
-                " · Never: deny it in this project"
+                f"Session: allow {saved} until the session ends · Always: allow it in this"
+                " project · Never: deny this exact call in this project"
             )
         return "\n".join(lines)
 
