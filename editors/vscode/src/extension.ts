@@ -51,6 +51,7 @@ import {
   workspaceCommandQuestion,
   workspaceServerKeys,
 } from "./config";
+import { APPROVE } from "./chat/model";
 import { SAVE_DOCUMENTS, saveDocuments } from "./save";
 import { DIAGNOSTICS, reportDiagnostics } from "./problems";
 import { formatStatus, parseStatus, pickStatus, StatusPayload } from "./status";
@@ -112,12 +113,13 @@ const RUN_COMMAND = "Run it";
 /** Folders (uris) where the user answered "Don't trust" in Restricted Mode. */
 const DECLINED_TRUST = "ndomo.trustDeclined";
 
-/** Tells the server this client answers `ndomo/saveDocuments` and `ndomo/diagnostics`. */
+/** Tells the server this client answers `ndomo/saveDocuments`, `ndomo/diagnostics` and
+ * `ndomo/approve` (approvals laid out in the conversation view). */
 const saveDocumentsCapability: StaticFeature = {
   fillClientCapabilities(caps: ClientCapabilities): void {
     const experimental = (caps.experimental ?? {}) as Record<string, unknown>;
     const own = (experimental.ndomo ?? {}) as Record<string, unknown>;
-    caps.experimental = { ...experimental, ndomo: { ...own, saveDocuments: true, diagnostics: true } };
+    caps.experimental = { ...experimental, ndomo: { ...own, saveDocuments: true, diagnostics: true, approvals: true } };
   },
   initialize(): void {},
   getState(): FeatureState {
@@ -524,6 +526,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     });
     // questions and approvals also inline in the conversation view (first answer wins)
     c.onRequest("window/showMessageRequest", (params: any) => chat.ask(params));
+    c.onRequest(APPROVE, (params: any) => chat.approve(params));
     chat.reset();
     // not awaited: a modal question must not hold up activation or a restart
     void checkTrust().catch((err) => output.appendLine(`folder trust: ${String(err)}`));
