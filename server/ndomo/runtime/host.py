@@ -25,6 +25,7 @@ from ndomo.security.text import one_line
 ApprovalChoice = Literal["once", "session", "project", "deny", "never"]
 SUBJECT_CHARS = 300  # VS Code shows ~1,000 characters of a toast: reason, state, then this
 REASON_CHARS = 300
+SHORT_REASON_CHARS = 120  # `short()`: the sandbox state follows the reason on its line
 
 
 class Approval(Schema):
@@ -74,17 +75,19 @@ class ApprovalRequest(Schema):
         """
         first = []
         if self.reason:
-            first.append(one_line(self.reason, REASON_CHARS))
+            first.append(one_line(self.reason, SHORT_REASON_CHARS))
         if self.network is not None:
             first.append(f"if allowed it runs {self.where()}")
         lines = [" · ".join(first)] if first else []
         who = f"{one_line(self.agent, 80)} ({one_line(self.mode, 40)})"
         lines.append(f"{who} wants {self.permission}: {self.shown_subject()}")
         if self.permission != "control":  # a control file is asked every time: nothing saved
-            saved = f"`{one_line(self.rule or self.subject, 120)}`"
+            scoped = self.rule and self.rule != self.subject  # else "it" is the subject above
+            saved = f"`{one_line(self.rule, 60)}`" if scoped else "it"
+            never = "this exact call" if scoped else "it"
             lines.append(
                 f"Session: allow {saved} until the session ends · Always: allow it in this"
-                " project · Never: deny this exact call in this project"
+                f" project · Never: deny {never} in this project"
             )
         return "\n".join(lines)
 
