@@ -153,6 +153,7 @@ def test_plugin_logic_without_server(unit: dict) -> None:
     assert r["empty_dict"] == '{"arguments":[{}]}'
     assert r["init_default"] == "{}" and r["init_given"] == '{"model":{"name":"m"}}'
     assert r["caps_save"] is True and r["caps_user"] is False
+    assert r["caps_approvals"] == [True, True]
     # chat: the live turn replaced its stored copy (what it streamed kept, no turn left running)
     assert r["chat_race"] == [[6, "done", 0], [7, "done", 1]]
 

@@ -1,8 +1,9 @@
 /**
  * VS Code glue: starts `ndomo serve` through vscode-languageclient, binds the palette
  * commands from `commands.ts` and keeps the status-bar item in step with `ndomo/status`.
- * Approvals (showMessageRequest), code actions and diagnostics need no code here: the
- * language client shows them. Turn progress does: the client would put it in the status
+ * Questions (`window/showMessageRequest`) and approvals (`ndomo/approve`) go to the
+ * conversation view (chat/view.ts), and to a notification while it is hidden. Code actions
+ * and diagnostics need no code here: the language client shows them. Turn progress does: the client would put it in the status
  * bar, where it cannot be cancelled, so turns get a cancellable notification instead.
  */
 
