@@ -41,6 +41,15 @@ async def test_always_allow_is_not_asked_again_until_revoked(lsp, tmp_path):
         # the prompt says where the command runs and that approving it gives it network
         sandboxed = "sandboxed (bubblewrap)" if shutil.which("bwrap") else "NOT sandboxed"
         assert f"if allowed it runs WITH network, {sandboxed}" in asked[0].message
+        # a plain client's question: three short lines, why · who wants what · what lasts
+        reason, who, lasting = asked[0].message.split("\n")
+        assert reason.endswith(f" · if allowed it runs WITH network, {sandboxed}"), reason
+        assert who == "craftsman (autopilot) wants bash: echo hello-ndomo"
+        assert lasting == (
+            "Session: allow `echo *` until the session ends · Always: allow it in this project"
+            " · Never: deny this exact call in this project"
+        )
+        assert len(asked[0].message) <= 400
 
         new = await command(client, "ndomo.session.new", {})
         assert new["session"] != first["session"]
@@ -91,7 +100,7 @@ async def test_never_from_the_editor_saves_a_deny_rule_the_next_turn_obeys(lsp, 
         )
         turn = {"prompt": "say it", "agent": "craftsman", "mode": "autopilot"}
         await command(client, "ndomo.turn", turn)
-        assert len(asked) == 1 and "Never: deny in this project from now on" in asked[0].message
+        assert len(asked) == 1 and "Never: deny this exact call in this project" in asked[0].message
         saved = await command(client, "ndomo.approvals.list", {})
         assert [(a["permission"], a["pattern"], a["action"]) for a in saved] == [
             ("bash", "echo never-again", "deny")
@@ -123,6 +132,7 @@ async def test_a_control_file_toast_offers_once_or_deny_only(lsp, tmp_path):
         await command(client, "ndomo.turn", turn)
     assert [[a.title for a in q.actions] for q in asked] == [["Once", "Deny"]]
     assert "AGENTS.md" in asked[0].message and "Always:" not in asked[0].message
+    assert len(asked[0].message.split("\n")) == 2  # why · who wants what: nothing is saved
     assert await command(client, "ndomo.approvals.list", {}) == []
     assert not (tmp_path / "AGENTS.md").exists()
 
@@ -212,3 +222,93 @@ async def test_an_editor_error_during_approval_fails_the_call_with_its_message(l
         result = fake.chat_requests()[1]["body"]["messages"][-1]["content"]
         assert "could not ask the user" in result and "message UI crashed" in result, result
         assert "did not approve" not in result
+
+
+def _field(params, name):
+    """A custom request's params field (pygls hands them over as an object or a dict)."""
+    return params[name] if isinstance(params, dict) else getattr(params, name)
+
+
+async def test_a_client_announcing_approvals_gets_their_parts_and_answers_by_id(lsp, tmp_path):
+    """`experimental.ndomo.approvals`: `ndomo/approve` carries reason, subject, rule, sandbox,
+    network and the choices apart (no showMessageRequest); the answer's id is the choice."""
+    echo_call = {"tool_calls": [{"name": "bash", "arguments": {"command": "echo structured-ask"}}]}
+    script = [echo_call, {"text": "one"}, echo_call, {"text": "two"}]
+    structured: list = []
+    plain: list = []
+
+    def on_approve(params):
+        structured.append(params)
+        return {"choice": "project"}
+
+    def on_message(params):
+        plain.append(params)
+        return None
+
+    with FakeModel(script=script) as fake:
+        client = await lsp.start(
+            tmp_path,
+            env={"NDOMO_BASE_URL": fake.url},
+            init_options={"open_transcript": False},
+            experimental={"ndomo": {"approvals": True}},
+            handlers={"ndomo/approve": on_approve, types.WINDOW_SHOW_MESSAGE_REQUEST: on_message},
+        )
+        turn = {"prompt": "test it", "agent": "craftsman", "mode": "autopilot"}
+        assert (await command(client, "ndomo.turn", turn))["status"] == "done"
+        assert plain == [] and len(structured) == 1
+        p = structured[0]
+        sandboxed = "sandboxed (bubblewrap)" if shutil.which("bwrap") else "NOT sandboxed"
+        assert _field(p, "permission") == "bash" and _field(p, "subject") == "echo structured-ask"
+        assert _field(p, "reason") and "\n" not in _field(p, "reason")
+        assert _field(p, "rule") == "echo *"  # what Always saves, a scoped rule
+        assert _field(p, "sandbox") == sandboxed and _field(p, "network") is True
+        assert (_field(p, "agent"), _field(p, "mode")) == ("craftsman", "autopilot")
+        choices = [
+            (_field(c, "id"), _field(c, "label"), _field(c, "detail")) for c in _field(p, "choices")
+        ]
+        assert choices == [
+            ("once", "Run once", "allow this call only"),
+            ("session", "Session", "allow `echo *` until the session ends"),
+            ("project", "Always", "allow `echo *` in this project"),
+            ("deny", "Deny", "refuse this call"),
+            ("never", "Never", "deny this exact call in this project"),
+        ]
+        # the short question rides along, for a notification when the client shows one
+        assert "craftsman (autopilot) wants bash: echo structured-ask" in _field(p, "message")
+        saved = await command(client, "ndomo.approvals.list", {})
+        assert [(a["permission"], a["pattern"], a["action"]) for a in saved] == [
+            ("bash", "echo *", "allow")
+        ]
+        await command(client, "ndomo.turn", turn)
+        assert len(structured) == 1  # "Always" (by id) was saved: not asked again
+
+
+async def test_an_answer_not_offered_denies(lsp, tmp_path):
+    write = {
+        "tool_calls": [{"name": "write", "arguments": {"path": "AGENTS.md", "content": "x\n"}}]
+    }
+    structured: list = []
+
+    def on_approve(params):
+        structured.append(params)
+        return {"choice": "project"}  # a control file offers once and deny only
+
+    with FakeModel(script=[write, {"text": "done"}]) as fake:
+        client = await lsp.start(
+            tmp_path,
+            env={"NDOMO_BASE_URL": fake.url},
+            init_options={"open_transcript": False},
+            experimental={"ndomo": {"approvals": True}},
+            handlers={"ndomo/approve": on_approve},
+        )
+        await command(
+            client, "ndomo.turn", {"prompt": "w", "agent": "craftsman", "mode": "autopilot"}
+        )
+    (p,) = structured
+    assert [(_field(c, "id"), _field(c, "label")) for c in _field(p, "choices")] == [
+        ("once", "Allow once"),
+        ("deny", "Deny"),
+    ]
+    assert _field(p, "rule") == "" and _field(p, "network") is None
+    assert await command(client, "ndomo.approvals.list", {}) == []
+    assert not (tmp_path / "AGENTS.md").exists()

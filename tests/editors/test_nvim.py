@@ -153,6 +153,7 @@ def test_plugin_logic_without_server(unit: dict) -> None:
     assert r["empty_dict"] == '{"arguments":[{}]}'
     assert r["init_default"] == "{}" and r["init_given"] == '{"model":{"name":"m"}}'
     assert r["caps_save"] is True and r["caps_user"] is False
+    assert r["caps_approvals"] == [True, True]
     # chat: the live turn replaced its stored copy (what it streamed kept, no turn left running)
     assert r["chat_race"] == [[6, "done", 0], [7, "done", 1]]
 
@@ -352,12 +353,16 @@ def test_approval_through_vim_ui_select(workspace: Path, tmp_path: Path) -> None
         {"tool_calls": [{"name": "bash", "arguments": {"command": "echo approved > approved.txt"}}]},
         {"text": "Ran it."},
     ]
-    r = _run_e2e(workspace, tmp_path, script, ["attach", "approval"], NDOMO_TEST_PICK="Once")
+    r = _run_e2e(workspace, tmp_path, script, ["attach", "approval"], NDOMO_TEST_PICK="Run once")
     assert not r["errors"], f"{r['errors']}\n{_server_log(tmp_path)}"
-    approvals = [s for s in r["selects"] if "Once" in s["items"]]
+    # the client announces approvals: `ndomo/approve`, each choice saying what it does
+    approvals = [s for s in r["selects"] if s["kind"] == "ndomo_approval"]
     assert approvals, r["selects"]
-    assert approvals[0]["items"] == ["Once", "Session", "Always", "Deny", "Never"]
-    assert "bash" in approvals[0]["prompt"] and "echo approved" in approvals[0]["prompt"]
+    items = approvals[0]["items"]
+    assert [i.split(" — ")[0] for i in items] == ["Run once", "Session", "Always", "Deny", "Never"], items
+    assert items[0] == "Run once — allow this call only" and items[3] == "Deny — refuse this call"
+    # the prompt is the short question
+    assert "craftsman (autopilot) wants bash: echo approved > approved.txt" in approvals[0]["prompt"]
     assert (workspace / "approved.txt").read_text(encoding="utf-8").strip() == "approved"
 
 
@@ -368,7 +373,7 @@ def test_denied_approval_runs_nothing(workspace: Path, tmp_path: Path) -> None:
     ]
     r = _run_e2e(workspace, tmp_path, script, ["attach", "approval"], NDOMO_TEST_PICK="Deny")
     assert not r["errors"], f"{r['errors']}\n{_server_log(tmp_path)}"
-    assert r["selects"], "an approval was asked"
+    assert [s for s in r["selects"] if s["kind"] == "ndomo_approval"], "an approval was asked"
     assert not (workspace / "approved.txt").exists()
 
 

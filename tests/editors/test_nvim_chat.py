@@ -87,8 +87,23 @@ def test_chat_buffer_streams_stops_a_call_and_comes_back_with_history(tmp_path: 
         assert "    | started" in running and "    | finished" not in running and "… working" in running
         assert r["busy_while_streaming"] is True and r["output_folded"] is True
         assert running[0].startswith("# ndomo · craftsman · autopilot · working")
-        assert any("wants bash" in q for q in r["questions_in_chat"]), r["questions_in_chat"]
+        assert r["questions_in_chat"], r["questions_in_chat"]
+        # the approval in the chat, laid out (ndomo/approve): reason, who wants what, the
+        # command as a fenced block, the choices (the primary one first), the details
+        block = r["approval_block"]
+        assert block[0].startswith("? ") and len(block[0]) > 2, block
+        assert block[1:5] == ["  craftsman (autopilot) wants bash:", "  ```bash", f"  {WAIT_CMD}", "  ```"], block
+        assert block[5] == "  [Run once] · Session · Always · Deny · Never — answer in the picker", block
+        assert block[6].startswith("  Always saves `") and "sandboxed" in block[6], block
+        # the picker's prompt is the short question; its items say what each answer does
+        prompt = r["select_prompt"]
+        assert f"craftsman (autopilot) wants bash: {WAIT_CMD}" in prompt, prompt
+        # three lines; this compound command's long reason is cut (the e2e test bounds a plain one)
+        assert len(prompt.split("\n")) == 3 and len(prompt) <= 450, prompt
+        assert r["select_items"][0] == "Run once — allow this call only", r["select_items"]
+        assert r["select_items"][2].startswith("Always — allow `"), r["select_items"]
         done = r["after_stream"]
+        assert "· approved once by you" in done, done  # the answer, a line of the turn
         assert "> run the script" in done and "Ran it." in done and "✓ done" in done
         assert any(line.startswith("✓ bash done: exit code: 0") for line in done), done
         stopped = r["after_stop"]

@@ -152,6 +152,71 @@ def test_an_edit_card_shows_its_diff_and_opens_the_file_at_the_changed_line(vs: 
               text="return a + b")
 
 
+# An approval's parts as the view lays them out.
+APPROVAL = """(root) => {
+  const a = root.querySelector('#approvals .approval.structured');
+  if (!a) return null;
+  return {
+    reason: a.querySelector('.reason')?.textContent ?? null,
+    who: a.querySelector('.who')?.textContent ?? null,
+    code: [...a.querySelectorAll('.codeblock code')].map(e => e.textContent),
+    highlighted: a.querySelectorAll('.codeblock code span[class^="hljs-"]').length,
+    primary: [...a.querySelectorAll('.actions > button')].map(b => [b.className, b.textContent]),
+    menu: [...a.querySelectorAll('.actions select.more option')].map(o => [o.value, o.textContent]),
+    detailsOpen: a.querySelector('details.approval-details')?.open ?? null,
+    facts: [...a.querySelectorAll('details.approval-details .fact')].map(f => [f.querySelector('dt').textContent, f.querySelector('dd').textContent]),
+  };
+}"""
+
+
+def test_an_approval_is_laid_out_and_each_answer_is_a_line_of_the_turn(vs: Env) -> None:
+    """An approval in the view: its reason on one line, the command as a highlighted code block,
+    one primary button (Run once), the other answers in a menu saying what each saves, the rule,
+    sandbox, network and agent behind Details; no toast while the view shows it. The first is
+    answered with the button, the second from the menu (Always); each answer is a line of the turn."""
+    wb = vs.wb
+    vs.script(
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "echo laid-out > laid.txt"}}]},
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "touch always.txt"}}]},
+        {"text": "both ran"},
+    )
+    wb.open_file("calc.py")
+    wb.select_line("return a * b")
+    wb.open_chat()
+    wb.palette("ndomo: Fix selection with the builder agent")
+    wb.wait_chat("#approvals .approval.structured", text="laid.txt")
+    shown = wb.chat_eval(APPROVAL)
+    assert shown["reason"] and "\n" not in shown["reason"], shown
+    assert shown["who"] == "craftsman wants bash", shown
+    assert shown["code"] == ["echo laid-out > laid.txt"] and shown["highlighted"] > 0, shown
+    assert shown["primary"] == [["primary", "Run once"]], shown
+    values = [v for v, _ in shown["menu"]]
+    assert values == ["", "session", "project", "deny", "never"], shown
+    always = dict(shown["menu"])["project"]
+    assert always.startswith("Always: allow `") and always.endswith("` in this project"), always
+    rule = always.split("`")[1]
+    assert shown["detailsOpen"] is False, shown
+    facts = dict(shown["facts"])
+    assert facts["rule"] == f"Always saves `{rule}`" and facts["agent"] == "craftsman (autopilot)", facts
+    assert "sandbox" in facts["sandbox"] or "sandboxed" in facts["sandbox"], facts
+    assert facts["network"] in ("yes, if allowed", "none"), facts
+    assert not [t for t in wb.toasts() if "laid.txt" in t], wb.toasts()  # the view shows it
+
+    wb.chat_click("#approvals .approval .actions button.primary", text="Run once")
+    wb.wait_chat("#approvals .approval", text="laid.txt", gone=True)
+    wb.wait_chat(".turn:last-child .decision", text="approved once by you")
+
+    wb.wait_chat("#approvals .approval.structured", text="always.txt")
+    wb.chat_select("#approvals .approval select.more", "project")
+    wb.wait_chat("#approvals .approval", text="always.txt", gone=True)
+    wb.wait_chat(".turn:last-child .outcome", regex="^done$")
+    decisions = wb.chat_eval("(root) => [...root.querySelectorAll('.turn:last-child .decision')].map(e => e.textContent)")
+    assert decisions[0] == "approved once by you", decisions
+    assert decisions[1].startswith("always allowed `") and decisions[1].endswith("` in this project by you"), decisions
+    assert (vs.ws / "laid.txt").exists() and (vs.ws / "always.txt").exists()
+    assert not [t for t in wb.toasts() if "laid.txt" in t or "always.txt" in t], wb.toasts()  # no toast left
+
+
 def test_refused_and_failed_calls_are_still_so_after_a_reload(vs: Env, tmp_path: Path) -> None:
     """A refused call (bash in discussion) and a failed one (reading a missing file) are shown
     refused and failed live, and again after the window reloads and the view reads the

@@ -26,7 +26,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from ndomo.lsp.host import APPROVAL_CHOICES
+from ndomo.lsp.host import approve_params
+from ndomo.runtime.host import ApprovalRequest
 from tests import throwaway
 from tests.editors.vscode_harness import ROWS, CodeServer, Driver, Workbench, extension_vsix, missing
 from tests.fakes.fake_model import FakeModel
@@ -38,7 +39,10 @@ pytestmark = pytest.mark.skipif(WHY is not None, reason=f"REAL VS CODE TESTS SKI
 
 NDOMO = Path(sys.executable).with_name("ndomo")
 CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
-LABELS = {choice: label for label, choice in APPROVAL_CHOICES.items()}  # once/session/project/deny → button
+# The extension announces `experimental.ndomo.approvals`: a shell approval comes as
+# `ndomo/approve`, its answers (view and notification alike) labelled as the server names them.
+SHELL_APPROVAL = ApprovalRequest(permission="bash", subject="x", agent="a", mode="m", network=False)
+LABELS = {c["id"]: c["label"] for c in approve_params(SHELL_APPROVAL)["choices"]}  # once → "Run once"
 
 
 def _wrapper(path: Path, log: Path) -> None:
@@ -335,7 +339,8 @@ def test_approval_allow_once_runs_the_command(vs: Env) -> None:
     # while the turn waits, the status bar names the turn's agent and mode, not the session's
     assert "craftsman · autopilot" in wb.status()
     buttons = wb.toast_buttons("allowed.txt")
-    assert [b["label"] for b in buttons] == list(APPROVAL_CHOICES), buttons
+    assert [b["label"] for b in buttons] == list(LABELS.values()), buttons
+    assert list(LABELS.values()) == ["Run once", "Session", "Always", "Deny", "Never"]
     assert not [b for b in buttons if b["clipped"]], f"buttons cut off at 1400 px: {buttons}"
     wb.click_toast_button("allowed.txt", LABELS["once"])
     wb.wait_status(r"^ndomo: foreman · discussion")

@@ -94,6 +94,11 @@ const ops = {
     await scope(frames).locator(selector).first().fill(text, { timeout });
     return true;
   },
+  /** Pick an option of a <select> in frames, as a user does (fires input and change). */
+  async frameSelect({ frames, selector, value, timeout = DEFAULT_TIMEOUT }) {
+    await scope(frames).locator(selector).first().selectOption(value, { timeout });
+    return true;
+  },
   async frameClick({ frames, selector, text, timeout = DEFAULT_TIMEOUT }) {
     let loc = scope(frames).locator(selector);
     if (text !== undefined) loc = loc.filter({ hasText: text });

@@ -587,6 +587,10 @@ class Workbench:
         self.d.call("frameFill", frames=CHAT, selector="#prompt", text=prompt)
         self.d.call("frameClick", frames=CHAT, selector="#send")
 
+    def chat_select(self, selector: str, value: str) -> None:
+        """Pick the option `value` of a <select> in the view."""
+        self.d.call("frameSelect", frames=CHAT, selector=selector, value=value)
+
     def chat_click(self, selector: str, text: str | None = None) -> None:
         self.d.call("frameClick", frames=CHAT, selector=selector, text=text)
 

@@ -1,8 +1,9 @@
 /**
  * VS Code glue: starts `ndomo serve` through vscode-languageclient, binds the palette
  * commands from `commands.ts` and keeps the status-bar item in step with `ndomo/status`.
- * Approvals (showMessageRequest), code actions and diagnostics need no code here: the
- * language client shows them. Turn progress does: the client would put it in the status
+ * Questions (`window/showMessageRequest`) and approvals (`ndomo/approve`) go to the
+ * conversation view (chat/view.ts), and to a notification while it is hidden. Code actions
+ * and diagnostics need no code here: the language client shows them. Turn progress does: the client would put it in the status
  * bar, where it cannot be cancelled, so turns get a cancellable notification instead.
  */
 
@@ -51,6 +52,7 @@ import {
   workspaceCommandQuestion,
   workspaceServerKeys,
 } from "./config";
+import { APPROVE } from "./chat/model";
 import { SAVE_DOCUMENTS, saveDocuments } from "./save";
 import { DIAGNOSTICS, reportDiagnostics } from "./problems";
 import { formatStatus, parseStatus, pickStatus, StatusPayload } from "./status";
@@ -112,12 +114,13 @@ const RUN_COMMAND = "Run it";
 /** Folders (uris) where the user answered "Don't trust" in Restricted Mode. */
 const DECLINED_TRUST = "ndomo.trustDeclined";
 
-/** Tells the server this client answers `ndomo/saveDocuments` and `ndomo/diagnostics`. */
+/** Tells the server this client answers `ndomo/saveDocuments`, `ndomo/diagnostics` and
+ * `ndomo/approve` (approvals laid out in the conversation view). */
 const saveDocumentsCapability: StaticFeature = {
   fillClientCapabilities(caps: ClientCapabilities): void {
     const experimental = (caps.experimental ?? {}) as Record<string, unknown>;
     const own = (experimental.ndomo ?? {}) as Record<string, unknown>;
-    caps.experimental = { ...experimental, ndomo: { ...own, saveDocuments: true, diagnostics: true } };
+    caps.experimental = { ...experimental, ndomo: { ...own, saveDocuments: true, diagnostics: true, approvals: true } };
   },
   initialize(): void {},
   getState(): FeatureState {
@@ -524,6 +527,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     });
     // questions and approvals also inline in the conversation view (first answer wins)
     c.onRequest("window/showMessageRequest", (params: any) => chat.ask(params));
+    c.onRequest(APPROVE, (params: any) => chat.approve(params));
     chat.reset();
     // not awaited: a modal question must not hold up activation or a restart
     void checkTrust().catch((err) => output.appendLine(`folder trust: ${String(err)}`));

@@ -139,6 +139,47 @@ test("an approval is answered inline or by the notification, whichever comes fir
   assert.deepEqual(await second, { title: "Deny" });
 });
 
+const APPROVE_PARAMS = {
+  message: "`echo` matches no rule · if allowed it runs WITH network, sandboxed (bubblewrap)\ncraftsman (autopilot) wants bash: echo hi",
+  reason: "`echo` matches no rule", permission: "bash", subject: "echo hi", agent: "craftsman", mode: "autopilot",
+  rule: "echo *", sandbox: "sandboxed (bubblewrap)", network: true, destinations: [],
+  choices: [
+    { id: "once", label: "Run once", detail: "allow this call only" },
+    { id: "session", label: "Session", detail: "allow `echo *` until the session ends" },
+    { id: "project", label: "Always", detail: "allow `echo *` in this project" },
+    { id: "deny", label: "Deny", detail: "refuse this call" },
+  ],
+};
+
+test("a structured approval is answered by its id in the view, and the answer is a line of the turn", async () => {
+  const toasts: [string, string[]][] = [];
+  let toastAnswer: (v: string | undefined) => void = () => {};
+  const chat = new ChatView("dist" as any, { execute: async () => ({}) }, (m, c) => {
+    toasts.push([m, c]);
+    return new Promise((r) => (toastAnswer = r));
+  }, (b: any, n) => `${b}/${n}` as any);
+  const fv = fakeView();
+  (fv.view as any).visible = true;
+  chat.resolveWebviewView(fv.view);
+  chat.onEvent({ kind: "turn_started", turn_id: 1, agent: "craftsman", mode: "autopilot", prompt: "say hi" });
+  const asked = chat.approve(APPROVE_PARAMS);
+  const shown = fv.posted.at(-1).state.approvals[0];
+  assert.deepEqual(shown.choices, ["once", "session", "project", "deny"]);
+  assert.equal(shown.parts.rule, "echo *");
+  await fv.send({ type: "answer", id: shown.id, choice: "project" });
+  assert.deepEqual(await asked, { choice: "project" });
+  assert.deepEqual(fv.posted.at(-1).state.turns[0].items.at(-1), { kind: "decision", text: "always allowed `echo *` in this project by you" });
+  assert.deepEqual(toasts, []); // the view was on screen
+  // hidden: the notification shows the short text and the labels; its label answers by id
+  (fv.view as any).visible = false;
+  const again = chat.approve(APPROVE_PARAMS);
+  assert.deepEqual(toasts, [[APPROVE_PARAMS.message, ["Run once", "Session", "Always", "Deny"]]]);
+  toastAnswer("Run once");
+  assert.deepEqual(await again, { choice: "once" });
+  assert.deepEqual(fv.posted.at(-1).state.approvals, []);
+  assert.equal(fv.posted.at(-1).state.turns[0].items.at(-1).text, "approved once by you");
+});
+
 test("notes are listed and one is deleted from the palette", async () => {
   const { findCommand } = await import("../src/commands");
   const sent: [string, any][] = [];

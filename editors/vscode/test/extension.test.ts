@@ -279,7 +279,7 @@ test("Restricted Mode ignores every workspace ndomo setting; endpoint, key varia
 
 test("the client announces ndomo/saveDocuments and saves the named open documents", async () => {
   const { client } = await start();
-  assert.deepEqual(client.capabilities.experimental, { ndomo: { saveDocuments: true, diagnostics: true } });
+  assert.deepEqual(client.capabilities.experimental, { ndomo: { saveDocuments: true, diagnostics: true, approvals: true } });
   const saved: string[] = [];
   stub.textDocuments = [
     { uri: vscode.Uri.file("/ws/a.py"), isDirty: true, save: async () => (saved.push("a"), true) },

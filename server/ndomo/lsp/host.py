@@ -19,8 +19,16 @@ from pygls.uris import from_fs_path, to_fs_path
 from ndomo.lsp import protocol
 from ndomo.lsp.text_edits import text_edits
 from ndomo.runtime.events import TextDelta, TurnEvent
-from ndomo.runtime.host import ApprovalChoice, ApprovalRequest, BaseHost, EditOutcome, write_atomic
+from ndomo.runtime.host import (
+    REASON_CHARS,
+    ApprovalChoice,
+    ApprovalRequest,
+    BaseHost,
+    EditOutcome,
+    write_atomic,
+)
 from ndomo.runtime.problems import Problem
+from ndomo.security.text import cap, for_message, one_line, strip_osc, visible
 
 if TYPE_CHECKING:
     from ndomo.app import App
@@ -37,11 +45,8 @@ APPROVAL_CHOICES: dict[str, ApprovalChoice] = {
     "Deny": "deny",
     "Never": "never",
 }
-APPROVAL_HELP = (
-    "Once: allow this call · Session: allow until the session ends · "
-    "Always: allow in this project from now on · Never: deny in this project from now on"
-)
 CONTROL_CHOICES = ("Once", "Deny")  # a control file is asked every time: nothing is saved
+SUBJECT_SHOWN = 4000  # characters of the subject `ndomo/approve` carries (a script, a patch)
 
 
 SAVE_TIMEOUT_S = 30.0  # an editor that never answers must not hold the shell command forever
@@ -279,8 +284,12 @@ class LspHost(BaseHost):
         return picked.title if picked else None
 
     async def approve(self, request: ApprovalRequest) -> ApprovalChoice:
+        """The user's answer: `ndomo/approve` to a client announcing it, else a
+        `window/showMessageRequest` with the short question and five (or two) buttons."""
+        if self._announced("approvals"):
+            return await self._approve_structured(request)
         control = request.permission == "control"
-        msg = f"{request.text()}." if control else f"{request.text()}. {APPROVAL_HELP}"
+        msg = request.short()
         titles = CONTROL_CHOICES if control else tuple(APPROVAL_CHOICES)
         actions = [types.MessageActionItem(title=c) for c in titles]
         try:
@@ -295,6 +304,19 @@ class LspHost(BaseHost):
             ) from exc
         title = picked.title if picked else ""  # dismissed, or a title not offered: deny
         return APPROVAL_CHOICES.get(title, "deny") if title in titles else "deny"
+
+    async def _approve_structured(self, request: ApprovalRequest) -> ApprovalChoice:
+        params = approve_params(request)
+        try:
+            result = await self.server.protocol.send_request_async(protocol.APPROVE, params)
+        except Exception as exc:  # noqa: BLE001 - an editor error is not the user's answer: the call fails, saying why
+            raise RuntimeError(
+                f"the editor failed to show the approval request ({type(exc).__name__}: {exc})"
+            ) from exc
+        choice = protocol.approve_choice(result)
+        if choice in {c["id"] for c in params["choices"]}:
+            return APPROVAL_IDS[choice]
+        return "deny"  # dismissed, or an answer not offered
 
     # -- saving what the turn edited ---------------------------------------------------------
     def supports_save_documents(self) -> bool:
@@ -472,3 +494,44 @@ async def append_owned(server: NdomoServer, path: Path, text: str) -> None:
                 fh.write(text)
 
         await asyncio.to_thread(append)
+
+
+APPROVAL_IDS: dict[str, ApprovalChoice] = {c: c for c in APPROVAL_CHOICES.values()}
+
+
+def approve_params(request: ApprovalRequest) -> protocol.ApproveParams:
+    """`ndomo/approve`'s params: the request's parts made inert (controls shown as escapes,
+    one line each; the subject keeps its lines) and the answers, the primary one first."""
+    shell = request.network is not None
+    saved = one_line(request.rule or request.subject, 120)
+    once = "Run once" if shell else "Allow once"
+    choices = [protocol.ApprovalOption(id="once", label=once, detail="allow this call only")]
+    if request.permission != "control":  # a control file is asked every time: nothing saved
+        choices += [
+            protocol.ApprovalOption(
+                id="session", label="Session", detail=f"allow `{saved}` until the session ends"
+            ),
+            protocol.ApprovalOption(
+                id="project", label="Always", detail=f"allow `{saved}` in this project"
+            ),
+        ]
+    choices.append(protocol.ApprovalOption(id="deny", label="Deny", detail="refuse this call"))
+    if request.permission != "control":
+        choices.append(
+            protocol.ApprovalOption(
+                id="never", label="Never", detail="deny this exact call in this project"
+            )
+        )
+    return protocol.ApproveParams(
+        message=for_message(request.short()),
+        reason=one_line(request.reason, REASON_CHARS),
+        permission=one_line(request.permission, 40),
+        subject=cap(visible(strip_osc(request.subject)), SUBJECT_SHOWN),
+        agent=one_line(request.agent, 80),
+        mode=one_line(request.mode, 40),
+        rule=saved if request.permission != "control" else "",
+        sandbox=one_line(request.sandbox, 120),
+        network=request.network,
+        destinations=[one_line(d, 200) for d in request.destinations],
+        choices=choices,
+    )

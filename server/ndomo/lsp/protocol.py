@@ -36,6 +36,12 @@ SAVE_DOCUMENTS = "ndomo/saveDocuments"
 # asked only of a client announcing `experimental.ndomo.diagnostics`.
 DIAGNOSTICS = "ndomo/diagnostics"
 
+# server → client request, `ApproveParams` → `ApproveResult`: an approval with its parts apart
+# (reason, subject, rule, sandbox, network, choices), so the client lays it out; sent only to
+# a client announcing `experimental.ndomo.approvals` (others get `window/showMessageRequest`
+# with `ApproveParams.message`, the same question in three short lines).
+APPROVE = "ndomo/approve"
+
 # -- capabilities ----------------------------------------------------------------------------
 
 # The key of ndomo's entry in `capabilities.experimental`, on both sides: the client's
@@ -97,6 +103,8 @@ class ClientCapability(TypedDict, total=False):
     """`capabilities.experimental.ndomo` in the client's `initialize` params."""
 
     saveDocuments: bool  # the client answers `ndomo/saveDocuments`
+    diagnostics: bool  # the client answers `ndomo/diagnostics`
+    approvals: bool  # the client answers `ndomo/approve`
 
 
 class ServerCapability(TypedDict):
@@ -107,6 +115,34 @@ class ServerCapability(TypedDict):
     agents: list[dict[str, Any]]
     problems: list[str]
     trust: str  # the first folder's trust: trusted | untrusted | unknown
+
+
+class ApprovalOption(TypedDict):
+    """One answer of `ndomo/approve`: the first is the primary action."""
+
+    id: str  # once | session | project | deny | never (`ApprovalChoice`)
+    label: str  # the button's words ("Run once", "Always")
+    detail: str  # what it does ("allow `pytest *` in this project from now on")
+
+
+class ApproveParams(TypedDict):
+    """`ndomo/approve`: the approval's parts, each made inert (controls shown as escapes)."""
+
+    message: str  # the short question (`ApprovalRequest.short()`), for a notification
+    reason: str  # why it is asked, one line ("`pytest` matches no rule")
+    permission: str  # bash, edit, write, webfetch, control, …
+    subject: str  # the command, path or url, whole (newlines kept), capped
+    agent: str
+    mode: str
+    rule: str  # what "Always" saves ("pytest *"); the subject when no scoped rule
+    sandbox: str  # a shell call's sandbox ("sandboxed (bubblewrap)"); "" otherwise
+    network: bool | None  # a shell call: network if allowed; None for other permissions
+    destinations: list[str]  # a shell call: the only hosts it reaches
+    choices: list[ApprovalOption]
+
+
+class ApproveResult(TypedDict):
+    choice: str | None  # an `ApprovalOption.id`; None (or any id not offered) denies
 
 
 class TaskData(TypedDict):
@@ -142,3 +178,10 @@ def saved_uris(result: SaveDocumentsResult | Any) -> list[str]:
     """The uris a `SaveDocumentsResult` names; none from an answer of another shape."""
     saved = result.get("saved") if isinstance(result, dict) else None
     return [u for u in saved if isinstance(u, str)] if isinstance(saved, list) else []
+
+
+def approve_choice(result: ApproveResult | Any) -> str | None:
+    """The choice an `ndomo/approve` answer names (pygls hands a custom request's result
+    over as a dict or as an object with attributes); None from an answer of another shape."""
+    choice = result.get("choice") if isinstance(result, dict) else getattr(result, "choice", None)
+    return choice if isinstance(choice, str) else None

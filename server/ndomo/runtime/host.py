@@ -25,6 +25,7 @@ from ndomo.security.text import one_line
 ApprovalChoice = Literal["once", "session", "project", "deny", "never"]
 SUBJECT_CHARS = 300  # VS Code shows ~1,000 characters of a toast: reason, state, then this
 REASON_CHARS = 300
+SHORT_REASON_CHARS = 120  # `short()`: the sandbox state follows the reason on its line
 
 
 class Approval(Schema):
@@ -58,15 +59,44 @@ class ApprovalRequest(Schema):
         if self.reason:
             parts.append(one_line(self.reason, REASON_CHARS))
         if self.network is not None:
-            net = "WITH network" if self.network else "without network"
-            if self.destinations:
-                net = "reaching only " + one_line(", ".join(self.destinations), REASON_CHARS)
-            parts.append(f"if allowed it runs {net}, {self.sandbox or 'sandbox unknown'}")
+            parts.append(f"if allowed it runs {self.where()}")
         who = f"ndomo · {one_line(self.agent, 80)} ({one_line(self.mode, 40)})"
         parts.append(f"{who} wants {self.permission}: {self.shown_subject()}")
         if self.rule and self.rule != self.subject:
             parts.append(f"Always saves the rule `{one_line(self.rule, 120)}`")
         return " · ".join(parts)
+
+    def short(self) -> str:
+        """The question for a plain editor's notification: at most three short lines.
+
+        Why it is asked and where it would run; who wants what; what the lasting answers
+        mean (with the rule "Always" saves). Same order as ``text()``, so padding in the
+        subject cannot push the reason or the sandbox state out of sight.
+        """
+        first = []
+        if self.reason:
+            first.append(one_line(self.reason, SHORT_REASON_CHARS))
+        if self.network is not None:
+            first.append(f"if allowed it runs {self.where()}")
+        lines = [" · ".join(first)] if first else []
+        who = f"{one_line(self.agent, 80)} ({one_line(self.mode, 40)})"
+        lines.append(f"{who} wants {self.permission}: {self.shown_subject()}")
+        if self.permission != "control":  # a control file is asked every time: nothing saved
+            scoped = self.rule and self.rule != self.subject  # else "it" is the subject above
+            saved = f"`{one_line(self.rule, 60)}`" if scoped else "it"
+            never = "this exact call" if scoped else "it"
+            lines.append(
+                f"Session: allow {saved} until the session ends · Always: allow it in this"
+                f" project · Never: deny {never} in this project"
+            )
+        return "\n".join(lines)
+
+    def where(self) -> str:
+        """A shell call's network and sandbox: "WITH network, sandboxed (bubblewrap)"."""
+        net = "WITH network" if self.network else "without network"
+        if self.destinations:
+            net = "reaching only " + one_line(", ".join(self.destinations), REASON_CHARS)
+        return f"{net}, {self.sandbox or 'sandbox unknown'}"
 
     def shown_subject(self) -> str:
         return one_line(self.subject, SUBJECT_CHARS)

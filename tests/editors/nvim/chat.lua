@@ -52,10 +52,22 @@ vim.ui.select = function(items, opts, on_choice)
     return on_choice(items[1])
   end
   vim.schedule(function()
+    local block
     for _, l in ipairs(chat_lines()) do
-      if l:sub(1, 2) == "? " then table.insert(results.questions_in_chat, l) end
+      if l:sub(1, 2) == "? " then
+        table.insert(results.questions_in_chat, l)
+        block = {}
+      end
+      -- an approval's lines, from its "? " line to the blank line after it
+      if block and l == "" then block = nil elseif block then table.insert(block, l) end
+      if block and opts.kind == "ndomo_approval" and not results.approval_block then results.approval_block = block end
+    end
+    if opts.kind == "ndomo_approval" then
+      results.select_prompt = opts.prompt
+      results.select_items = vim.tbl_map(opts.format_item, items)
     end
     for _, it in ipairs(items) do
+      if type(it) == "table" and it.id == "once" then return on_choice(it) end -- ndomo/approve
       if (type(it) == "table" and it.title or it) == "Once" then return on_choice(it) end
     end
     on_choice(nil)

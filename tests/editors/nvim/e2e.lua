@@ -55,13 +55,17 @@ vim.api.nvim_create_autocmd("User", {
 -- (`pick` when a step set it, else $NDOMO_TEST_PICK).
 results.selects = {}
 local pick
+-- An approval (`ndomo/approve`) is picked by its label as the picker shows it ("Run once — …").
 vim.ui.select = function(items, opts, on_choice)
+  local approval = opts.kind == "ndomo_approval"
   local titles = {}
-  for _, it in ipairs(items) do table.insert(titles, type(it) == "table" and it.title or it) end
-  table.insert(results.selects, { prompt = opts.prompt, items = titles, kind = opts.kind })
-  local want = pick or os.getenv("NDOMO_TEST_PICK") or "Once"
   for _, it in ipairs(items) do
-    if (type(it) == "table" and it.title or it) == want then return on_choice(it) end
+    table.insert(titles, approval and opts.format_item(it) or (type(it) == "table" and it.title or it))
+  end
+  table.insert(results.selects, { prompt = opts.prompt, items = titles, kind = opts.kind })
+  local want = pick or os.getenv("NDOMO_TEST_PICK") or (approval and "Run once" or "Once")
+  for i, it in ipairs(items) do
+    if titles[i] == want or (approval and vim.startswith(titles[i], want .. " — ")) then return on_choice(it) end
   end
   on_choice(nil)
 end

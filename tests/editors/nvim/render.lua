@@ -39,6 +39,7 @@ local function idle() return ndomo.last_status and not ndomo.last_status.busy en
 vim.ui.select = function(items, opts, on_choice)
   vim.schedule(function()
     for _, it in ipairs(items) do
+      if type(it) == "table" and it.id == "once" then return on_choice(it) end -- ndomo/approve
       if (type(it) == "table" and it.title or it) == "Once" then return on_choice(it) end
     end
     on_choice(nil)

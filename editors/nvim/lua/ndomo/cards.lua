@@ -18,6 +18,7 @@ M.GROUPS = {
   NdomoChatFail = "DiagnosticError",
   NdomoChatPrompt = "Title",
   NdomoChatNotice = "DiagnosticWarn",
+  NdomoChatDecision = "Comment", -- how the user answered an approval
 }
 
 function M.setup()

@@ -172,6 +172,9 @@ function M.render()
       elseif it.kind == "notice" then
         table.insert(lines, "! " .. it.text)
         marks[#lines] = "NdomoChatNotice"
+      elseif it.kind == "decision" then
+        table.insert(lines, "· " .. it.text)
+        marks[#lines] = "NdomoChatDecision"
       else
         local mark = it.status == "running" and "⚙" or (it.status == "done" and "✓" or "✗")
         local head = ("%s %s %s%s"):format(mark, it.name, it.status, it.summary ~= "" and (": " .. it.summary) or "")
@@ -201,11 +204,15 @@ function M.render()
   end
   for _, q in ipairs(state.questions) do
     table.insert(lines, "")
-    -- a buffer line holds no newline: an approval's message has one per checked command
-    local parts = vim.split(q.message, "\n", { plain = true })
-    for i, part in ipairs(parts) do
-      local tail = i == #parts and (" — answer in the picker: " .. table.concat(q.choices, " / ")) or ""
-      table.insert(lines, (i == 1 and "? " or "  ") .. part .. tail)
+    if q.parts then
+      for _, l in ipairs(M.approval_lines(q.parts)) do table.insert(lines, l) end
+    else
+      -- a buffer line holds no newline: an approval's message has one per checked command
+      local parts = vim.split(q.message, "\n", { plain = true })
+      for i, part in ipairs(parts) do
+        local tail = i == #parts and (" — answer in the picker: " .. table.concat(q.choices, " / ")) or ""
+        table.insert(lines, (i == 1 and "? " or "  ") .. part .. tail)
+      end
     end
   end
   table.insert(lines, "")
@@ -431,6 +438,64 @@ function M.close()
   if not buf then return end
   for _, w in ipairs(vim.fn.win_findbuf(buf)) do
     if #vim.api.nvim_list_wins() > 1 then vim.api.nvim_win_close(w, true) end
+  end
+end
+
+--- An `ndomo/approve` request as chat lines: "? <reason>", who wants what, the subject as a
+--- fenced block, the choices (the first is the primary one) and the details, each on a line.
+function M.approval_lines(p)
+  local out = {}
+  local reason = str(p.reason)
+  table.insert(out, "? " .. (reason ~= "" and reason or ("approve " .. str(p.permission) .. "?")))
+  table.insert(out, ("  %s (%s) wants %s:"):format(str(p.agent), str(p.mode), str(p.permission)))
+  local shell = p.network ~= nil and p.network ~= vim.NIL
+  table.insert(out, shell and "  ```bash" or "  ```")
+  for _, l in ipairs(vim.split(str(p.subject), "\n", { plain = true })) do table.insert(out, "  " .. l) end
+  table.insert(out, "  ```")
+  local choices = {}
+  for i, c in ipairs(type(p.choices) == "table" and p.choices or {}) do
+    table.insert(choices, i == 1 and ("[" .. str(c.label) .. "]") or str(c.label))
+  end
+  table.insert(out, "  " .. table.concat(choices, " · ") .. " — answer in the picker")
+  local details = {}
+  if str(p.rule) ~= "" then table.insert(details, ("Always saves `%s`"):format(str(p.rule))) end
+  if shell then
+    table.insert(details, str(p.sandbox) ~= "" and str(p.sandbox) or "sandbox unknown")
+    local dest = type(p.destinations) == "table" and #p.destinations > 0 and table.concat(p.destinations, ", ") or nil
+    table.insert(details, dest and ("reaching only " .. dest) or (p.network and "WITH network" or "without network"))
+  end
+  if #details > 0 then table.insert(out, "  " .. table.concat(details, " · ")) end
+  return out
+end
+
+--- The log's line for an answer to an approval ("approved once by you").
+function M.decision_text(p, choice)
+  local rule = str(p.rule) ~= "" and str(p.rule) or vim.split(str(p.subject), "\n", { plain = true })[1]
+  if choice == "once" then return "approved once by you" end
+  if choice == "session" then return ("allowed `%s` for this session by you"):format(rule) end
+  if choice == "project" then return ("always allowed `%s` in this project by you"):format(rule) end
+  if choice == "never" then return "denied by you, and from now on in this project" end
+  if choice == "deny" then return "denied by you" end
+  return "denied (the question was dismissed)"
+end
+
+--- An approval (`ndomo/approve`) is pending: shown in the chat until answered; the returned
+--- function takes the answer's id and records it as a line of the running turn.
+function M.approval(params)
+  local q = { parts = params, choices = {} }
+  table.insert(state.questions, q)
+  schedule_redraw()
+  return function(choice)
+    for i, x in ipairs(state.questions) do
+      if x == q then table.remove(state.questions, i) break end
+    end
+    local t
+    for i = #state.turns, 1, -1 do
+      if state.turns[i].status == "running" then t = state.turns[i] break end
+    end
+    t = t or state.turns[#state.turns]
+    if t then table.insert(t.items, { kind = "decision", text = M.decision_text(params, choice) }) end
+    schedule_redraw()
   end
 end
 

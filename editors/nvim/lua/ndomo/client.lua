@@ -65,11 +65,13 @@ function M.object(t)
 end
 
 --- What this client announces on top of Neovim's defaults (and the user's `capabilities`).
-function M.capabilities(extra)
+--- `approvals`: this client answers `ndomo/approve` (with `ui_select_requests`, the default).
+function M.capabilities(extra, approvals)
   local caps = vim.lsp.protocol.make_client_capabilities()
   caps = vim.tbl_deep_extend("force", caps, extra or {})
   caps.experimental = caps.experimental or {}
-  caps.experimental.ndomo = vim.tbl_extend("force", caps.experimental.ndomo or {}, { saveDocuments = true, diagnostics = true })
+  local own = { saveDocuments = true, diagnostics = true, approvals = approvals or nil }
+  caps.experimental.ndomo = vim.tbl_extend("force", caps.experimental.ndomo or {}, own)
   return caps
 end
 
@@ -85,7 +87,7 @@ function M.attach(bufnr, opts, handlers)
     root_dir = root,
     init_options = M.object(opts.init_options),
     settings = opts.settings and { ndomo = opts.settings } or nil,
-    capabilities = M.capabilities(opts.capabilities),
+    capabilities = M.capabilities(opts.capabilities, handlers and handlers["ndomo/approve"] ~= nil),
     handlers = handlers,
     -- the folder's trust: asked once, on the first attach (ndomo.trust)
     on_init = function(c) require("ndomo.trust").check(c, root) end,

@@ -140,6 +140,7 @@ function M.handlers()
   }
   if M.opts.ui_select_requests then
     h["window/showMessageRequest"] = require("ndomo.ui").show_message_request
+    h["ndomo/approve"] = require("ndomo.ui").approve -- announced only with this handler
   end
   return h
 end

@@ -29,6 +29,42 @@ function M.show_message_request(_, params, _)
   return actions[n] or vim.NIL
 end
 
+--- `ndomo/approve` (server → client, sent because the client announces
+--- `experimental.ndomo.approvals`): the approval's parts in the chat buffer (reason, the
+--- command as a fenced block, the choices), the short question as vim.ui.select's prompt, and
+--- the answer recorded in the chat log. Answers `{choice = <id>}`; a dismissal denies.
+function M.approve(_, params, _)
+  local choices = type(params) == "table" and params.choices or {}
+  if type(choices) ~= "table" or #choices == 0 then return { choice = vim.NIL } end
+  local chat = require("ndomo.chat")
+  local answered = chat.approval(params)
+  local co, is_main = coroutine.running()
+  if co and not is_main then
+    vim.ui.select(choices, {
+      prompt = params.message,
+      kind = "ndomo_approval",
+      format_item = M.format_choice,
+    }, function(choice)
+      local id = type(choice) == "table" and choice.id or nil
+      answered(id)
+      vim.schedule(function() coroutine.resume(co, { choice = id or vim.NIL }) end)
+    end)
+    return coroutine.yield()
+  end
+  local lines = { params.message }
+  for i, c in ipairs(choices) do table.insert(lines, ("%d. %s"):format(i, M.format_choice(c))) end
+  local picked = choices[vim.fn.inputlist(lines)]
+  answered(picked and picked.id or nil)
+  return { choice = picked and picked.id or vim.NIL }
+end
+
+--- A choice as the picker lists it: "Always — allow `pytest *` in this project".
+function M.format_choice(c)
+  if type(c) ~= "table" then return tostring(c) end
+  local detail = type(c.detail) == "string" and c.detail ~= "" and (" — " .. c.detail) or ""
+  return tostring(c.label) .. detail
+end
+
 -- transcript -------------------------------------------------------------------------------
 
 M.TRANSCRIPT = "ndomo://transcript"

@@ -87,6 +87,15 @@ pre { background: var(--vscode-textCodeBlock-background); padding: 4px; white-sp
 .outcome { color: var(--vscode-descriptionForeground); font-style: italic; }
 .outcome.blocked, .outcome.failed { color: var(--vscode-errorForeground); font-style: normal; }
 .approval { border: 1px solid var(--vscode-focusBorder); padding: 6px; margin: 6px 8px; }
+.approval .reason { font-weight: 600; }
+.approval .actions { display: flex; gap: 4px; align-items: center; flex-wrap: wrap; }
+.approval select.more { color: var(--vscode-dropdown-foreground); background: var(--vscode-dropdown-background); border: 1px solid var(--vscode-dropdown-border, transparent); padding: 2px; }
+.approval details.approval-details > summary { color: var(--vscode-descriptionForeground); cursor: pointer; }
+.approval dl { margin: 2px 0 0 12px; }
+.approval .fact { display: flex; gap: 6px; }
+.approval dt { color: var(--vscode-descriptionForeground); min-width: 5em; }
+.approval dd { margin: 0; }
+.decision { color: var(--vscode-descriptionForeground); font-style: italic; margin: 2px 0; }
 button { color: var(--vscode-button-foreground); background: var(--vscode-button-background); border: none; padding: 3px 8px; margin: 2px; cursor: pointer; }
 button.secondary { color: var(--vscode-button-secondaryForeground); background: var(--vscode-button-secondaryBackground); }
 #input { border-top: 1px solid var(--vscode-panel-border); padding: 6px 8px; }

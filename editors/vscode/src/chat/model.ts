@@ -15,7 +15,11 @@ export interface ToolCallView {
   output: string; // live output (bash, serve), bounded
 }
 
-export type Item = { kind: "text"; text: string } | { kind: "tool"; call: ToolCallView } | { kind: "notice"; level: string; text: string };
+export type Item =
+  | { kind: "text"; text: string }
+  | { kind: "tool"; call: ToolCallView }
+  | { kind: "notice"; level: string; text: string }
+  | { kind: "decision"; text: string }; // how the user answered an approval ("approved once by you")
 
 export interface TurnView {
   id: number | null;
@@ -27,10 +31,39 @@ export interface TurnView {
   items: Item[];
 }
 
+/** The server's request for an approval with its parts apart (sent to a client announcing
+ * `experimental.ndomo.approvals`). */
+export const APPROVE = "ndomo/approve";
+
+/** One answer of an `ndomo/approve` request; the first is the primary action. */
+export interface ApprovalOption {
+  id: string; // once | session | project | deny | never
+  label: string;
+  detail: string;
+}
+
+/** `ndomo/approve`'s params (the server's `ApproveParams`): an approval's parts, laid out here. */
+export interface ApproveParams {
+  message: string; // the short question, for a notification
+  reason: string;
+  permission: string;
+  subject: string;
+  agent: string;
+  mode: string;
+  rule: string;
+  sandbox: string;
+  network: boolean | null;
+  destinations: string[];
+  choices: ApprovalOption[];
+}
+
 export interface Approval {
   id: number;
   message: string;
+  /** What the buttons answer: a plain question's titles, or a structured one's option ids. */
   choices: string[];
+  /** An `ndomo/approve` request's parts (absent for a plain `window/showMessageRequest`). */
+  parts?: ApproveParams;
 }
 
 export interface StatusInfo {
@@ -200,10 +233,35 @@ function firstLine(s: string): string {
 
 let approvalSeq = 0;
 
-export function addApproval(state: ChatState, message: string, choices: string[]): Approval {
-  const a = { id: ++approvalSeq, message, choices };
+export function addApproval(state: ChatState, message: string, choices: string[], parts?: ApproveParams): Approval {
+  const a: Approval = parts ? { id: ++approvalSeq, message, choices, parts } : { id: ++approvalSeq, message, choices };
   state.approvals.push(a);
   return a;
+}
+
+/** The log's line for the user's answer to an approval: "approved once by you". */
+export function decisionText(parts: ApproveParams, choice: string | null): string {
+  const rule = parts.rule || parts.subject.split("\n")[0].slice(0, 80);
+  switch (choice) {
+    case "once":
+      return "approved once by you";
+    case "session":
+      return `allowed \`${rule}\` for this session by you`;
+    case "project":
+      return `always allowed \`${rule}\` in this project by you`;
+    case "never":
+      return "denied by you, and from now on in this project";
+    case "deny":
+      return "denied by you";
+    default:
+      return "denied (the question was dismissed)";
+  }
+}
+
+/** Record the user's answer under the running (or last) turn. */
+export function addDecision(state: ChatState, parts: ApproveParams, choice: string | null): void {
+  const running = state.turns.filter((x) => x.status === "running").at(-1);
+  (running ?? state.turns.at(-1))?.items.push({ kind: "decision", text: decisionText(parts, choice) });
 }
 
 export function removeApproval(state: ChatState, id: number): void {

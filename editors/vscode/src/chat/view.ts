@@ -21,10 +21,12 @@ import { linkTarget } from "./markdown";
 import { MentionSource, resolveMentions, suggest, SymbolHit } from "./mentions";
 import {
   addApproval,
+  addDecision,
   applyEvent,
   applyHistory,
   applyStatus,
   applyTurnResult,
+  ApproveParams,
   BUSY_TEXT,
   callById,
   ChatState,
@@ -122,8 +124,23 @@ export class ChatView {
    * answer wins. A notification cannot be closed by an extension, so none is shown while the
    * view shows the question: answering it there leaves no toast behind. */
   async ask(params: { message: string; actions?: { title: string }[] }): Promise<{ title: string } | null> {
-    const choices = (params.actions ?? []).map((a) => a.title);
-    const approval = addApproval(this.state, params.message, choices);
+    const choice = await this.question(params.message, (params.actions ?? []).map((a) => a.title));
+    return choice ? { title: choice } : null;
+  }
+
+  /** `ndomo/approve`: an approval's parts, laid out in the view (reason, the command as code,
+   * one primary action, the others in a menu, details behind a disclosure); the same rule for
+   * the notification as `ask`, with the short text. The answer goes in the log as a line. */
+  async approve(params: ApproveParams): Promise<{ choice: string | null }> {
+    const choices = (params.choices ?? []).map((c) => c.id);
+    const choice = await this.question(String(params.message ?? ""), choices, params);
+    addDecision(this.state, params, choice);
+    this.post();
+    return { choice };
+  }
+
+  private async question(message: string, choices: string[], parts?: ApproveParams): Promise<string | null> {
+    const approval = addApproval(this.state, message, choices, parts);
     this.post();
     const answer = new Promise<string | null>((resolve) => this.pending.set(approval.id, resolve));
     if (!this.view?.visible) this.toast(approval.id);
@@ -132,15 +149,21 @@ export class ChatView {
     this.toasted.delete(approval.id);
     removeApproval(this.state, approval.id);
     this.post();
-    return choice ? { title: choice } : null;
+    return choice;
   }
 
-  /** A pending question as a notification (once); its answer, or its dismissal, answers it. */
+  /** A pending question as a notification (once); its answer, or its dismissal, answers it.
+   * A structured approval's buttons are its labels; the answer is the option's id. */
   private toast(id: number): void {
     const a = this.state.approvals.find((x) => x.id === id);
     if (!a || this.toasted.has(id)) return;
     this.toasted.add(id);
-    void Promise.resolve(this.notify(a.message, a.choices)).then((c) => this.pending.get(id)?.(c ?? null));
+    const options = a.parts?.choices;
+    const labels = options ? options.map((o) => o.label) : a.choices;
+    void Promise.resolve(this.notify(a.message, labels)).then((c) => {
+      const choice = options ? (options.find((o) => o.label === c)?.id ?? null) : (c ?? null);
+      this.pending.get(id)?.(choice);
+    });
   }
 
   /** The view left the screen: its pending questions go to notifications. */

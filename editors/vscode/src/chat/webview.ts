@@ -12,7 +12,7 @@
 
 import { exitCode, FileHit, globHits, grepHits, lineDiff, patchFiles, type DiffLine } from "./cards";
 import { codeBar, highlight, renderMarkdown } from "./markdown";
-import { BUSY_TEXT, ChatState, describeOutcome, describeStatus, Item, ToolCallView, TurnView } from "./model";
+import { Approval, BUSY_TEXT, ChatState, describeOutcome, describeStatus, Item, ToolCallView, TurnView } from "./model";
 import { Picker } from "./picker";
 
 declare function acquireVsCodeApi(): { postMessage(m: unknown): void };
@@ -192,6 +192,7 @@ function drawItem(item: Item): HTMLElement {
     return div;
   }
   if (item.kind === "notice") return el("div", "notice", `${item.level}: ${item.text}`);
+  if (item.kind === "decision") return el("div", "decision", item.text);
   return drawTool(item.call);
 }
 
@@ -299,6 +300,64 @@ function fill(select: HTMLSelectElement, values: string[], current: string | und
 
 let approvalsKey = "";
 
+const answer = (id: number, choice: string) => vscodeApi.postMessage({ type: "answer", id, choice });
+
+/** A question: a plain one as its text and buttons; an approval (`ndomo/approve`) as one line
+ * of reason, the subject as code, the primary action, the others in a menu (each saying what it
+ * saves) and the rule, sandbox, network and agent behind "Details". */
+function drawApproval(a: Approval): HTMLElement {
+  const box = el("div", "approval");
+  const p = a.parts;
+  if (!p) {
+    box.append(el("div", "", a.message));
+    for (const c of a.choices) box.append(button(c, () => answer(a.id, c)));
+    return box;
+  }
+  box.classList.add("structured");
+  box.dataset.permission = p.permission;
+  if (p.reason) box.append(el("div", "reason", p.reason));
+  box.append(el("div", "meta who", `${p.agent} wants ${p.permission}`));
+  const shell = p.network !== null;
+  box.append(shell ? codeBlock(p.subject, "bash") : el("pre", "subject", p.subject));
+  const [primary, ...others] = p.choices;
+  const actions = el("div", "actions");
+  if (primary) {
+    const b = button(primary.label, () => answer(a.id, primary.id), "primary");
+    b.title = primary.detail;
+    b.dataset.choice = primary.id;
+    actions.append(b);
+  }
+  if (others.length) {
+    const menu = el("select", "more") as HTMLSelectElement;
+    menu.title = "Other answers";
+    const head = Object.assign(document.createElement("option"), { value: "", textContent: "More…" });
+    menu.append(head, ...others.map((o) => Object.assign(document.createElement("option"), { value: o.id, textContent: `${o.label}: ${o.detail}` })));
+    menu.addEventListener("change", () => {
+      if (menu.value) answer(a.id, menu.value);
+    });
+    actions.append(menu);
+  }
+  box.append(actions);
+  const details = el("details", "approval-details") as HTMLDetailsElement;
+  details.append(el("summary", "", "Details"));
+  const facts: [string, string][] = [];
+  if (p.rule) facts.push(["rule", `Always saves \`${p.rule}\``]);
+  if (shell) {
+    facts.push(["sandbox", p.sandbox || "unknown"]);
+    facts.push(["network", p.destinations.length ? `reaching only ${p.destinations.join(", ")}` : p.network ? "yes, if allowed" : "none"]);
+  }
+  facts.push(["agent", `${p.agent} (${p.mode})`]);
+  const list = el("dl");
+  for (const [k, v] of facts) {
+    const row = el("div", `fact ${k}`);
+    row.append(el("dt", "", k), el("dd", "", v));
+    list.append(row);
+  }
+  details.append(list);
+  box.append(details);
+  return box;
+}
+
 function draw(): void {
   if (!state) return;
   $("head").textContent = describeStatus(state.status);
@@ -306,14 +365,7 @@ function draw(): void {
   const key = JSON.stringify(state.approvals);
   if (key !== approvalsKey) {
     approvalsKey = key;
-    $("approvals").replaceChildren(
-      ...state.approvals.map((a) => {
-        const box = el("div", "approval");
-        box.append(el("div", "", a.message));
-        for (const c of a.choices) box.append(button(c, () => vscodeApi.postMessage({ type: "answer", id: a.id, choice: c })));
-        return box;
-      }),
-    );
+    $("approvals").replaceChildren(...state.approvals.map(drawApproval));
   }
   fill($("mode") as HTMLSelectElement, state.modes, state.status?.mode);
   fill($("agent") as HTMLSelectElement, state.agents, state.status?.agent);
@@ -363,6 +415,7 @@ function onLogClick(e: Event): void {
 }
 
 $("log").addEventListener("click", onLogClick);
+$("approvals").addEventListener("click", onLogClick); // an approval's code block: Copy, Insert
 $("log").addEventListener("keydown", (e: KeyboardEvent) => {
   if (e.key === "Enter" && (e.target as HTMLElement).matches?.("a")) onLogClick(e);
 });
