@@ -319,7 +319,7 @@ class AgentPolicy:
         answer = answer.choice if isinstance(answer, Approval) else answer
         if answer in ("session", "project") and v.permission != "control":
             pattern = glob_escape(v.subject)
-            if answer == "project" and (edited or rule) != v.subject:
+            if (edited or rule) != v.subject:  # Session and Always save the scoped rule
                 pattern = (edited or rule).strip()
             if pattern != glob_escape(v.subject) and not await rule_admits(ctx, v, pattern):
                 from ndomo.runtime.events import Notice
@@ -423,9 +423,9 @@ async def rule_admits(ctx: TurnContext, v: Verdict, pattern: str) -> bool:
     rule with a wildcard, it matches every simple command of the line the way `bash` rules
     do — `pytest *` saved does not admit `pytest x && curl …`, nor a secret or computed
     argument (those stay asked)."""
-    from fnmatch import fnmatchcase
+    from ndomo.store.user import pattern_covers
 
-    if not fnmatchcase(v.subject, pattern):
+    if not pattern_covers(pattern, v.subject):
         return False
     if v.permission != "bash":
         return True

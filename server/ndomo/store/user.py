@@ -128,7 +128,14 @@ def matching_approvals(
             " AND (scope = 'project' OR session_id = ?)",
             (workspace, permission, session_id),
         ).fetchall()
-    return [(r["pattern"], r["action"]) for r in rows if fnmatchcase(subject, r["pattern"])]
+    return [(r["pattern"], r["action"]) for r in rows if pattern_covers(r["pattern"], subject)]
+
+
+def pattern_covers(pattern: str, subject: str) -> bool:
+    """fnmatch over the subject; like a `bash` rule, `make lint *` also covers `make lint`."""
+    if fnmatchcase(subject, pattern):
+        return True
+    return pattern.endswith(" *") and fnmatchcase(subject, pattern[:-2])
 
 
 def revoke_approval(workspace: str, approval_id: int) -> None:

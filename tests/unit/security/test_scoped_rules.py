@@ -157,3 +157,17 @@ async def test_the_terminal_shows_the_rule_to_edit() -> None:
     assert shown[1] == "  save the rule [pytest *]: "
     answers = iter(["p", ""])  # Enter keeps the proposal
     assert await host.approve(req) == Approval(choice="project", rule="pytest *")
+
+
+@needs_bwrap
+async def test_session_saves_the_scoped_rule_for_this_session_only(
+    ws_app: App,  # noqa: F811 - the fixture
+) -> None:
+    host = Recorder("session")
+    ctx = await _ctx(ws_app, policy=AgentPolicy(), host=host, agent=_craftsman())
+    await ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": "make lint"})
+    store = await ws_app.store()
+    saved = await store.list_approvals(ctx.session.id)
+    assert [(a.pattern, a.scope) for a in saved] == [("make lint *", "session")]
+    again = await ctx.runtime.plugins.tools.execute(ctx, "bash", {"command": "make lint -k"})
+    assert again.status != "refused" and len(host.asked) == 1
