@@ -99,6 +99,15 @@ button.secondary { color: var(--vscode-button-secondaryForeground); background: 
 .mention .detail { color: var(--vscode-descriptionForeground); }
 select { color: var(--vscode-dropdown-foreground); background: var(--vscode-dropdown-background); border: 1px solid var(--vscode-dropdown-border); }
 .row { display: flex; gap: 4px; align-items: center; flex-wrap: wrap; margin-top: 4px; }
+/* the "↓ New messages" pill floats over the log's lower edge, above the send box */
+#newmessages { position: fixed; left: 50%; transform: translateX(-50%); z-index: 2; border-radius: 10px;
+  padding: 2px 10px; box-shadow: 0 1px 4px var(--vscode-widget-shadow, rgba(0, 0, 0, 0.4)); }
+#newmessages[hidden] { display: none; }
+/* a code action's turn: the file:lines it is about and its selected text, under the prompt */
+.chip { display: flex; gap: 6px; align-items: baseline; margin: 2px 0; font-size: 0.9em; min-width: 0; }
+.chip[hidden] { display: none; }
+.chip .selected { color: var(--vscode-descriptionForeground); white-space: nowrap; overflow: hidden; text-overflow: ellipsis;
+  font-family: var(--vscode-editor-font-family); }
 `;
 
 export function chatHtml(cspSource: string, scriptUri: string, n: string = nonce()): string {

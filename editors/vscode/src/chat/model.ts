@@ -17,9 +17,18 @@ export interface ToolCallView {
 
 export type Item = { kind: "text"; text: string } | { kind: "tool"; call: ToolCallView } | { kind: "notice"; level: string; text: string };
 
+/** What a code action's turn is about (its `turn_started` event's `selection`). */
+export interface TurnSelection {
+  path: string;
+  start_line?: number | null;
+  end_line?: number | null;
+  text?: string | null;
+}
+
 export interface TurnView {
   id: number | null;
   prompt: string;
+  selection?: TurnSelection | null;
   agent: string;
   mode: string;
   status: string; // running | done | failed | cancelled | blocked | capped | interrupted
@@ -92,7 +101,10 @@ export function applyEvent(state: ChatState, raw: unknown): void {
         running.items.push({ kind: "notice", level: "info", text: `${e.agent} (${e.mode}): ${e.prompt}` });
         return;
       }
-      state.turns.push({ id: e.turn_id ?? null, prompt: String(e.prompt ?? ""), agent: e.agent, mode: e.mode, status: "running", error: null, items: [] });
+      state.turns.push({
+        id: e.turn_id ?? null, prompt: String(e.prompt ?? ""), selection: selectionOf(e.selection),
+        agent: e.agent, mode: e.mode, status: "running", error: null, items: [],
+      });
       return;
     }
     case "text": {
@@ -136,6 +148,23 @@ export function applyEvent(state: ChatState, raw: unknown): void {
       return;
     }
   }
+}
+
+function selectionOf(raw: any): TurnSelection | null {
+  if (!raw || typeof raw !== "object" || typeof raw.path !== "string" || !raw.path) return null;
+  const line = (v: unknown) => (typeof v === "number" && v > 0 ? v : null);
+  return { path: raw.path, start_line: line(raw.start_line), end_line: line(raw.end_line), text: typeof raw.text === "string" ? raw.text : null };
+}
+
+/** A selection chip's words: `calc.py:2–3` and the first selected line that has text, cut. */
+export function describeSelection(s: TurnSelection, width = 60): { place: string; text: string } {
+  const from = s.start_line ?? null;
+  const to = s.end_line ?? null;
+  const place = from ? `${s.path}:${from}${to && to !== from ? `–${to}` : ""}` : s.path;
+  const first = (s.text ?? "").split("\n").find((l) => l.trim()) ?? "";
+  const trimmed = first.trim();
+  const more = (s.text ?? "").trim().includes("\n") || trimmed.length > width;
+  return { place, text: trimmed ? trimmed.slice(0, width) + (more ? "…" : "") : "" };
 }
 
 export function applyStatus(state: ChatState, status: StatusInfo): void {

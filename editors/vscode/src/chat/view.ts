@@ -49,7 +49,7 @@ type FromWebview =
   | { type: "setAgent"; agent: string }
   | { type: "answer"; id: number; choice: string | null }
   | { type: "openLink"; href: string }
-  | { type: "openFile"; path: string; line?: number }
+  | { type: "openFile"; path: string; line?: number; end?: number }
   | { type: "rewind"; turn: number }
   | { type: "openEdit"; id: string }
   | { type: "openDiff"; id: string }
@@ -97,13 +97,28 @@ export class ChatView {
     });
     view.onDidChangeVisibility?.(() => {
       if (!view.visible) this.toastPending();
+      else this.unseen(0);
     });
   }
 
   // -- from the server -----------------------------------------------------------------------
   onEvent(event: unknown): void {
+    const before = this.state.turns.length;
     applyEvent(this.state, event);
+    // a new top-level turn while the view is off screen: one typed in the view cannot be,
+    // so it is a code action's or another client's (the CLI's) and the view's badge says so
+    if (this.state.turns.length > before && this.view && !this.view.visible) this.unseen(this.badged + 1);
     this.post();
+  }
+
+  /** Turns that arrived while the view was hidden: the view's badge (VS Code 1.72+). */
+  private badged = 0;
+  private unseen(count: number): void {
+    this.badged = count;
+    if (!this.view) return;
+    this.view.badge = count
+      ? { value: count, tooltip: count === 1 ? "1 new ndomo turn" : `${count} new ndomo turns` }
+      : undefined;
   }
 
   onStatus(status: StatusInfo): void {
@@ -201,7 +216,7 @@ export class ChatView {
           await this.openLink(m.href);
           return;
         case "openFile":
-          await this.openFile(m.path, m.line);
+          await this.openFile(m.path, m.line, m.end);
           return;
         case "rewind":
           if (this.commands && typeof m.turn === "number" && (await rewind(this.commands(), m.turn)) !== undefined) {
@@ -263,7 +278,8 @@ export class ChatView {
     return null;
   }
 
-  async openFile(path: string, line?: number): Promise<vscode.TextEditor | undefined> {
+  /** A workspace file at a line, or with lines `line`–`end` selected (a code action's range). */
+  async openFile(path: string, line?: number, end?: number): Promise<vscode.TextEditor | undefined> {
     const uri = this.fileUri(String(path));
     if (!uri) {
       void vscode.window.showWarningMessage(`ndomo: ${path} is not in the workspace; not opened.`);
@@ -273,7 +289,9 @@ export class ChatView {
     try {
       const doc = await vscode.workspace.openTextDocument(uri);
       const l = Math.min(at, Math.max(0, doc.lineCount - 1));
-      return await vscode.window.showTextDocument(doc, { selection: new vscode.Range(l, 0, l, 0), preview: true });
+      const last = end && end - 1 > l ? Math.min(end - 1, doc.lineCount - 1) : -1;
+      const selection = last > l ? new vscode.Range(l, 0, last, doc.lineAt(last).text.length) : new vscode.Range(l, 0, l, 0);
+      return await vscode.window.showTextDocument(doc, { selection, preview: true });
     } catch (err) {
       void vscode.window.showWarningMessage(`ndomo: could not open ${path}: ${err instanceof Error ? err.message : String(err)}`);
       return undefined;

@@ -12,7 +12,7 @@
 
 import { exitCode, FileHit, globHits, grepHits, lineDiff, patchFiles, type DiffLine } from "./cards";
 import { codeBar, highlight, renderMarkdown } from "./markdown";
-import { BUSY_TEXT, ChatState, describeOutcome, describeStatus, Item, ToolCallView, TurnView } from "./model";
+import { BUSY_TEXT, ChatState, describeOutcome, describeSelection, describeStatus, Item, ToolCallView, TurnView } from "./model";
 import { Picker } from "./picker";
 
 declare function acquireVsCodeApi(): { postMessage(m: unknown): void };
@@ -205,6 +205,7 @@ interface Drawn<T> {
 
 interface TurnParts {
   prompt: HTMLElement;
+  chip: HTMLElement;
   rewind: HTMLButtonElement;
   meta: HTMLElement;
   items: HTMLElement;
@@ -221,18 +222,34 @@ function turnBox(): Drawn<TurnParts> {
   rewind.textContent = "Rewind";
   rewind.title = "Go back to before this prompt: its files, its conversation or both";
   rewind.dataset.action = "rewind";
-  const parts: TurnParts = { prompt: el("div", "prompt"), rewind, meta: el("div", "meta"), items: el("div", "items"), outcome: el("div", "outcome"), drawn: [] };
-  box.append(parts.rewind, parts.prompt, parts.meta, parts.items, parts.outcome);
+  const chip = el("div", "chip");
+  chip.hidden = true;
+  const parts: TurnParts = { prompt: el("div", "prompt"), chip, rewind, meta: el("div", "meta"), items: el("div", "items"), outcome: el("div", "outcome"), drawn: [] };
+  box.append(parts.rewind, parts.prompt, parts.chip, parts.meta, parts.items, parts.outcome);
   return { key: "", el: box, parts };
+}
+
+/** A code action's turn: the file and lines it is about (a link) and the selected text. */
+function drawChip(chip: HTMLElement, t: TurnView): void {
+  const s = t.selection;
+  chip.hidden = !s;
+  if (!s) return chip.replaceChildren();
+  const d = describeSelection(s);
+  const link = fileLink(s.path, s.start_line ?? undefined, d.place);
+  if (s.end_line) link.dataset.end = String(s.end_line);
+  const parts: HTMLElement[] = [link];
+  if (d.text) parts.push(el("code", "selected", d.text));
+  chip.replaceChildren(...parts);
 }
 
 /** Bring one turn's element up to date, touching only what changed. */
 function updateTurn(d: Drawn<TurnParts>, t: TurnView): void {
   const p = d.parts!;
-  const key = JSON.stringify([t.id, t.prompt, t.agent, t.mode, t.status, t.error, t.items]);
+  const key = JSON.stringify([t.id, t.prompt, t.selection, t.agent, t.mode, t.status, t.error, t.items]);
   if (key === d.key) return;
   d.key = key;
   if (p.prompt.textContent !== t.prompt) p.prompt.textContent = t.prompt;
+  drawChip(p.chip, t);
   // a stored turn of the user's (not a rewind or undo record, not running) can be rewound to
   const rewindable = typeof t.id === "number" && t.status !== "running" && t.agent !== "rewind" && t.agent !== "undo";
   p.rewind.hidden = !rewindable;
@@ -287,7 +304,32 @@ function drawLog(s: ChatState): void {
   });
   for (const gone of drawnTurns.splice(s.turns.length)) gone.el.remove();
   if (atEnd) log.scrollTop = log.scrollHeight;
+  else if (log.scrollHeight > height) showNewMessages(log); // grew out of sight
+  height = log.scrollHeight;
 }
+
+// -- "↓ New messages": content arrived below the visible part of a log scrolled up ------------
+
+let height = 0; // the log's height at the last draw
+const newMessages = button("↓ New messages", () => {
+  const log = $("log");
+  log.scrollTop = log.scrollHeight;
+  newMessages.hidden = true;
+}, "newmessages");
+newMessages.id = "newmessages";
+
+/** The pill over the log's lower edge (fixed: the approvals and the send box vary in height). */
+function showNewMessages(log: HTMLElement): void {
+  newMessages.style.bottom = `${Math.max(0, window.innerHeight - log.getBoundingClientRect().bottom) + 8}px`;
+  newMessages.hidden = false;
+}
+newMessages.hidden = true;
+newMessages.title = "Scroll to the end of the conversation";
+$("log").after(newMessages);
+$("log").addEventListener("scroll", () => {
+  const log = $("log");
+  if (log.scrollHeight - log.scrollTop - log.clientHeight < 40) newMessages.hidden = true;
+});
 
 function fill(select: HTMLSelectElement, values: string[], current: string | undefined): void {
   const wanted = values.includes(current ?? "") || !current ? values : [...values, current];
@@ -354,7 +396,8 @@ function onLogClick(e: Event): void {
       setTimeout(() => (hit.textContent = "Copy"), 1500);
     }
   } else if (action === "openFile") {
-    vscodeApi.postMessage({ type: "openFile", path: hit.dataset.path ?? "", line: hit.dataset.line ? Number(hit.dataset.line) : undefined });
+    const num = (v?: string) => (v ? Number(v) : undefined);
+    vscodeApi.postMessage({ type: "openFile", path: hit.dataset.path ?? "", line: num(hit.dataset.line), end: num(hit.dataset.end) });
   } else if (action === "rewind") {
     if (hit.dataset.turn) vscodeApi.postMessage({ type: "rewind", turn: Number(hit.dataset.turn) });
   } else if (action === "openEdit" || action === "openDiff") {

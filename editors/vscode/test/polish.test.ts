@@ -1,0 +1,57 @@
+// The conversation view's polish: a code action's selection chip, the view's badge for turns
+// that arrive while it is hidden.
+import { strict as assert } from "node:assert";
+import { test } from "node:test";
+
+import { applyEvent, describeSelection, emptyState } from "../src/chat/model";
+import { ChatView } from "../src/chat/view";
+
+test("a code action's turn keeps its selection; a typed turn has none; bad input is dropped", () => {
+  const s = emptyState();
+  const selection = { path: "calc.py", start_line: 2, end_line: 3, text: "    return a - b\n" };
+  applyEvent(s, { kind: "turn_started", turn_id: 1, agent: "craftsman", mode: "autopilot", prompt: "Fix it", selection });
+  applyEvent(s, { kind: "turn_finished", turn_id: 1, status: "done" });
+  applyEvent(s, { kind: "turn_started", turn_id: 2, agent: "foreman", mode: "discussion", prompt: "typed", selection: null });
+  applyEvent(s, { kind: "turn_finished", turn_id: 2, status: "done" });
+  applyEvent(s, { kind: "turn_started", turn_id: 3, agent: "foreman", mode: "discussion", prompt: "odd", selection: { path: 7 } });
+  assert.deepEqual(s.turns[0].selection, selection);
+  assert.equal(s.turns[1].selection, null);
+  assert.equal(s.turns[2].selection, null);
+});
+
+test("the chip names file:lines and the first selected line, cut", () => {
+  assert.deepEqual(describeSelection({ path: "calc.py", start_line: 2, end_line: 3, text: "\n    return a - b\n  x\n" }), {
+    place: "calc.py:2–3",
+    text: "return a - b…",
+  });
+  assert.deepEqual(describeSelection({ path: "calc.py", start_line: 5, end_line: 5, text: "x = 1" }), { place: "calc.py:5", text: "x = 1" });
+  assert.deepEqual(describeSelection({ path: "src" }), { place: "src", text: "" });
+  const long = describeSelection({ path: "a.py", start_line: 1, end_line: 1, text: "y".repeat(100) }, 10);
+  assert.equal(long.text, "yyyyyyyyyy…");
+});
+
+test("turns arriving while the view is hidden badge it; showing the view clears the badge", async () => {
+  const chat = new ChatView("dist" as any, { execute: async () => ({}) }, async () => undefined, (b: any, n) => `${b}/${n}` as any);
+  let visibility: () => void = () => {};
+  const view: any = {
+    visible: true,
+    badge: undefined,
+    onDidChangeVisibility: (fn: () => void) => (visibility = fn),
+    webview: { options: {}, html: "", cspSource: "x", asWebviewUri: (u: any) => u, onDidReceiveMessage: () => {}, postMessage: () => {} },
+  };
+  chat.resolveWebviewView(view);
+  chat.onEvent({ kind: "turn_started", turn_id: 1, agent: "foreman", mode: "discussion", prompt: "seen" });
+  chat.onEvent({ kind: "turn_finished", turn_id: 1, status: "done" });
+  assert.equal(view.badge, undefined); // on screen: nothing to point at
+  view.visible = false;
+  visibility();
+  chat.onEvent({ kind: "turn_started", turn_id: 2, agent: "craftsman", mode: "autopilot", prompt: "from a code action" });
+  chat.onEvent({ kind: "turn_started", turn_id: 9, agent: "scout", mode: "research", prompt: "a sub-agent" }); // inside turn 2
+  assert.deepEqual(view.badge, { value: 1, tooltip: "1 new ndomo turn" });
+  chat.onEvent({ kind: "turn_finished", turn_id: 2, status: "done" });
+  chat.onEvent({ kind: "turn_started", turn_id: 3, agent: "craftsman", mode: "autopilot", prompt: "from the CLI" });
+  assert.deepEqual(view.badge, { value: 2, tooltip: "2 new ndomo turns" });
+  view.visible = true;
+  visibility();
+  assert.equal(view.badge, undefined);
+});
