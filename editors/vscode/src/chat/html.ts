@@ -103,6 +103,13 @@ select { color: var(--vscode-dropdown-foreground); background: var(--vscode-drop
 #newmessages { position: fixed; left: 50%; transform: translateX(-50%); z-index: 2; border-radius: 10px;
   padding: 2px 10px; box-shadow: 0 1px 4px var(--vscode-widget-shadow, rgba(0, 0, 0, 0.4)); }
 #newmessages[hidden] { display: none; }
+/* the controls stay on one line: the pickers shrink, Send and Stop keep their size */
+.row.controls { flex-wrap: nowrap; }
+.row.controls select { flex: 1 1 0; min-width: 0; max-width: 12em; text-overflow: ellipsis; }
+.row.controls button { flex: none; white-space: nowrap; }
+#stop:disabled { opacity: 0.45; cursor: default; }
+#stop.running { color: var(--vscode-button-foreground); background: var(--vscode-button-background); font-weight: 600;
+  outline: 1px solid var(--vscode-focusBorder); }
 /* a code action's turn: the file:lines it is about and its selected text, under the prompt */
 .chip { display: flex; gap: 6px; align-items: baseline; margin: 2px 0; font-size: 0.9em; min-width: 0; }
 .chip[hidden] { display: none; }
@@ -127,7 +134,7 @@ export function chatHtml(cspSource: string, scriptUri: string, n: string = nonce
 <div id="input">
   <textarea id="prompt" placeholder="Ask ndomo… (Ctrl+Enter sends; @ mentions a file, symbol, @problems or @plan; /help for commands)"></textarea>
   <div id="note" class="notice" role="status"></div>
-  <div class="row">
+  <div class="row controls">
     <select id="agent" title="agent"></select>
     <select id="mode" title="mode"></select>
     <button id="send">Send</button>

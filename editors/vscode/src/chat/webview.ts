@@ -359,7 +359,10 @@ function draw(): void {
   }
   fill($("mode") as HTMLSelectElement, state.modes, state.status?.mode);
   fill($("agent") as HTMLSelectElement, state.agents, state.status?.agent);
-  ($("stop") as HTMLButtonElement).disabled = !state.status?.busy;
+  const stop = $("stop") as HTMLButtonElement;
+  stop.disabled = !state.status?.busy;
+  stop.classList.toggle("running", !!state.status?.busy); // prominent while a turn runs
+  stop.title = state.status?.busy ? "Stop the running turn" : "No turn is running";
   ($("send") as HTMLButtonElement).disabled = !!state.status?.busy;
   if (!state.status?.busy && $("note").textContent === BUSY_TEXT) $("note").textContent = "";
 }
