@@ -3,7 +3,7 @@
 import { strict as assert } from "node:assert";
 import { test } from "node:test";
 
-import { applyEvent, describeSelection, emptyState } from "../src/chat/model";
+import { applyEvent, describeSelection, emptyState, fenceRetry } from "../src/chat/model";
 import { ChatView } from "../src/chat/view";
 
 test("a code action's turn keeps its selection; a typed turn has none; bad input is dropped", () => {
@@ -54,4 +54,44 @@ test("turns arriving while the view is hidden badge it; showing the view clears 
   view.visible = true;
   visibility();
   assert.equal(view.badge, undefined);
+});
+
+test("a call the mode fence refused offers the mode that admits it; other refusals offer none", () => {
+  const call = (summary: string, status: any = "refused") => ({ id: "c", name: "edit", arguments: {}, status, summary, output: "" });
+  assert.equal(fenceRetry(call("tool 'edit' is not available in discussion mode; switch to brainstorming or autopilot")), "autopilot");
+  assert.equal(fenceRetry(call("tool 'edit' is not available in discussion mode; switch to build")), "build");
+  assert.equal(fenceRetry(call("tool 'x' is not available in discussion mode; switch to no registered mode")), null);
+  assert.equal(fenceRetry(call("denied by rule 'rm *'")), null);
+  assert.equal(fenceRetry(call("tool 'edit' is not available in discussion mode; switch to autopilot", "failed")), null);
+});
+
+test("Switch and retry sets the mode, then sends the turn's prompt with its agent", async () => {
+  const calls: [string, any][] = [];
+  const status = (mode: string) => ({ session: "s", mode, agent: "foreman", busy: false, state: "", plan: null });
+  const lsp = {
+    async execute(command: string, args: any = {}) {
+      calls.push([command, args]);
+      if (command === "ndomo.session.open") return { session: "s", status: status("discussion"), more: 0, turns: [] };
+      if (command === "ndomo.catalog")
+        return {
+          modes: [{ name: "discussion", description: "", default: true }, { name: "autopilot", description: "", default: false }],
+          agents: [{ name: "foreman", description: "", default: true, primary: true }, { name: "craftsman", description: "", default: false, primary: true }],
+        };
+      if (command === "ndomo.mode.set") return status(args.mode);
+      if (command === "ndomo.turn") return { turn_id: 5, status: "done" };
+      return {};
+    },
+  };
+  const chat = new ChatView("dist" as any, lsp, async () => undefined, (b: any, n) => `${b}/${n}` as any);
+  let onMessage: (m: any) => Promise<void> = async () => {};
+  chat.resolveWebviewView({
+    webview: { options: {}, html: "", cspSource: "x", asWebviewUri: (u: any) => u, onDidReceiveMessage: (fn: any) => (onMessage = fn), postMessage: () => {} },
+  });
+  await onMessage({ type: "ready" });
+  await onMessage({ type: "retry", mode: "autopilot", prompt: "fix add", agent: "craftsman" });
+  assert.deepEqual(calls.slice(2), [
+    ["ndomo.mode.set", { mode: "autopilot" }],
+    ["ndomo.turn", { prompt: "fix add", agent: "craftsman" }],
+  ]);
+  assert.equal(chat.state.status?.mode, "autopilot");
 });

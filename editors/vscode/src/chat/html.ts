@@ -107,6 +107,7 @@ select { color: var(--vscode-dropdown-foreground); background: var(--vscode-drop
 .row.controls { flex-wrap: nowrap; }
 .row.controls select { flex: 1 1 0; min-width: 0; max-width: 12em; text-overflow: ellipsis; }
 .row.controls button { flex: none; white-space: nowrap; }
+details.tool > button.retry { display: block; margin: 4px 0; }
 #stop:disabled { opacity: 0.45; cursor: default; }
 #stop.running { color: var(--vscode-button-foreground); background: var(--vscode-button-background); font-weight: 600;
   outline: 1px solid var(--vscode-focusBorder); }

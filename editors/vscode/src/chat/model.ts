@@ -218,6 +218,21 @@ function storedStatus(i: any): CallStatus {
   return i.result === null || i.result === undefined ? "cancelled" : "done";
 }
 
+/** The mode fence's refusal (runtime/tools.py fence_message): "tool 'x' is not available in
+ * <mode> mode; switch to <a> or <b>". */
+const FENCE = /is not available in \S+ mode; switch to (.+?)\s*$/;
+
+/** The mode a refused call's "Switch to … and retry" sets: autopilot when it admits the tool,
+ * else the first mode the refusal names; null for any other refusal (a rule, the user). */
+export function fenceRetry(c: ToolCallView): string | null {
+  if (c.status !== "refused") return null;
+  const m = FENCE.exec(c.summary.split("\n")[0] ?? "");
+  if (!m) return null;
+  const modes = m[1].split(/\s+or\s+/).map((x) => x.trim()).filter((x) => /^[\w.-]+$/.test(x) && x !== "no");
+  if (!modes.length) return null;
+  return modes.includes("autopilot") ? "autopilot" : modes[0];
+}
+
 /** A tool call of the state by its id (the extension opens its file or its diff). */
 export function callById(state: ChatState, id: string): ToolCallView | undefined {
   return findCall(state, id);

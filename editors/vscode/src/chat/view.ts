@@ -51,6 +51,7 @@ type FromWebview =
   | { type: "openLink"; href: string }
   | { type: "openFile"; path: string; line?: number; end?: number }
   | { type: "rewind"; turn: number }
+  | { type: "retry"; mode: string; prompt: string; agent?: string }
   | { type: "openEdit"; id: string }
   | { type: "openDiff"; id: string }
   | { type: "copy"; text: string }
@@ -170,26 +171,14 @@ export class ChatView {
         case "ready":
           await this.reload();
           return;
-        case "send": {
-          const prompt = m.prompt.trim();
-          if (!prompt) return;
-          if (this.state.status?.busy) return this.refuse(prompt);
-          void this.view?.webview.postMessage({ type: "accepted", prompt }); // the box may clear
-          let result: any;
-          try {
-            const mentions = await resolveMentions(prompt, this.mentions, this.symbols);
-            result = await this.lsp.execute("ndomo.turn", mentions.length ? { prompt, mentions } : { prompt });
-          } catch (err) {
-            if (BUSY.test(err instanceof Error ? err.message : String(err))) return this.refuse(prompt);
-            throw err;
-          }
-          // a turn started elsewhere (a code action, the CLI) between the status and the send
-          if (result && (result.turn_id === null || result.turn_id === undefined) && BUSY.test(String(result.error ?? ""))) {
-            return this.refuse(prompt);
-          }
-          applyTurnResult(this.state, prompt, result);
-          this.post();
-          return;
+        case "send":
+          return await this.send(m.prompt);
+        case "retry": {
+          // a call the mode refused: the mode that admits it, then the turn's prompt again
+          if (this.state.status?.busy) return this.refuse(m.prompt);
+          this.onStatus((await this.lsp.execute("ndomo.mode.set", { mode: m.mode })) as StatusInfo);
+          const agent = m.agent && this.state.agents.includes(m.agent) && m.agent !== this.state.status?.agent ? m.agent : undefined;
+          return await this.send(m.prompt, agent ? { agent } : {});
         }
         case "mentions": {
           // the picker's rows for what follows `@`; a failing provider offers nothing
@@ -238,11 +227,33 @@ export class ChatView {
       }
     } catch (err) {
       this.state.turns.push({
-        id: null, prompt: m.type === "send" ? m.prompt : m.type, agent: "", mode: "", status: "failed",
+        id: null, prompt: m.type === "send" || m.type === "retry" ? m.prompt : m.type, agent: "", mode: "", status: "failed",
         error: err instanceof Error ? err.message : String(err), items: [],
       });
       this.post();
     }
+  }
+
+  /** A prompt from the box (or a retry) as a turn of this session. */
+  private async send(text: string, extra: Record<string, unknown> = {}): Promise<void> {
+    const prompt = text.trim();
+    if (!prompt) return;
+    if (this.state.status?.busy) return this.refuse(prompt);
+    void this.view?.webview.postMessage({ type: "accepted", prompt }); // the box may clear
+    let result: any;
+    try {
+      const mentions = await resolveMentions(prompt, this.mentions, this.symbols);
+      result = await this.lsp.execute("ndomo.turn", { prompt, ...extra, ...(mentions.length ? { mentions } : {}) });
+    } catch (err) {
+      if (BUSY.test(err instanceof Error ? err.message : String(err))) return this.refuse(prompt);
+      throw err;
+    }
+    // a turn started elsewhere (a code action, the CLI) between the status and the send
+    if (result && (result.turn_id === null || result.turn_id === undefined) && BUSY.test(String(result.error ?? ""))) {
+      return this.refuse(prompt);
+    }
+    applyTurnResult(this.state, prompt, result);
+    this.post();
   }
 
   /** A send refused because a turn runs: the prompt goes back to the box, with a sentence

@@ -12,7 +12,7 @@
 
 import { exitCode, FileHit, globHits, grepHits, lineDiff, patchFiles, type DiffLine } from "./cards";
 import { codeBar, highlight, renderMarkdown } from "./markdown";
-import { BUSY_TEXT, ChatState, describeOutcome, describeSelection, describeStatus, Item, ToolCallView, TurnView } from "./model";
+import { BUSY_TEXT, ChatState, describeOutcome, describeSelection, describeStatus, fenceRetry, Item, ToolCallView, TurnView } from "./model";
 import { Picker } from "./picker";
 
 declare function acquireVsCodeApi(): { postMessage(m: unknown): void };
@@ -165,7 +165,18 @@ function remember(summary: HTMLElement, box: HTMLDetailsElement, key: string): v
 
 const OPEN_BY_DEFAULT = new Set(["edit", "write", "apply_patch"]); // a diff is the point of the card
 
-function drawTool(c: ToolCallView): HTMLElement {
+/** A call the mode refused, once its turn ended: one click sets the mode that admits the tool
+ * and sends the turn's prompt again. */
+function retryButton(c: ToolCallView, t: TurnView): HTMLElement | null {
+  const mode = fenceRetry(c);
+  if (!mode || t.status === "running" || !t.prompt) return null;
+  const b = el("button", "retry", `Switch to ${mode} and retry`);
+  Object.assign(b.dataset, { action: "retry", mode, prompt: t.prompt, agent: t.agent });
+  b.title = `Set the session's mode to ${mode} and send this turn's prompt again`;
+  return b;
+}
+
+function drawTool(c: ToolCallView, t: TurnView): HTMLElement {
   const d = el("details", `tool ${c.status}`) as HTMLDetailsElement;
   d.dataset.tool = c.name;
   d.open = opened.get(c.id) ?? (c.status === "refused" || c.status === "failed" || OPEN_BY_DEFAULT.has(c.name));
@@ -181,18 +192,21 @@ function drawTool(c: ToolCallView): HTMLElement {
     stop.dataset.call = c.id;
     s.append(stop);
   }
-  d.append(s, ...cardBody(c));
+  d.append(s);
+  const retry = retryButton(c, t);
+  if (retry) d.append(retry);
+  d.append(...cardBody(c));
   return d;
 }
 
-function drawItem(item: Item): HTMLElement {
+function drawItem(item: Item, t: TurnView): HTMLElement {
   if (item.kind === "text") {
     const div = el("div", "text markdown");
     div.innerHTML = renderMarkdown(item.text); // markdown-it with html off: the model's HTML is text
     return div;
   }
   if (item.kind === "notice") return el("div", "notice", `${item.level}: ${item.text}`);
-  return drawTool(item.call);
+  return drawTool(item.call, t);
 }
 
 // -- incremental drawing -------------------------------------------------------------------------
@@ -260,10 +274,11 @@ function updateTurn(d: Drawn<TurnParts>, t: TurnView): void {
   if (p.outcome.textContent !== outcome) p.outcome.textContent = outcome;
   p.outcome.className = `outcome ${t.status}`;
   t.items.forEach((item, i) => {
-    const itemKey = JSON.stringify(item);
+    // a refused call's card changes when its turn ends (its retry button)
+    const itemKey = JSON.stringify(item) + (item.kind === "tool" && item.call.status === "refused" ? t.status : "");
     const old = p.drawn[i];
     if (old && old.key === itemKey) return;
-    const fresh = { key: itemKey, el: drawItem(item) };
+    const fresh = { key: itemKey, el: drawItem(item, t) };
     if (old) old.el.replaceWith(fresh.el);
     else p.items.append(fresh.el);
     p.drawn[i] = fresh;
@@ -401,6 +416,9 @@ function onLogClick(e: Event): void {
   } else if (action === "openFile") {
     const num = (v?: string) => (v ? Number(v) : undefined);
     vscodeApi.postMessage({ type: "openFile", path: hit.dataset.path ?? "", line: num(hit.dataset.line), end: num(hit.dataset.end) });
+  } else if (action === "retry") {
+    const { mode, prompt, agent } = hit.dataset;
+    if (mode && prompt) vscodeApi.postMessage({ type: "retry", mode, prompt, agent: agent || undefined });
   } else if (action === "rewind") {
     if (hit.dataset.turn) vscodeApi.postMessage({ type: "rewind", turn: Number(hit.dataset.turn) });
   } else if (action === "openEdit" || action === "openDiff") {
