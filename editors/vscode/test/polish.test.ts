@@ -3,7 +3,7 @@
 import { strict as assert } from "node:assert";
 import { test } from "node:test";
 
-import { applyEvent, describeSelection, emptyState, fenceRetry } from "../src/chat/model";
+import { applyEvent, describeSelection, emptyState, fenceRetry, welcomeFrom } from "../src/chat/model";
 import { ChatView } from "../src/chat/view";
 
 test("a code action's turn keeps its selection; a typed turn has none; bad input is dropped", () => {
@@ -89,9 +89,27 @@ test("Switch and retry sets the mode, then sends the turn's prompt with its agen
   });
   await onMessage({ type: "ready" });
   await onMessage({ type: "retry", mode: "autopilot", prompt: "fix add", agent: "craftsman" });
-  assert.deepEqual(calls.slice(2), [
+  assert.deepEqual(calls.filter(([c]) => c === "ndomo.mode.set" || c === "ndomo.turn"), [
     ["ndomo.mode.set", { mode: "autopilot" }],
     ["ndomo.turn", { prompt: "fix add", agent: "craftsman" }],
   ]);
   assert.equal(chat.state.status?.mode, "autopilot");
+});
+
+test("the welcome names the agents and modes by their first line, the model and the trust", () => {
+  const cat = {
+    agents: [{ name: "foreman", description: "Leads the work.\nMore." }],
+    modes: [{ name: "discussion", description: "Talk only." }, { name: "autopilot" }],
+  };
+  const health = { model: { provider: "openai", name: "qwen3", ok: null }, trust: { state: "untrusted", note: "Restricted Mode" } };
+  assert.deepEqual(welcomeFrom(cat, health), {
+    agents: [{ name: "foreman", description: "Leads the work." }],
+    modes: [{ name: "discussion", description: "Talk only." }, { name: "autopilot", description: "" }],
+    model: "qwen3 (openai)",
+    trust: "untrusted",
+    trustNote: "Restricted Mode",
+  });
+  const bare = welcomeFrom(cat, null); // the server did not answer ndomo.health
+  assert.equal(bare.model, "");
+  assert.equal(bare.trust, "");
 });

@@ -107,6 +107,14 @@ select { color: var(--vscode-dropdown-foreground); background: var(--vscode-drop
 .row.controls { flex-wrap: nowrap; }
 .row.controls select { flex: 1 1 0; min-width: 0; max-width: 12em; text-overflow: ellipsis; }
 .row.controls button { flex: none; white-space: nowrap; }
+.welcome { padding: 4px 0 8px; }
+.welcome h3 { margin: 2px 0 6px; font-size: 1.1em; }
+.welcome .facts { color: var(--vscode-descriptionForeground); margin-bottom: 4px; }
+.welcome .trust.untrusted { color: var(--vscode-editorWarning-foreground); }
+.welcome-title { font-weight: 600; margin: 8px 0 2px; }
+.welcome dl { margin: 0; display: grid; grid-template-columns: max-content 1fr; gap: 1px 8px; }
+.welcome dt { font-weight: 600; } .welcome dd { margin: 0; color: var(--vscode-descriptionForeground); }
+.welcome button.example { display: block; text-align: left; width: 100%; margin: 3px 0; white-space: normal; }
 details.tool > button.retry { display: block; margin: 4px 0; }
 #stop:disabled { opacity: 0.45; cursor: default; }
 #stop.running { color: var(--vscode-button-foreground); background: var(--vscode-button-background); font-weight: 600;

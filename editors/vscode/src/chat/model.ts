@@ -56,6 +56,40 @@ export interface StatusInfo {
   } | null;
 }
 
+/** The empty session's welcome panel: what the agents and modes do, the model, the trust. */
+export interface Welcome {
+  agents: { name: string; description: string }[];
+  modes: { name: string; description: string }[];
+  model: string; // "provider name" from ndomo.health (not probed), "" when unknown
+  trust: string; // trusted | untrusted | unknown | ""
+  trustNote: string;
+}
+
+/** The send box's starters on an empty session (a click puts one in the box). */
+export const EXAMPLE_PROMPTS = [
+  "Explain how this project is organised and where to start reading.",
+  "Find the function at my cursor's callers and tell me what would break if it changed.",
+  "Add a test for the most recently changed function and run it.",
+];
+
+/** The welcome from the catalog and `ndomo.health {probe_model: false}` (either may be missing). */
+export function welcomeFrom(
+  cat: { agents: { name: string; description?: string }[]; modes: { name: string; description?: string }[] },
+  health: any,
+): Welcome {
+  const line = (d?: string) => (d ?? "").trim().split("\n")[0] ?? "";
+  const m = health && typeof health === "object" ? health.model : null;
+  const t = health && typeof health === "object" ? health.trust : null;
+  const model = m && typeof m.name === "string" && m.name ? `${m.name}${typeof m.provider === "string" && m.provider ? ` (${m.provider})` : ""}` : "";
+  return {
+    agents: cat.agents.map((a) => ({ name: a.name, description: line(a.description) })),
+    modes: cat.modes.map((x) => ({ name: x.name, description: line(x.description) })),
+    model,
+    trust: t && typeof t.state === "string" ? t.state : "",
+    trustNote: t && typeof t.note === "string" ? t.note : "",
+  };
+}
+
 export interface ChatState {
   session: string | null;
   status: StatusInfo | null;
@@ -64,6 +98,7 @@ export interface ChatState {
   agents: string[];
   modes: string[]; // both from the server's catalog (names.ts), never a list of our own
   more: number; // older turns not loaded
+  welcome: Welcome | null; // shown while the session has no turn
 }
 
 /** What the send box says when a prompt waits for the running turn (its text is kept). */
@@ -72,7 +107,7 @@ export const BUSY_TEXT = "A turn is still running: wait for it to finish or pres
 export const OUTPUT_CAP = 20000; // characters of live tool output kept per call in the view
 
 export function emptyState(): ChatState {
-  return { session: null, status: null, turns: [], approvals: [], agents: [], modes: [], more: 0 };
+  return { session: null, status: null, turns: [], approvals: [], agents: [], modes: [], more: 0, welcome: null };
 }
 
 function turnFor(state: ChatState, id: number | null | undefined): TurnView | undefined {

@@ -31,6 +31,7 @@ import {
   emptyState,
   removeApproval,
   StatusInfo,
+  welcomeFrom,
 } from "./model";
 
 export const VIEW_ID = "ndomo.chat";
@@ -391,6 +392,12 @@ export class ChatView {
     this.state.modes = names.modes.map((m) => m.name);
     this.state.agents = sessionAgents(names).map((a) => a.name);
     this.loaded = true;
+    if (!this.state.turns.length && !this.state.more) {
+      // an empty session: the welcome, with the model and trust the server knows (the model
+      // endpoint is not asked)
+      const health = await this.lsp.execute("ndomo.health", { probe_model: false }).catch(() => null);
+      this.state.welcome = welcomeFrom({ agents: sessionAgents(names), modes: names.modes }, health);
+    }
   }
 
   /** Load the history if the view is open and the server answers (else on the next start). */

@@ -12,7 +12,9 @@
 
 import { exitCode, FileHit, globHits, grepHits, lineDiff, patchFiles, type DiffLine } from "./cards";
 import { codeBar, highlight, renderMarkdown } from "./markdown";
-import { BUSY_TEXT, ChatState, describeOutcome, describeSelection, describeStatus, fenceRetry, Item, ToolCallView, TurnView } from "./model";
+import {
+  BUSY_TEXT, ChatState, describeOutcome, describeSelection, describeStatus, EXAMPLE_PROMPTS, fenceRetry, Item, ToolCallView, TurnView, Welcome,
+} from "./model";
 import { Picker } from "./picker";
 
 declare function acquireVsCodeApi(): { postMessage(m: unknown): void };
@@ -286,8 +288,52 @@ function updateTurn(d: Drawn<TurnParts>, t: TurnView): void {
   for (const gone of p.drawn.splice(t.items.length)) gone.el.remove();
 }
 
+// -- the welcome panel (an empty session) -------------------------------------------------------
+
+let welcome: { key: string; el: HTMLElement } | null = null;
+
+function welcomePanel(w: Welcome): HTMLElement {
+  const box = el("div", "welcome");
+  box.append(el("h3", "", "Welcome to ndomo"));
+  const facts = el("div", "facts");
+  facts.append(el("div", "", `Model: ${w.model || "not configured (ndomo: Health says why)"}`));
+  const trust =
+    w.trust === "trusted" ? "trusted: its .ndomo/ agents, config and instructions apply"
+    : w.trust === "untrusted" ? `not trusted: its own .ndomo/ setup is not loaded${w.trustNote ? ` (${w.trustNote})` : ""}`
+    : w.trust || "unknown";
+  facts.append(el("div", `trust ${w.trust}`, `This folder: ${trust}`));
+  box.append(facts);
+  const list = (title: string, rows: { name: string; description: string }[]) => {
+    if (!rows.length) return;
+    box.append(el("div", "welcome-title", title));
+    const dl = el("dl");
+    for (const r of rows) dl.append(el("dt", "", r.name), el("dd", "", r.description || "—"));
+    box.append(dl);
+  };
+  list("Agents (who answers; pick one below)", w.agents);
+  list("Modes (what they may do; pick one below)", w.modes);
+  box.append(el("div", "welcome-title", "Try"));
+  for (const p of EXAMPLE_PROMPTS) {
+    const b = el("button", "example secondary", p);
+    b.dataset.action = "example";
+    b.title = "Put this prompt in the box";
+    box.append(b);
+  }
+  return box;
+}
+
+function drawWelcome(s: ChatState, log: HTMLElement): void {
+  const shown = !!s.welcome && !s.turns.length && !s.more;
+  const key = shown ? JSON.stringify(s.welcome) : "";
+  if (welcome && welcome.key === key) return;
+  welcome?.el.remove();
+  welcome = shown ? { key, el: welcomePanel(s.welcome!) } : null;
+  if (welcome) log.prepend(welcome.el);
+}
+
 function drawLog(s: ChatState): void {
   const log = $("log");
+  drawWelcome(s, log);
   const atEnd = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
   // a session switch or a reload replaces the turns: start over when the first turn differs
   const first = s.turns[0];
@@ -416,6 +462,10 @@ function onLogClick(e: Event): void {
   } else if (action === "openFile") {
     const num = (v?: string) => (v ? Number(v) : undefined);
     vscodeApi.postMessage({ type: "openFile", path: hit.dataset.path ?? "", line: num(hit.dataset.line), end: num(hit.dataset.end) });
+  } else if (action === "example") {
+    const input = $("prompt") as HTMLTextAreaElement;
+    input.value = hit.textContent ?? "";
+    input.focus();
   } else if (action === "retry") {
     const { mode, prompt, agent } = hit.dataset;
     if (mode && prompt) vscodeApi.postMessage({ type: "retry", mode, prompt, agent: agent || undefined });
