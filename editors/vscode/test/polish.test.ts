@@ -113,3 +113,23 @@ test("the welcome names the agents and modes by their first line, the model and 
   assert.equal(bare.model, "");
   assert.equal(bare.trust, "");
 });
+
+test("a view resolved anew clears the badge the earlier one showed", () => {
+  const chat = new ChatView("dist" as any, { execute: async () => ({}) }, async () => undefined, (b: any, n) => `${b}/${n}` as any);
+  const make = (visible: boolean) => {
+    const sets: unknown[] = [];
+    const v: any = {
+      visible,
+      set badge(b: unknown) { sets.push(b); },
+      webview: { options: {}, html: "", cspSource: "x", asWebviewUri: (u: any) => u, onDidReceiveMessage: () => {}, postMessage: () => {} },
+    };
+    return { v, sets };
+  };
+  const hidden = make(false);
+  chat.resolveWebviewView(hidden.v);
+  chat.onEvent({ kind: "turn_started", turn_id: 1, agent: "craftsman", mode: "autopilot", prompt: "x" });
+  assert.deepEqual(hidden.sets, [{ value: 1, tooltip: "1 new ndomo turn" }]);
+  const fresh = make(true);
+  chat.resolveWebviewView(fresh.v);
+  assert.deepEqual(fresh.sets, [{ value: 0, tooltip: "" }, undefined]);
+});

@@ -101,6 +101,12 @@ export class ChatView {
       if (!view.visible) this.toastPending();
       else this.unseen(0);
     });
+    // VS Code may resolve the view anew when it shows again; the badge is the view's (not
+    // this object's), and a fresh object skips setting `undefined` over a badge it never set
+    if (this.badged) {
+      view.badge = { value: 0, tooltip: "" };
+      this.unseen(0);
+    }
   }
 
   // -- from the server -----------------------------------------------------------------------
