@@ -42,7 +42,7 @@ test("turns arriving while the view is hidden badge it; showing the view clears 
   chat.resolveWebviewView(view);
   chat.onEvent({ kind: "turn_started", turn_id: 1, agent: "foreman", mode: "discussion", prompt: "seen" });
   chat.onEvent({ kind: "turn_finished", turn_id: 1, status: "done" });
-  assert.equal(view.badge, undefined); // on screen: nothing to point at
+  assert.equal(view.badge, undefined); // on screen: nothing to point at (never set)
   view.visible = false;
   visibility();
   chat.onEvent({ kind: "turn_started", turn_id: 2, agent: "craftsman", mode: "autopilot", prompt: "from a code action" });
@@ -53,7 +53,7 @@ test("turns arriving while the view is hidden badge it; showing the view clears 
   assert.deepEqual(view.badge, { value: 2, tooltip: "2 new ndomo turns" });
   view.visible = true;
   visibility();
-  assert.equal(view.badge, undefined);
+  assert.deepEqual(view.badge, { value: 0, tooltip: "" }); // 0: VS Code keeps a badge set to undefined
 });
 
 test("a call the mode fence refused offers the mode that admits it; other refusals offer none", () => {
@@ -62,6 +62,8 @@ test("a call the mode fence refused offers the mode that admits it; other refusa
   assert.equal(fenceRetry(call("tool 'edit' is not available in discussion mode; switch to build")), "build");
   assert.equal(fenceRetry(call("tool 'x' is not available in discussion mode; switch to no registered mode")), null);
   assert.equal(fenceRetry(call("denied by rule 'rm *'")), null);
+  const discussion = "refused: discussion mode writes only design artifacts (**/*.md, docs/**; never .ndomo/ or .git/); a.txt is not one — switch to autopilot";
+  assert.equal(fenceRetry(call(discussion)), "autopilot");
   assert.equal(fenceRetry(call("tool 'edit' is not available in discussion mode; switch to autopilot", "failed")), null);
 });
 
@@ -131,5 +133,5 @@ test("a view resolved anew clears the badge the earlier one showed", () => {
   assert.deepEqual(hidden.sets, [{ value: 1, tooltip: "1 new ndomo turn" }]);
   const fresh = make(true);
   chat.resolveWebviewView(fresh.v);
-  assert.deepEqual(fresh.sets, [{ value: 0, tooltip: "" }, undefined]);
+  assert.deepEqual(fresh.sets, [{ value: 0, tooltip: "" }]);
 });

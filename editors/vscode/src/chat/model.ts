@@ -253,19 +253,23 @@ function storedStatus(i: any): CallStatus {
   return i.result === null || i.result === undefined ? "cancelled" : "done";
 }
 
-/** The mode fence's refusal (runtime/tools.py fence_message): "tool 'x' is not available in
- * <mode> mode; switch to <a> or <b>". */
-const FENCE = /is not available in \S+ mode; switch to (.+?)\s*$/;
+/** A refusal that names the modes admitting the call, at the end of its first line: the fence's
+ * "tool 'x' is not available in discussion mode; switch to brainstorming or autopilot", a
+ * mode's own "discussion mode writes only design artifacts (…); a.py is not one — switch to
+ * autopilot". */
+const SWITCH_TO = /\bswitch to ([\w.-]+(?:\s+or\s+[\w.-]+)*)\s*$/;
 
-/** The mode a refused call's "Switch to … and retry" sets: autopilot when it admits the tool,
- * else the first mode the refusal names; null for any other refusal (a rule, the user). */
+/** The mode a refused call's "Switch to … and retry" sets: autopilot when the refusal names
+ * it, else the first mode it names; null for any other refusal (a rule, the user). */
 export function fenceRetry(c: ToolCallView): string | null {
   if (c.status !== "refused") return null;
-  const m = FENCE.exec(c.summary.split("\n")[0] ?? "");
-  if (!m) return null;
-  const modes = m[1].split(/\s+or\s+/).map((x) => x.trim()).filter((x) => /^[\w.-]+$/.test(x) && x !== "no");
-  if (!modes.length) return null;
-  return modes.includes("autopilot") ? "autopilot" : modes[0];
+  for (const text of [c.summary, c.output]) {
+    const m = SWITCH_TO.exec((text ?? "").trim().split("\n")[0] ?? "");
+    if (!m) continue;
+    const modes = m[1].split(/\s+or\s+/);
+    return modes.includes("autopilot") ? "autopilot" : modes[0];
+  }
+  return null;
 }
 
 /** A tool call of the state by its id (the extension opens its file or its diff). */

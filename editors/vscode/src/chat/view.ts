@@ -101,12 +101,7 @@ export class ChatView {
       if (!view.visible) this.toastPending();
       else this.unseen(0);
     });
-    // VS Code may resolve the view anew when it shows again; the badge is the view's (not
-    // this object's), and a fresh object skips setting `undefined` over a badge it never set
-    if (this.badged) {
-      view.badge = { value: 0, tooltip: "" };
-      this.unseen(0);
-    }
+    if (this.badged) this.unseen(0); // resolved anew as it shows again
   }
 
   // -- from the server -----------------------------------------------------------------------
@@ -124,9 +119,11 @@ export class ChatView {
   private unseen(count: number): void {
     this.badged = count;
     if (!this.view) return;
+    // cleared with 0, not undefined: VS Code's webview view keeps a badge set back to
+    // undefined on the activity bar (microsoft/vscode#331019); a 0 badge is not drawn
     this.view.badge = count
       ? { value: count, tooltip: count === 1 ? "1 new ndomo turn" : `${count} new ndomo turns` }
-      : undefined;
+      : { value: 0, tooltip: "" };
   }
 
   onStatus(status: StatusInfo): void {

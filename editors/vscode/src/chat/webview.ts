@@ -171,7 +171,7 @@ const OPEN_BY_DEFAULT = new Set(["edit", "write", "apply_patch"]); // a diff is 
  * and sends the turn's prompt again. */
 function retryButton(c: ToolCallView, t: TurnView): HTMLElement | null {
   const mode = fenceRetry(c);
-  if (!mode || t.status === "running" || !t.prompt) return null;
+  if (!mode || t.status === "running" || !t.prompt || (state?.modes.length && !state.modes.includes(mode))) return null;
   const b = el("button", "retry", `Switch to ${mode} and retry`);
   Object.assign(b.dataset, { action: "retry", mode, prompt: t.prompt, agent: t.agent });
   b.title = `Set the session's mode to ${mode} and send this turn's prompt again`;
