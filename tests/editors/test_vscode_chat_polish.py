@@ -142,6 +142,12 @@ def test_a_call_the_mode_refuses_offers_switch_and_retry(vs: Env) -> None:
     vs.script(write, {"text": "I may not write here"}, write, {"text": "written"})
     wb = vs.wb
     wb.open_chat()
+    # the craftsman changes code (the foreman plans, in any mode)
+    wb.chat_eval(
+        "(root) => { const s = document.getElementById('agent'); s.value = 'craftsman';"
+        " s.dispatchEvent(new Event('change')); return true; }"
+    )
+    wb.wait_status(r"craftsman · discussion")
     try:
         wb.chat_send("note it down")
         wb.wait_chat("details.tool.refused .status", regex="discussion mode.*switch to")
@@ -151,7 +157,7 @@ def test_a_call_the_mode_refuses_offers_switch_and_retry(vs: Env) -> None:
         )
         mode = label.split()[2]
         wb.chat_click("details.tool.refused button.retry")
-        wb.wait_chat("#head", text=f"foreman · {mode}")
+        wb.wait_chat("#head", text=f"craftsman · {mode}")
         wb.wait_chat("details.tool.done .name", text="write")
         _until(wb, OUTCOMES, "done|done")
         prompts = wb.chat_eval(
@@ -159,6 +165,8 @@ def test_a_call_the_mode_refuses_offers_switch_and_retry(vs: Env) -> None:
         )
         assert prompts == ["note it down", "note it down"], prompts
         assert target.read_text(encoding="utf-8") == "noted\n"
+        if wb.chat_eval(AT_END):
+            _until(wb, PILL, False)  # everything in sight: no pill
         bodies = [json.dumps(r["body"]["messages"][-1]) for r in vs.fake.chat_requests()]
         assert sum("note it down" in b for b in bodies) >= 2
     finally:

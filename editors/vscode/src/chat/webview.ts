@@ -367,6 +367,7 @@ function drawLog(s: ChatState): void {
   if (atEnd) log.scrollTop = log.scrollHeight;
   else if (log.scrollHeight > height) showNewMessages(log); // grew out of sight
   height = log.scrollHeight;
+  if (log.scrollHeight - log.scrollTop - log.clientHeight < 40) newMessages.hidden = true; // all in sight
 }
 
 // -- "↓ New messages": content arrived below the visible part of a log scrolled up ------------
