@@ -22,6 +22,7 @@ import asyncio
 import hashlib
 import logging
 import os
+import subprocess
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
@@ -50,6 +51,67 @@ STATE_GITIGNORE = """\
 !config.yaml
 !instructions.md
 """
+
+
+# what `.ndomo/.gitignore` lets a project commit: a `.ndomo/` holding one is not excluded
+SHARED_STATE = ("agents", "config.yaml", "instructions.md")
+GIT_TIMEOUT = 10  # seconds for one local git query
+
+
+def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
+    """A local git query (None: no git, or it failed). No fsmonitor: a repository's config
+    runs no command of its own here."""
+    try:
+        return subprocess.run(
+            ["git", "-c", "core.fsmonitor=false", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def exclude_from_git(state_dir: Path) -> bool:
+    """Add `/<path>/.ndomo/` to the repository's `.git/info/exclude` (a worktree's: the common
+    dir's), once, when git does not ignore it already; never the user's `.gitignore`. True
+    when a line was added. Blocking: run off the loop."""
+    root = state_dir.parent
+    top = _git(root, "rev-parse", "--show-toplevel", "--git-common-dir")
+    if top is None or top.returncode != 0:
+        return False  # not in a git repository (or no git)
+    lines = top.stdout.splitlines()
+    if len(lines) < 2:
+        return False
+    toplevel, common = Path(lines[0]), Path(lines[1])
+    if not common.is_absolute():
+        common = root / common
+    # ".ndomo", not ".ndomo/": git would match the folder against its own .gitignore
+    ignored = _git(root, "check-ignore", "-q", "--no-index", ".ndomo")
+    if ignored is None or ignored.returncode == 0:
+        return False  # ignored already (a .gitignore, the global excludes, info/exclude)
+    try:
+        rel = state_dir.resolve().relative_to(toplevel.resolve()).as_posix()
+    except ValueError:
+        return False
+    exclude = common / "info" / "exclude"
+    line = f"/{rel}/"
+    try:
+        text = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
+        if line in text.splitlines():
+            return False
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        sep = "" if not text or text.endswith("\n") else "\n"
+        with exclude.open("a", encoding="utf-8") as f:
+            f.write(
+                f"{sep}# ndomo's local state (see .ndomo/.gitignore to commit agents)\n{line}\n"
+            )
+    except OSError:
+        log.warning("could not add %s to %s", line, exclude, exc_info=True)
+        return False
+    return True
 
 
 def never_a_root(path: Path) -> bool:
@@ -231,13 +293,18 @@ class App:
         return self._instances.get(kind)
 
     def _write_gitignore(self) -> None:
-        """`.ndomo/.gitignore`, once: a user's own edits to it are kept."""
+        """`.ndomo/.gitignore`, once: a user's own edits to it are kept. A `.ndomo/` holding
+        nothing to commit yet is also excluded in git (`.git/info/exclude`), so `git status`
+        does not list it as a change."""
         path = self.state_dir / ".gitignore"
         if self.state_dir.is_dir() and not path.exists():
             try:
                 path.write_text(STATE_GITIGNORE, encoding="utf-8")
             except OSError:
                 log.warning("could not write %s", path, exc_info=True)
+                return
+            if not any((self.state_dir / name).exists() for name in SHARED_STATE):
+                exclude_from_git(self.state_dir)
 
     async def aclose(self) -> None:
         """Close every registered closable, then the store — the store even when one fails."""

@@ -22,6 +22,16 @@ def _tool_messages(fake: FakeModel) -> list[str]:
     ]
 
 
+def _plain(value):
+    """A notification's params as plain dicts (pygls gives unknown methods' params as
+    named tuples)."""
+    if hasattr(value, "_asdict"):
+        return {k: _plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
 def _document_changes(client) -> bool:
     we = client.capabilities.workspace.workspace_edit
     return bool(we and we.document_changes)
@@ -211,3 +221,46 @@ async def test_progress_cancel_ends_the_turn_and_server_answers_while_model_is_s
         _, reports = _progress(client)
         assert isinstance(reports[-1], types.WorkDoneProgressEnd)
         assert reports[-1].message.startswith("cancelled")
+
+
+async def test_a_code_action_turns_started_event_names_its_file_lines_and_text(lsp, tmp_path):
+    """The conversation view's chip under a code action's prompt: `turn_started` carries the
+    file (as the workspace shows it), the selected whole lines and their text (the open
+    buffer's); a typed prompt's event carries none."""
+    (tmp_path / "calc.py").write_text("x = 0\n", encoding="utf-8")
+    disk = EditorDisk()
+    events: list[dict] = []
+    with FakeModel(script=[{"text": "looked"}, {"text": "typed"}]) as fake:
+        client = await lsp.start(
+            tmp_path,
+            env={"NDOMO_BASE_URL": fake.url},
+            handlers={types.WORKSPACE_APPLY_EDIT: lambda p: disk.handler(p)},
+        )
+        client.feature("ndomo/turn/event")(lambda p: events.append(_plain(p)))
+        text = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n"
+        uri = disk.open(client, tmp_path / "calc.py", text, version=1)
+        sel = types.Range(  # lines 2-3, ending at the start of line 4: line 4 is not taken
+            start=types.Position(line=1, character=4), end=types.Position(line=3, character=0)
+        )
+        actions = await code_actions(
+            client,
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                range=sel,
+                context=types.CodeActionContext(diagnostics=[]),
+            ),
+        )
+        ask = next(a for a in actions if a.title == "ndomo: Ask about this")
+        assert (await command(client, ask.command.command, ask.command.arguments[0]))[
+            "status"
+        ] == "done"
+        await command(client, "ndomo.turn", {"prompt": "typed"})
+        await wait_for(lambda: sum(e["kind"] == "turn_started" for e in events) == 2)
+    first, second = [e for e in events if e["kind"] == "turn_started"]
+    assert first["selection"] == {
+        "path": "calc.py",
+        "start_line": 2,
+        "end_line": 3,
+        "text": "    return a - b\n",
+    }, first
+    assert second["selection"] is None and second["prompt"] == "typed"

@@ -80,6 +80,8 @@ class Scope:
             return f"{agent}: working on a plan task, {files} of {self.planned} files changed"
         if self.state == 2:
             return f"{agent}: {files} of {self.planned} files changed, following its plan"
+        if not files:
+            return ""  # nothing changed yet: "0 of 2 files changed" would only puzzle
         return f"{agent}: {files} of {self.direct} files changed"
 
     def final(self, files: int, agent: str, planner: str) -> str:

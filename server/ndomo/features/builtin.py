@@ -5,6 +5,7 @@ from __future__ import annotations
 import platform
 from typing import Any
 
+from ndomo.runtime.builder import selection_of
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.events import TurnFinished, TurnStarted
 from ndomo.runtime.history import settle
@@ -40,6 +41,7 @@ class TurnRecordHook(LifecycleHook):
                 agent=ctx.agent_name,
                 mode=ctx.mode,
                 prompt=ctx.request.prompt,
+                selection=await selection_of(ctx),
             ),
         )
         return None

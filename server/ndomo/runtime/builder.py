@@ -8,8 +8,10 @@ from urllib.parse import unquote, urlparse
 
 from ndomo.llm.messages import Message
 from ndomo.runtime.context import TurnContext
+from ndomo.runtime.events import TurnSelection
 from ndomo.runtime.history import load_history, model_history, record_soon
 from ndomo.runtime.plugins import Plugins
+from ndomo.runtime.problems import Range
 from ndomo.security.paths import workspace_name
 
 
@@ -50,13 +52,43 @@ async def _quoted(ctx: TurnContext, path: Path, shown: str) -> str:
         return f"(the user refers to {shown}, which does not exist yet)"
     if req.range is None:
         return f"The user is looking at {shown}."
+    start, end, snippet = selected_lines(text, req.range)
+    return f"Selection from {shown} lines {start}-{end}:\n```\n{snippet}\n```"
+
+
+def selected_lines(text: str, rng: Range) -> tuple[int, int, str]:
+    """The whole lines a selection covers: first and last (1-based) and their text. A selection
+    ending at the start of a line does not take that line."""
     lines = text.splitlines()
-    start, end = req.range.start.line, req.range.end.line
-    if req.range.end.character == 0 and end > start:
+    start, end = rng.start.line, rng.end.line
+    if rng.end.character == 0 and end > start:
         end -= 1
-    end = min(end, len(lines) - 1)
-    snippet = "\n".join(lines[start : end + 1])
-    return f"Selection from {shown} lines {start + 1}-{end + 1}:\n```\n{snippet}\n```"
+    end = max(start, min(end, len(lines) - 1))
+    return start + 1, end + 1, "\n".join(lines[start : end + 1])
+
+
+SELECTION_SHOWN = 2000  # characters of a selection the turn_started event carries
+
+
+async def selection_of(ctx: TurnContext) -> TurnSelection | None:
+    """What a code action's turn is about, for its `turn_started` event: the file (as the
+    workspace shows it), the selected lines and the start of their text."""
+    req = ctx.request
+    path = uri_to_path(req.uri) if req.uri else None
+    if path is None:
+        return None
+    shown = workspace_name(path, ctx.roots)
+    if req.range is None:
+        return TurnSelection(path=shown)
+    try:
+        text = await ctx.host.read_text(path)
+    except OSError:
+        text = None
+    if text is None:
+        line = req.range.start.line + 1
+        return TurnSelection(path=shown, start_line=line, end_line=line)
+    start, end, snippet = selected_lines(text, req.range)
+    return TurnSelection(path=shown, start_line=start, end_line=end, text=snippet[:SELECTION_SHOWN])
 
 
 async def _no_history() -> list[Message]:

@@ -28,12 +28,23 @@ class TurnEvent(Schema):
     turn_id: int | None = None
 
 
+class TurnSelection(Schema):
+    """The file and lines a code action's turn is about (its request's uri and range)."""
+
+    path: str  # as the workspace shows it (relative to its folder)
+    start_line: int | None = None  # 1-based, the selection's whole lines
+    end_line: int | None = None
+    text: str | None = None  # the selected lines, cut
+
+
 class TurnStarted(TurnEvent):
     kind: Literal["turn_started"] = "turn_started"
     session: str
     agent: str
     mode: str
     prompt: str
+    # a turn on a selection (a code action's): where; absent for a typed prompt
+    selection: TurnSelection | None = None
 
 
 class TextDelta(TurnEvent):

@@ -24,6 +24,19 @@ async def test_state1_two_files_no_plan(app, fake):
     assert states[-1] == ""  # cleared when the turn ends
 
 
+async def test_a_turn_that_changes_nothing_shows_no_file_count(app, fake):
+    """ "craftsman: 0 of 2 files changed" says nothing a user can use: the scope state shows
+    once a file changed."""
+    fake.push({"text": "nothing to change"})
+    rt = runtime_with(app, put)
+    states = watch(rt)
+    summary = await rt.run(
+        TurnRequest(prompt="look", agent="craftsman", mode="autopilot"), BaseHost()
+    )
+    assert summary.status == "done" and summary.modified == []
+    assert not any("files changed" in s for s in states), states
+
+
 async def test_state2_third_file_needs_a_plan_then_passes_and_plan_completes(app, fake):
     files = ["a.py", "b.py", "c.py"]
     fake.push(call("put", path="a.py", content="a\n"))

@@ -108,6 +108,31 @@ button.secondary { color: var(--vscode-button-secondaryForeground); background: 
 .mention .detail { color: var(--vscode-descriptionForeground); }
 select { color: var(--vscode-dropdown-foreground); background: var(--vscode-dropdown-background); border: 1px solid var(--vscode-dropdown-border); }
 .row { display: flex; gap: 4px; align-items: center; flex-wrap: wrap; margin-top: 4px; }
+/* the "↓ New messages" pill floats over the log's lower edge, above the send box */
+#newmessages { position: fixed; left: 50%; transform: translateX(-50%); z-index: 2; border-radius: 10px;
+  padding: 2px 10px; box-shadow: 0 1px 4px var(--vscode-widget-shadow, rgba(0, 0, 0, 0.4)); }
+#newmessages[hidden] { display: none; }
+/* the controls stay on one line: the pickers shrink, Send and Stop keep their size */
+.row.controls { flex-wrap: nowrap; }
+.row.controls select { flex: 1 1 0; min-width: 0; max-width: 12em; text-overflow: ellipsis; }
+.row.controls button { flex: none; white-space: nowrap; }
+.welcome { padding: 4px 0 8px; }
+.welcome h3 { margin: 2px 0 6px; font-size: 1.1em; }
+.welcome .facts { color: var(--vscode-descriptionForeground); margin-bottom: 4px; }
+.welcome .trust.untrusted { color: var(--vscode-editorWarning-foreground); }
+.welcome-title { font-weight: 600; margin: 8px 0 2px; }
+.welcome dl { margin: 0; display: grid; grid-template-columns: max-content 1fr; gap: 1px 8px; }
+.welcome dt { font-weight: 600; } .welcome dd { margin: 0; color: var(--vscode-descriptionForeground); }
+.welcome button.example { display: block; text-align: left; width: 100%; margin: 3px 0; white-space: normal; }
+details.tool > button.retry { display: block; margin: 4px 0; }
+#stop:disabled { opacity: 0.45; cursor: default; }
+#stop.running { color: var(--vscode-button-foreground); background: var(--vscode-button-background); font-weight: 600;
+  outline: 1px solid var(--vscode-focusBorder); }
+/* a code action's turn: the file:lines it is about and its selected text, under the prompt */
+.chip { display: flex; gap: 6px; align-items: baseline; margin: 2px 0; font-size: 0.9em; min-width: 0; }
+.chip[hidden] { display: none; }
+.chip .selected { color: var(--vscode-descriptionForeground); white-space: nowrap; overflow: hidden; text-overflow: ellipsis;
+  font-family: var(--vscode-editor-font-family); }
 `;
 
 export function chatHtml(cspSource: string, scriptUri: string, n: string = nonce()): string {
@@ -127,7 +152,7 @@ export function chatHtml(cspSource: string, scriptUri: string, n: string = nonce
 <div id="input">
   <textarea id="prompt" placeholder="Ask ndomo… (Ctrl+Enter sends; @ mentions a file, symbol, @problems or @plan; /help for commands)"></textarea>
   <div id="note" class="notice" role="status"></div>
-  <div class="row">
+  <div class="row controls">
     <select id="agent" title="agent"></select>
     <select id="mode" title="mode"></select>
     <button id="send">Send</button>

@@ -21,9 +21,18 @@ export type Item =
   | { kind: "notice"; level: string; text: string }
   | { kind: "decision"; text: string }; // how the user answered an approval ("approved once by you")
 
+/** What a code action's turn is about (its `turn_started` event's `selection`). */
+export interface TurnSelection {
+  path: string;
+  start_line?: number | null;
+  end_line?: number | null;
+  text?: string | null;
+}
+
 export interface TurnView {
   id: number | null;
   prompt: string;
+  selection?: TurnSelection | null;
   agent: string;
   mode: string;
   status: string; // running | done | failed | cancelled | blocked | capped | interrupted
@@ -80,6 +89,40 @@ export interface StatusInfo {
   } | null;
 }
 
+/** The empty session's welcome panel: what the agents and modes do, the model, the trust. */
+export interface Welcome {
+  agents: { name: string; description: string }[];
+  modes: { name: string; description: string }[];
+  model: string; // "provider name" from ndomo.health (not probed), "" when unknown
+  trust: string; // trusted | untrusted | unknown | ""
+  trustNote: string;
+}
+
+/** The send box's starters on an empty session (a click puts one in the box). */
+export const EXAMPLE_PROMPTS = [
+  "Explain how this project is organised and where to start reading.",
+  "Find the function at my cursor's callers and tell me what would break if it changed.",
+  "Add a test for the most recently changed function and run it.",
+];
+
+/** The welcome from the catalog and `ndomo.health {probe_model: false}` (either may be missing). */
+export function welcomeFrom(
+  cat: { agents: { name: string; description?: string }[]; modes: { name: string; description?: string }[] },
+  health: any,
+): Welcome {
+  const line = (d?: string) => (d ?? "").trim().split("\n")[0] ?? "";
+  const m = health && typeof health === "object" ? health.model : null;
+  const t = health && typeof health === "object" ? health.trust : null;
+  const model = m && typeof m.name === "string" && m.name ? `${m.name}${typeof m.provider === "string" && m.provider ? ` (${m.provider})` : ""}` : "";
+  return {
+    agents: cat.agents.map((a) => ({ name: a.name, description: line(a.description) })),
+    modes: cat.modes.map((x) => ({ name: x.name, description: line(x.description) })),
+    model,
+    trust: t && typeof t.state === "string" ? t.state : "",
+    trustNote: t && typeof t.note === "string" ? t.note : "",
+  };
+}
+
 export interface ChatState {
   session: string | null;
   status: StatusInfo | null;
@@ -88,6 +131,7 @@ export interface ChatState {
   agents: string[];
   modes: string[]; // both from the server's catalog (names.ts), never a list of our own
   more: number; // older turns not loaded
+  welcome: Welcome | null; // shown while the session has no turn
 }
 
 /** What the send box says when a prompt waits for the running turn (its text is kept). */
@@ -96,7 +140,7 @@ export const BUSY_TEXT = "A turn is still running: wait for it to finish or pres
 export const OUTPUT_CAP = 20000; // characters of live tool output kept per call in the view
 
 export function emptyState(): ChatState {
-  return { session: null, status: null, turns: [], approvals: [], agents: [], modes: [], more: 0 };
+  return { session: null, status: null, turns: [], approvals: [], agents: [], modes: [], more: 0, welcome: null };
 }
 
 function turnFor(state: ChatState, id: number | null | undefined): TurnView | undefined {
@@ -125,7 +169,10 @@ export function applyEvent(state: ChatState, raw: unknown): void {
         running.items.push({ kind: "notice", level: "info", text: `${e.agent} (${e.mode}): ${e.prompt}` });
         return;
       }
-      state.turns.push({ id: e.turn_id ?? null, prompt: String(e.prompt ?? ""), agent: e.agent, mode: e.mode, status: "running", error: null, items: [] });
+      state.turns.push({
+        id: e.turn_id ?? null, prompt: String(e.prompt ?? ""), selection: selectionOf(e.selection),
+        agent: e.agent, mode: e.mode, status: "running", error: null, items: [],
+      });
       return;
     }
     case "text": {
@@ -169,6 +216,23 @@ export function applyEvent(state: ChatState, raw: unknown): void {
       return;
     }
   }
+}
+
+function selectionOf(raw: any): TurnSelection | null {
+  if (!raw || typeof raw !== "object" || typeof raw.path !== "string" || !raw.path) return null;
+  const line = (v: unknown) => (typeof v === "number" && v > 0 ? v : null);
+  return { path: raw.path, start_line: line(raw.start_line), end_line: line(raw.end_line), text: typeof raw.text === "string" ? raw.text : null };
+}
+
+/** A selection chip's words: `calc.py:2–3` and the first selected line that has text, cut. */
+export function describeSelection(s: TurnSelection, width = 60): { place: string; text: string } {
+  const from = s.start_line ?? null;
+  const to = s.end_line ?? null;
+  const place = from ? `${s.path}:${from}${to && to !== from ? `–${to}` : ""}` : s.path;
+  const first = (s.text ?? "").split("\n").find((l) => l.trim()) ?? "";
+  const trimmed = first.trim();
+  const more = (s.text ?? "").trim().includes("\n") || trimmed.length > width;
+  return { place, text: trimmed ? trimmed.slice(0, width) + (more ? "…" : "") : "" };
 }
 
 export function applyStatus(state: ChatState, status: StatusInfo): void {
@@ -220,6 +284,25 @@ const CALL_STATUSES = new Set<CallStatus>(["done", "failed", "cancelled", "refus
 function storedStatus(i: any): CallStatus {
   if (CALL_STATUSES.has(i.status)) return i.status;
   return i.result === null || i.result === undefined ? "cancelled" : "done";
+}
+
+/** A refusal that names the modes admitting the call, at the end of its first line: the fence's
+ * "tool 'x' is not available in discussion mode; switch to brainstorming or autopilot", a
+ * mode's own "discussion mode writes only design artifacts (…); a.py is not one — switch to
+ * autopilot". */
+const SWITCH_TO = /\bswitch to ([\w.-]+(?:\s+or\s+[\w.-]+)*)\s*$/;
+
+/** The mode a refused call's "Switch to … and retry" sets: autopilot when the refusal names
+ * it, else the first mode it names; null for any other refusal (a rule, the user). */
+export function fenceRetry(c: ToolCallView): string | null {
+  if (c.status !== "refused") return null;
+  for (const text of [c.summary, c.output]) {
+    const m = SWITCH_TO.exec((text ?? "").trim().split("\n")[0] ?? "");
+    if (!m) continue;
+    const modes = m[1].split(/\s+or\s+/);
+    return modes.includes("autopilot") ? "autopilot" : modes[0];
+  }
+  return null;
 }
 
 /** A tool call of the state by its id (the extension opens its file or its diff). */

@@ -33,6 +33,7 @@ import {
   emptyState,
   removeApproval,
   StatusInfo,
+  welcomeFrom,
 } from "./model";
 
 export const VIEW_ID = "ndomo.chat";
@@ -51,8 +52,9 @@ type FromWebview =
   | { type: "setAgent"; agent: string }
   | { type: "answer"; id: number; choice: string | null }
   | { type: "openLink"; href: string }
-  | { type: "openFile"; path: string; line?: number }
+  | { type: "openFile"; path: string; line?: number; end?: number }
   | { type: "rewind"; turn: number }
+  | { type: "retry"; mode: string; prompt: string; agent?: string }
   | { type: "openEdit"; id: string }
   | { type: "openDiff"; id: string }
   | { type: "copy"; text: string }
@@ -99,13 +101,31 @@ export class ChatView {
     });
     view.onDidChangeVisibility?.(() => {
       if (!view.visible) this.toastPending();
+      else this.unseen(0);
     });
+    if (this.badged) this.unseen(0); // resolved anew as it shows again
   }
 
   // -- from the server -----------------------------------------------------------------------
   onEvent(event: unknown): void {
+    const before = this.state.turns.length;
     applyEvent(this.state, event);
+    // a new top-level turn while the view is off screen: one typed in the view cannot be,
+    // so it is a code action's or another client's (the CLI's) and the view's badge says so
+    if (this.state.turns.length > before && this.view && !this.view.visible) this.unseen(this.badged + 1);
     this.post();
+  }
+
+  /** Turns that arrived while the view was hidden: the view's badge (VS Code 1.72+). */
+  private badged = 0;
+  private unseen(count: number): void {
+    this.badged = count;
+    if (!this.view) return;
+    // cleared with 0, not undefined: VS Code's webview view keeps a badge set back to
+    // undefined on the activity bar (microsoft/vscode#331019); a 0 badge is not drawn
+    this.view.badge = count
+      ? { value: count, tooltip: count === 1 ? "1 new ndomo turn" : `${count} new ndomo turns` }
+      : { value: 0, tooltip: "" };
   }
 
   onStatus(status: StatusInfo): void {
@@ -178,26 +198,14 @@ export class ChatView {
         case "ready":
           await this.reload();
           return;
-        case "send": {
-          const prompt = m.prompt.trim();
-          if (!prompt) return;
-          if (this.state.status?.busy) return this.refuse(prompt);
-          void this.view?.webview.postMessage({ type: "accepted", prompt }); // the box may clear
-          let result: any;
-          try {
-            const mentions = await resolveMentions(prompt, this.mentions, this.symbols);
-            result = await this.lsp.execute("ndomo.turn", mentions.length ? { prompt, mentions } : { prompt });
-          } catch (err) {
-            if (BUSY.test(err instanceof Error ? err.message : String(err))) return this.refuse(prompt);
-            throw err;
-          }
-          // a turn started elsewhere (a code action, the CLI) between the status and the send
-          if (result && (result.turn_id === null || result.turn_id === undefined) && BUSY.test(String(result.error ?? ""))) {
-            return this.refuse(prompt);
-          }
-          applyTurnResult(this.state, prompt, result);
-          this.post();
-          return;
+        case "send":
+          return await this.send(m.prompt);
+        case "retry": {
+          // a call the mode refused: the mode that admits it, then the turn's prompt again
+          if (this.state.status?.busy) return this.refuse(m.prompt);
+          this.onStatus((await this.lsp.execute("ndomo.mode.set", { mode: m.mode })) as StatusInfo);
+          const agent = m.agent && this.state.agents.includes(m.agent) && m.agent !== this.state.status?.agent ? m.agent : undefined;
+          return await this.send(m.prompt, agent ? { agent } : {});
         }
         case "mentions": {
           // the picker's rows for what follows `@`; a failing provider offers nothing
@@ -224,7 +232,7 @@ export class ChatView {
           await this.openLink(m.href);
           return;
         case "openFile":
-          await this.openFile(m.path, m.line);
+          await this.openFile(m.path, m.line, m.end);
           return;
         case "rewind":
           if (this.commands && typeof m.turn === "number" && (await rewind(this.commands(), m.turn)) !== undefined) {
@@ -246,11 +254,33 @@ export class ChatView {
       }
     } catch (err) {
       this.state.turns.push({
-        id: null, prompt: m.type === "send" ? m.prompt : m.type, agent: "", mode: "", status: "failed",
+        id: null, prompt: m.type === "send" || m.type === "retry" ? m.prompt : m.type, agent: "", mode: "", status: "failed",
         error: err instanceof Error ? err.message : String(err), items: [],
       });
       this.post();
     }
+  }
+
+  /** A prompt from the box (or a retry) as a turn of this session. */
+  private async send(text: string, extra: Record<string, unknown> = {}): Promise<void> {
+    const prompt = text.trim();
+    if (!prompt) return;
+    if (this.state.status?.busy) return this.refuse(prompt);
+    void this.view?.webview.postMessage({ type: "accepted", prompt }); // the box may clear
+    let result: any;
+    try {
+      const mentions = await resolveMentions(prompt, this.mentions, this.symbols);
+      result = await this.lsp.execute("ndomo.turn", { prompt, ...extra, ...(mentions.length ? { mentions } : {}) });
+    } catch (err) {
+      if (BUSY.test(err instanceof Error ? err.message : String(err))) return this.refuse(prompt);
+      throw err;
+    }
+    // a turn started elsewhere (a code action, the CLI) between the status and the send
+    if (result && (result.turn_id === null || result.turn_id === undefined) && BUSY.test(String(result.error ?? ""))) {
+      return this.refuse(prompt);
+    }
+    applyTurnResult(this.state, prompt, result);
+    this.post();
   }
 
   /** A send refused because a turn runs: the prompt goes back to the box, with a sentence
@@ -286,7 +316,8 @@ export class ChatView {
     return null;
   }
 
-  async openFile(path: string, line?: number): Promise<vscode.TextEditor | undefined> {
+  /** A workspace file at a line, or with lines `line`–`end` selected (a code action's range). */
+  async openFile(path: string, line?: number, end?: number): Promise<vscode.TextEditor | undefined> {
     const uri = this.fileUri(String(path));
     if (!uri) {
       void vscode.window.showWarningMessage(`ndomo: ${path} is not in the workspace; not opened.`);
@@ -296,7 +327,9 @@ export class ChatView {
     try {
       const doc = await vscode.workspace.openTextDocument(uri);
       const l = Math.min(at, Math.max(0, doc.lineCount - 1));
-      return await vscode.window.showTextDocument(doc, { selection: new vscode.Range(l, 0, l, 0), preview: true });
+      const last = end && end - 1 > l ? Math.min(end - 1, doc.lineCount - 1) : -1;
+      const selection = last > l ? new vscode.Range(l, 0, last, doc.lineAt(last).text.length) : new vscode.Range(l, 0, l, 0);
+      return await vscode.window.showTextDocument(doc, { selection, preview: true });
     } catch (err) {
       void vscode.window.showWarningMessage(`ndomo: could not open ${path}: ${err instanceof Error ? err.message : String(err)}`);
       return undefined;
@@ -385,6 +418,12 @@ export class ChatView {
     this.state.modes = names.modes.map((m) => m.name);
     this.state.agents = sessionAgents(names).map((a) => a.name);
     this.loaded = true;
+    if (!this.state.turns.length && !this.state.more) {
+      // an empty session: the welcome, with the model and trust the server knows (the model
+      // endpoint is not asked)
+      const health = await this.lsp.execute("ndomo.health", { probe_model: false }).catch(() => null);
+      this.state.welcome = welcomeFrom({ agents: sessionAgents(names), modes: names.modes }, health);
+    }
   }
 
   /** Load the history if the view is open and the server answers (else on the next start). */

@@ -12,7 +12,9 @@
 
 import { exitCode, FileHit, globHits, grepHits, lineDiff, patchFiles, type DiffLine } from "./cards";
 import { codeBar, highlight, renderMarkdown } from "./markdown";
-import { Approval, BUSY_TEXT, ChatState, describeOutcome, describeStatus, Item, ToolCallView, TurnView } from "./model";
+import {
+  Approval, BUSY_TEXT, ChatState, describeOutcome, describeSelection, describeStatus, EXAMPLE_PROMPTS, fenceRetry, Item, ToolCallView, TurnView, Welcome,
+} from "./model";
 import { Picker } from "./picker";
 
 declare function acquireVsCodeApi(): { postMessage(m: unknown): void };
@@ -165,7 +167,18 @@ function remember(summary: HTMLElement, box: HTMLDetailsElement, key: string): v
 
 const OPEN_BY_DEFAULT = new Set(["edit", "write", "apply_patch"]); // a diff is the point of the card
 
-function drawTool(c: ToolCallView): HTMLElement {
+/** A call the mode refused, once its turn ended: one click sets the mode that admits the tool
+ * and sends the turn's prompt again. */
+function retryButton(c: ToolCallView, t: TurnView): HTMLElement | null {
+  const mode = fenceRetry(c);
+  if (!mode || t.status === "running" || !t.prompt || (state?.modes.length && !state.modes.includes(mode))) return null;
+  const b = el("button", "retry", `Switch to ${mode} and retry`);
+  Object.assign(b.dataset, { action: "retry", mode, prompt: t.prompt, agent: t.agent });
+  b.title = `Set the session's mode to ${mode} and send this turn's prompt again`;
+  return b;
+}
+
+function drawTool(c: ToolCallView, t: TurnView): HTMLElement {
   const d = el("details", `tool ${c.status}`) as HTMLDetailsElement;
   d.dataset.tool = c.name;
   d.open = opened.get(c.id) ?? (c.status === "refused" || c.status === "failed" || OPEN_BY_DEFAULT.has(c.name));
@@ -181,11 +194,14 @@ function drawTool(c: ToolCallView): HTMLElement {
     stop.dataset.call = c.id;
     s.append(stop);
   }
-  d.append(s, ...cardBody(c));
+  d.append(s);
+  const retry = retryButton(c, t);
+  if (retry) d.append(retry);
+  d.append(...cardBody(c));
   return d;
 }
 
-function drawItem(item: Item): HTMLElement {
+function drawItem(item: Item, t: TurnView): HTMLElement {
   if (item.kind === "text") {
     const div = el("div", "text markdown");
     div.innerHTML = renderMarkdown(item.text); // markdown-it with html off: the model's HTML is text
@@ -193,7 +209,7 @@ function drawItem(item: Item): HTMLElement {
   }
   if (item.kind === "notice") return el("div", "notice", `${item.level}: ${item.text}`);
   if (item.kind === "decision") return el("div", "decision", item.text);
-  return drawTool(item.call);
+  return drawTool(item.call, t);
 }
 
 // -- incremental drawing -------------------------------------------------------------------------
@@ -206,6 +222,7 @@ interface Drawn<T> {
 
 interface TurnParts {
   prompt: HTMLElement;
+  chip: HTMLElement;
   rewind: HTMLButtonElement;
   meta: HTMLElement;
   items: HTMLElement;
@@ -222,18 +239,34 @@ function turnBox(): Drawn<TurnParts> {
   rewind.textContent = "Rewind";
   rewind.title = "Go back to before this prompt: its files, its conversation or both";
   rewind.dataset.action = "rewind";
-  const parts: TurnParts = { prompt: el("div", "prompt"), rewind, meta: el("div", "meta"), items: el("div", "items"), outcome: el("div", "outcome"), drawn: [] };
-  box.append(parts.rewind, parts.prompt, parts.meta, parts.items, parts.outcome);
+  const chip = el("div", "chip");
+  chip.hidden = true;
+  const parts: TurnParts = { prompt: el("div", "prompt"), chip, rewind, meta: el("div", "meta"), items: el("div", "items"), outcome: el("div", "outcome"), drawn: [] };
+  box.append(parts.rewind, parts.prompt, parts.chip, parts.meta, parts.items, parts.outcome);
   return { key: "", el: box, parts };
+}
+
+/** A code action's turn: the file and lines it is about (a link) and the selected text. */
+function drawChip(chip: HTMLElement, t: TurnView): void {
+  const s = t.selection;
+  chip.hidden = !s;
+  if (!s) return chip.replaceChildren();
+  const d = describeSelection(s);
+  const link = fileLink(s.path, s.start_line ?? undefined, d.place);
+  if (s.end_line) link.dataset.end = String(s.end_line);
+  const parts: HTMLElement[] = [link];
+  if (d.text) parts.push(el("code", "selected", d.text));
+  chip.replaceChildren(...parts);
 }
 
 /** Bring one turn's element up to date, touching only what changed. */
 function updateTurn(d: Drawn<TurnParts>, t: TurnView): void {
   const p = d.parts!;
-  const key = JSON.stringify([t.id, t.prompt, t.agent, t.mode, t.status, t.error, t.items]);
+  const key = JSON.stringify([t.id, t.prompt, t.selection, t.agent, t.mode, t.status, t.error, t.items]);
   if (key === d.key) return;
   d.key = key;
   if (p.prompt.textContent !== t.prompt) p.prompt.textContent = t.prompt;
+  drawChip(p.chip, t);
   // a stored turn of the user's (not a rewind or undo record, not running) can be rewound to
   const rewindable = typeof t.id === "number" && t.status !== "running" && t.agent !== "rewind" && t.agent !== "undo";
   p.rewind.hidden = !rewindable;
@@ -244,10 +277,11 @@ function updateTurn(d: Drawn<TurnParts>, t: TurnView): void {
   if (p.outcome.textContent !== outcome) p.outcome.textContent = outcome;
   p.outcome.className = `outcome ${t.status}`;
   t.items.forEach((item, i) => {
-    const itemKey = JSON.stringify(item);
+    // a refused call's card changes when its turn ends (its retry button)
+    const itemKey = JSON.stringify(item) + (item.kind === "tool" && item.call.status === "refused" ? t.status : "");
     const old = p.drawn[i];
     if (old && old.key === itemKey) return;
-    const fresh = { key: itemKey, el: drawItem(item) };
+    const fresh = { key: itemKey, el: drawItem(item, t) };
     if (old) old.el.replaceWith(fresh.el);
     else p.items.append(fresh.el);
     p.drawn[i] = fresh;
@@ -255,8 +289,52 @@ function updateTurn(d: Drawn<TurnParts>, t: TurnView): void {
   for (const gone of p.drawn.splice(t.items.length)) gone.el.remove();
 }
 
+// -- the welcome panel (an empty session) -------------------------------------------------------
+
+let welcome: { key: string; el: HTMLElement } | null = null;
+
+function welcomePanel(w: Welcome): HTMLElement {
+  const box = el("div", "welcome");
+  box.append(el("h3", "", "Welcome to ndomo"));
+  const facts = el("div", "facts");
+  facts.append(el("div", "", `Model: ${w.model || "not configured (ndomo: Health says why)"}`));
+  const trust =
+    w.trust === "trusted" ? "trusted: its .ndomo/ agents, config and instructions apply"
+    : w.trust === "untrusted" ? `not trusted: its own .ndomo/ setup is not loaded${w.trustNote ? ` (${w.trustNote})` : ""}`
+    : w.trust || "unknown";
+  facts.append(el("div", `trust ${w.trust}`, `This folder: ${trust}`));
+  box.append(facts);
+  const list = (title: string, rows: { name: string; description: string }[]) => {
+    if (!rows.length) return;
+    box.append(el("div", "welcome-title", title));
+    const dl = el("dl");
+    for (const r of rows) dl.append(el("dt", "", r.name), el("dd", "", r.description || "—"));
+    box.append(dl);
+  };
+  list("Agents (who answers; pick one below)", w.agents);
+  list("Modes (what they may do; pick one below)", w.modes);
+  box.append(el("div", "welcome-title", "Try"));
+  for (const p of EXAMPLE_PROMPTS) {
+    const b = el("button", "example secondary", p);
+    b.dataset.action = "example";
+    b.title = "Put this prompt in the box";
+    box.append(b);
+  }
+  return box;
+}
+
+function drawWelcome(s: ChatState, log: HTMLElement): void {
+  const shown = !!s.welcome && !s.turns.length && !s.more;
+  const key = shown ? JSON.stringify(s.welcome) : "";
+  if (welcome && welcome.key === key) return;
+  welcome?.el.remove();
+  welcome = shown ? { key, el: welcomePanel(s.welcome!) } : null;
+  if (welcome) log.prepend(welcome.el);
+}
+
 function drawLog(s: ChatState): void {
   const log = $("log");
+  drawWelcome(s, log);
   const atEnd = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
   // a session switch or a reload replaces the turns: start over when the first turn differs
   const first = s.turns[0];
@@ -288,7 +366,33 @@ function drawLog(s: ChatState): void {
   });
   for (const gone of drawnTurns.splice(s.turns.length)) gone.el.remove();
   if (atEnd) log.scrollTop = log.scrollHeight;
+  else if (log.scrollHeight > height) showNewMessages(log); // grew out of sight
+  height = log.scrollHeight;
+  if (log.scrollHeight - log.scrollTop - log.clientHeight < 40) newMessages.hidden = true; // all in sight
 }
+
+// -- "↓ New messages": content arrived below the visible part of a log scrolled up ------------
+
+let height = 0; // the log's height at the last draw
+const newMessages = button("↓ New messages", () => {
+  const log = $("log");
+  log.scrollTop = log.scrollHeight;
+  newMessages.hidden = true;
+}, "newmessages");
+newMessages.id = "newmessages";
+
+/** The pill over the log's lower edge (fixed: the approvals and the send box vary in height). */
+function showNewMessages(log: HTMLElement): void {
+  newMessages.style.bottom = `${Math.max(0, window.innerHeight - log.getBoundingClientRect().bottom) + 8}px`;
+  newMessages.hidden = false;
+}
+newMessages.hidden = true;
+newMessages.title = "Scroll to the end of the conversation";
+$("log").after(newMessages);
+$("log").addEventListener("scroll", () => {
+  const log = $("log");
+  if (log.scrollHeight - log.scrollTop - log.clientHeight < 40) newMessages.hidden = true;
+});
 
 function fill(select: HTMLSelectElement, values: string[], current: string | undefined): void {
   const wanted = values.includes(current ?? "") || !current ? values : [...values, current];
@@ -369,7 +473,10 @@ function draw(): void {
   }
   fill($("mode") as HTMLSelectElement, state.modes, state.status?.mode);
   fill($("agent") as HTMLSelectElement, state.agents, state.status?.agent);
-  ($("stop") as HTMLButtonElement).disabled = !state.status?.busy;
+  const stop = $("stop") as HTMLButtonElement;
+  stop.disabled = !state.status?.busy;
+  stop.classList.toggle("running", !!state.status?.busy); // prominent while a turn runs
+  stop.title = state.status?.busy ? "Stop the running turn" : "No turn is running";
   ($("send") as HTMLButtonElement).disabled = !!state.status?.busy;
   if (!state.status?.busy && $("note").textContent === BUSY_TEXT) $("note").textContent = "";
 }
@@ -406,7 +513,15 @@ function onLogClick(e: Event): void {
       setTimeout(() => (hit.textContent = "Copy"), 1500);
     }
   } else if (action === "openFile") {
-    vscodeApi.postMessage({ type: "openFile", path: hit.dataset.path ?? "", line: hit.dataset.line ? Number(hit.dataset.line) : undefined });
+    const num = (v?: string) => (v ? Number(v) : undefined);
+    vscodeApi.postMessage({ type: "openFile", path: hit.dataset.path ?? "", line: num(hit.dataset.line), end: num(hit.dataset.end) });
+  } else if (action === "example") {
+    const input = $("prompt") as HTMLTextAreaElement;
+    input.value = hit.textContent ?? "";
+    input.focus();
+  } else if (action === "retry") {
+    const { mode, prompt, agent } = hit.dataset;
+    if (mode && prompt) vscodeApi.postMessage({ type: "retry", mode, prompt, agent: agent || undefined });
   } else if (action === "rewind") {
     if (hit.dataset.turn) vscodeApi.postMessage({ type: "rewind", turn: Number(hit.dataset.turn) });
   } else if (action === "openEdit" || action === "openDiff") {
