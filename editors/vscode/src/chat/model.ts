@@ -287,20 +287,20 @@ function storedStatus(i: any): CallStatus {
 }
 
 /** A refusal that names the modes admitting the call, at the end of its first line: the fence's
- * "tool 'x' is not available in discussion mode; switch to brainstorming or autopilot", a
- * mode's own "discussion mode writes only design artifacts (…); a.py is not one — switch to
- * autopilot". */
+ * "tool 'x' is not available in <mode> mode; switch to <mode> or <mode>", a mode's own
+ * "… writes only design artifacts (…); a.py is not one — switch to <mode>". */
 const SWITCH_TO = /\bswitch to ([\w.-]+(?:\s+or\s+[\w.-]+)*)\s*$/;
 
-/** The mode a refused call's "Switch to … and retry" sets: autopilot when the refusal names
- * it, else the first mode it names; null for any other refusal (a rule, the user). */
+/** The mode a refused call's "Switch to … and retry" sets: the last mode the refusal names (the
+ * server lists them in its catalog's order, the widest last); null for any other refusal (a
+ * rule, the user). The view names no mode itself: they are the server's. */
 export function fenceRetry(c: ToolCallView): string | null {
   if (c.status !== "refused") return null;
   for (const text of [c.summary, c.output]) {
     const m = SWITCH_TO.exec((text ?? "").trim().split("\n")[0] ?? "");
     if (!m) continue;
     const modes = m[1].split(/\s+or\s+/);
-    return modes.includes("autopilot") ? "autopilot" : modes[0];
+    return modes[modes.length - 1];
   }
   return null;
 }
