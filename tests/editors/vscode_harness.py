@@ -311,6 +311,8 @@ class Driver:
     def call(self, op: str, *, timeout: float = 180, shot: bool = True, **args: Any) -> Any:
         assert self.proc and self.proc.stdin
         self._id += 1
+        if "wait_ms" in args:  # the driver's own timeout (`timeout` here is this side's, in s)
+            args["timeout"] = args.pop("wait_ms")
         self.proc.stdin.write(json.dumps({"id": self._id, "op": op, **args}) + "\n")
         self.proc.stdin.flush()
         while True:
@@ -389,9 +391,28 @@ class Workbench:
 
     # -- quick input -----------------------------------------------------------------------
     def _quick_input(self, keys: str, text: str) -> None:
-        self.escape()
-        self.d.call("press", keys=keys)
-        self.d.call("waitSelector", selector=".quick-input-widget .quick-input-box input")
+        box = ".quick-input-widget .quick-input-box input"
+        for attempt in range(3):
+            self.escape()
+            # a key pressed while a webview (the chat view) holds the focus may never reach
+            # the workbench: give the focus back to the workbench's page first
+            self.d.call("eval", js="""(() => {
+                const a = document.activeElement;
+                if (a && a.tagName === 'IFRAME') a.blur();
+                return true;
+            })()""")
+            # F1 again, then the palette's other key: one lost key press is not the test's subject
+            self.d.call("press", keys=keys if attempt == 0 or keys != "F1" else "Control+Shift+P")
+            try:
+                self.d.call("waitSelector", selector=box, wait_ms=15_000 if attempt < 2 else 60_000,
+                            shot=attempt == 2)
+                break
+            except DriverError:
+                if attempt == 2:
+                    raise
+        # focus the box itself: after a webview had the focus, the widget can show before it
+        # takes the focus, and the text would go nowhere
+        self.d.call("click", selector=box)
         self.d.call("insert", text=text)
 
     def palette_labels(self, text: str) -> list[str]:
@@ -404,6 +425,10 @@ class Workbench:
     def palette(self, label: str) -> None:
         """Run a command by its palette label (category included, e.g. "ndomo: Health")."""
         self._quick_input("F1", label)
+        try:
+            self.d.call("waitText", selector=ROWS, text=label, shot=False)
+        except DriverError:  # the palette opened without the text (F1 raced a focus change)
+            self._quick_input("F1", label)
         self.pick(label)
 
     def pick(self, label: str, exact: bool = False) -> None:
