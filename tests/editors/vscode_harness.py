@@ -370,6 +370,28 @@ ROWS = ".quick-input-list .monaco-list-row"
 DIALOG = ".monaco-dialog-box"
 
 
+# blurs the webview frame holding the focus, if one does; says whether it had to
+_BLUR_WEBVIEW = """(() => {
+    const a = document.activeElement;
+    if (a && a.tagName === 'IFRAME') { a.blur(); return true; }
+    return false;
+})()"""
+_BOX_VALUE = """(() => {
+    const w = [...document.querySelectorAll('.quick-input-widget')].find(x => x.style.display !== 'none');
+    const i = w && w.querySelector('.quick-input-box input');
+    return i && document.activeElement === i ? i.value : null;
+})()"""
+# what a failed attempt leaves: the focused element and each quick-input widget's state
+_FOCUS_REPORT = """(() => {
+    const a = document.activeElement;
+    const desc = e => e ? `${e.tagName}${e.id ? '#' + e.id : ''}.${String(e.className).split(' ').slice(0, 3).join('.')}` : 'none';
+    const ws = [...document.querySelectorAll('.quick-input-widget')].map(w => ({
+        display: w.style.display, placeholder: (w.querySelector('input') || {}).placeholder }));
+    return JSON.stringify({ active: desc(a), hasFocus: document.hasFocus(),
+        dialogs: document.querySelectorAll('.monaco-dialog-box').length, widgets: ws });
+})()"""
+
+
 class Workbench:
     """What a user does in the VS Code window, as driver calls."""
 
@@ -390,30 +412,44 @@ class Workbench:
         return self.d.call("waitText", selector=STATUS, regex=regex, timeout=timeout).strip()
 
     # -- quick input -----------------------------------------------------------------------
+    def _settle_focus(self) -> None:
+        """Give the focus to the workbench's page and wait until no webview takes it back.
+
+        VS Code focuses a webview 50 ms after asking (webviewElement.ts `_doFocus`, its
+        workaround for microsoft/vscode#75209) and again when a dialog gives the focus back to
+        it; a palette opened in between closes at once (it closes on blur). A user's next key
+        comes long after that; a driver's comes within milliseconds."""
+        quiet = 0
+        for _ in range(50):
+            took = self.d.call("eval", js=_BLUR_WEBVIEW)
+            quiet = 0 if took else quiet + 1
+            if quiet >= 3:
+                return
+            time.sleep(0.1)
+
     def _quick_input(self, keys: str, text: str) -> None:
         box = ".quick-input-widget .quick-input-box input"
-        for attempt in range(3):
+        seen: list[str] = []
+        for attempt in range(5):
             self.escape()
-            # a key pressed while a webview (the chat view) holds the focus may never reach
-            # the workbench: give the focus back to the workbench's page first
-            self.d.call("eval", js="""(() => {
-                const a = document.activeElement;
-                if (a && a.tagName === 'IFRAME') a.blur();
-                return true;
-            })()""")
-            # F1 again, then the palette's other key: one lost key press is not the test's subject
-            self.d.call("press", keys=keys if attempt == 0 or keys != "F1" else "Control+Shift+P")
+            self._settle_focus()
+            # F1, then the palette's other key: one lost key press is not the test's subject
+            self.d.call("press", keys="Control+Shift+P" if keys == "F1" and attempt % 2 else keys)
             try:
-                self.d.call("waitSelector", selector=box, wait_ms=15_000 if attempt < 2 else 60_000,
-                            shot=attempt == 2)
-                break
-            except DriverError:
-                if attempt == 2:
-                    raise
-        # focus the box itself: after a webview had the focus, the widget can show before it
-        # takes the focus, and the text would go nowhere
-        self.d.call("click", selector=box)
-        self.d.call("insert", text=text)
+                self.d.call("waitSelector", selector=box, wait_ms=15_000, shot=False)
+                # the box holds the focus and stays open past a webview's late focus request
+                time.sleep(0.2)
+                self.d.call("click", selector=box, wait_ms=3_000, shot=False)
+                self.d.call("insert", text=text)
+                value = self.d.call("eval", js=_BOX_VALUE)  # the palette's box starts with ">"
+                if value is not None and value.removeprefix(">") == text:
+                    return
+                seen.append(f"attempt {attempt}: the box lost the text")
+            except DriverError as e:
+                seen.append(f"attempt {attempt}: {str(e).splitlines()[0][:200]}")
+            seen.append(f"  focus and widgets: {self.d.call('eval', js=_FOCUS_REPORT)}")
+        raise DriverError(f"the quick input ({keys}) did not take {text!r}:\n" + "\n".join(seen)
+                          + f"\nscreenshot: {self.d.screenshot('failed-quick-input')}")
 
     def palette_labels(self, text: str) -> list[str]:
         self._quick_input("F1", text)
