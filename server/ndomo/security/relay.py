@@ -80,12 +80,28 @@ class Broker:
         out.setblocking(False)
         try:
             await asyncio.wait_for(loop.sock_connect(out, (HOST, self.port)), 5)
-            await asyncio.to_thread(socket.send_fds, self.ours, [b"c"], [out.fileno()])
+            await self._send_fd(loop, out.fileno())
         except (OSError, TimeoutError):
             with contextlib.suppress(OSError):
                 await loop.sock_sendall(self.ours, b"x")
         finally:
             out.close()
+
+    async def _send_fd(self, loop: asyncio.AbstractEventLoop, fd: int) -> None:
+        """Passes `fd` on the loop's own thread: a send still running in a worker thread when
+        the relay is cancelled would pass whatever descriptor reuses `out`'s number after
+        `out` closes — a host file or socket handed into the sandbox."""
+        while True:
+            try:
+                socket.send_fds(self.ours, [b"c"], [fd])
+                return
+            except BlockingIOError:
+                ready: asyncio.Future[None] = loop.create_future()
+                loop.add_writer(self.ours, _settle, ready)
+                try:
+                    await ready
+                finally:
+                    loop.remove_writer(self.ours)
 
     def release(self) -> None:
         """After the sandbox started: only it holds its end now."""
@@ -98,3 +114,8 @@ class Broker:
                 await self._task
         self.ours.close()
         self.theirs.close()
+
+
+def _settle(ready: asyncio.Future[None]) -> None:
+    if not ready.done():
+        ready.set_result(None)
