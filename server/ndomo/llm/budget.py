@@ -158,20 +158,41 @@ def fit(
     if window is None:
         return done(messages, tools, [])
     limit = window.input_tokens
+    # Each message and each tool list is serialised once per fit: the first token waits
+    # for this, and every estimate below is a sum of these sizes, equal to `request_size`.
+    sizes: dict[int, int] = {}
+
+    def cost(m: Message) -> int:
+        size = sizes.get(id(m))
+        if size is None:
+            size = sizes[id(m)] = wire_size(m)
+        return size
+
+    tool_sizes: dict[int, int] = {}
+
+    def tools_bytes(ts: list[ToolSpec]) -> int:
+        size = tool_sizes.get(id(ts))
+        if size is None:
+            size = tool_sizes[id(ts)] = json_size(_wire_tools(ts)) if ts else 0
+        return size
 
     def fits_with(ts: list[ToolSpec]) -> Callable[[list[Message]], bool]:
+        ts_size = tools_bytes(ts)
+
         def fits(ms: list[Message]) -> bool:
             nonlocal estimated
-            estimated = window.estimate(ms, ts)
+            # the messages' JSON list: 1 + the sum of each message's wire_size (object +
+            # separator), "[]" when empty
+            listed = 1 + sum(cost(m) for m in ms) if ms else 2
+            estimated = window.tokens_for(listed + ts_size)
             return estimated <= limit
 
         return fits
 
     steps: list[str] = []
-    # The messages' JSON list is 1 + the sum of each message's wire_size (object + separator).
-    tools_size = json_size(_wire_tools(tools)) if tools else 0
+    tools_size = tools_bytes(tools)
     trimmed = drop_exchanges(
-        messages, wire_size, lambda total: window.tokens_for(1 + total + tools_size) <= limit
+        messages, cost, lambda total: window.tokens_for(1 + total + tools_size) <= limit
     )
     if len(trimmed) < len(messages):
         steps.append(f"dropped {len(messages) - len(trimmed)} older messages")

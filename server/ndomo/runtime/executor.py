@@ -112,7 +112,6 @@ async def _stream(
     events = client.stream(messages, specs, temperature=temperature_for(ctx), max_tokens=cap)
     async with aclosing(events):  # a stopped answer closes the request at once
         async for event in events:
-            ctx.answering.set()
             if isinstance(event, TextChunk):
                 text.append(event.text)
                 await ctx.runtime.emit(ctx, TextDelta(text=event.text))
@@ -131,6 +130,9 @@ async def _stream(
                     f"the answer hit the output limit of {cap} tokens "
                     "(model.max_output_tokens, or the room left in the context window)",
                 )
+            # after the event went out: what waits for the answer to begin (the turn's
+            # snapshot, a git process started on this loop) runs behind the first token
+            ctx.answering.set()
     return "".join(text), calls
 
 

@@ -109,6 +109,35 @@ def test_a_long_session_is_measured_only_as_far_back_as_the_window_reaches():
     assert kept == whole == fit(ms, TOOLS, window).messages
 
 
+def test_a_fit_serialises_each_message_once_and_estimates_the_whole_request(monkeypatch):
+    """Every step's estimate (trim, core tools, compact prompt) is the whole request's, and
+    no message or tool list is serialised twice: the first token waits for the fit."""
+    from ndomo.llm import budget
+
+    ms = convo(4)
+    dumped: list[object] = []
+    real = budget.json_size
+
+    def counting(value: object) -> int:
+        dumped.append(value)
+        return real(value)
+
+    monkeypatch.setattr(budget, "json_size", counting)
+    for window in (
+        Window(100_000, "test"),
+        window_for([ms[0], *ms[-3:]], TOOLS, slack=5),
+        window_for(convo(0), CORE),
+    ):
+        dumped.clear()
+        fitted = fit(ms, TOOLS, window, core_tools=CORE, compact_system="compact")
+        monkeypatch.setattr(budget, "json_size", real)
+        assert fitted.estimated == window.estimate(fitted.messages, fitted.tools)
+        monkeypatch.setattr(budget, "json_size", counting)
+        messages = [d for d in dumped if isinstance(d, dict)]
+        assert len(messages) <= len(ms) + 1  # each message once (+ a compact system prompt)
+        assert len([d for d in dumped if isinstance(d, list)]) <= 2  # all tools, core tools
+
+
 def test_model_stream_setting_takes_auto_and_booleans():
     assert ModelConfig().stream == "auto"
     assert ModelConfig(stream=False).stream is False and ModelConfig(stream=True).stream is True
