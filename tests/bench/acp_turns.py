@@ -87,8 +87,9 @@ async def run(rounds: int = ROUNDS) -> list[Result]:
                 sid = (await conn.new_session(cwd=root, mcp_servers=[])).session_id
                 fake.push(quick)  # warm-up: imports, agents, the model client
                 await _turn(conn, editor, sid, "warm up")
+                own = fake.last_chat_body()  # the floor sends ndomo's own request
                 fake.push(quick)
-                await raw.once()
+                await raw.once(body=own)
 
                 async def pair(i: int, answer: dict) -> dict[str, tuple[float, float]]:
                     # a new session each pair (not timed): one session's history would pass
@@ -98,7 +99,7 @@ async def run(rounds: int = ROUNDS) -> list[Result]:
                     for who in ("raw", "ndomo") if i % 2 == 0 else ("ndomo", "raw"):
                         fake.push(answer)
                         if who == "raw":
-                            f, w, text = await raw.once()
+                            f, w, text = await raw.once(body=own)
                         else:
                             f, w, text = await _turn(conn, editor, sid, f"round {i}")
                         if text != answer["text"]:

@@ -57,6 +57,15 @@ class FakeProc:
                 self.proc.kill()
                 self.proc.wait()
 
+    def last_chat_body(self) -> dict[str, Any]:
+        """The body of the last chat request the fake received (ndomo's own, after its turn)."""
+        r = self._http.get(self.url.replace("/v1", "") + "/_fake/requests")
+        r.raise_for_status()
+        chats = [x for x in r.json() if x["path"].endswith("/chat/completions")]
+        if not chats or not isinstance(chats[-1].get("body"), dict):
+            raise RuntimeError("the fake recorded no chat request body")
+        return chats[-1]["body"]
+
     def push(self, *steps: dict) -> None:
         r = self._http.post(self.url.replace("/v1", "") + "/_fake/steps", json=list(steps))
         r.raise_for_status()
@@ -71,12 +80,17 @@ class RawStream:
     async def aclose(self) -> None:
         await self.client.aclose()
 
-    async def once(self, prompt: str = "hi") -> tuple[float, float, str]:
-        body = {
-            "model": "fake-model",
-            "stream": True,
-            "messages": [{"role": "user", "content": prompt}],
-        }
+    async def once(
+        self, prompt: str = "hi", body: dict[str, Any] | None = None
+    ) -> tuple[float, float, str]:
+        """`body`: a whole request to send as it is (ndomo's own, for a fair floor);
+        otherwise a one-message request with `prompt`."""
+        if body is None:
+            body = {
+                "model": "fake-model",
+                "stream": True,
+                "messages": [{"role": "user", "content": prompt}],
+            }
         t = time.perf_counter()
         first = None
         text = []
