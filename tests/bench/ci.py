@@ -112,9 +112,17 @@ async def query_plans() -> list[str]:
         root = Path(d)
         store = await PlanStore.open(root / ".ndomo" / "ndomo.db", workspace=root)
         try:
-            await store.trace(seen.append)
-            await _workload(store)
-            await store.trace(None)
+            from ndomo.store import plan_ops
+
+            # the workload's folder "src" (2 files) takes the broad folder's plan, its
+            # files (1 each) the narrow one: both statements are explained
+            broad, plan_ops.BROAD_FILES = plan_ops.BROAD_FILES, 2
+            try:
+                await store.trace(seen.append)
+                await _workload(store)
+                await store.trace(None)
+            finally:
+                plan_ops.BROAD_FILES = broad
             statements = sorted(
                 {
                     s.strip()

@@ -36,6 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ndomo.store.core import PLAN_ROW_SQL
 from ndomo.store.db import PRAGMAS, now
 from ndomo.store.plan_ops import (
     CHANGED_PLANS_SQL,
@@ -91,16 +92,21 @@ def load(db: Path, plans: int = PLANS) -> None:
         for i in range(plans):
             words = " ".join(rnd.sample(WORDS, 4))
             pid = f"p{i:05d}"
+            status = rnd.choice(STATUSES)
             conn.execute(
-                "INSERT INTO plans(id, slug, title, overview, status, created_at, updated_at) VALUES (?,?,?,?,?,?,?)",
+                "INSERT INTO plans(id, slug, title, overview, status, created_at, updated_at, archived_at)"
+                " VALUES (?,?,?,?,?,?,?,?)",
                 (
                     pid,
                     f"plan-{i}",
                     f"Plan {i}: {words}",
                     f"Overview of {words} number {i}",
-                    rnd.choice(STATUSES),
+                    status,
                     ts,
                     ts,
+                    ts
+                    if status == "abandoned"
+                    else None,  # archived: "archived included" finds them
                 ),
             )
             files = rnd.sample(range(FILES), 3)
@@ -134,14 +140,21 @@ class Raw:
         for pragma in PRAGMAS:  # the store's settings
             self.c.execute(f"PRAGMA {pragma}")
 
-    def search(self, word: str) -> list:
+    def search(self, word: str | None, path: str | None = None, archived: bool = False) -> list:
         """The store's statement: the bounded search, ranked on the covering index."""
-        sql, params = search_sql(word, None, include_archived=False)
+        sql, params = search_sql(word, path, include_archived=archived)
         return self.c.execute(sql, (*params, 50)).fetchall()
 
-    def list(self, status: str | None) -> list:
-        sql, params = list_sql(status, include_archived=False)
+    def list(self, status: str | None, archived: bool = False) -> list:
+        sql, params = list_sql(status, include_archived=archived)
         return self.c.execute(sql, (*params, 50)).fetchall()
+
+    def tasks(self, plan_id: str) -> list:
+        """The store's two statements: the plan by id or slug, then its tasks in order."""
+        pid = self.c.execute(PLAN_ROW_SQL, (plan_id, plan_id)).fetchone()["id"]
+        return self.c.execute(
+            "SELECT * FROM plan_tasks WHERE plan_id = ? ORDER BY ord", (pid,)
+        ).fetchall()
 
     def nothing_pending(self, agent: str) -> list:
         return self.c.execute(ANY_PENDING_SQL, (agent,)).fetchall()
@@ -225,6 +238,41 @@ async def run(plans: int = PLANS) -> list[Result]:
                 lambda w: store.search_plans(w),
                 raw.search,
                 lambda: f"{rnd.randrange(plans)}",
+            ),
+            "search (FTS, a word in every plan)": (
+                lambda w: store.search_plans(w),
+                raw.search,
+                lambda: "overview",
+            ),
+            "search (text + file)": (
+                lambda a: store.search_plans(a[0], file_path=a[1]),
+                lambda a: raw.search(a[0], a[1]),
+                lambda: (rnd.choice(WORDS), f"src/mod{rnd.randrange(FILES)}.py"),
+            ),
+            "search (folder)": (
+                lambda _: store.search_plans(file_path="src"),
+                lambda _: raw.search(None, "src"),
+                lambda: None,
+            ),
+            "search (FTS, 1 common word, archived included)": (
+                lambda w: store.search_plans(w, include_archived=True),
+                lambda w: raw.search(w, None, True),
+                lambda: rnd.choice(WORDS),
+            ),
+            "list_plans, archived included": (
+                lambda _: store.list_plans(include_archived=True),
+                lambda _: raw.list(None, True),
+                lambda: None,
+            ),
+            "list_plans(status=…), archived included": (
+                lambda st: store.list_plans(st, include_archived=True),
+                lambda st: raw.list(st, True),
+                lambda: rnd.choice(["completed", "abandoned"]),
+            ),
+            "list_tasks (a plan's)": (
+                lambda pid: store.list_tasks(pid),
+                raw.tasks,
+                lambda: f"p{rnd.randrange(plans):05d}",
             ),
             "list_plans (newest 50)": (
                 lambda _: store.list_plans(),

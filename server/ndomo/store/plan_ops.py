@@ -285,7 +285,16 @@ def _search(
     sql, params = search_sql(query, file_path, include_archived)
     if sql is None:
         return []
+    fp = (file_path or "").strip().rstrip("/")
+    if fp and not (query or "").strip() and _broad(conn, fp):
+        sql, params = recent_under_sql(fp, include_archived)
     return conn.execute(sql, (*params, limit)).fetchall()
+
+
+def _broad(conn: sqlite3.Connection, fp: str) -> bool:
+    """Whether at least BROAD_FILES file rows lie at or under `fp` (counted no further)."""
+    row = conn.execute(BROAD_SQL, (fp, fp + "/", fp + "0", BROAD_FILES)).fetchone()
+    return bool(row[0] >= BROAD_FILES)
 
 
 def _delete(conn: sqlite3.Connection, id_or_slug: str, actor: str) -> PlanDeleted:
@@ -351,6 +360,31 @@ CHANGED_PLANS_SQL = (
 # many plans match (walking plans by recency and probing the FTS index per plan was
 # measured 15× slower, and collecting every hit grows with the table).
 COMMON_HITS = 1000
+
+
+# A file filter ranks the plans touching it on idx_plans_id_rank: its cost follows how many
+# plans touch the file or folder — ~50 ms for a folder every plan touches at 10k plans. From
+# this many file rows on, walking plans newest first and probing each one's files (its
+# primary key) stops after `limit` matches instead: at least BROAD_FILES / (files per plan)
+# plans match, so the walk is short. Both give the exact newest matches; the count reads at
+# most this many index entries.
+BROAD_FILES = 2000
+_UNDER = "(file_path = ? OR (file_path >= ? AND file_path < ?))"
+BROAD_SQL = (
+    "SELECT count(*) FROM (SELECT 1 FROM plan_files INDEXED BY idx_plan_files_path_plan"
+    f" WHERE {_UNDER} LIMIT ?)"
+)
+
+
+def recent_under_sql(fp: str, include_archived: bool) -> tuple[str, list[object]]:
+    """Plans touching `fp` (a file or a folder), newest first, by walking plans in that order."""
+    index = "idx_plans_updated" if include_archived else "idx_plans_recent"
+    live = "" if include_archived else "archived_at IS NULL AND "
+    return (
+        f"SELECT * FROM plans INDEXED BY {index} WHERE {live}EXISTS (SELECT 1 FROM plan_files"
+        f" WHERE plan_id = plans.id AND {_UNDER})"
+        " ORDER BY updated_at DESC, search_key DESC LIMIT ?"
+    ), [fp, fp + "/", fp + "0"]
 
 
 def list_sql(status: str | None, include_archived: bool) -> tuple[str, list[object]]:

@@ -151,3 +151,42 @@ async def test_short_prefixes_and_file_or_folder_searches_stay_newest_first(stor
     assert ids(await store.search_plans("leg", file_path="src")) == [b.id]
     assert ids(await store.search_plans(file_path="src/b/c.py", limit=1)) == [b.id]
     assert ids(await store.search_plans()) == [c.id, b.id, a.id]  # no filter: newest plans
+
+
+async def test_a_broad_folder_walks_plans_newest_first_with_the_same_answers(store, monkeypatch):
+    """A folder many plans touch is answered by walking plans by recency (bounded by the
+    limit, not by how many plans touch it); the answers are the narrow plan's, archived
+    plans included only when asked."""
+    from ndomo.store import plan_ops
+
+    plans = []
+    for i in range(12):
+        files = [f"src/m{i}.py", f"docs/d{i}.md"] if i % 3 else [f"lib/x{i}.py"]
+        plans.append(await make_plan(store, f"Plan {i}", files=files))
+    await store._exec(
+        "UPDATE plans SET updated_at = '2030-01-01T00:00:00.000Z' WHERE id = ?", (plans[1].id,)
+    )
+    await store._exec(
+        "UPDATE plans SET archived_at = '2030-01-01T00:00:00.000Z' WHERE id = ?", (plans[2].id,)
+    )
+
+    async def answers() -> list[list[str]]:
+        return [
+            ids(await store.search_plans(file_path=fp, include_archived=arch, limit=lim))
+            for fp in ("src", "src/", "docs", "src/m4.py", "lib", "nothing")
+            for arch in (False, True)
+            for lim in (3, 50)
+        ]
+
+    narrow = await answers()
+    monkeypatch.setattr(plan_ops, "BROAD_FILES", 1)  # every folder and file takes the walk
+    broad = await answers()
+    assert broad == narrow
+    assert narrow[1][0] == plans[1].id  # the most recently updated first
+    assert plans[2].id not in narrow[1] and plans[2].id in narrow[3]  # archived only when asked
+    sql, _ = plan_ops.recent_under_sql("src", include_archived=False)
+    steps = [
+        r[3] for r in await store._all("EXPLAIN QUERY PLAN " + sql, ("src", "src/", "src0", 5))
+    ]
+    assert steps[0] == "SCAN plans USING INDEX idx_plans_recent", steps
+    assert any("SEARCH plan_files USING COVERING INDEX" in s for s in steps), steps
