@@ -41,6 +41,10 @@ class ReviewParams(Schema):
         description="The turn id (the session's last turn that changed files if unset).",
     )
     session: str | None = Field(default=None, description="Session id (the current one if unset).")
+    texts: bool = Field(
+        default=False,
+        description="Also each file's text at the checkpoint (a diff editor's left side).",
+    )
 
 
 class Hunk(Schema):
@@ -58,6 +62,7 @@ class FileReview(Schema):
     status: str  # modified, created, deleted, binary
     hash: str  # of the file on disk when the review was made ("absent": none)
     hunks: list[Hunk]
+    original: str | None = None  # with `texts`: the checkpoint's text (None: no file, or binary)
 
 
 class Review(Schema):
@@ -190,7 +195,9 @@ async def _diffs(
     return out
 
 
-def _file_review(path: str, old: bytes | None, new: bytes | None, fd: FileDiff) -> FileReview:
+def _file_review(
+    path: str, old: bytes | None, new: bytes | None, fd: FileDiff, texts: bool = False
+) -> FileReview:
     hunks = [
         Hunk(
             id=f"{path}#{c.index}",
@@ -203,7 +210,12 @@ def _file_review(path: str, old: bytes | None, new: bytes | None, fd: FileDiff) 
         )
         for c in fd.changes
     ]
-    return FileReview(path=path, status=fd.status, hash=content_hash(new), hunks=hunks)
+    original = (
+        "".join(fd.old_lines) if texts and old is not None and fd.old_lines is not None else None
+    )
+    return FileReview(
+        path=path, status=fd.status, hash=content_hash(new), hunks=hunks, original=original
+    )
 
 
 @action(
@@ -217,7 +229,7 @@ async def review_show(app: App, p: ReviewParams) -> Review:
         return Review(
             session=session, turn_id=None, message="no turn of this session changed a file"
         )
-    files = [_file_review(path, *entry) for path, entry in found.files.items()]
+    files = [_file_review(path, *entry, texts=p.texts) for path, entry in found.files.items()]
     count = sum(len(f.hunks) for f in files)
     return Review(
         session=session,
