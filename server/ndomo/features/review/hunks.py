@@ -82,7 +82,8 @@ def diff(old: bytes | None, new: bytes | None) -> FileDiff:
 
 
 def _bare(lines: list[str]) -> list[str]:
-    return [line[:-1] if line.endswith("\n") else line for line in lines]
+    """The lines as shown: without their line ending (\n or \r\n)."""
+    return [line.removesuffix("\n").removesuffix("\r") for line in lines]
 
 
 def revert(fd: FileDiff, old: bytes | None, new: bytes | None, rejected: set[int]) -> bytes | None:
