@@ -132,3 +132,14 @@ async def test_rejected_hunks_go_back_accepted_stay_and_a_file_changed_since_is_
                 {"turn": review["turn_id"], "reject": ["a.txt#2"], "hashes": hashes},
             )
         assert (ws / "a.txt").read_text() == A.replace("six", "SIX")
+
+        # the applied review is a record (not a prompt): rewinding to it takes the review back
+        view = await command(client, "ndomo.session.open", {})
+        (record,) = [t for t in view["turns"] if t["agent"] == "review"]
+        assert record["prompt"] == f"review of turn {review['turn_id']}"
+        back = await command(client, "ndomo.session.rewind", {"turn": record["id"], "what": "code"})
+        assert sorted(back["restored"]) == ["a.txt", "gone.txt", "new/made.txt"], back
+        assert (ws / "a.txt").read_text() == A.replace("two", "TWO").replace("six", "SIX")
+        assert not (ws / "gone.txt").exists()
+        assert (ws / "new" / "made.txt").read_text() == "made\n"
+        assert (ws / "b.txt").read_text() == "B1\nb2\nmine\n"  # the user's: left alone

@@ -272,8 +272,8 @@ function updateTurn(d: Drawn<TurnParts>, t: TurnView): void {
   d.key = key;
   if (p.prompt.textContent !== t.prompt) p.prompt.textContent = t.prompt;
   drawChip(p.chip, t);
-  // a stored turn of the user's (not a rewind or undo record, not running) can be rewound to
-  const rewindable = typeof t.id === "number" && t.status !== "running" && t.agent !== "rewind" && t.agent !== "undo";
+  // a stored turn of the user's (not a rewind, undo or review record, not running) can be rewound to
+  const rewindable = typeof t.id === "number" && t.status !== "running" && t.agent !== "rewind" && t.agent !== "undo" && t.agent !== "review";
   p.rewind.hidden = !rewindable;
   p.rewind.dataset.turn = rewindable ? String(t.id) : "";
   p.review.hidden = !rewindable;

@@ -9,6 +9,10 @@
   a deleted one written back. A file whose content is no longer the hash the review gave
   is refused and left as it is (review again). Files are compared and written off the
   event loop; git runs as a subprocess (the checkpoints' shadow repository).
+
+An apply that writes is recorded as a turn (agent `review`, prompt `review of turn N`) with
+checkpoints before and after it, as a rewind is: a later rewind counts what it put back as
+ndomo's, not the user's, and rewinding to that record takes the review back.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from pathlib import Path
 
 from pydantic import ConfigDict, Field
 
-from ndomo.actions import ActionError, action
+from ndomo.actions import ActionError, action, store_of
 from ndomo.app import App
 from ndomo.features.checkpoints import shadow_of
 from ndomo.features.checkpoints.shadow import CheckpointError, Shadow
@@ -30,8 +34,9 @@ from ndomo.schema import Schema
 from ndomo.store.checkpoints import Checkpoint
 from ndomo.store.models import Turn
 
-# Records of ndomo's own file operations (rewind, undo), not the user's prompts.
-_RECORDS = ("rewind", "undo")
+REVIEW_AGENT = "review"
+# Records of ndomo's own file operations (rewind, undo, review), not the user's prompts.
+_RECORDS = ("rewind", "undo", REVIEW_AGENT)
 
 
 class ReviewParams(Schema):
@@ -305,11 +310,20 @@ async def review_apply(app: App, p: ApplyParams) -> ApplyResult:
         raise ActionError(
             "a turn is running in this session; review it once it ends", kind="failed"
         )
+    async with store_of(app) as store:
+        await store.claim_session(state.id)  # no turn of another process starts meanwhile
+        try:
+            return await _apply(app, state.id, p)
+        finally:
+            await store.release_session(state.id)
+
+
+async def _apply(app: App, session_id: str, p: ApplyParams) -> ApplyResult:
     rejected: dict[str, set[int]] = {}
     for hunk in p.reject:
         path, n = _split_id(hunk)
         rejected.setdefault(path, set()).add(n)
-    _, found = await _review(app, ApplyParams(turn=p.turn, session=state.id))
+    _, found = await _review(app, ApplyParams(turn=p.turn, session=session_id))
     assert found is not None  # a turn was given
     unknown = sorted(
         f"{path}#{n}"
@@ -325,6 +339,16 @@ async def review_apply(app: App, p: ApplyParams) -> ApplyResult:
     reverted: list[str] = []
     written: list[str] = []
     refused: dict[str, str] = {}
+    shadow = shadow_of(app)
+    store = await app.store()
+    record = None
+    if rejected:
+        try:
+            before = await shadow.snapshot(f"before a review of turn {p.turn}")
+        except CheckpointError as exc:
+            raise ActionError(f"review failed: {exc}", kind="failed") from None
+        record = await store.start_turn(session_id, REVIEW_AGENT, None, f"review of turn {p.turn}")
+        await store.add_checkpoint(session_id, record.id, "turn_start", before.commit, None)
     for path, ns in sorted(rejected.items()):
         old, new, fd = found.files[path]
         expected = p.hashes.get(path)
@@ -334,13 +358,24 @@ async def review_apply(app: App, p: ApplyParams) -> ApplyResult:
         if content_hash(new) != expected:
             refused[path] = "changed since the review (review it again)"
             continue
-        mode = await _mode(shadow_of(app), found.start, path) if new is None else None
+        mode = await _mode(shadow, found.start, path) if new is None else None
         why = await _write(app.root / path, revert(fd, old, new, ns), expected, mode)
         if why is not None:
             refused[path] = why
             continue
         written.append(path)
         reverted += [f"{path}#{n}" for n in sorted(ns)]
+    if record is not None:
+        try:
+            after = await shadow.snapshot(f"reviewed turn {p.turn}")
+            await store.add_checkpoint(session_id, record.id, "turn_end", after.commit, None)
+        except CheckpointError as exc:
+            refused.setdefault("(checkpoint)", f"not taken: {exc}")
+        await store.finish_turn(
+            record.id,
+            "done" if written or not refused else "failed",
+            error="; ".join(f"{k}: {v}" for k, v in refused.items()) or None,
+        )
     parts = [
         f"turn {p.turn}: put back {len(reverted)} hunk(s) in {', '.join(written) or 'no file'}"
     ]
