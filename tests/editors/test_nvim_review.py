@@ -21,6 +21,8 @@ CHANGE = "sed -i 's/two/TWO/; s/six/SIX/' a.txt && sed -i 's/b1/B1/' b.txt && rm
 SCRIPT = [
     {"tool_calls": [{"name": "bash", "arguments": {"command": CHANGE}}]},
     {"text": "Changed them."},
+    {"tool_calls": [{"name": "bash", "arguments": {"command": "printf 'again\\n' > again.txt"}}]},
+    {"text": "Again."},
 ]
 
 
@@ -76,3 +78,7 @@ def test_review_from_the_chat_buffer_and_the_command(tmp_path: Path) -> None:
     assert any(line.endswith("a.txt#1") and line.startswith("@@ -6,1 +6,1 @@") for line in second)
     assert not any("made.txt" in line or "gone.txt" in line for line in second)
     assert r["jumped"]["name"].endswith("/a.txt") and r["jumped"]["line"] == 6
+    # with review_after_turn the next turn's review opened by itself, with only its own file
+    after_turn = r["after_turn"]
+    assert "diff again.txt (created)" in after_turn and "+again" in after_turn, after_turn
+    assert not any(line.startswith("diff a.txt") for line in after_turn)

@@ -101,3 +101,16 @@ def test_review_turn_from_the_palette_refuses_a_file_changed_since(vs: Env) -> N
     assert (vs.ws / "review-b.txt").read_text() == "B1\nmine\n"  # left as the user made it
     assert (vs.ws / "review-a.txt").read_text() == A.replace("two", "TWO")  # the other file: applied
     assert (vs.ws / "review-made.txt").read_text() == "made\n"  # kept
+
+
+def test_with_review_after_turn_the_review_opens_when_the_turn_ends(vs: Env) -> None:
+    wb = vs.wb
+    vs.settings(**{"ndomo.review.afterTurn": True})
+    _turn(vs)
+    # no click: the diff editor and the pick of hunks open by themselves
+    wb.d.call("waitText", selector=".tab", regex="ndomo review: turn \\d+")
+    rows = _rows(vs)
+    assert any(r.startswith("review-made.txt (created") for r in rows), rows
+    wb.escape()  # Esc: nothing put back
+    assert (vs.ws / "review-made.txt").read_text() == "made\n"
+    assert (vs.ws / "review-a.txt").read_text() == A.replace("two", "TWO").replace("six", "SIX")

@@ -35,7 +35,7 @@ local function line_of(name, pattern)
     if l:find(pattern, 1, true) then return i end
   end
 end
-local function chat_win() return vim.fn.bufwinid(vim.fn.bufnr(chat.NAME)) end
+local function chat_win() return vim.fn.win_findbuf(vim.fn.bufnr(chat.NAME))[1] end -- in any tab
 local function idle() return ndomo.last_status and not ndomo.last_status.busy end
 local function read(rel)
   local f = io.open(workspace .. "/" .. rel)
@@ -123,6 +123,12 @@ local ok, err = pcall(function()
   results.second = lines_of(review.NAME)
   on("a.txt#1", "<CR>")
   results.jumped = { name = vim.api.nvim_buf_get_name(0), line = vim.api.nvim_win_get_cursor(0)[1] }
+  -- review_after_turn: the next turn that changes a file opens its review by itself
+  ndomo.opts.review_after_turn = true
+  vim.api.nvim_buf_delete(vim.fn.bufnr(review.NAME), { force = true })
+  send("one more file")
+  wait(60000, function() return line_of(review.NAME, "again.txt#1") ~= nil end, "the review after the turn")
+  results.after_turn = lines_of(review.NAME)
 end)
 if not ok then results.errors.run = tostring(err) end
 results.notes = notes
