@@ -196,7 +196,7 @@ async def _diffs(
         new = await _read(app.root / path)
         if old == new:
             continue  # changed by the turn, then back (by a later turn or the user)
-        out[path] = (old, new, diff(old, new))
+        out[path] = (old, new, await asyncio.to_thread(diff, old, new))  # difflib: off the loop
     return out
 
 
@@ -218,9 +218,7 @@ def _file_review(
     original = (
         "".join(fd.old_lines) if texts and old is not None and fd.old_lines is not None else None
     )
-    return FileReview(
-        path=path, status=fd.status, hash=content_hash(new), hunks=hunks, original=original
-    )
+    return FileReview(path=path, status=fd.status, hash=fd.new_hash, hunks=hunks, original=original)
 
 
 @action(
@@ -355,7 +353,7 @@ async def _apply(app: App, session_id: str, p: ApplyParams) -> ApplyResult:
         if expected is None:
             refused[path] = "no hash given: the review's hash of the file is needed"
             continue
-        if content_hash(new) != expected:
+        if fd.new_hash != expected:
             refused[path] = "changed since the review (review it again)"
             continue
         mode = await _mode(shadow, found.start, path) if new is None else None

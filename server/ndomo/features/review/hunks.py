@@ -62,23 +62,25 @@ class FileDiff:
     changes: list[Change]
     old_lines: list[str] | None  # None: not text
     new_lines: list[str] | None
+    new_hash: str  # content_hash(new): what an apply checks the file against
 
 
 def diff(old: bytes | None, new: bytes | None) -> FileDiff:
     """The hunks turning `old` (None: no file) into `new` (None: deleted)."""
     status: Status = "created" if old is None else "deleted" if new is None else "modified"
+    digest = content_hash(new)
     a, b = _text(old), _text(new)
     if a is None or b is None:
         whole = Change(1, 0, 0, 0, 0, [], [])
-        return FileDiff("binary" if status == "modified" else status, [whole], None, None)
+        return FileDiff("binary" if status == "modified" else status, [whole], None, None, digest)
     if status != "modified":  # one hunk: the whole file (even an empty one)
-        return FileDiff(status, [Change(1, 0, len(a), 0, len(b), _bare(a), _bare(b))], a, b)
+        return FileDiff(status, [Change(1, 0, len(a), 0, len(b), _bare(a), _bare(b))], a, b, digest)
     ops = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
     changes = [
         Change(n, i1, i2, j1, j2, _bare(a[i1:i2]), _bare(b[j1:j2]))
         for n, (_, i1, i2, j1, j2) in enumerate((op for op in ops if op[0] != "equal"), 1)
     ]
-    return FileDiff(status, changes, a, b)
+    return FileDiff(status, changes, a, b, digest)
 
 
 def _bare(lines: list[str]) -> list[str]:
