@@ -304,10 +304,15 @@ async def review_apply(app: App, p: ApplyParams) -> ApplyResult:
 
     rt = Runtime.of(app)
     state = await rt.session(p.session)
-    if state.id in rt.active:
-        raise ActionError(
-            "a turn is running in this session; review it once it ends", kind="failed"
-        )
+    running = rt.active.get(state.id)
+    if running is not None:
+        ctx = running[0]
+        if ctx.turn_id is not None or not ctx.request.prompt.lstrip().startswith("/"):
+            raise ActionError(
+                "a turn is running in this session; review it once it ends", kind="failed"
+            )
+        # typed as `/review apply …`: the slash command's own turn holds the claim
+        return await _apply(app, state.id, p)
     async with store_of(app) as store:
         await store.claim_session(state.id)  # no turn of another process starts meanwhile
         try:
