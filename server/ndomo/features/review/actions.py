@@ -130,10 +130,19 @@ class _Turns:
         return start, self.ends.get(turn.id, later[0] if later else self.now)
 
 
-async def _read(path: Path) -> bytes | None:
+def _inside(root: Path, path: Path) -> bool:
+    """`path`'s folder is in the workspace once links are followed: a folder the turn made a
+    link to elsewhere is neither read nor written through."""
+    real, top = os.path.realpath(path.parent), os.path.realpath(root)
+    return real == top or real.startswith(top + os.sep)
+
+
+async def _read(root: Path, rel: str) -> bytes | None:
+    path = root / rel
+
     def read() -> bytes | None:
         try:
-            if path.is_symlink() or not path.is_file():
+            if not _inside(root, path) or path.is_symlink() or not path.is_file():
                 return None
             return path.read_bytes()
         except FileNotFoundError:
@@ -193,7 +202,7 @@ async def _diffs(
     out = {}
     for path in sorted(changed):
         old = None if changed[path] == "A" else await shadow.files(start, path)
-        new = await _read(app.root / path)
+        new = await _read(app.root, path)
         if old == new:
             continue  # changed by the turn, then back (by a later turn or the user)
         out[path] = (old, new, await asyncio.to_thread(diff, old, new))  # difflib: off the loop
@@ -253,11 +262,16 @@ def _split_id(hunk: str) -> tuple[str, int]:
     return path, int(n)
 
 
-async def _write(path: Path, data: bytes | None, expected: str, mode: int | None) -> str | None:
+async def _write(
+    root: Path, rel: str, data: bytes | None, expected: str, mode: int | None
+) -> str | None:
     """Replace the file with `data` (None: remove it) unless it no longer has the hash
     `expected`; the reason when it is left as it is."""
+    path = root / rel
 
     def write() -> str | None:
+        if not _inside(root, path):
+            return "not written: its folder is now a link out of the workspace"
         try:
             current = None if path.is_symlink() or not path.is_file() else path.read_bytes()
         except FileNotFoundError:
@@ -362,7 +376,7 @@ async def _apply(app: App, session_id: str, p: ApplyParams) -> ApplyResult:
             refused[path] = "changed since the review (review it again)"
             continue
         mode = await _mode(shadow, found.start, path) if new is None else None
-        why = await _write(app.root / path, revert(fd, old, new, ns), expected, mode)
+        why = await _write(app.root, path, revert(fd, old, new, ns), expected, mode)
         if why is not None:
             refused[path] = why
             continue
