@@ -52,6 +52,7 @@ def action_modules() -> tuple[ModuleType, ...]:
         undo,
     )
     from ndomo.features.checkpoints import rewind
+    from ndomo.features.review import actions as review
     from ndomo.plan import actions as plan_actions
     from ndomo.plan import view
     from ndomo.tools.mcp import actions as mcp_actions
@@ -69,6 +70,7 @@ def action_modules() -> tuple[ModuleType, ...]:
         approvals,
         undo,
         rewind,
+        review,
         reflex_actions,
         trust,
         mcp_actions,

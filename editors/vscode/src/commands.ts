@@ -283,7 +283,7 @@ export const PALETTE: PaletteCommand[] = [
   },
 ];
 
-const RECORDS = new Set(["rewind", "undo"]); // ndomo's own file operations, not prompts
+const RECORDS = new Set(["rewind", "undo", "review"]); // ndomo's own file operations, not prompts
 
 /** The session's prompts from `ndomo.session.open`, oldest first: one rewind target each. */
 export function rewindItems(view: unknown): PickItem[] {

@@ -58,6 +58,7 @@ import { DIAGNOSTICS, reportDiagnostics } from "./problems";
 import { formatStatus, parseStatus, pickStatus, StatusPayload } from "./status";
 import { describeEvent } from "./transcript";
 import { BEFORE_SCHEME, ChatView, VIEW_ID } from "./chat/view";
+import { REVIEW_SCHEME, ReviewOriginals, reviewTurn } from "./review";
 import { TurnTracker } from "./turns";
 import { DONT_TRUST, MANAGE_TRUST_COMMAND, outcome, parseTrust, question, TRUST, TRUST_BOTH, TrustInfo } from "./trust";
 
@@ -324,11 +325,22 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     advertised: () => (client?.initializeResult?.capabilities?.experimental as { ndomo?: unknown } | undefined)?.ndomo,
   };
   const chat = new ChatView(vscode.Uri.joinPath(context.extensionUri, "dist"), lsp);
+  const originals = new ReviewOriginals();
   chat.advertised = ctx.advertised!;
   chat.commands = () => ctx;
   context.subscriptions.push(
     vscode.window.registerWebviewViewProvider(VIEW_ID, chat, { webviewOptions: { retainContextWhenHidden: true } }),
     vscode.workspace.registerTextDocumentContentProvider(BEFORE_SCHEME, chat.before),
+    vscode.workspace.registerTextDocumentContentProvider(REVIEW_SCHEME, originals),
+    // the palette's "Review turn" and a turn's Review button in the chat view (its turn id)
+    vscode.commands.registerCommand("ndomo.reviewTurn", async (turn?: unknown) => {
+      try {
+        return await reviewTurn(lsp, originals, typeof turn === "number" ? turn : undefined);
+      } catch (err) {
+        ui.error(`ndomo: ${err instanceof Error ? err.message : String(err)}`);
+        return undefined;
+      }
+    }),
   );
 
   for (const cmd of PALETTE) {
@@ -494,7 +506,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
     });
     c.onNotification("ndomo/turn/event", (event: unknown) => {
+      const running = turns.current;
       if (turns.onEvent(event)) render();
+      // `ndomo.review.afterTurn`: this editor's turn ended done: its review, when it changed files
+      const ended = event as { kind?: unknown; status?: unknown } | null;
+      if (running?.turnId != null && !turns.current && ended?.kind === "turn_finished" && ended.status === "done"
+        && settings().get<boolean>("review.afterTurn", false)) {
+        reviewTurn(lsp, originals, running.turnId, true).catch((err) => output.appendLine(`review failed: ${String(err)}`));
+      }
       const line = describeEvent(event);
       if (line !== null) transcript.append(line);
       chat.onEvent(event);

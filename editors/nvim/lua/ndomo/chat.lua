@@ -4,7 +4,8 @@
 ---
 --- Keys (normal mode, in the chat buffer): <CR> sends the input area, q closes the window,
 --- <C-c> cancels the turn, X stops the tool call under the cursor (the turn goes on), R rewinds
---- to before the turn under the cursor (ndomo.rewind: files, conversation or both). In insert
+--- to before the turn under the cursor (ndomo.rewind: files, conversation or both), V opens
+--- the review of the turn under the cursor (ndomo.review). In insert
 --- mode `@` completes a mention (ndomo.mentions): a file, @plan, @problems, @symbol:Name.
 --- Layout: require("ndomo").setup({ chat = { layout = "split" | "vsplit" | "float" } }).
 local client = require("ndomo.client")
@@ -12,7 +13,7 @@ local client = require("ndomo.client")
 local M = {}
 
 M.NAME = "ndomo://chat"
-M.SEPARATOR = "──── <CR> send · q close · <C-c> cancel turn · X stop tool call · R rewind ────"
+M.SEPARATOR = "──── <CR> send · q close · <C-c> cancel turn · X stop tool call · R rewind · V review ────"
 M.OUTPUT_LINES = 200 -- live output lines kept per tool call
 
 local state = { turns = {}, questions = {}, status = nil, loaded = false }
@@ -369,6 +370,11 @@ local function ensure_buf()
   map("<C-c>", M.cancel, "cancel the turn")
   map("X", M.stop_call, "stop the tool call under the cursor")
   map("R", M.rewind_here, "rewind to before the turn under the cursor")
+  map("V", function()
+    local id = turn_lines[vim.api.nvim_win_get_cursor(0)[1]]
+    if not id then return vim.notify("ndomo: no stored turn here (V works on a turn of the log)", vim.log.levels.WARN) end
+    require("ndomo.review").open(id)
+  end, "review the changes of the turn under the cursor")
   require("ndomo.mentions").setup(buf)
   M.redraw()
   return buf

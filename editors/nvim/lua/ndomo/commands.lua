@@ -1,4 +1,4 @@
---- :Ndomo ask|fix|plan|mode|agent|cancel|undo|rewind|plans|health|new|transcript|chat|notes|trust, with completion.
+--- :Ndomo ask|fix|plan|mode|agent|cancel|undo|rewind|review|plans|health|new|transcript|chat|notes|trust, with completion.
 local client = require("ndomo.client")
 local ui = require("ndomo.ui")
 
@@ -180,6 +180,11 @@ M.subcommands = {
       if vim.fn.bufnr(chat.NAME) > 0 then chat.reload() end
     end)
   end,
+  review = function(a)
+    local turn = tonumber(a.rest)
+    if a.rest ~= "" and not turn then return notify("ndomo: :Ndomo review [turn id]", vim.log.levels.WARN) end
+    require("ndomo.review").open(turn)
+  end,
   undo = function()
     client.execute("ndomo.undo", {}, function(err, res)
       if err then return fail(err) end
@@ -339,7 +344,7 @@ function M.create()
     range = true,
     bang = true,
     complete = M.complete,
-    desc = "ndomo: ask|fix|plan|mode|agent|cancel|undo|rewind|plans|health|new|transcript|chat|notes|trust",
+    desc = "ndomo: ask|fix|plan|mode|agent|cancel|undo|rewind|review|plans|health|new|transcript|chat|notes|trust",
   })
 end
 

@@ -30,6 +30,8 @@ M.defaults = {
   notify_answers = true,
   -- Approvals and other server questions through vim.ui.select.
   ui_select_requests = true,
+  -- After a turn that changed files, open its review (:Ndomo review) at once.
+  review_after_turn = false,
 }
 
 local function check(opts)
@@ -42,6 +44,7 @@ local function check(opts)
     cmd_env = { opts.cmd_env, "table", true },
     capabilities = { opts.capabilities, "table", true },
     exit_timeout = { opts.exit_timeout, "number" },
+    review_after_turn = { opts.review_after_turn, "boolean" },
   })
   if #opts.cmd == 0 then
     error("ndomo: cmd must name the server executable, e.g. { 'ndomo', 'serve' }", 0)

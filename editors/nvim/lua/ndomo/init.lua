@@ -193,6 +193,11 @@ function M.setup(user)
     group = group,
     callback = function(ev) M.attach(ev.buf) end,
   })
+  vim.api.nvim_create_autocmd("User", {
+    group = group,
+    pattern = "NdomoAnswer",
+    callback = function(ev) if M.opts.review_after_turn then require("ndomo.review").after_turn(ev.data) end end,
+  })
   -- Quit: wait for the servers to exit (shutdown, exit), SIGTERM the ones that do not.
   vim.api.nvim_create_autocmd("VimLeavePre", {
     group = group,

@@ -12,7 +12,7 @@ M.LABELS = {
   conversation = "conversation only (the files stay)",
 }
 M.OVERWRITE, M.KEEP = "Overwrite them", "Keep my changes"
-local RECORDS = { rewind = true, undo = true } -- ndomo's own file operations, not prompts
+local RECORDS = { rewind = true, undo = true, review = true } -- ndomo's own file operations, not prompts
 
 local function notify(msg, level) vim.notify(msg, level or vim.log.levels.INFO, { title = "ndomo" }) end
 

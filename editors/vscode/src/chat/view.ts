@@ -54,6 +54,7 @@ type FromWebview =
   | { type: "openLink"; href: string }
   | { type: "openFile"; path: string; line?: number; end?: number }
   | { type: "rewind"; turn: number }
+  | { type: "review"; turn: number }
   | { type: "retry"; mode: string; prompt: string; agent?: string }
   | { type: "openEdit"; id: string }
   | { type: "openDiff"; id: string }
@@ -238,6 +239,9 @@ export class ChatView {
           if (this.commands && typeof m.turn === "number" && (await rewind(this.commands(), m.turn)) !== undefined) {
             await this.reload();
           }
+          return;
+        case "review": // review.ts, registered by extension.ts
+          if (typeof m.turn === "number") await vscode.commands.executeCommand("ndomo.reviewTurn", m.turn);
           return;
         case "openEdit":
           await this.openEdit(m.id);

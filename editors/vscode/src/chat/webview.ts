@@ -224,6 +224,7 @@ interface TurnParts {
   prompt: HTMLElement;
   chip: HTMLElement;
   rewind: HTMLButtonElement;
+  review: HTMLButtonElement;
   meta: HTMLElement;
   items: HTMLElement;
   outcome: HTMLElement;
@@ -239,10 +240,14 @@ function turnBox(): Drawn<TurnParts> {
   rewind.textContent = "Rewind";
   rewind.title = "Go back to before this prompt: its files, its conversation or both";
   rewind.dataset.action = "rewind";
+  const review = el("button", "rewind review") as HTMLButtonElement;
+  review.textContent = "Review";
+  review.title = "Review this turn's changes: a diff of every file it changed, then keep or put back each hunk";
+  review.dataset.action = "review";
   const chip = el("div", "chip");
   chip.hidden = true;
-  const parts: TurnParts = { prompt: el("div", "prompt"), chip, rewind, meta: el("div", "meta"), items: el("div", "items"), outcome: el("div", "outcome"), drawn: [] };
-  box.append(parts.rewind, parts.prompt, parts.chip, parts.meta, parts.items, parts.outcome);
+  const parts: TurnParts = { prompt: el("div", "prompt"), chip, rewind, review, meta: el("div", "meta"), items: el("div", "items"), outcome: el("div", "outcome"), drawn: [] };
+  box.append(parts.rewind, parts.review, parts.prompt, parts.chip, parts.meta, parts.items, parts.outcome);
   return { key: "", el: box, parts };
 }
 
@@ -267,10 +272,12 @@ function updateTurn(d: Drawn<TurnParts>, t: TurnView): void {
   d.key = key;
   if (p.prompt.textContent !== t.prompt) p.prompt.textContent = t.prompt;
   drawChip(p.chip, t);
-  // a stored turn of the user's (not a rewind or undo record, not running) can be rewound to
-  const rewindable = typeof t.id === "number" && t.status !== "running" && t.agent !== "rewind" && t.agent !== "undo";
+  // a stored turn of the user's (not a rewind, undo or review record, not running) can be rewound to
+  const rewindable = typeof t.id === "number" && t.status !== "running" && t.agent !== "rewind" && t.agent !== "undo" && t.agent !== "review";
   p.rewind.hidden = !rewindable;
   p.rewind.dataset.turn = rewindable ? String(t.id) : "";
+  p.review.hidden = !rewindable;
+  p.review.dataset.turn = p.rewind.dataset.turn;
   const meta = `${t.agent} · ${t.mode}`;
   if (p.meta.textContent !== meta) p.meta.textContent = meta;
   const outcome = describeOutcome(t);
@@ -524,6 +531,8 @@ function onLogClick(e: Event): void {
     if (mode && prompt) vscodeApi.postMessage({ type: "retry", mode, prompt, agent: agent || undefined });
   } else if (action === "rewind") {
     if (hit.dataset.turn) vscodeApi.postMessage({ type: "rewind", turn: Number(hit.dataset.turn) });
+  } else if (action === "review") {
+    if (hit.dataset.turn) vscodeApi.postMessage({ type: "review", turn: Number(hit.dataset.turn) });
   } else if (action === "openEdit" || action === "openDiff") {
     vscodeApi.postMessage({ type: action, id: hit.dataset.call ?? "" });
   }

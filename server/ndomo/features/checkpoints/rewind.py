@@ -28,8 +28,8 @@ from ndomo.store.errors import StoreError
 from ndomo.store.models import Turn
 
 REWIND_AGENT = "rewind"
-# Records of ndomo's own file operations, not the user's prompts.
-_RECORDS = ("rewind", "undo")
+# Records of ndomo's own file operations, not the user's prompts (`review`: an applied review).
+_RECORDS = ("rewind", "undo", "review")
 
 
 class RewindParams(Schema):

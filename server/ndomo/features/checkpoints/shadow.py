@@ -177,7 +177,11 @@ class Shadow:
         the last one's."""
         notes: list[str] = []
         stage: list[str] = []
+        gone: list[str] = []  # beyond a link now (its folder became one): out of the index
         for rel in paths:
+            if self._beyond_link(rel):
+                gone.append(rel)
+                continue
             try:
                 st = os.lstat(self.root / rel)
             except OSError:
@@ -191,6 +195,10 @@ class Shadow:
                 )
                 continue
             stage.append(rel)
+        if gone:  # `git add` refuses a path beyond a symbolic link
+            await self.git(
+                "update-index", "-z", "--force-remove", "--stdin", stdin="\0".join(gone).encode()
+            )
         if stage:  # only what `ls-files` named: no second walk of the workspace
             await self.git(
                 "add",
@@ -212,6 +220,11 @@ class Shadow:
         (self.git_dir / STAMP).write_text(self._index_stamp())
         assert commit is not None
         return Snapshot(commit, notes)
+
+    def _beyond_link(self, rel: str) -> bool:
+        """A folder on `rel`'s way from the workspace root is a symbolic link."""
+        parts = rel.split("/")[:-1]
+        return any(os.path.islink(self.root.joinpath(*parts[: i + 1])) for i in range(len(parts)))
 
     # -- compare and restore -------------------------------------------------------------
 
