@@ -10,7 +10,7 @@
  * (markdown.ts: no raw HTML, links opened by the extension); tool calls are cards (cards.ts).
  */
 
-import { exitCode, FileHit, globHits, grepHits, lineDiff, patchFiles, type DiffLine } from "./cards";
+import { exitCode, FileHit, fileDiffLines, globHits, grepHits, lineDiff, patchFiles, type DiffLine, type FileDiff } from "./cards";
 import { codeBar, highlight, renderMarkdown } from "./markdown";
 import {
   Approval, BUSY_TEXT, ChatState, describeOutcome, describeSelection, describeStatus, EXAMPLE_PROMPTS, fenceRetry, Item, ToolCallView, TurnView, Welcome,
@@ -103,12 +103,14 @@ function cardBody(c: ToolCallView): HTMLElement[] {
       return [head, diffBlock(d.lines, d.cut)];
     }
     case "write": {
+      if (c.files?.length) return fileCards(c);
       const d = lineDiff("", str(a.content));
       const head = el("div", "cardhead");
       head.append(fileLink(str(a.path), 1, str(a.path)), el("span", "counts", ` ${d.added} lines written (the whole file)`));
       return [head, diffBlock(d.lines, d.cut)];
     }
     case "apply_patch": {
+      if (c.files?.length) return fileCards(c);
       const files = patchFiles(str(a.patch));
       if (!files.length) return [el("pre", "args", str(a.patch))];
       return files.flatMap((f) => {
@@ -135,6 +137,12 @@ function cardBody(c: ToolCallView): HTMLElement[] {
       const parts: HTMLElement[] = [];
       if (str(a.command)) parts.push(codeBlock(str(a.command), "bash"));
       else parts.push(el("pre", "args", JSON.stringify(a, null, 2)));
+      if (c.sandbox) {
+        // what the command ran in, as the server ran it (kept with the call: the same after a reload)
+        const box = el("div", `sandbox${c.sandbox.startsWith("sandboxed") ? "" : " bad"}`, c.sandbox);
+        box.title = "Where this command ran: bubblewrap's sandbox, and the network it could reach";
+        parts.push(box);
+      }
       const code = exitCode(c.summary) ?? exitCode(out);
       if (code !== null) parts.push(el("div", code === 0 ? "exit" : "exit bad", `exit code ${code}`));
       if (out) {
@@ -154,6 +162,28 @@ function cardBody(c: ToolCallView): HTMLElement[] {
       return parts;
     }
   }
+}
+
+const KIND_WORDS: Record<FileDiff["kind"], string> = { create: "new file", modify: "", delete: "deleted", move: "moved here" };
+
+/** A card per file a call changed (the server's diffs): the path at its first changed line,
+ * new file / deleted, the counts, Open diff (VS Code's diff editor) and the hunks. */
+function fileCards(c: ToolCallView): HTMLElement[] {
+  return (c.files ?? []).flatMap((f, i) => {
+    const d = fileDiffLines(f);
+    const head = el("div", "cardhead");
+    head.dataset.file = f.path;
+    head.append(fileLink(f.path, f.kind === "delete" ? undefined : f.line, f.path));
+    if (KIND_WORDS[f.kind]) head.append(el("span", `filekind ${f.kind}`, ` ${KIND_WORDS[f.kind]}`));
+    head.append(el("span", "counts", ` +${d.added} −${d.removed} `));
+    const open = el("button", "secondary", "Open diff");
+    Object.assign(open.dataset, { action: "openDiff", call: c.id, file: String(i) });
+    open.title = `Compare ${f.path} before and after this call`;
+    head.append(open);
+    const block = diffBlock(d.lines, d.cut);
+    if (f.cut) block.append(el("div", "ctx", "… the rest of this diff was too long to keep"));
+    return [head, block];
+  });
 }
 
 /** The user's open or close of a card, noted at the click (before the element toggles), so a
@@ -525,7 +555,8 @@ function onLogClick(e: Event): void {
   } else if (action === "rewind") {
     if (hit.dataset.turn) vscodeApi.postMessage({ type: "rewind", turn: Number(hit.dataset.turn) });
   } else if (action === "openEdit" || action === "openDiff") {
-    vscodeApi.postMessage({ type: action, id: hit.dataset.call ?? "" });
+    const file = hit.dataset.file === undefined ? undefined : Number(hit.dataset.file);
+    vscodeApi.postMessage({ type: action, id: hit.dataset.call ?? "", file });
   }
 }
 
