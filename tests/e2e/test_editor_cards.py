@@ -108,7 +108,7 @@ async def test_decisions_sandbox_diffs_and_the_chip_come_back_after_a_restart(ls
     assert made["path"] == "new.txt" and made["kind"] == "create" and made["line"] == 1
     assert made["diff"].startswith("--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+a\n+b\n")
     (patched,) = finished["apply_patch3"]["files"]
-    assert patched["kind"] == "modify" and patched["line"] == 1
+    assert patched["kind"] == "modify" and patched["line"] == 2  # the first changed line
     assert "-    return a - b\n+    return a + b\n" in patched["diff"]
     assert finished["bash4"]["status"] == "refused" and finished["bash4"]["sandbox"] is None
 

@@ -81,12 +81,7 @@ def file_diff(change: FileChange) -> FileDiff:
     after = (change.after or "").splitlines(keepends=True)
     lines = list(difflib.unified_diff(before, after, old_name, new_name, n=3))
     text = "".join(x if x.endswith("\n") else x + "\n\\ No newline at end of file\n" for x in lines)
-    line = 1
-    for x in lines:
-        if x.startswith("@@"):
-            start = x.split("+", 1)[1].split(",", 1)[0].split(" ", 1)[0]
-            line = max(1, int(start or 1))
-            break
+    line = first_changed_line(lines)
     kind: Any = change.kind if change.kind in ("create", "modify", "delete", "move") else "modify"
     cut = len(text) > DIFF_SHOWN
     return FileDiff(
@@ -96,6 +91,20 @@ def file_diff(change: FileChange) -> FileDiff:
         line=line,
         cut=cut,
     )
+
+
+def first_changed_line(diff: list[str]) -> int:
+    """The new text's first changed line: the first hunk's start plus its leading context."""
+    line = 0
+    for x in diff:
+        if line == 0 and x.startswith("@@"):
+            start = x.split("+", 1)[1].split(",", 1)[0].split(" ", 1)[0]
+            line = max(1, int(start or 1))
+        elif line and x[:1] == " ":
+            line += 1
+        elif line and x[:1] in "+-":
+            break
+    return max(1, line)
 
 
 async def note_changes(changes: list[FileChange]) -> None:
