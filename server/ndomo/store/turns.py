@@ -6,7 +6,7 @@ import json
 import sqlite3
 from typing import Any
 
-from ndomo.store.base import StoreBase, dumps, loads, row_dict
+from ndomo.store.base import StoreBase, loads, row_dict
 from ndomo.store.core import ensure_session_row
 from ndomo.store.db import now
 from ndomo.store.errors import Invalid, NotFound
