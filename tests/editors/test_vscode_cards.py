@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 from tests.editors.test_vscode_real import BASE_SETTINGS, LABELS, WHY, Env, env, pytestmark, vs  # noqa: F401
@@ -60,7 +61,6 @@ def test_write_and_patch_cards_show_their_diffs_and_open_the_diff_editor(vs: Env
     assert wb.wait_chat(f"{patch} .cardhead a.file", text="shapes.py").strip() == "shapes.py"
     assert wb.wait_chat(f"{patch} pre.diff .del", text="return w + h").strip() == "-     return w + h"
     assert wb.wait_chat(f"{patch} pre.diff .add", text="return w * h").strip() == "+     return w * h"
-    assert (vs.ws / "shapes.py").read_text(encoding="utf-8") == SHAPES.replace("w + h", "w * h")
     _docs_shot(vs, "chat-file-cards")
 
     wb.chat_click(f"{write} .cardhead button", text="Open diff")
@@ -97,9 +97,25 @@ def test_a_commands_sandbox_state_and_the_decisions_and_chip_after_a_reload(vs: 
     (sandboxed, offline)"; a command that asks for the network is asked, approved once (its
     card: "sandboxed · network"). After Developer: Reload Window the view reads the stored
     history: the same sandbox states, the same decision lines and the code action's chip."""
+    # the user's own config file turns sandbox.auto_allow on; a settings change makes the
+    # server read its settings again
+    user_config = vs.server.root / "xdg-config" / "ndomo" / "config.yaml"
+    user_config.parent.mkdir(parents=True, exist_ok=True)
+    user_config.write_text("sandbox:\n  auto_allow: true\n", encoding="utf-8")
+    try:
+        _commands_and_reload(vs)
+    finally:
+        user_config.unlink()
+
+
+def _commands_and_reload(vs: Env) -> None:
     wb = vs.wb
-    vs.settings(**{"ndomo.initializationOptions": {**BASE_SETTINGS["ndomo.initializationOptions"],
-                                                   "sandbox": {"auto_allow": True}}})
+    vs.settings(**{"ndomo.modes.default": "discussion"})
+    deadline = time.monotonic() + 60
+    while "auto-allow" not in wb.status():  # a new session's status says the server has it
+        assert time.monotonic() < deadline, wb.status()
+        wb.palette("ndomo: New session")
+        time.sleep(1)
     vs.script(
         {"tool_calls": [{"name": "bash", "arguments": {"command": "echo offline-card"}}]},
         {"tool_calls": [{"name": "bash", "arguments": {"command": "echo net-card", "network": True}}]},
@@ -129,6 +145,9 @@ def test_a_commands_sandbox_state_and_the_decisions_and_chip_after_a_reload(vs: 
     wb.wait_status(r"^ndomo: \w+ · \w+")
     wb.open_chat()
     wb.wait_chat(".turn .chip a.file", text="calc.py:6")
-    wb.wait_chat('.turn details.tool[data-tool="bash"] .sandbox', text="sandboxed · offline")
-    reloaded = wb.chat_eval(CARDS)
-    assert reloaded == want, reloaded
+    # on the card's summary line: seen with the card closed
+    wb.wait_chat('.turn details.tool[data-tool="bash"] summary .sandbox', text="sandboxed · offline")
+    deadline = time.monotonic() + 30
+    while (reloaded := wb.chat_eval(CARDS)) != want:
+        assert time.monotonic() < deadline, reloaded
+        time.sleep(0.2)

@@ -168,3 +168,9 @@ test("Open diff for a write or a patch: the file before the call, from today's t
   assert.deepEqual([d.added, d.removed], [1, 1]);
   assert.deepEqual(d.lines.map((l) => l.sign + l.text), [" @@ -1,2 +1,2 @@", " def add(a, b):", "-    return a - b", "+    return a + b"]);
 });
+
+test("a new file's hunk header reads as written (-0,0)", async () => {
+  const { fileDiffLines, filesOf } = await import("../src/chat/cards");
+  const [made] = filesOf([{ path: "n.txt", kind: "create", diff: "--- /dev/null\n+++ b/n.txt\n@@ -0,0 +1,2 @@\n+a\n+b\n", line: 1 }]);
+  assert.equal(fileDiffLines(made).lines[0].text, "@@ -0,0 +1,2 @@");
+});

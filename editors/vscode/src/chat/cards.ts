@@ -70,7 +70,9 @@ export function patchFiles(patch: string): PatchFile[] {
       const path = f.newFileName && f.newFileName !== "/dev/null" ? strip(f.newFileName) : strip(f.oldFileName);
       const lines: DiffLine[] = [];
       for (const h of f.hunks) {
-        lines.push({ sign: " ", text: `@@ -${h.oldStart},${h.oldLines} +${h.newStart},${h.newLines} @@` });
+        // jsdiff reads an empty side's start ("-0,0") as 1: the header shows it as written
+        const at = (start: number, count: number) => `${count ? start : Math.max(0, start - 1)},${count}`;
+        lines.push({ sign: " ", text: `@@ -${at(h.oldStart, h.oldLines)} +${at(h.newStart, h.newLines)} @@` });
         for (const l of h.lines) {
           const sign = l[0] === "+" || l[0] === "-" ? (l[0] as "+" | "-") : " ";
           lines.push({ sign, text: l.slice(1) });

@@ -137,12 +137,6 @@ function cardBody(c: ToolCallView): HTMLElement[] {
       const parts: HTMLElement[] = [];
       if (str(a.command)) parts.push(codeBlock(str(a.command), "bash"));
       else parts.push(el("pre", "args", JSON.stringify(a, null, 2)));
-      if (c.sandbox) {
-        // what the command ran in, as the server ran it (kept with the call: the same after a reload)
-        const box = el("div", `sandbox${c.sandbox.startsWith("sandboxed") ? "" : " bad"}`, c.sandbox);
-        box.title = "Where this command ran: bubblewrap's sandbox, and the network it could reach";
-        parts.push(box);
-      }
       const code = exitCode(c.summary) ?? exitCode(out);
       if (code !== null) parts.push(el("div", code === 0 ? "exit" : "exit bad", `exit code ${code}`));
       if (out) {
@@ -218,6 +212,13 @@ function drawTool(c: ToolCallView, t: TurnView): HTMLElement {
   s.append(el("span", "name", `${c.name} `));
   if (what) s.append(el("span", "subject", `${what} `));
   s.append(el("span", "status", c.status === "running" ? "running…" : `${c.status}${c.summary ? ": " + c.summary : ""}`));
+  if (c.sandbox) {
+    // what the command ran in, as the server ran it (kept with the call: the same after a
+    // reload); on the summary line, seen with the card closed
+    const box = el("span", `sandbox${c.sandbox.startsWith("sandboxed") ? "" : " bad"}`, c.sandbox);
+    box.title = "Where this command ran: the OS sandbox (bubblewrap) or not, and the network it could reach";
+    s.append(box);
+  }
   if (c.status === "running") {
     const stop = button("stop", () => vscodeApi.postMessage({ type: "cancelCall", id: c.id }), "secondary");
     stop.title = "Stop this tool call; the turn goes on";
