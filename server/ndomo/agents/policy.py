@@ -263,7 +263,7 @@ class AgentPolicy:
         if await auto_allowed(ctx, tool, v, params, hosts):
             net = "offline" if hosts is None else "reaching only " + ", ".join(hosts)
             # the call's decision line (sandbox.auto_allow): shown live and after a reload
-            await decided(ctx, f"auto-allowed (sandboxed, {net})")
+            await decided(ctx, f"auto-allowed (sandboxed, {net})", auto=True)
             return PermissionDecision(allowed=True, hide_secrets=True, destinations=hosts)
         return await self._ask(ctx, v, tool, hosts)
 

@@ -48,13 +48,15 @@ current_notes: contextvars.ContextVar[CallNotes | None] = contextvars.ContextVar
 )
 
 
-async def decided(ctx: TurnContext, text: str) -> None:
+async def decided(ctx: TurnContext, text: str, *, auto: bool = False) -> None:
     """An approval of the running call was decided: the views get a line at once, the call's
     stored result keeps it."""
     notes = current_notes.get()
     if notes is not None:
         notes.decision = f"{notes.decision}; {text}" if notes.decision else text
-    await ctx.runtime.emit(ctx, Decision(call_id=notes.call_id if notes else None, text=text))
+    await ctx.runtime.emit(
+        ctx, Decision(call_id=notes.call_id if notes else None, text=text, auto=auto)
+    )
 
 
 def note_sandbox(label: str) -> None:

@@ -97,6 +97,7 @@ class Decision(TurnEvent):
     kind: Literal["decision"] = "decision"
     call_id: str | None = None  # the live call's id (as in tool_started)
     text: str
+    auto: bool = False  # decided by ndomo (sandbox.auto_allow), not by the user's answer
 
 
 class ToolOutput(TurnEvent):
