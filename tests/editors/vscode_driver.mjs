@@ -188,8 +188,10 @@ const ops = {
   async eval({ js }) {
     return page.evaluate(js);
   },
-  async screenshot({ path }) {
-    if (page) await page.screenshot({ path, fullPage: false });
+  async screenshot({ path, selector }) {
+    // `selector`: that part of the window only (the docs' pictures of one view)
+    if (page && selector) await page.locator(selector).first().screenshot({ path });
+    else if (page) await page.screenshot({ path, fullPage: false });
     return path;
   },
   async sleep({ ms }) {

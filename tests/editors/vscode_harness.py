@@ -326,10 +326,12 @@ class Driver:
             raise DriverError(f"{op} {json.dumps(args)[:300]} failed: {msg['error'][:3000]}{where}")
         return msg["value"]
 
-    def screenshot(self, name: str) -> Path | str:
+    def screenshot(self, name: str, selector: str | None = None) -> Path | str:
+        """The window (or the part `selector` names) as a PNG; a sentence when it failed."""
         path = self.shot_dir / f"{name}-{int(time.time() * 1000)}.png"
         try:
-            self.call("screenshot", path=str(path), shot=False, timeout=60)
+            args = {"selector": selector} if selector else {}
+            self.call("screenshot", path=str(path), shot=False, timeout=60, **args)
         except DriverError as exc:
             return f"(no screenshot: {exc})"
         return path

@@ -151,7 +151,7 @@ const APPROVE_PARAMS = {
   ],
 };
 
-test("a structured approval is answered by its id in the view, and the answer is a line of the turn", async () => {
+test("a structured approval is answered by its id in the view; the server's decision event is the turn's line", async () => {
   const toasts: [string, string[]][] = [];
   let toastAnswer: (v: string | undefined) => void = () => {};
   const chat = new ChatView("dist" as any, { execute: async () => ({}) }, (m, c) => {
@@ -168,6 +168,8 @@ test("a structured approval is answered by its id in the view, and the answer is
   assert.equal(shown.parts.rule, "echo *");
   await fv.send({ type: "answer", id: shown.id, choice: "project" });
   assert.deepEqual(await asked, { choice: "project" });
+  assert.deepEqual(fv.posted.at(-1).state.turns[0].items, []); // the words are the server's
+  chat.onEvent({ kind: "decision", turn_id: 1, call_id: "c1", text: "always allowed `echo *` in this project by you" });
   assert.deepEqual(fv.posted.at(-1).state.turns[0].items.at(-1), { kind: "decision", text: "always allowed `echo *` in this project by you" });
   assert.deepEqual(toasts, []); // the view was on screen
   // hidden: the notification shows the short text and the labels; its label answers by id
@@ -177,7 +179,37 @@ test("a structured approval is answered by its id in the view, and the answer is
   toastAnswer("Run once");
   assert.deepEqual(await again, { choice: "once" });
   assert.deepEqual(fv.posted.at(-1).state.approvals, []);
-  assert.equal(fv.posted.at(-1).state.turns[0].items.at(-1).text, "approved once by you");
+});
+
+test("a call's sandbox, files and decision, and a turn's selection, are the same live and from the history", () => {
+  const files = [{ path: "new.txt", kind: "create", diff: "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+a\n+b\n", line: 1, cut: false }];
+  const selection = { path: "calc.py", start_line: 2, end_line: 2, text: "    return a - b" };
+  const live = emptyState();
+  applyEvent(live, { kind: "turn_started", turn_id: 4, agent: "craftsman", mode: "autopilot", prompt: "go", selection });
+  applyEvent(live, { kind: "tool_started", turn_id: 4, call_id: "c1", name: "bash", arguments: { command: "pytest" } });
+  applyEvent(live, { kind: "decision", turn_id: 4, call_id: "c1", text: "auto-allowed (sandboxed, offline)" });
+  applyEvent(live, { kind: "tool_finished", turn_id: 4, call_id: "c1", name: "bash", status: "done", summary: "exit code: 0", sandbox: "sandboxed · offline" });
+  applyEvent(live, { kind: "tool_started", turn_id: 4, call_id: "c2", name: "write", arguments: { path: "new.txt", content: "a\nb\n" } });
+  applyEvent(live, { kind: "tool_finished", turn_id: 4, call_id: "c2", name: "write", status: "done", summary: "created new.txt", files });
+  const stored = emptyState();
+  applyHistory(stored, {
+    session: "s", turns: [{
+      id: 4, prompt: "go", agent: "craftsman", mode: "autopilot", status: "done", selection, items: [
+        { kind: "tool", call_id: "m1", name: "bash", arguments: { command: "pytest" }, result: "exit code: 0", status: "done", sandbox: "sandboxed · offline", decision: "auto-allowed (sandboxed, offline)" },
+        { kind: "tool", call_id: "m2", name: "write", arguments: { path: "new.txt", content: "a\nb\n" }, result: "created new.txt", status: "done", files },
+      ],
+    }],
+  });
+  const shape = (s: any) => s.turns[0].items.map((i: any) => (i.kind === "tool" ? [i.call.name, i.call.sandbox ?? null, i.call.files ?? null] : [i.kind, i.text]));
+  assert.deepEqual(shape(stored), [
+    ["bash", "sandboxed · offline", null],
+    ["decision", "auto-allowed (sandboxed, offline)"],
+    ["write", null, files],
+  ]);
+  // live, the decision arrives while the call runs: after its card too
+  assert.deepEqual(shape(live), shape(stored));
+  assert.deepEqual(stored.turns[0].selection, selection);
+  assert.deepEqual(live.turns[0].selection, selection);
 });
 
 test("notes are listed and one is deleted from the palette", async () => {

@@ -150,3 +150,27 @@ test("a question shown in the visible view raises no notification; hiding the vi
   assert.deepEqual(await second, { title: "Deny" });
   assert.deepEqual(chat.state.approvals, []);
 });
+
+test("Open diff for a write or a patch: the file before the call, from today's text and the diff", async () => {
+  const { diffSides, fileDiffLines, filesOf } = await import("../src/chat/cards");
+  const made = filesOf([{ path: "new.txt", kind: "create", diff: "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+a\n+b\n", line: 1 }, { nope: 1 }]);
+  assert.equal(made.length, 1); // what is not a file diff is dropped
+  assert.deepEqual(diffSides(made[0], "a\nb\n"), { before: "", after: "a\nb\n", onDisk: true }); // a new file
+  const patched = filesOf([{ path: "calc.py", kind: "modify", line: 2, diff: "--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n" }])[0];
+  const now = "def add(a, b):\n    return a + b\n\nprint(add(1, 2))\n";
+  assert.deepEqual(diffSides(patched, now), { before: "def add(a, b):\n    return a - b\n\nprint(add(1, 2))\n", after: now, onDisk: true });
+  // the file changed since (the new line is gone): the diff's own sides, not the disk
+  const since = diffSides(patched, "something else\n");
+  assert.equal(since.onDisk, false);
+  assert.equal(since.before, "def add(a, b):\n    return a - b");
+  assert.equal(since.after, "def add(a, b):\n    return a + b");
+  const d = fileDiffLines(patched);
+  assert.deepEqual([d.added, d.removed], [1, 1]);
+  assert.deepEqual(d.lines.map((l) => l.sign + l.text), [" @@ -1,2 +1,2 @@", " def add(a, b):", "-    return a - b", "+    return a + b"]);
+});
+
+test("a new file's hunk header reads as written (-0,0)", async () => {
+  const { fileDiffLines, filesOf } = await import("../src/chat/cards");
+  const [made] = filesOf([{ path: "n.txt", kind: "create", diff: "--- /dev/null\n+++ b/n.txt\n@@ -0,0 +1,2 @@\n+a\n+b\n", line: 1 }]);
+  assert.equal(fileDiffLines(made).lines[0].text, "@@ -0,0 +1,2 @@");
+});

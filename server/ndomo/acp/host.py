@@ -20,6 +20,7 @@ from acp.schema import (
 
 from acp import RequestError, helpers
 from ndomo.runtime.events import (
+    Decision,
     Notice,
     TextDelta,
     ThoughtDelta,
@@ -182,9 +183,16 @@ class AcpHost(BaseHost):
                 helpers.update_tool_call(
                     event.call_id,
                     status=STATUS_OF.get(event.status, "failed"),  # type: ignore[arg-type]
-                    raw_output={"status": event.status, "summary": event.summary},
+                    raw_output={
+                        "status": event.status,
+                        "summary": event.summary,
+                        **({"sandbox": event.sandbox} if event.sandbox else {}),
+                    },
                 )
             )
+        elif isinstance(event, Decision) and event.auto:
+            # the client asked nothing: say why the command ran (its own answers it knows)
+            await self._update(helpers.update_agent_message_text(f"\n[{event.text}]\n"))
         elif isinstance(event, Notice):
             self.last_notice = event.message
             await self._update(helpers.update_agent_message_text(f"\n[{event.message}]\n"))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from ndomo.runtime.callnotes import decided
 from ndomo.runtime.host import Approval, ApprovalRequest
 from ndomo.runtime.tools import PathsUnknown, PermissionDecision, ToolDescriptor, ToolError
 from ndomo.schema import Schema
@@ -260,18 +261,27 @@ class AgentPolicy:
                 return await self._ask(ctx, v, tool)
             return PermissionDecision(allowed=True, network=bool(network))
         if await auto_allowed(ctx, tool, v, params, hosts):
-            from ndomo.runtime.events import Notice
-
             net = "offline" if hosts is None else "reaching only " + ", ".join(hosts)
-            await ctx.runtime.emit(
-                ctx,
-                Notice(
-                    level="info",
-                    message=f"ran without asking (sandbox.auto_allow: sandboxed, {net}): {v.subject}",
-                ),
-            )
+            # the call's decision line (sandbox.auto_allow): shown live and after a reload
+            await decided(ctx, f"auto-allowed (sandboxed, {net})", auto=True)
             return PermissionDecision(allowed=True, hide_secrets=True, destinations=hosts)
         return await self._ask(ctx, v, tool, hosts)
+
+    async def _decided(self, ctx: TurnContext, v: Verdict, answer: Any, rule: str) -> None:
+        """The call's decision line for the user's answer (the words the views show)."""
+        shown = (rule or v.subject).strip().splitlines()[0][:80] if (rule or v.subject) else ""
+        if v.permission == "control" and answer in ("session", "project"):
+            answer = "once"  # a control file is approved one change at a time
+        if v.permission == "control" and answer == "never":
+            answer = "deny"  # nothing is saved for a control file
+        text = {
+            "once": "approved once by you",
+            "session": f"allowed `{shown}` for this session by you",
+            "project": f"always allowed `{shown}` in this project by you",
+            "never": "denied by you, and from now on in this project",
+            "deny": "denied by you",
+        }.get(answer if isinstance(answer, str) else "", "denied (the question was dismissed)")
+        await decided(ctx, text)
 
     async def _ask(
         self,
@@ -324,6 +334,7 @@ class AgentPolicy:
             if pattern != glob_escape(v.subject) and not await rule_admits(ctx, v, pattern):
                 from ndomo.runtime.events import Notice
 
+                await self._decided(ctx, v, "once", pattern)
                 await ctx.runtime.emit(
                     ctx,
                     Notice(
@@ -333,6 +344,7 @@ class AgentPolicy:
                     ),
                 )
                 return PermissionDecision(allowed=True, network=bool(network), destinations=hosts)
+            await self._decided(ctx, v, answer, pattern)
             store = await ctx.app.store()
             await store.save_approval(
                 v.permission,
@@ -342,6 +354,7 @@ class AgentPolicy:
                 session_id=ctx.session.id if answer == "session" else None,
             )
             return PermissionDecision(allowed=True, network=bool(network), destinations=hosts)
+        await self._decided(ctx, v, answer, rule)
         if answer in (
             "once",
             "session",

@@ -26,12 +26,15 @@ class TurnRecordHook(LifecycleHook):
 
     async def run(self, ctx: TurnContext) -> HookResult | None:
         store = await ctx.app.store()
+        selection = await selection_of(ctx)
         turn = await store.start_turn(
             session_id=ctx.session.id,
             agent=ctx.agent_name,
             mode=ctx.mode,
             prompt=ctx.request.prompt,
             parent_turn_id=ctx.parent_turn_id,
+            # stored: the view shows the turn's chip again after a reload
+            selection=selection.model_dump(mode="json") if selection else None,
         )
         ctx.turn_id = turn.id
         await ctx.runtime.emit(
@@ -41,7 +44,7 @@ class TurnRecordHook(LifecycleHook):
                 agent=ctx.agent_name,
                 mode=ctx.mode,
                 prompt=ctx.request.prompt,
-                selection=await selection_of(ctx),
+                selection=selection,
             ),
         )
         return None

@@ -8,11 +8,11 @@ import asyncio
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, StrictBool
+from pydantic import ConfigDict, Field, StrictBool, ValidationError
 
 from ndomo.actions import ActionError, action, store_of
 from ndomo.app import App
-from ndomo.runtime.events import Status
+from ndomo.runtime.events import FileDiff, Status, TurnSelection
 from ndomo.runtime.runtime import Runtime
 from ndomo.schema import Schema
 from ndomo.store.models import Session
@@ -42,6 +42,12 @@ class ChatItem(Schema):
     # kind tool: done, failed, refused or cancelled as the turn saw it (None: stored before
     # statuses were, or no result yet)
     status: str | None = None
+    # kind tool, as its tool_finished event and decision event had them (None: none, or
+    # stored before they were): how its approval was decided, the sandbox its command ran
+    # in, the diffs of the files it changed
+    decision: str | None = None
+    sandbox: str | None = None
+    files: list[FileDiff] | None = None
 
 
 class ChatTurn(Schema):
@@ -52,6 +58,8 @@ class ChatTurn(Schema):
     status: str
     error: str | None = None  # the failure, or the hand-back's reason (status blocked)
     started_at: str
+    # a code action's turn: the file, lines and text it is about (turn_started's selection)
+    selection: TurnSelection | None = None
     items: list[ChatItem] = Field(default_factory=list)
 
 
@@ -79,6 +87,7 @@ async def conversation(app: App, session_id: str, limit: int = 50) -> tuple[list
             status=t.status,
             error=t.error,
             started_at=t.started_at,
+            selection=_selection(t.selection),
         )
         for t in turns
     }
@@ -103,11 +112,40 @@ async def conversation(app: App, session_id: str, limit: int = 50) -> tuple[list
                     text[:SHOWN_RESULT]
                     + f"\n[… {len(m.content or '') - SHOWN_RESULT} more characters]"
                 )
-            calls[m.tool_call_id].result = text
-            calls[m.tool_call_id].status = m.status
+            item = calls[m.tool_call_id]
+            item.result = text
+            item.status = m.status
+            details = m.details or {}
+            item.decision = _text(details.get("decision"))
+            item.sandbox = _text(details.get("sandbox"))
+            item.files = _files(details.get("files"))
     ordered = list(by_id.values())
     more = max(0, len(ordered) - limit)
     return ordered[more:], more
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _selection(value: Any) -> TurnSelection | None:
+    """A stored selection; None for none or one that no longer reads as one."""
+    try:
+        return TurnSelection.model_validate(value) if isinstance(value, dict) else None
+    except ValidationError:
+        return None
+
+
+def _files(value: Any) -> list[FileDiff] | None:
+    if not isinstance(value, list):
+        return None
+    out = []
+    for f in value:
+        try:
+            out.append(FileDiff.model_validate(f))
+        except ValidationError:
+            continue  # a row this version does not read: the card shows the rest
+    return out or None
 
 
 def render_markdown(view: SessionView) -> str:

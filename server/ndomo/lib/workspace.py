@@ -13,6 +13,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
+from ndomo.runtime.callnotes import note_changes
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.edits import change_file
 from ndomo.runtime.tools import FileChange, ToolError
@@ -154,6 +155,7 @@ async def apply_changes(ctx: TurnContext, changes: list[FileChange]) -> None:
         except ToolError as exc:
             raise ChangesNotApplied(str(exc), await _put_back(ctx, done), bool(done)) from None
         done.append(step)
+    await note_changes(changes)  # the call's card shows their diffs
 
 
 async def _put_back(ctx: TurnContext, done: list[tuple[Path, str | None, str | None]]) -> str:

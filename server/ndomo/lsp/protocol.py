@@ -25,8 +25,10 @@ if TYPE_CHECKING:
 # agent, busy state, last outcome or plan progress, per workspace folder.
 STATUS = "ndomo/status"
 # server → client notification: one turn event (`ndomo.runtime.events`: turn_started, text,
-# tool_started, tool_output, tool_finished, plan_changed, notice, turn_finished), each with
-# `kind` and `turn_id`; consecutive `text` deltas of a turn go out merged (LspHost.emit).
+# tool_started, tool_output, tool_finished, plan_changed, notice, decision, turn_finished),
+# each with `kind` and `turn_id`; consecutive `text` deltas of a turn go out merged
+# (LspHost.emit). `tool_finished` carries `sandbox` and `files` (a card's details) and
+# `decision` how an approval of the running call was decided (runtime/callnotes.py).
 TURN_EVENT = "ndomo/turn/event"
 # server → client request, `SaveDocumentsParams` → `SaveDocumentsResult`: save what a turn
 # edited before a shell command reads the disk; sent only to a client announcing it.

@@ -66,12 +66,38 @@ class ToolStarted(TurnEvent):
     arguments: dict[str, Any]
 
 
+class FileDiff(Schema):
+    """One file a call changed, for its card: a unified diff (`--- a/p`, `+++ b/p`, hunks;
+    `/dev/null` on the side of a created or deleted file), cut at DIFF_SHOWN characters."""
+
+    path: str  # as the model named it (workspace-relative)
+    kind: Literal["create", "modify", "delete", "move"]
+    diff: str
+    line: int = 1  # the first changed line in the new text (1-based)
+    cut: bool = False  # the diff was cut: the card says so, Open diff shows the hunks it has
+
+
 class ToolFinished(TurnEvent):
     kind: Literal["tool_finished"] = "tool_finished"
     call_id: str
     name: str
     status: Literal["done", "failed", "cancelled", "refused"]
     summary: str
+    # a shell command's confinement as it ran: "sandboxed · offline", "sandboxed · network:
+    # pypi.org", "sandboxed · network", "not sandboxed"; None for other tools
+    sandbox: str | None = None
+    # the files the call changed (write, edit, apply_patch …); None when it changed none
+    files: list[FileDiff] | None = None
+
+
+class Decision(TurnEvent):
+    """How an approval of a running call was decided: "approved once by you", "denied by you",
+    "auto-allowed (sandboxed, offline)". Stored with the call's result."""
+
+    kind: Literal["decision"] = "decision"
+    call_id: str | None = None  # the live call's id (as in tool_started)
+    text: str
+    auto: bool = False  # decided by ndomo (sandbox.auto_allow), not by the user's answer
 
 
 class ToolOutput(TurnEvent):

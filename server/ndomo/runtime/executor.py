@@ -20,6 +20,7 @@ from ndomo.llm.messages import (
     UsageEvent,
 )
 from ndomo.runtime import model_fit as mf
+from ndomo.runtime.callnotes import CallNotes, current_notes
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.coordinator import ToolCallCoordinator
 from ndomo.runtime.events import Notice, TextDelta, ThoughtDelta, ToolFinished, ToolStarted
@@ -139,6 +140,7 @@ async def _stream(
 async def run_call(ctx: TurnContext, call: ToolCall) -> ToolResult:
     rt, calls = ctx.runtime, ctx.runtime.part(ToolCallCoordinator)
     entry = calls.new(call.name, ctx.turn_id)
+    notes = CallNotes(call_id=entry.id)
     await rt.emit(
         ctx, ToolStarted(call_id=entry.id, name=call.name, arguments=call.arguments or {})
     )
@@ -148,19 +150,27 @@ async def run_call(ctx: TurnContext, call: ToolCall) -> ToolResult:
         )
     else:
         token = current_call.set((entry.id, call.name))  # the tool's task inherits it (live output)
+        noted = current_notes.set(notes)
         try:
             result = await calls.run(
                 entry, lambda: Plugins.of(ctx).tools.execute(ctx, call.name, call.arguments)
             )
         finally:
+            current_notes.reset(noted)
             current_call.reset(token)
     await rt.emit(
         ctx,
         ToolFinished(
-            call_id=entry.id, name=call.name, status=result.status, summary=summarise(result)
+            call_id=entry.id,
+            name=call.name,
+            status=result.status,
+            summary=summarise(result),
+            sandbox=notes.sandbox,
+            files=notes.files or None,
         ),
     )
-    return result
+    stored = notes.stored()
+    return result.model_copy(update={"details": stored}) if stored else result
 
 
 def _requires_tools(ctx: TurnContext) -> bool:
@@ -261,6 +271,7 @@ async def execute(ctx: TurnContext) -> None:
                         content=result.content or result.status,
                     ),
                     status=result.status,
+                    details=result.details,
                 )
             if ended:
                 ctx.answer = ctx.answer or text
@@ -274,8 +285,14 @@ async def execute(ctx: TurnContext) -> None:
         await ctx.runtime.emit(ctx, Notice(level="error", message=ctx.error))
 
 
-async def _add(ctx: TurnContext, message: Message, *, status: str | None = None) -> None:
+async def _add(
+    ctx: TurnContext,
+    message: Message,
+    *,
+    status: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> None:
     """Into the turn's conversation and, at once, into the store (a crash loses nothing);
-    `status`: a tool result's, stored beside it."""
+    `status` and `details`: a tool result's, stored beside it."""
     ctx.messages.append(message)
-    await record(ctx, message, status=status)
+    await record(ctx, message, status=status, details=details)

@@ -113,14 +113,26 @@ async def settle(ctx: TurnContext) -> None:
         await asyncio.shield(write)
 
 
-async def record(ctx: TurnContext, message: Message, *, status: str | None = None) -> None:
-    """Store one message of the turn as it happens (`status`: a tool result's, for the views
-    that show the conversation again); a store failure is logged, the turn goes on."""
+async def record(
+    ctx: TurnContext,
+    message: Message,
+    *,
+    status: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> None:
+    """Store one message of the turn as it happens (`status` and `details`: a tool result's,
+    for the views that show the conversation again); a store failure is logged, the turn
+    goes on."""
     await settle(ctx)
-    await _store(ctx, message, status)
+    await _store(ctx, message, status, details)
 
 
-async def _store(ctx: TurnContext, message: Message, status: str | None = None) -> None:
+async def _store(
+    ctx: TurnContext,
+    message: Message,
+    status: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> None:
     if message.role == "system":
         return
     try:
@@ -137,6 +149,7 @@ async def _store(ctx: TurnContext, message: Message, status: str | None = None) 
             tool_call_id=message.tool_call_id,
             name=message.name,
             status=status,
+            details=details,
         )
     except Exception:  # noqa: BLE001 - the conversation goes on; a message not stored is logged
         log.exception("could not store a message of session %s", ctx.session.id)

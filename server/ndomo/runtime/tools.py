@@ -36,6 +36,8 @@ class ToolResult(Schema):
     status: Literal["done", "failed", "refused", "cancelled"] = "done"
     data: dict[str, Any] | None = None
     ends_turn: bool = False  # e.g. handback
+    # what the views show beside the result (runtime/callnotes.py): decision, sandbox, files
+    details: dict[str, Any] | None = None
 
     @classmethod
     def refused(cls, message: str) -> ToolResult:

@@ -37,6 +37,8 @@ class StoredMessage(_Out):
     tool_call_id: str | None = None
     name: str | None = None
     status: str | None = None  # a tool result's: done, failed, refused, cancelled
+    # a tool result's card details: {decision, sandbox, files} (runtime/callnotes.py)
+    details: dict[str, Any] | None = None
     created_at: str
 
 
@@ -77,6 +79,7 @@ _NOT_REWOUND = (
 def _message(row: Any) -> StoredMessage:
     d = row_dict(row)
     d["tool_calls"] = loads(d.get("tool_calls"), [])
+    d["details"] = loads(d.get("details"), None)
     return StoredMessage.model_validate(d)
 
 
@@ -92,9 +95,11 @@ class MessageOps(StoreBase):
         tool_call_id: str | None = None,
         name: str | None = None,
         status: str | None = None,
+        details: dict[str, Any] | None = None,
     ) -> int:
         """Append one message to the session's conversation; returns its id. `status`: a
-        tool result's (done, failed, refused, cancelled)."""
+        tool result's (done, failed, refused, cancelled); `details`: what its card shows
+        beside it (decision, sandbox, files)."""
         if role not in ROLES:
             raise Invalid(
                 f"message role must be one of {', '.join(ROLES)}, got {role!r}", field="role"
@@ -109,6 +114,7 @@ class MessageOps(StoreBase):
             storable(tool_call_id),
             storable(name),
             status,
+            storable(dumps(details)) if details else None,
         )
 
     async def session_messages(
@@ -184,13 +190,15 @@ def _add(
     tool_call_id: str | None,
     name: str | None,
     status: str | None,
+    details: str | None,
 ) -> int:
     ts = now()
     ensure_session_row(conn, session_id)
     mid = conn.execute(
         "INSERT INTO session_messages(session_id, turn_id, role, content, tool_calls,"
-        " tool_call_id, name, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (session_id, turn_id, role, content, tool_calls, tool_call_id, name, status, ts),
+        " tool_call_id, name, status, details, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (session_id, turn_id, role, content, tool_calls, tool_call_id, name, status, details, ts),
     ).lastrowid
     conn.execute("UPDATE sessions SET used_at = ? WHERE id = ?", (ts, session_id))
     return int(mid or 0)

@@ -395,6 +395,7 @@ CREATE TABLE IF NOT EXISTS session_messages (
   tool_call_id TEXT,
   name TEXT,
   status TEXT,
+  details TEXT,
   created_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS idx_session_messages ON session_messages(session_id, id);
@@ -480,6 +481,16 @@ def _v19_message_status(conn: sqlite3.Connection) -> None:
     add_column_if_missing(conn, "session_messages", "status", "TEXT")
 
 
+# v20, what a conversation view shows again after a reload beyond a tool's status: a tool
+# result's details (JSON: how its approval was decided, the sandbox its command ran in, the
+# diffs of the files it changed) and a turn's selection (JSON: the file, lines and text a
+# code action's turn is about). Rows stored before have neither (the views show none). v13
+# creates `details` too, for a database that had a gap at 13 (as for v19's status).
+def _v20_view_details(conn: sqlite3.Connection) -> None:
+    add_column_if_missing(conn, "session_messages", "details", "TEXT")
+    add_column_if_missing(conn, "turns", "selection", "TEXT")
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, plans, plan_tasks, plan_tags", V1_CORE),
     Migration(2, "fts5 over plans and tasks", V2_FTS),
@@ -504,6 +515,11 @@ MIGRATIONS: list[Migration] = [
     Migration(17, "memories.mode, memories.from_web (a note's provenance)", _v17_note_provenance),
     Migration(18, "checkpoints, message_rewinds", V18_CHECKPOINTS),
     Migration(19, "session_messages.status (a tool result's status)", _v19_message_status),
+    Migration(
+        20,
+        "session_messages.details, turns.selection (a view's cards after a reload)",
+        _v20_view_details,
+    ),
 ]
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -216,6 +216,8 @@ class Turn(_Out):
     finished_at: str | None = None
     error: str | None = None
     owner: str | None = None  # "<hostname>:<pid>" of the process that ran it
+    # a code action's turn: {path, start_line, end_line, text} (runtime.events.TurnSelection)
+    selection: dict[str, Any] | None = None
 
 
 class TurnEdit(_Out):

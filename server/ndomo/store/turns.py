@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from typing import Any
 
-from ndomo.store.base import StoreBase
+from ndomo.store.base import StoreBase, loads, row_dict
 from ndomo.store.core import ensure_session_row
 from ndomo.store.db import now
 from ndomo.store.errors import Invalid, NotFound
 from ndomo.store.models import TURN_STATUSES, Turn, TurnEdit
 from ndomo.store.owner import PidAlive, hostname, owner_is_gone, pid_alive, process_owner
+
+
+def turn_from_row(row: Any) -> Turn:
+    d = row_dict(row)
+    d["selection"] = loads(d.get("selection"), None)
+    return Turn.model_validate(d)
 
 
 class TurnOps(StoreBase):
@@ -22,18 +30,29 @@ class TurnOps(StoreBase):
         parent_turn_id: int | None = None,
         *,
         owner: str | None = None,
+        selection: dict[str, Any] | None = None,
     ) -> Turn:
-        """`owner` defaults to this process ("<hostname>:<pid>"). One hop: it is on every
-        turn's way to its first token."""
+        """`owner` defaults to this process ("<hostname>:<pid>"). `selection`: the file,
+        lines and text a code action's turn is about. One hop: it is on every turn's way to
+        its first token."""
         owner = owner or process_owner()
-        row = await self._write(_start, session_id, agent, mode, prompt, parent_turn_id, owner)
-        return Turn.model_validate(dict(row))
+        row = await self._write(
+            _start,
+            session_id,
+            agent,
+            mode,
+            prompt,
+            parent_turn_id,
+            owner,
+            json.dumps(selection, sort_keys=True) if selection else None,
+        )
+        return turn_from_row(row)
 
     async def get_turn(self, turn_id: int) -> Turn:
         row = await self._one("SELECT * FROM turns WHERE id = ?", (turn_id,))
         if row is None:
             raise NotFound(f"no turn with id {turn_id}", field="turn_id")
-        return Turn.model_validate(dict(row))
+        return turn_from_row(row)
 
     async def finish_turn(
         self,
@@ -51,7 +70,7 @@ class TurnOps(StoreBase):
             )
         finished = None if status == "running" else now()
         row = await self._write(_finish, turn_id, status, finished, tokens_in, tokens_out, error)
-        return Turn.model_validate(dict(row))
+        return turn_from_row(row)
 
     async def session_usage(self, session_id: str) -> tuple[int, int]:
         """The tokens (prompt, completion) the session's top-level turns used, as stored."""
@@ -90,7 +109,7 @@ class TurnOps(StoreBase):
         rows = await self._all(
             "SELECT * FROM turns WHERE session_id = ? ORDER BY id LIMIT ?", (session_id, limit)
         )
-        return [Turn.model_validate(dict(r)) for r in rows]
+        return [turn_from_row(r) for r in rows]
 
 
 # ------------------------------------------------------------ on the store's thread
@@ -104,6 +123,7 @@ def _start(
     prompt: str | None,
     parent_turn_id: int | None,
     owner: str,
+    selection: str | None,
 ) -> sqlite3.Row:
     ensure_session_row(conn, session_id)
     if (
@@ -112,9 +132,9 @@ def _start(
     ):
         raise NotFound(f"no turn with id {parent_turn_id}", field="turn_id")
     (row,) = conn.execute(
-        "INSERT INTO turns(session_id, parent_turn_id, agent, mode, prompt, status, started_at, owner)"
-        " VALUES (?, ?, ?, ?, ?, 'running', ?, ?) RETURNING *",
-        (session_id, parent_turn_id, agent, mode, prompt, now(), owner),
+        "INSERT INTO turns(session_id, parent_turn_id, agent, mode, prompt, status, started_at,"
+        " owner, selection) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?) RETURNING *",
+        (session_id, parent_turn_id, agent, mode, prompt, now(), owner, selection),
     ).fetchall()
     return row
 

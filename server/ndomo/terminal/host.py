@@ -7,6 +7,7 @@ import asyncio
 import sys
 
 from ndomo.runtime.events import (
+    Decision,
     Notice,
     TextDelta,
     ToolFinished,
@@ -69,7 +70,12 @@ class TerminalHost(BaseHost):
             args = ", ".join(one_line(f"{k}={v!r}", 80) for k, v in event.arguments.items())
             self._print(f"  → {one_line(event.name)}({args})")
         elif isinstance(event, ToolFinished):
-            self._print(f"  ← {one_line(event.name)} {event.status}: {visible(event.summary)}")
+            where = f" ({event.sandbox})" if event.sandbox else ""
+            self._print(
+                f"  ← {one_line(event.name)} {event.status}: {visible(event.summary)}{where}"
+            )
+        elif isinstance(event, Decision):
+            self._print(f"  · {visible(event.text)}")
         elif isinstance(event, Notice):
             self._last_notice = event.message
             self._print(f"  ! {visible(event.message)}")

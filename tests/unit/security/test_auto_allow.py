@@ -17,7 +17,7 @@ import pytest
 from ndomo.agents.loader import builtin_agents_dir, parse_agent_file
 from ndomo.agents.policy import AgentPolicy
 from ndomo.app import App
-from ndomo.runtime.events import Notice
+from ndomo.runtime.events import Decision, Notice
 from ndomo.runtime.host import ApprovalRequest, BaseHost
 from tests.unit.security.test_sandbox_real import Listener, _ctx, ws_app  # noqa: F401 - a fixture
 
@@ -112,8 +112,11 @@ async def test_an_asked_command_runs_unasked_sandboxed_offline_and_blind_to_secr
         assert f"{label}: ''" in ran.content or f"{label}: unreadable" in ran.content, ran.content
     assert CANARY not in ran.content
     assert (ws / ".env").read_text() == f"TOKEN={CANARY}\n"  # hidden, not changed
-    notices = [e.message for e in host.events if isinstance(e, Notice)]
-    assert notices == [f"ran without asking (sandbox.auto_allow: sandboxed, offline): {command}"]
+    # the call's decision line says why nothing was asked; no notice repeats it
+    assert [e.text for e in host.events if isinstance(e, Decision)] == [
+        "auto-allowed (sandboxed, offline)"
+    ]
+    assert not [e for e in host.events if isinstance(e, Notice)]
 
 
 @pytest.mark.parametrize(

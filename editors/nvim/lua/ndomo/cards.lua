@@ -5,7 +5,8 @@
 local M = {}
 
 M.INDENT = "    " -- the chat folds indented lines: a card's body folds under its head
-M.WRITE_LINES = 20 -- lines of a written file shown
+M.WRITE_LINES = 20 -- lines of a written file shown (before the server's diff arrives)
+M.DIFF_LINES = 80 -- lines of one changed file's hunks shown
 
 -- highlight groups (linked to the colour scheme's diff and diagnostic groups in setup())
 M.GROUPS = {
@@ -18,8 +19,12 @@ M.GROUPS = {
   NdomoChatFail = "DiagnosticError",
   NdomoChatPrompt = "Title",
   NdomoChatNotice = "DiagnosticWarn",
-  NdomoChatDecision = "Comment", -- how the user answered an approval
+  NdomoChatDecision = "Comment", -- how an approval was decided
+  NdomoChatSandbox = "Comment", -- what a command ran in ("sandboxed · offline")
+  NdomoChatUnsandboxed = "DiagnosticWarn", -- "not sandboxed"
 }
+
+local KIND_WORDS = { create = " (new file)", delete = " (deleted)", move = " (moved here)" }
 
 function M.setup()
   for name, target in pairs(M.GROUPS) do
@@ -72,7 +77,29 @@ function M.body(it, root)
     return root .. "/" .. p
   end
   local name = it.name
-  if name == "edit" and a.path then
+  if type(it.files) == "table" and #it.files > 0 and name ~= "edit" then
+    -- the server's diff of each file the call changed (write, apply_patch): its path at the
+    -- first changed line, then its hunks
+    for _, f in ipairs(it.files) do
+      local lnum = tonumber(f.line) or 1
+      add(("%s:%d%s"):format(str(f.path), lnum, KIND_WORDS[f.kind] or ""), "NdomoChatPath", { path = abs(f.path), lnum = lnum })
+      local shown = 0
+      local body = split(f.diff)
+      if body[#body] == "" then table.remove(body) end
+      for _, l in ipairs(body) do
+        if not (l:match("^%-%-%- ") or l:match("^%+%+%+ ")) then
+          shown = shown + 1
+          if shown > M.DIFF_LINES then
+            add(("… %d more lines"):format(#body - M.DIFF_LINES - 2))
+            break
+          end
+          local c = l:sub(1, 1)
+          add(l, c == "+" and "NdomoChatAdd" or c == "-" and "NdomoChatDelete" or c == "@" and "NdomoChatHunk" or nil)
+        end
+      end
+      if f.cut == true then add("… the rest of this diff was too long to keep") end
+    end
+  elseif name == "edit" and a.path then
     local lnum = line_in(abs(a.path), a.new_text) or 1
     add(("%s:%d"):format(str(a.path), lnum), "NdomoChatPath", { path = abs(a.path), lnum = lnum })
     for _, l in ipairs(hunks(a.old_text, a.new_text)) do
@@ -99,6 +126,9 @@ function M.body(it, root)
     add("```sh", "NdomoChatCommand")
     for _, l in ipairs(split(a.command)) do add(l, "NdomoChatCommand") end
     add("```", "NdomoChatCommand")
+    if type(it.sandbox) == "string" and it.sandbox ~= "" then
+      add(it.sandbox, it.sandbox:find("^sandboxed") and "NdomoChatSandbox" or "NdomoChatUnsandboxed")
+    end
   else
     for k, v in pairs(a) do
       local text = type(v) == "table" and vim.json.encode(v) or str(v)

@@ -63,7 +63,7 @@ function M.apply(e)
     end
     state.rewound = nil
     table.insert(state.turns, { id = e.turn_id, prompt = str(e.prompt), agent = str(e.agent), mode = str(e.mode),
-      status = "running", items = {} })
+      status = "running", items = {}, selection = M.selection_of(e.selection) })
   elseif k == "text" then
     local t = turn_for(e.turn_id) or state.turns[#state.turns]
     if not t then return end
@@ -80,7 +80,15 @@ function M.apply(e)
     if c then c.output = c.output .. str(e.text) end
   elseif k == "tool_finished" then
     local c = find_call(e.call_id)
-    if c then c.status, c.summary = str(e.status), str(e.summary) end
+    if c then
+      c.status, c.summary = str(e.status), str(e.summary)
+      if type(e.sandbox) == "string" and e.sandbox ~= "" then c.sandbox = e.sandbox end
+      if type(e.files) == "table" and #e.files > 0 then c.files = e.files end
+    end
+  elseif k == "decision" then
+    -- an approval of a running call was decided (by the user, or sandbox.auto_allow)
+    local t = turn_for(e.turn_id) or state.turns[#state.turns]
+    if t then table.insert(t.items, { kind = "decision", text = str(e.text) }) end
   elseif k == "notice" then
     local t = turn_for(e.turn_id) or state.turns[#state.turns]
     if t then table.insert(t.items, { kind = "notice", text = ("%s: %s"):format(str(e.level), str(e.message)) }) end
@@ -92,6 +100,28 @@ function M.apply(e)
       if it.kind == "tool" and it.status == "running" then it.status = "cancelled" end
     end
   end
+end
+
+--- A turn's selection (a code action's: file, lines, text), or nil.
+function M.selection_of(s)
+  if type(s) ~= "table" or type(s.path) ~= "string" or s.path == "" then return nil end
+  local line = function(v) return type(v) == "number" and v > 0 and v or nil end
+  return { path = s.path, start_line = line(s.start_line), end_line = line(s.end_line),
+    text = type(s.text) == "string" and s.text or nil }
+end
+
+--- A selection's chip line: "@ calc.py:2–3 · return a - b" (the first selected line with text, cut).
+function M.chip_text(s)
+  local place = s.path
+  if s.start_line then
+    place = place .. ":" .. s.start_line .. ((s.end_line and s.end_line ~= s.start_line) and ("–" .. s.end_line) or "")
+  end
+  local first = ""
+  for _, l in ipairs(vim.split(s.text or "", "\n", { plain = true })) do
+    if vim.trim(l) ~= "" then first = vim.trim(l) break end
+  end
+  if #first > 60 then first = first:sub(1, 60) .. "…" end
+  return "@ " .. place .. (first ~= "" and (" · " .. first) or "")
 end
 
 --- The `ndomo.session.open` result: the stored conversation.
@@ -106,13 +136,19 @@ function M.load_history(view)
         -- the status the turn saw (refused, failed …); rows stored before it was kept: by the result
         local status = type(i.status) == "string" and i.status or (i.result == vim.NIL and "cancelled" or "done")
         table.insert(items, { kind = "tool", id = i.call_id, name = str(i.name), args = i.arguments or {},
-          status = status, summary = vim.split(res, "\n")[1] or "", output = res })
+          status = status, summary = vim.split(res, "\n")[1] or "", output = res,
+          sandbox = type(i.sandbox) == "string" and i.sandbox or nil,
+          files = type(i.files) == "table" and #i.files > 0 and i.files or nil })
+        -- how its approval was decided: the line the live chat showed after the card
+        if type(i.decision) == "string" and i.decision ~= "" then
+          table.insert(items, { kind = "decision", text = i.decision })
+        end
       else
         table.insert(items, { kind = "text", text = str(i.text) })
       end
     end
     table.insert(turns, { id = t.id, prompt = str(t.prompt), agent = str(t.agent), mode = str(t.mode),
-      status = str(t.status), error = str(t.error), items = items })
+      status = str(t.status), error = str(t.error), items = items, selection = M.selection_of(t.selection) })
   end
   -- a turn that started before the history came back: the live one (with what it streamed
   -- so far) replaces its stored copy, whose status would stay "running" forever
@@ -167,6 +203,12 @@ function M.render()
     table.insert(lines, ("## %s · %s"):format(t.agent, t.mode))
     marks[#lines] = "NdomoChatPrompt"
     push_text(lines, t.prompt, "> ")
+    if t.selection then -- a code action's turn: the file and lines it is about (jumpable)
+      table.insert(lines, M.chip_text(t.selection))
+      marks[#lines] = "NdomoChatPath"
+      local p = t.selection.path
+      files[#lines] = { path = (p:sub(1, 1) == "/" or not root) and p or (root .. "/" .. p), lnum = t.selection.start_line or 1 }
+    end
     for _, it in ipairs(t.items) do
       if it.kind == "text" then
         push_text(lines, it.text)
@@ -474,33 +516,16 @@ function M.approval_lines(p)
   return out
 end
 
---- The log's line for an answer to an approval ("approved once by you").
-function M.decision_text(p, choice)
-  local rule = str(p.rule) ~= "" and str(p.rule) or vim.split(str(p.subject), "\n", { plain = true })[1]
-  if choice == "once" then return "approved once by you" end
-  if choice == "session" then return ("allowed `%s` for this session by you"):format(rule) end
-  if choice == "project" then return ("always allowed `%s` in this project by you"):format(rule) end
-  if choice == "never" then return "denied by you, and from now on in this project" end
-  if choice == "deny" then return "denied by you" end
-  return "denied (the question was dismissed)"
-end
-
---- An approval (`ndomo/approve`) is pending: shown in the chat until answered; the returned
---- function takes the answer's id and records it as a line of the running turn.
+--- An approval (`ndomo/approve`) is pending: shown in the chat until answered. How it was
+--- decided comes from the server (a `decision` event: the turn's line, stored with the call).
 function M.approval(params)
   local q = { parts = params, choices = {} }
   table.insert(state.questions, q)
   schedule_redraw()
-  return function(choice)
+  return function()
     for i, x in ipairs(state.questions) do
       if x == q then table.remove(state.questions, i) break end
     end
-    local t
-    for i = #state.turns, 1, -1 do
-      if state.turns[i].status == "running" then t = state.turns[i] break end
-    end
-    t = t or state.turns[#state.turns]
-    if t then table.insert(t.items, { kind = "decision", text = M.decision_text(params, choice) }) end
     schedule_redraw()
   end
 end

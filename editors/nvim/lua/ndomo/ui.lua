@@ -32,7 +32,7 @@ end
 --- `ndomo/approve` (server → client, sent because the client announces
 --- `experimental.ndomo.approvals`): the approval's parts in the chat buffer (reason, the
 --- command as a fenced block, the choices), the short question as vim.ui.select's prompt, and
---- the answer recorded in the chat log. Answers `{choice = <id>}`; a dismissal denies.
+--- the server records the answer (its `decision` event). Answers `{choice = <id>}`; a dismissal denies.
 function M.approve(_, params, _)
   local choices = type(params) == "table" and params.choices or {}
   if type(choices) ~= "table" or #choices == 0 then return { choice = vim.NIL } end

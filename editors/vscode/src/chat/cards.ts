@@ -4,7 +4,7 @@
  * (no DOM, no `vscode`): the webview draws it, the tests check it under node.
  */
 
-import { diffLines, parsePatch } from "diff";
+import { applyPatch, diffLines, parsePatch, reversePatch } from "diff";
 
 export type DiffLine = { sign: " " | "+" | "-"; text: string };
 
@@ -52,6 +52,7 @@ export interface PatchFile {
   path: string;
   line: number; // first line of its first hunk in the new file (1 for a new file)
   lines: DiffLine[];
+  all: DiffLine[]; // every line, uncut
 }
 
 /** An `apply_patch` call's unified diff, per file (a diff that does not parse: none). */
@@ -69,13 +70,15 @@ export function patchFiles(patch: string): PatchFile[] {
       const path = f.newFileName && f.newFileName !== "/dev/null" ? strip(f.newFileName) : strip(f.oldFileName);
       const lines: DiffLine[] = [];
       for (const h of f.hunks) {
-        lines.push({ sign: " ", text: `@@ -${h.oldStart},${h.oldLines} +${h.newStart},${h.newLines} @@` });
+        // jsdiff reads an empty side's start ("-0,0") as 1: the header shows it as written
+        const at = (start: number, count: number) => `${count ? start : Math.max(0, start - 1)},${count}`;
+        lines.push({ sign: " ", text: `@@ -${at(h.oldStart, h.oldLines)} +${at(h.newStart, h.newLines)} @@` });
         for (const l of h.lines) {
           const sign = l[0] === "+" || l[0] === "-" ? (l[0] as "+" | "-") : " ";
           lines.push({ sign, text: l.slice(1) });
         }
       }
-      return { path, line: Math.max(1, f.hunks[0].newStart), lines: lines.slice(0, MAX_DIFF_LINES) };
+      return { path, line: Math.max(1, f.hunks[0].newStart), lines: lines.slice(0, MAX_DIFF_LINES), all: lines };
     });
 }
 
@@ -110,4 +113,53 @@ export function globHits(output: string): FileHit[] {
 export function exitCode(text: string): number | null {
   const m = /^exit code: (-?\d+)/m.exec(text);
   return m ? Number(m[1]) : null;
+}
+
+/** One file a call changed, as its `tool_finished` event (and the stored history) give it. */
+export interface FileDiff {
+  path: string;
+  kind: "create" | "modify" | "delete" | "move";
+  diff: string; // unified, with ---/+++ headers; cut when `cut`
+  line: number; // first changed line in the new text
+  cut?: boolean;
+}
+
+/** The server's per-file diffs of a call (anything else in the field: none). */
+export function filesOf(raw: unknown): FileDiff[] {
+  if (!Array.isArray(raw)) return [];
+  return raw.filter((f) => f && typeof f.path === "string" && typeof f.diff === "string").map((f) => ({
+    path: f.path, kind: f.kind, diff: f.diff, line: Number(f.line) || 1, cut: !!f.cut,
+  }));
+}
+
+/** A file diff's lines for a card: its hunks (headers and all), at most MAX_DIFF_LINES. */
+export function fileDiffLines(f: FileDiff): { lines: DiffLine[]; added: number; removed: number; cut: number } {
+  const parsed = patchFiles(f.diff)[0];
+  const all = parsed ? parsed.all : [];
+  const added = all.filter((l) => l.sign === "+").length;
+  const removed = all.filter((l) => l.sign === "-").length;
+  return { lines: all.slice(0, MAX_DIFF_LINES), added, removed, cut: Math.max(0, all.length - MAX_DIFF_LINES) };
+}
+
+/**
+ * The two sides of Open diff for a file a call changed: `now` is the file's text today (null:
+ * it is gone). When the diff, taken back, applies to today's text, the left is the file before
+ * the call and the right is the file itself (`onDisk`); otherwise (the file changed since, or
+ * the diff was cut) the sides are the diff's own old and new lines.
+ */
+export function diffSides(f: FileDiff, now: string | null): { before: string; after: string; onDisk: boolean } {
+  let parsed;
+  try {
+    parsed = parsePatch(f.diff)[0];
+  } catch {
+    parsed = undefined;
+  }
+  if (!parsed) return { before: "", after: "", onDisk: false };
+  if (!f.cut && now !== null && f.kind !== "delete") {
+    const before = applyPatch(now, reversePatch(parsed));
+    if (typeof before === "string") return { before, after: now, onDisk: true };
+  }
+  const side = (keep: string) =>
+    parsed.hunks.flatMap((h) => h.lines.filter((l) => l[0] === " " || l[0] === keep).map((l) => l.slice(1))).join("\n");
+  return { before: f.kind === "create" ? "" : side("-"), after: f.kind === "delete" ? "" : side("+"), onDisk: false };
 }

@@ -74,6 +74,9 @@ pre.diff .ctx { color: var(--vscode-descriptionForeground); }
 .cardhead { display: flex; gap: 4px; align-items: center; flex-wrap: wrap; margin: 2px 0; }
 .cardhead .counts, .tool .subject { color: var(--vscode-descriptionForeground); }
 .exit { color: var(--vscode-descriptionForeground); } .exit.bad { color: var(--vscode-errorForeground); }
+.tool .sandbox { color: var(--vscode-descriptionForeground); font-size: 0.9em; margin-left: 6px; }
+.tool .sandbox::before { content: "· "; } .tool .sandbox.bad { color: var(--vscode-editorWarning-foreground); }
+.filekind { color: var(--vscode-descriptionForeground); font-style: italic; }
 details.outbox > summary { color: var(--vscode-descriptionForeground); cursor: pointer; }
 .hits { font-family: var(--vscode-editor-font-family); font-size: 0.95em; }
 .hit-text { color: var(--vscode-descriptionForeground); white-space: pre; }

@@ -4,6 +4,8 @@
  * `vscode` import): the extension keeps one and the webview only draws it.
  */
 
+import { filesOf, type FileDiff } from "./cards";
+
 export type CallStatus = "running" | "done" | "failed" | "cancelled" | "refused";
 
 export interface ToolCallView {
@@ -13,13 +15,17 @@ export interface ToolCallView {
   status: CallStatus;
   summary: string;
   output: string; // live output (bash, serve), bounded
+  /** A command's confinement as it ran ("sandboxed · offline", "not sandboxed"). */
+  sandbox?: string | null;
+  /** The files it changed, each with its diff (write, edit, apply_patch). */
+  files?: FileDiff[];
 }
 
 export type Item =
   | { kind: "text"; text: string }
   | { kind: "tool"; call: ToolCallView }
   | { kind: "notice"; level: string; text: string }
-  | { kind: "decision"; text: string }; // how the user answered an approval ("approved once by you")
+  | { kind: "decision"; text: string }; // how an approval was decided ("approved once by you"), the server's words
 
 /** What a code action's turn is about (its `turn_started` event's `selection`). */
 export interface TurnSelection {
@@ -200,6 +206,15 @@ export function applyEvent(state: ChatState, raw: unknown): void {
       if (!c) return;
       c.status = e.status;
       c.summary = String(e.summary ?? "");
+      if (typeof e.sandbox === "string" && e.sandbox) c.sandbox = e.sandbox;
+      const files = filesOf(e.files);
+      if (files.length) c.files = files;
+      return;
+    }
+    case "decision": {
+      // an approval of a running call was decided (by the user, or sandbox.auto_allow)
+      const t = turnFor(state, e.turn_id) ?? state.turns.at(-1);
+      if (t && typeof e.text === "string") t.items.push({ kind: "decision", text: e.text });
       return;
     }
     case "notice": {
@@ -253,16 +268,27 @@ export function applyHistory(state: ChatState, view: any): void {
   state.turns = (view.turns ?? []).map((t: any) => ({
     id: t.id,
     prompt: t.prompt ?? "",
+    selection: selectionOf(t.selection),
     agent: t.agent ?? "",
     mode: t.mode ?? "",
     status: t.status,
     error: t.error ?? null,
-    items: (t.items ?? []).map((i: any): Item =>
-      i.kind === "tool"
-        ? { kind: "tool", call: { id: i.call_id, name: i.name, arguments: i.arguments ?? {}, status: storedStatus(i), summary: firstLine(i.result ?? ""), output: i.result ?? "" } }
-        : { kind: "text", text: i.text ?? "" },
-    ),
+    items: (t.items ?? []).flatMap(storedItems),
   }));
+}
+
+/** A stored item as the live view had it: a call's card, then its decision line. */
+function storedItems(i: any): Item[] {
+  if (i.kind !== "tool") return [{ kind: "text", text: i.text ?? "" }];
+  const call: ToolCallView = {
+    id: i.call_id, name: i.name, arguments: i.arguments ?? {}, status: storedStatus(i), summary: firstLine(i.result ?? ""), output: i.result ?? "",
+  };
+  if (typeof i.sandbox === "string" && i.sandbox) call.sandbox = i.sandbox;
+  const files = filesOf(i.files);
+  if (files.length) call.files = files;
+  const items: Item[] = [{ kind: "tool", call }];
+  if (typeof i.decision === "string" && i.decision) items.push({ kind: "decision", text: i.decision });
+  return items;
 }
 
 /** What a command's result says that no event did (a slash command's payload, a refusal). */
@@ -320,31 +346,6 @@ export function addApproval(state: ChatState, message: string, choices: string[]
   const a: Approval = parts ? { id: ++approvalSeq, message, choices, parts } : { id: ++approvalSeq, message, choices };
   state.approvals.push(a);
   return a;
-}
-
-/** The log's line for the user's answer to an approval: "approved once by you". */
-export function decisionText(parts: ApproveParams, choice: string | null): string {
-  const rule = parts.rule || parts.subject.split("\n")[0].slice(0, 80);
-  switch (choice) {
-    case "once":
-      return "approved once by you";
-    case "session":
-      return `allowed \`${rule}\` for this session by you`;
-    case "project":
-      return `always allowed \`${rule}\` in this project by you`;
-    case "never":
-      return "denied by you, and from now on in this project";
-    case "deny":
-      return "denied by you";
-    default:
-      return "denied (the question was dismissed)";
-  }
-}
-
-/** Record the user's answer under the running (or last) turn. */
-export function addDecision(state: ChatState, parts: ApproveParams, choice: string | null): void {
-  const running = state.turns.filter((x) => x.status === "running").at(-1);
-  (running ?? state.turns.at(-1))?.items.push({ kind: "decision", text: decisionText(parts, choice) });
 }
 
 export function removeApproval(state: ChatState, id: number): void {

@@ -14,14 +14,13 @@ import * as vscode from "vscode";
 
 import { catalog, rewind, type Context, type Lsp } from "../commands";
 import { sessionAgents } from "../names";
-import { sameLeadingLines } from "./cards";
+import { diffSides, sameLeadingLines } from "./cards";
 import { EditorMentions } from "./editorMentions";
 import { chatHtml } from "./html";
 import { linkTarget } from "./markdown";
 import { MentionSource, resolveMentions, suggest, SymbolHit } from "./mentions";
 import {
   addApproval,
-  addDecision,
   applyEvent,
   applyHistory,
   applyStatus,
@@ -57,7 +56,7 @@ type FromWebview =
   | { type: "review"; turn: number }
   | { type: "retry"; mode: string; prompt: string; agent?: string }
   | { type: "openEdit"; id: string }
-  | { type: "openDiff"; id: string }
+  | { type: "openDiff"; id: string; file?: number }
   | { type: "copy"; text: string }
   | { type: "insert"; text: string };
 
@@ -151,12 +150,11 @@ export class ChatView {
 
   /** `ndomo/approve`: an approval's parts, laid out in the view (reason, the command as code,
    * one primary action, the others in a menu, details behind a disclosure); the same rule for
-   * the notification as `ask`, with the short text. The answer goes in the log as a line. */
+   * the notification as `ask`, with the short text. The server sends how it was decided (a
+   * `decision` event: the log's line, stored with the call). */
   async approve(params: ApproveParams): Promise<{ choice: string | null }> {
     const choices = (params.choices ?? []).map((c) => c.id);
     const choice = await this.question(String(params.message ?? ""), choices, params);
-    addDecision(this.state, params, choice);
-    this.post();
     return { choice };
   }
 
@@ -247,7 +245,7 @@ export class ChatView {
           await this.openEdit(m.id);
           return;
         case "openDiff":
-          await this.openDiff(m.id);
+          await this.openDiff(m.id, m.file);
           return;
         case "copy":
           await vscode.env.clipboard.writeText(String(m.text));
@@ -370,7 +368,8 @@ export class ChatView {
    * the new text is no longer in the file exactly once, the left and right are the edit's own
    * old_text and new_text.
    */
-  async openDiff(id: string): Promise<void> {
+  async openDiff(id: string, file?: number): Promise<void> {
+    if (typeof file === "number") return this.openFileDiff(id, file);
     const e = this.editCall(id);
     if (!e) return;
     const uri = this.fileUri(e.path);
@@ -387,6 +386,34 @@ export class ChatView {
     }
     const left = this.beforeUri(e.path, before, "before");
     await vscode.commands.executeCommand("vscode.diff", left, right, `${nodePath.basename(e.path)} (ndomo edit)`);
+  }
+
+  /**
+   * VS Code's diff editor for one file a call changed (a write, a patch): the file as it is now
+   * on the right and, on the left, the file with the call's diff taken back (empty for a new
+   * file); when the file changed since (the diff no longer applies back), the diff's own old
+   * and new lines.
+   */
+  async openFileDiff(id: string, index: number): Promise<void> {
+    const c = callById(this.state, id);
+    const f = c?.files?.[index];
+    if (!c || !f) return;
+    const uri = this.fileUri(f.path);
+    let now: string | null = null;
+    if (uri) {
+      try {
+        now = new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
+        const open = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
+        if (open) now = open.getText(); // the editor's text, saved or not
+      } catch {
+        now = null; // gone (deleted, or moved away)
+      }
+    }
+    const sides = diffSides(f, now);
+    const right = sides.onDisk && uri ? uri : this.beforeUri(f.path, sides.after, "after");
+    const left = this.beforeUri(f.path, sides.before, "before");
+    const what = f.kind === "create" ? "new file" : f.kind === "delete" ? "deleted" : c.name;
+    await vscode.commands.executeCommand("vscode.diff", left, right, `${nodePath.basename(f.path)} (ndomo ${what})`);
   }
 
   private beforeUri(path: string, text: string, side: string): vscode.Uri {

@@ -10,7 +10,7 @@
  * (markdown.ts: no raw HTML, links opened by the extension); tool calls are cards (cards.ts).
  */
 
-import { exitCode, FileHit, globHits, grepHits, lineDiff, patchFiles, type DiffLine } from "./cards";
+import { exitCode, FileHit, fileDiffLines, globHits, grepHits, lineDiff, patchFiles, type DiffLine, type FileDiff } from "./cards";
 import { codeBar, highlight, renderMarkdown } from "./markdown";
 import {
   Approval, BUSY_TEXT, ChatState, describeOutcome, describeSelection, describeStatus, EXAMPLE_PROMPTS, fenceRetry, Item, ToolCallView, TurnView, Welcome,
@@ -103,12 +103,14 @@ function cardBody(c: ToolCallView): HTMLElement[] {
       return [head, diffBlock(d.lines, d.cut)];
     }
     case "write": {
+      if (c.files?.length) return fileCards(c);
       const d = lineDiff("", str(a.content));
       const head = el("div", "cardhead");
       head.append(fileLink(str(a.path), 1, str(a.path)), el("span", "counts", ` ${d.added} lines written (the whole file)`));
       return [head, diffBlock(d.lines, d.cut)];
     }
     case "apply_patch": {
+      if (c.files?.length) return fileCards(c);
       const files = patchFiles(str(a.patch));
       if (!files.length) return [el("pre", "args", str(a.patch))];
       return files.flatMap((f) => {
@@ -156,6 +158,28 @@ function cardBody(c: ToolCallView): HTMLElement[] {
   }
 }
 
+const KIND_WORDS: Record<FileDiff["kind"], string> = { create: "new file", modify: "", delete: "deleted", move: "moved here" };
+
+/** A card per file a call changed (the server's diffs): the path at its first changed line,
+ * new file / deleted, the counts, Open diff (VS Code's diff editor) and the hunks. */
+function fileCards(c: ToolCallView): HTMLElement[] {
+  return (c.files ?? []).flatMap((f, i) => {
+    const d = fileDiffLines(f);
+    const head = el("div", "cardhead");
+    head.dataset.file = f.path;
+    head.append(fileLink(f.path, f.kind === "delete" ? undefined : f.line, f.path));
+    if (KIND_WORDS[f.kind]) head.append(el("span", `filekind ${f.kind}`, ` ${KIND_WORDS[f.kind]}`));
+    head.append(el("span", "counts", ` +${d.added} −${d.removed} `));
+    const open = el("button", "secondary", "Open diff");
+    Object.assign(open.dataset, { action: "openDiff", call: c.id, file: String(i) });
+    open.title = `Compare ${f.path} before and after this call`;
+    head.append(open);
+    const block = diffBlock(d.lines, d.cut);
+    if (f.cut) block.append(el("div", "ctx", "… the rest of this diff was too long to keep"));
+    return [head, block];
+  });
+}
+
 /** The user's open or close of a card, noted at the click (before the element toggles), so a
  * redraw in the same frame keeps it; an element opened by default notes nothing. */
 function remember(summary: HTMLElement, box: HTMLDetailsElement, key: string): void {
@@ -188,6 +212,13 @@ function drawTool(c: ToolCallView, t: TurnView): HTMLElement {
   s.append(el("span", "name", `${c.name} `));
   if (what) s.append(el("span", "subject", `${what} `));
   s.append(el("span", "status", c.status === "running" ? "running…" : `${c.status}${c.summary ? ": " + c.summary : ""}`));
+  if (c.sandbox) {
+    // what the command ran in, as the server ran it (kept with the call: the same after a
+    // reload); on the summary line, seen with the card closed
+    const box = el("span", `sandbox${c.sandbox.startsWith("sandboxed") ? "" : " bad"}`, c.sandbox);
+    box.title = "Where this command ran: the OS sandbox (bubblewrap) or not, and the network it could reach";
+    s.append(box);
+  }
   if (c.status === "running") {
     const stop = button("stop", () => vscodeApi.postMessage({ type: "cancelCall", id: c.id }), "secondary");
     stop.title = "Stop this tool call; the turn goes on";
@@ -534,7 +565,8 @@ function onLogClick(e: Event): void {
   } else if (action === "review") {
     if (hit.dataset.turn) vscodeApi.postMessage({ type: "review", turn: Number(hit.dataset.turn) });
   } else if (action === "openEdit" || action === "openDiff") {
-    vscodeApi.postMessage({ type: action, id: hit.dataset.call ?? "" });
+    const file = hit.dataset.file === undefined ? undefined : Number(hit.dataset.file);
+    vscodeApi.postMessage({ type: action, id: hit.dataset.call ?? "", file });
   }
 }
 

@@ -6,6 +6,7 @@ import asyncio
 
 from pydantic import ConfigDict, Field
 
+from ndomo.runtime.callnotes import note_sandbox, sandbox_label
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.edits import save_turn_edits
 from ndomo.runtime.output import output_stream
@@ -59,6 +60,10 @@ async def bash(ctx: TurnContext, p: BashParams) -> ToolResult:
     notes: list[str] = []
     live = output_stream(ctx)  # the editor sees the output while it runs
     proxy = Proxied.start(grant.destinations) if box.prefix and not box.network else None
+    # the card's words for what the command ran in (a proxy: only the granted hosts)
+    note_sandbox(
+        sandbox_label(box.sandboxed, box.network, list(grant.destinations or []) if proxy else None)
+    )
     try:
         result = await run_shell(
             p.command,

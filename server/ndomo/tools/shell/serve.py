@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
+from ndomo.runtime.callnotes import note_sandbox, sandbox_label
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.edits import save_turn_edits
 from ndomo.runtime.output import output_stream
@@ -196,6 +197,7 @@ async def _start_served(ctx: TurnContext, mgr: ServeManager, p: ServeParams, liv
             box = await prepare(ctx.app.settings, root, network=True)
     except SandboxRefused as exc:
         raise ToolError(str(exc)) from None
+    note_sandbox(sandbox_label(box.sandboxed, box.network, None))  # the card's words
     try:
         served = await _launch(ctx, mgr, p, box, port, listener)
     except BaseException:
