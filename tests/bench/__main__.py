@@ -2,7 +2,7 @@
 or the timing-free budgets: `python -m tests.bench --ci`; `--inject-delay MS` proves a
 slowed path fails the run.
 
-Names: turns, acp, lsp, startup, idle, diagnostics, store, overhead, grep, memory, reqsize,
+Names: turns, acp, lsp, startup, idle, diagnostics, store, overhead, grep, memory, reqsize, mcp,
 checkpoints (default:
 all). Exits non-zero when a target is missed or a benchmark fails to run. See
 docs/performance.md for each row's method.
@@ -34,6 +34,7 @@ BENCHES = {
     "memory": "tests.bench.memory",
     "reqsize": "tests.bench.request_size",
     "checkpoints": "tests.bench.checkpoints",
+    "mcp": "tests.bench.mcp_calls",
 }
 SCALES = {"10k": 10_000, "100k": 100_000}
 
