@@ -3,7 +3,7 @@ or the timing-free budgets: `python -m tests.bench --ci`; `--inject-delay MS` pr
 slowed path fails the run.
 
 Names: turns, acp, lsp, startup, idle, diagnostics, store, overhead, grep, memory, reqsize, mcp,
-checkpoints (default:
+run, checkpoints (default:
 all). Exits non-zero when a target is missed or a benchmark fails to run. See
 docs/performance.md for each row's method.
 """
@@ -35,6 +35,7 @@ BENCHES = {
     "reqsize": "tests.bench.request_size",
     "checkpoints": "tests.bench.checkpoints",
     "mcp": "tests.bench.mcp_calls",
+    "run": "tests.bench.run_start",
 }
 SCALES = {"10k": 10_000, "100k": 100_000}
 

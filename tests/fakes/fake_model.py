@@ -324,6 +324,7 @@ class _Handler(BaseHTTPRequestHandler):
             {
                 "method": self.command,
                 "path": self.path,
+                "at": time.time(),  # when the body was read (wall clock: other processes compare)
                 "headers": {k.lower(): v for k, v in self.headers.items()},
                 "body": body if body is not None or not raw else raw.decode("utf-8", "replace"),
             }

@@ -1,0 +1,118 @@
+"""`ndomo run` start-up: a process spawned → its chat request at the model server, and → its
+first text on stdout, against `curl` sending ndomo's own request body to the same server.
+
+The fake model runs in its own process and stamps each request when its body has been read
+(wall clock, comparable across processes). One warm-up run first: it stores the server's
+capabilities, so the timed runs send no probes (`/v1/models`, `/props`), as a user's
+second run within the freshness window. ROUNDS pairs, order alternating; medians. Every
+answer is checked. Target (issue 31): spawn → request ≤ 250 ms; the rest is reported.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tests.bench.common import Result, env_for_server
+from tests.bench.fake_proc import FakeProc
+
+ROUNDS = 7
+TARGET_MS = 250.0
+ANSWER = {"text": "a short answer", "chunks": 3}
+
+
+def _chat_at(fake: FakeProc, before: int) -> float:
+    r = fake._http.get(fake.url.replace("/v1", "") + "/_fake/requests")
+    chats = [x for x in r.json() if x["path"].endswith("/chat/completions")]
+    if len(chats) != before + 1:
+        raise RuntimeError(f"{len(chats) - before} chat requests, not 1")
+    return float(chats[-1]["at"])
+
+
+def _chats(fake: FakeProc) -> int:
+    r = fake._http.get(fake.url.replace("/v1", "") + "/_fake/requests")
+    return sum(1 for x in r.json() if x["path"].endswith("/chat/completions"))
+
+
+def _timed(cmd: list[str], env: dict[str, str], cwd: str) -> tuple[float, float, bytes]:
+    """(spawn wall time, first stdout byte wall time, all stdout) of one process."""
+    t0 = time.time()
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd, bufsize=0
+    )  # unbuffered: the first byte read leaves the rest in the pipe for communicate()
+    assert proc.stdout is not None
+    first = proc.stdout.read(1)
+    t_first = time.time()
+    rest, err = proc.communicate(timeout=60)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd[0]} exited {proc.returncode}: {err.decode()[-400:]}")
+    return t0, t_first, first + rest
+
+
+async def run(rounds: int = ROUNDS) -> list[Result]:
+    with tempfile.TemporaryDirectory() as d, FakeProc(args=("--props", "--n-ctx", "8192")) as fake:
+        env = env_for_server({"NDOMO_BASE_URL": fake.url})
+        ndomo = [sys.executable, "-m", "ndomo", "run", "--workspace", d, "say hi"]
+        fake.push(ANSWER)
+        _timed(ndomo, env, d)  # warm-up: capabilities stored, bytecode written
+        body = fake.last_chat_body()
+        body_file = Path(d) / "body.json"
+        body_file.write_text(json.dumps(body))
+        curl = [
+            "curl", "-sSN", "--fail", "-H", "content-type: application/json",
+            "--data-binary", f"@{body_file}", f"{fake.url}/chat/completions",
+        ]  # fmt: skip
+        sent: dict[str, list[float]] = {"ndomo": [], "curl": []}
+        text: dict[str, list[float]] = {"ndomo": [], "curl": []}
+        for i in range(rounds):
+            for who in ("ndomo", "curl") if i % 2 == 0 else ("curl", "ndomo"):
+                fake.push(ANSWER)
+                before = _chats(fake)
+                t0, t_first, out = _timed(ndomo if who == "ndomo" else curl, env, d)
+                at = _chat_at(fake, before)
+                if ANSWER["text"] not in (
+                    out.decode() if who == "ndomo" else _streamed(out.decode())
+                ):
+                    raise RuntimeError(f"{who} printed {out[:200]!r}, not the answer")
+                sent[who].append((at - t0) * 1000)
+                text[who].append((t_first - t0) * 1000)
+    to_request = statistics.median(sent["ndomo"])
+    return [
+        Result(
+            "run",
+            f"`ndomo run` spawn → chat request at the server (median of {rounds})",
+            to_request,
+            statistics.median(sent["curl"]),
+            "ms",
+            f"≤ {TARGET_MS:.0f} ms (baseline: curl with ndomo's body)",
+            to_request <= TARGET_MS,
+            {
+                "ndomo_ms": [round(x) for x in sent["ndomo"]],
+                "curl_ms": [round(x) for x in sent["curl"]],
+            },
+        ),
+        Result(
+            "run",
+            f"`ndomo run` spawn → first text on stdout (median of {rounds})",
+            statistics.median(text["ndomo"]),
+            statistics.median(text["curl"]),
+            "ms",
+            "report (curl: its first byte)",
+            True,
+        ),
+    ]
+
+
+def _streamed(sse: str) -> str:
+    """The content of an SSE chat stream, joined."""
+    parts = []
+    for line in sse.splitlines():
+        if line.startswith("data: ") and line != "data: [DONE]":
+            for choice in json.loads(line[6:]).get("choices") or []:
+                parts.append((choice.get("delta") or {}).get("content") or "")
+    return "".join(parts)
