@@ -92,3 +92,23 @@ async def test_bad_settings_are_reported_and_the_rest_applied(lsp, tmp_path):
     assert {p["key"] for p in report["config"]["problems"]} == {"model.timeout_s"}
     errors = [m for m in client.messages if m.type == types.MessageType.Error]
     assert any("editor settings" in m.message for m in errors)
+
+
+async def test_a_changed_setting_the_status_shows_is_sent_at_once(lsp, tmp_path):
+    """`sandbox.auto_allow` turned on in the editor: the status bar says so right away, not
+    with the next turn or session."""
+    from tests.e2e.editor_support import wait_for
+
+    statuses: list[dict] = []
+
+    def seen(params) -> None:
+        statuses.append(params if isinstance(params, dict) else params._asdict())
+
+    client = await lsp.start(tmp_path, handlers={"ndomo/status": seen})
+    await wait_for(lambda: statuses, what="the start-up status")
+    assert statuses[-1]["auto_allow"] is False
+    client.set_configuration(
+        {"sandbox": {"auto_allow": True}}, section="ndomo", scope_uri=from_fs_path(str(tmp_path))
+    )
+    _change(client)
+    await wait_for(lambda: statuses[-1]["auto_allow"] is True, what="a status with auto_allow on")

@@ -48,3 +48,13 @@ class StatusFeature(Feature):
         rt.status_listeners.add(send)
         if app.no_store_reason is None:  # no store, no session to show
             await rt.publish_status(await rt.session())
+
+    async def on_settings(self, app: App) -> None:
+        """The editor's settings changed: what the status shows of them (`auto_allow`, the
+        model) is sent now, not with the next turn or session."""
+        from ndomo.runtime.runtime import Runtime
+
+        rt = app.existing(Runtime)
+        if rt is None or app.no_store_reason is not None:  # not ready yet: on_ready sends it
+            return
+        await rt.publish_status(await rt.session())
