@@ -13,7 +13,8 @@ and after it, so rewinding to that turn takes the rewind back.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Awaitable, Callable
+from typing import Literal, TypeVar
 
 from pydantic import ConfigDict, Field, StrictBool
 
@@ -27,9 +28,10 @@ from ndomo.store.checkpoints import Checkpoint
 from ndomo.store.errors import StoreError
 from ndomo.store.models import Turn
 
+T = TypeVar("T")
 REWIND_AGENT = "rewind"
 # Records of ndomo's own file operations, not the user's prompts (`review`: an applied review).
-_RECORDS = ("rewind", "undo", "review")
+RECORDS = ("rewind", "undo", "review")
 
 
 class RewindParams(Schema):
@@ -58,7 +60,7 @@ class RewindResult(Schema):
 
 
 def _prompts(turns: list[Turn]) -> list[Turn]:
-    return [t for t in turns if t.parent_turn_id is None and t.agent not in _RECORDS]
+    return [t for t in turns if t.parent_turn_id is None and t.agent not in RECORDS]
 
 
 def _target(turns: list[Turn], p: RewindParams) -> Turn:
@@ -79,7 +81,7 @@ def _target(turns: list[Turn], p: RewindParams) -> Turn:
     return prompts[index]
 
 
-def _by_turn(checkpoints: list[Checkpoint], kind: str) -> dict[int, str]:
+def by_turn(checkpoints: list[Checkpoint], kind: str) -> dict[int, str]:
     """turn id → its checkpoint of `kind` (the first start, the last end)."""
     out: dict[int, str] = {}
     for c in checkpoints:
@@ -97,7 +99,7 @@ async def _who_changed(
     and those changed while no turn ran (one turn's end to the next one's start, and the
     last one's end to `now`): the agent's, the user's."""
     shadow = shadow_of(app)
-    starts, ends = _by_turn(checkpoints, "turn_start"), _by_turn(checkpoints, "turn_end")
+    starts, ends = by_turn(checkpoints, "turn_start"), by_turn(checkpoints, "turn_end")
     agents: set[str] = set()
     users: set[str] = set()
     last_end: str | None = None
@@ -123,21 +125,34 @@ async def _who_changed(
     summary="Go back to before a prompt of the session: its files, its conversation, or both",
 )
 async def rewind(app: App, p: RewindParams) -> RewindResult:
+    return await in_session(
+        app,
+        p.session,
+        lambda session_id: _rewind(app, session_id, p),
+        busy="a turn is running in this session; cancel it first",
+    )
+
+
+async def in_session(
+    app: App, session: str | None, run: Callable[[str], Awaitable[T]], *, busy: str
+) -> T:
+    """`run(session id)` while no turn runs in the session: claimed in the store, so no turn
+    of another process starts meanwhile. Typed as a slash command (`/session rewind …`,
+    `/review apply …`), the command's own turn holds the claim already."""
     from ndomo.runtime.runtime import Runtime
 
     rt = Runtime.of(app)
-    state = await rt.session(p.session)
+    state = await rt.session(session)
     running = rt.active.get(state.id)
     if running is not None:
         ctx = running[0]
         if ctx.turn_id is not None or not ctx.request.prompt.lstrip().startswith("/"):
-            raise ActionError("a turn is running in this session; cancel it first", kind="failed")
-        # typed as `/session rewind …`: the slash command's own turn holds the claim
-        return await _rewind(app, state.id, p)
+            raise ActionError(busy, kind="failed")
+        return await run(state.id)
     async with store_of(app) as store:
-        await store.claim_session(state.id)  # no turn of another process starts meanwhile
+        await store.claim_session(state.id)
         try:
-            return await _rewind(app, state.id, p)
+            return await run(state.id)
         finally:
             await store.release_session(state.id)
 
@@ -151,7 +166,7 @@ async def _rewind(app: App, session_id: str, p: RewindParams) -> RewindResult:
     record = None
     if p.what in ("code", "both"):
         checkpoints = await store.session_checkpoints(session_id)
-        start = _by_turn(checkpoints, "turn_start").get(target.id)
+        start = by_turn(checkpoints, "turn_start").get(target.id)
         if start is None:
             raise ActionError(
                 f"turn {target.id} has no checkpoint (taken from the first tool call of a turn "

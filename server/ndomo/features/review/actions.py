@@ -25,18 +25,17 @@ from pathlib import Path
 
 from pydantic import ConfigDict, Field
 
-from ndomo.actions import ActionError, action, store_of
+from ndomo.actions import ActionError, action
 from ndomo.app import App
 from ndomo.features.checkpoints import shadow_of
+from ndomo.features.checkpoints.rewind import RECORDS, by_turn, in_session
 from ndomo.features.checkpoints.shadow import CheckpointError, Shadow
 from ndomo.features.review.hunks import FileDiff, content_hash, diff, revert
 from ndomo.schema import Schema
 from ndomo.store.checkpoints import Checkpoint
 from ndomo.store.models import Turn
 
-REVIEW_AGENT = "review"
-# Records of ndomo's own file operations (rewind, undo, review), not the user's prompts.
-_RECORDS = ("rewind", "undo", REVIEW_AGENT)
+REVIEW_AGENT = "review"  # one of rewind's RECORDS: ndomo's own file operations
 
 
 class ReviewParams(Schema):
@@ -100,25 +99,13 @@ class ApplyResult(Schema):
     message: str
 
 
-def _by_turn(checkpoints: list[Checkpoint], kind: str) -> dict[int, str]:
-    out: dict[int, str] = {}
-    for c in checkpoints:
-        if (
-            c.kind == kind
-            and c.turn_id is not None
-            and (kind == "turn_end" or c.turn_id not in out)
-        ):
-            out[c.turn_id] = c.commit_id
-    return out
-
-
 class _Turns:
     """The session's top-level turns with their start and end snapshots."""
 
     def __init__(self, turns: list[Turn], checkpoints: list[Checkpoint], now: str) -> None:
         self.turns = [t for t in turns if t.parent_turn_id is None]
-        self.starts = _by_turn(checkpoints, "turn_start")
-        self.ends = _by_turn(checkpoints, "turn_end")
+        self.starts = by_turn(checkpoints, "turn_start")
+        self.ends = by_turn(checkpoints, "turn_end")
         self.now = now
 
     def span(self, turn: Turn) -> tuple[str, str] | None:
@@ -184,7 +171,7 @@ async def _review(app: App, p: ReviewParams | ApplyParams) -> tuple[str, _Review
         else:
             for turn in reversed(spans.turns):
                 span = spans.span(turn)
-                if turn.agent in _RECORDS or span is None:
+                if turn.agent in RECORDS or span is None:
                     continue
                 changed = await shadow.diff(*span)
                 if changed:
@@ -314,25 +301,12 @@ async def _mode(shadow: Shadow, commit: str, path: str) -> int | None:
     summary="Put back a reviewed turn's rejected hunks; the accepted ones stay",
 )
 async def review_apply(app: App, p: ApplyParams) -> ApplyResult:
-    from ndomo.runtime.runtime import Runtime
-
-    rt = Runtime.of(app)
-    state = await rt.session(p.session)
-    running = rt.active.get(state.id)
-    if running is not None:
-        ctx = running[0]
-        if ctx.turn_id is not None or not ctx.request.prompt.lstrip().startswith("/"):
-            raise ActionError(
-                "a turn is running in this session; review it once it ends", kind="failed"
-            )
-        # typed as `/review apply …`: the slash command's own turn holds the claim
-        return await _apply(app, state.id, p)
-    async with store_of(app) as store:
-        await store.claim_session(state.id)  # no turn of another process starts meanwhile
-        try:
-            return await _apply(app, state.id, p)
-        finally:
-            await store.release_session(state.id)
+    return await in_session(
+        app,
+        p.session,
+        lambda session_id: _apply(app, session_id, p),
+        busy="a turn is running in this session; review it once it ends",
+    )
 
 
 async def _apply(app: App, session_id: str, p: ApplyParams) -> ApplyResult:
