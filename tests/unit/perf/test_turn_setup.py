@@ -270,3 +270,33 @@ async def test_the_turn_snapshot_waits_for_the_models_first_event_and_ends_befor
     assert seen[0] == "TextDelta" and seen.index("snapshot: before a turn") < seen.index(
         "ToolStarted"
     ), seen
+
+
+async def test_the_turn_snapshot_starts_after_the_first_event_was_written(app, fake):
+    """A host whose write awaits the client (ACP's `session_update`) writes the first text
+    before the snapshot's git process starts on the loop."""
+    from ndomo.features.checkpoints import shadow_of
+    from ndomo.runtime.events import TextDelta
+    from ndomo.runtime.host import BaseHost
+
+    seen: list[str] = []
+
+    class Host(BaseHost):
+        async def emit(self, event) -> None:
+            if isinstance(event, TextDelta):
+                for _ in range(5):  # the write's round trip to the client
+                    await asyncio.sleep(0)
+                seen.append("TextDelta")
+
+    shadow = shadow_of(app)
+    original = shadow.snapshot
+
+    async def snapshot(message: str):
+        seen.append("snapshot")
+        return await original(message)
+
+    shadow.snapshot = snapshot  # type: ignore[method-assign]
+    fake.push({"text": "an answer"})
+    summary = await Runtime(app, compose.plugins()).run(TurnRequest(prompt="hi"), Host())
+    assert summary.status == "done", summary
+    assert seen[:2] == ["TextDelta", "snapshot"], seen
