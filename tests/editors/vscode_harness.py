@@ -423,7 +423,13 @@ class Workbench:
         comes long after that; a driver's comes within milliseconds."""
         quiet = 0
         for _ in range(50):
-            took = self.d.call("eval", js=_BLUR_WEBVIEW)
+            try:
+                took = self.d.call("eval", js=_BLUR_WEBVIEW, shot=False)
+            except DriverError as exc:  # a window reload still navigating: wait for its page
+                if "context was destroyed" not in str(exc) and "navigat" not in str(exc):
+                    raise
+                self.d.call("waitSelector", selector=".monaco-workbench")
+                took = True
             quiet = 0 if took else quiet + 1
             if quiet >= 3:
                 return
