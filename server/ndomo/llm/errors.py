@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 import socket
-from types import ModuleType
 from typing import Any
 
 
@@ -235,7 +234,7 @@ def is_tools_error(text: str) -> bool:
 
 def map_error(
     exc: BaseException,
-    sdk: ModuleType,
+    sdk: Any,
     *,
     url: str,
     model: str,
@@ -244,7 +243,10 @@ def map_error(
     retries: int = 0,
     route: str = "chat",
 ) -> ModelError:
-    """One clear ModelError for any SDK failure while opening a request (after the SDK's retries)."""
+    """One clear ModelError for any failure while opening a request (after the retries).
+
+    `sdk` names the timeout and connection exception classes: the Anthropic SDK module, or
+    `transport.ERRORS` for the OpenAI-compatible client's plain httpx."""
     if isinstance(exc, ModelError):
         return exc
     after = f" after {retries} {'retry' if retries == 1 else 'retries'}" if retries else ""

@@ -2,18 +2,20 @@
 
 Streams by default; `model.stream: auto` sends a request again without streaming when a
 server cannot stream tool calls (an error, or a stream that ends with nothing in it), and
-remembers that in `caps`. Retries are the SDK's (`max_retries`, honouring Retry-After).
+remembers that in `caps`. Requests go over `transport.py` (httpx, the OpenAI SDK's retry
+policy: `max_retries`, honouring Retry-After); the SDK itself is not used (its import and
+per-request cost, docs/performance.md).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
-import openai
 
 from .assembly import ToolCallAssembler
 from .budget import json_size
@@ -42,12 +44,13 @@ from .messages import (
     UsageEvent,
 )
 from .probe import Probe
+from .transport import ERRORS, StatusError, StreamError, Transport, events, retryable
 from .wire import to_openai_messages, to_openai_tools
 
 if TYPE_CHECKING:
     from ndomo.config import ModelConfig
 
-NO_KEY = "not-needed"  # local servers accept any key, but the SDK insists on one
+NO_KEY = "not-needed"  # local servers accept any key; a Bearer header is always sent
 OLLAMA_DEFAULT_CTX = 4096  # what Ollama uses when neither num_ctx nor OLLAMA_CONTEXT_LENGTH is set
 # Why a server's own report says no tools (`Capabilities.tools_source`)
 LLAMA_CPP_NO_TOOLS = (
@@ -65,31 +68,29 @@ def _stream_problem(err: ModelError) -> bool:
     )
 
 
-def _retryable(exc: BaseException) -> bool:
-    """Would the SDK have retried this? (for "after N retries" in the message)"""
-    if isinstance(exc, (openai.APIConnectionError, openai.APITimeoutError)):
-        return True
-    status = getattr(exc, "status_code", None)
-    if not isinstance(status, int):
-        return False
-    if status == 429:
-        headers = getattr(getattr(exc, "response", None), "headers", {}) or {}
-        try:
-            return float(headers.get("retry-after") or 0) <= 60
-        except ValueError:
-            return True
-    return status in (408, 409) or status >= 500
-
-
 def _other_cap_param(name: str) -> str:
     return "max_tokens" if name == "max_completion_tokens" else "max_completion_tokens"
 
 
-def _refuses(exc: Any, sent: str, other: str) -> bool:
+def _said(exc: StatusError) -> str:
+    """The error's message and the body it came from (a server may answer in plain text)."""
+    return f"{exc.message} {exc.body}"
+
+
+def _refuses(exc: StatusError, sent: str, other: str) -> bool:
     """A 400 that names the output-cap parameter it got and the one it wants instead
     (OpenAI: "Unsupported parameter: 'max_tokens' … Use 'max_completion_tokens' instead.")."""
-    text = str(getattr(exc, "message", "") or exc)
+    text = _said(exc)
     return sent in text and other in text
+
+
+def _org_headers(url: str, env: Mapping[str, str]) -> dict[str, str]:
+    """OpenAI's organization and project headers, as its SDK sends them from the environment;
+    only to api.openai.com (another host has no use for them)."""
+    if urlsplit(url).hostname != "api.openai.com":
+        return {}
+    pairs = (("openai-organization", "OPENAI_ORG_ID"), ("openai-project", "OPENAI_PROJECT_ID"))
+    return {header: env[name] for header, name in pairs if env.get(name)}
 
 
 class OpenAIClient:
@@ -109,26 +110,27 @@ class OpenAIClient:
             if urlsplit(self.url).hostname == "api.openai.com"
             else "max_tokens"
         )
-        self._sdk = openai.AsyncOpenAI(
-            base_url=self.url,
+        self._http = Transport(
+            self.url,
             api_key=cfg.resolved_api_key(env) or NO_KEY,
-            timeout=openai.Timeout(cfg.timeout_s, connect=min(10.0, cfg.timeout_s)),
+            timeout_s=cfg.timeout_s,
             max_retries=cfg.max_retries,
+            headers=_org_headers(self.url, os.environ if env is None else env),
         )
 
     async def aclose(self) -> None:
-        await self._sdk.close()
+        await self._http.aclose()
 
     def _map(self, exc: BaseException, model: str, route: str = "chat") -> ModelError:
         return map_error(
             exc,
-            openai,
+            ERRORS,
             url=self.url,
             model=model,
             api_key_env=self.cfg.api_key_env,
             timeout_s=self.cfg.timeout_s,
             route=route,
-            retries=self.cfg.max_retries if route == "chat" and _retryable(exc) else 0,
+            retries=self.cfg.max_retries if route == "chat" and retryable(exc) else 0,
         )
 
     def _params(
@@ -157,34 +159,14 @@ class OpenAIClient:
             params["stream_options"] = {"include_usage": True}
         return params
 
-    def _create(self, params: dict[str, Any]) -> Any:
-        """`chat.completions.create(**params)` without the SDK's request transform.
-
-        The transform walks every message and tool schema against the SDK's TypedDicts on
-        every request (~40 ms at 200 messages and 29 tools, growing with the session) and
-        changes nothing for the plain JSON built here. Same endpoint, same response
-        types and stream class, same errors.
-        """
-        from openai import AsyncStream
-        from openai.types.chat import ChatCompletion
-
-        # Chunks stay plain dicts: building a ChatCompletionChunk model per chunk cost
-        # ~0.4 ms each (20 ms on a 50-chunk answer); `_events` reads the few fields it needs.
-        return self._sdk.post(
-            "/chat/completions",
-            body=params,
-            cast_to=ChatCompletion,
-            stream=bool(params.get("stream")),
-            stream_cls=AsyncStream[object],
-        )
-
-    async def _open(self, params: dict[str, Any]) -> Any:
+    async def _open(self, params: dict[str, Any]) -> httpx.Response:
+        """POST the chat request: the response with its body unread (the caller closes it)."""
         try:
-            return await self._create(params)
-        except openai.APIStatusError as exc:
+            return await self._http.open("POST", "/chat/completions", params)
+        except StatusError as exc:
             if (
                 exc.status_code == 400
-                and "stream_options" in str(exc.message)
+                and "stream_options" in _said(exc)
                 and params.get("stream_options")
             ):
                 self._stream_options = False
@@ -200,7 +182,7 @@ class OpenAIClient:
                 self._cap_param = other
                 return await self._open(params)
             raise self._map(exc, params["model"]) from exc
-        except openai.APIError as exc:
+        except httpx.HTTPError as exc:
             raise self._map(exc, params["model"]) from exc
 
     def streams(self, tools: list[ToolSpec]) -> bool:
@@ -271,71 +253,131 @@ class OpenAIClient:
                 self.caps.bytes_per_token = round(ratio, 3)
 
     async def _whole(self, params: dict[str, Any]) -> AsyncIterator[StreamEvent]:
-        reply = await self._open(params)
-        choices = getattr(reply, "choices", None)
-        if not choices:
+        response = await self._open(params)
+        try:
+            raw = await response.aread()
+        except httpx.TimeoutException as exc:
+            raise self._map(exc, params["model"]) from exc
+        except httpx.TransportError as exc:
             raise ModelBadResponse(
-                f"model endpoint {self.url} answered without a choice: {str(reply)[:200]}; "
+                f"model endpoint {self.url} cut its answer off; see the model server's log",
+                url=self.url,
+            ) from exc
+        finally:
+            await response.aclose()
+        try:
+            reply = json.loads(raw)
+        except ValueError:
+            reply = None
+        choices = reply.get("choices") if isinstance(reply, dict) else None
+        if not choices or not isinstance(choices, list):
+            said = raw[:200].decode(errors="replace") if reply is None else str(reply)[:200]
+            raise ModelBadResponse(
+                f"model endpoint {self.url} answered without a choice: {said}; "
                 "see the model server's log",
                 url=self.url,
             )
-        choice = choices[0]
-        message = choice.message
-        if message.content:
-            yield TextChunk(text=message.content)
-        calls = []
-        for n, raw in enumerate(getattr(message, "tool_calls", None) or []):
-            fn = raw.function
-            args = fn.arguments if isinstance(fn.arguments, str) else json.dumps(fn.arguments)
-            calls.append(ToolCall.from_raw(raw.id or f"call_{n}", fn.name or "", args or ""))
+        try:
+            choice = choices[0]
+            message = choice.get("message") or {}
+            content = message.get("content")
+            calls = []
+            for n, raw_call in enumerate(message.get("tool_calls") or []):
+                fn = raw_call.get("function") or {}
+                args = fn.get("arguments")
+                args = args if isinstance(args, str) else json.dumps(args) if args else ""
+                calls.append(
+                    ToolCall.from_raw(raw_call.get("id") or f"call_{n}", fn.get("name") or "", args)
+                )
+            raw_usage = reply.get("usage")
+            usage = (
+                Usage(
+                    prompt_tokens=raw_usage.get("prompt_tokens") or 0,
+                    completion_tokens=raw_usage.get("completion_tokens") or 0,
+                )
+                if isinstance(raw_usage, dict)
+                else None
+            )
+            finish = choice.get("finish_reason") or "stop"
+        except (AttributeError, TypeError, ValueError) as exc:  # not the shape of an answer
+            raise ModelBadResponse(
+                f"model endpoint {self.url} sent a malformed answer ({type(exc).__name__}: {exc}); "
+                "see the model server's log",
+                url=self.url,
+            ) from exc
+        if content:
+            yield TextChunk(text=str(content))
         for call in calls:
             yield ToolCallReady(call=call)
-        usage = None
-        if reply.usage is not None:
-            usage = Usage(
-                prompt_tokens=reply.usage.prompt_tokens or 0,
-                completion_tokens=reply.usage.completion_tokens or 0,
-            )
+        if usage is not None:
             self._calibrate(params, usage)
             yield UsageEvent(usage=usage)
-        finish = choice.finish_reason or "stop"
-        yield Finished(reason="tool_calls" if calls and finish == "stop" else finish)
+        yield Finished(reason="tool_calls" if calls and finish == "stop" else str(finish))
 
     async def _streamed(self, params: dict[str, Any]) -> AsyncIterator[StreamEvent]:
-        sdk_stream = await self._open(params)
+        response = await self._open(params)
         try:
-            async for event in self._events(sdk_stream, params):
+            async for event in self._events(response, params):
                 yield event
         finally:
             # Runs on completion, error, cancellation and aclose(): the socket never outlives us.
-            await sdk_stream.close()
+            await response.aclose()
 
-    async def _events(self, sdk_stream: Any, params: dict[str, Any]) -> AsyncIterator[StreamEvent]:
+    async def _chunks(self, response: httpx.Response) -> AsyncIterator[Any]:
+        """The stream's JSON chunks, as the SDK read them: up to `data: [DONE]` (the rest is
+        read, so the connection is kept for the next request), an `error` in a chunk or an
+        `event: error` raised as a `StreamError`, other named events skipped."""
+        done = False
+        async for sse in events(response):
+            if done:
+                continue
+            if sse.data.startswith("[DONE]"):
+                done = True
+                continue
+            named = sse.event is not None and not sse.event.startswith("response.")
+            if named and sse.event != "error":
+                continue
+            data = json.loads(sse.data)
+            if isinstance(data, dict) and data.get("error"):
+                error = data["error"]
+                said = error.get("message") if isinstance(error, dict) else None
+                raise StreamError(
+                    said
+                    if isinstance(said, str) and said
+                    else "An error occurred during streaming",
+                    error,
+                )
+            if not named:
+                yield data
+
+    async def _events(
+        self, response: httpx.Response, params: dict[str, Any]
+    ) -> AsyncIterator[StreamEvent]:
         calls = ToolCallAssembler()
         finish: str | None = None
         usage: Usage | None = None
         chunks = 0
-        iterator = sdk_stream.__aiter__()
+        iterator = self._chunks(response).__aiter__()
         while True:
             try:
                 chunk = await iterator.__anext__()
             except StopAsyncIteration:
                 break
-            except openai.APITimeoutError as exc:
+            except httpx.TimeoutException as exc:
                 raise ModelTimeout(
                     f"model endpoint {self.url} stopped sending for {self.cfg.timeout_s:g}s mid-answer; "
                     "raise model.timeout_s or use a faster model",
                     url=self.url,
                 ) from exc
-            except openai.APIConnectionError as exc:
+            except httpx.TransportError as exc:
                 raise ModelBadResponse(
                     f"model endpoint {self.url} cut the stream off mid-answer; "
                     "see the model server's log",
                     url=self.url,
                 ) from exc
-            except openai.APIError as exc:  # an error event inside the stream
+            except StreamError as exc:  # an error event inside the stream
                 raise self._stream_error(exc) from exc
-            except (ValueError, TypeError) as exc:  # JSONDecodeError, pydantic validation
+            except ValueError as exc:  # JSONDecodeError, a body that is not UTF-8
                 raise ModelBadResponse(
                     f"model endpoint {self.url} sent a malformed stream chunk ({type(exc).__name__}: {exc}); "
                     "see the model server's log",
@@ -387,7 +429,7 @@ class OpenAIClient:
                         yield ToolCallReady(call=call)
         if finish is None:
             if chunks == 0:
-                ctype = sdk_stream.response.headers.get("content-type", "none")
+                ctype = response.headers.get("content-type", "none")
                 if "text/event-stream" in ctype:
                     raise ModelEmptyStream(
                         f"model endpoint {self.url} opened an event stream and ended it without a single chunk "
@@ -434,7 +476,7 @@ class OpenAIClient:
         answers. Never raises; an empty dict when nothing was found."""
         facts: dict[str, Any] = {}
         name = self.cfg.name
-        headers = {"authorization": f"Bearer {self._sdk.api_key}"}
+        headers = {"authorization": f"Bearer {self._http.api_key}"}
         async with httpx.AsyncClient(timeout=self.probe_timeout_s, headers=headers) as http:
 
             async def get(method: str, url: str, **kw: Any) -> Any:
@@ -555,10 +597,17 @@ class OpenAIClient:
 
     async def probe(self) -> Probe:
         try:
-            page = await self._sdk.with_options(
-                timeout=self.probe_timeout_s, max_retries=0
-            ).models.list()
-            models = sorted(str(m.id) for m in (getattr(page, "data", None) or []))
+            response = await self._http.open(
+                "GET", "/models", retries=0, timeout_s=self.probe_timeout_s
+            )
+            try:
+                page = json.loads(await response.aread())
+            finally:
+                await response.aclose()
+            data = page.get("data") if isinstance(page, dict) else None
+            if not isinstance(data, list):
+                raise ValueError(f"not a model list: {str(page)[:200]}")
+            models = sorted(str(m.get("id")) for m in data if isinstance(m, dict))
         except Exception as exc:  # noqa: BLE001 - a probe reports any failure (mapped by _map), never raises
             return Probe(
                 url=self.url, ok=False, detail=str(self._map(exc, self.cfg.name, route="models"))

@@ -3,7 +3,7 @@
 `initialize` is answered with pygls, the lsp modules and the modes and agents it
 advertises (`plugins()`, in a thread). After `initialized`, `core()` (actions, runtime,
 store: what every command needs) runs in a thread before the App is published, and
-`extras()` (the rest of ndomo, the model SDK, parsers, web tools …) runs in a background
+`extras()` (the rest of ndomo, the model client, parsers, web tools …) runs in a background
 thread, so the first turn neither waits for those imports nor makes the server's memory
 jump; it also builds the models whose build was deferred (ndomo.schema), so the first turn
 does not build them either.
@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ndomo.lsp")
 
-# Third-party modules some tool or the model client imports lazily on first use.
-THIRD_PARTY = ("openai", "httpx", "bashlex", "bs4", "tree_sitter")
+# Third-party modules some tool or the model client (httpx) imports lazily on first use.
+THIRD_PARTY = ("httpx", "bashlex", "bs4", "tree_sitter")
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ def fake() -> Any:
 
 @pytest.fixture
 async def clients() -> AsyncIterator[Any]:
-    """Factory for clients; closes them after the test. Retries are the SDK's: scripts that
+    """Factory for clients; closes them after the test. Retries are the transport's (the SDK's policy): scripts that
     want a quick retry send `retry-after-ms`."""
     made: list[OpenAIClient] = []
 

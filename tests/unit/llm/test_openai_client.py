@@ -212,20 +212,20 @@ async def test_429_always_is_rate_limited(fake: Any, clients: Any) -> None:
     assert len(fake.chat_requests()) == 3
 
 
-async def test_retry_after_is_honoured_by_the_sdk(fake: Any, clients: Any) -> None:
+async def test_retry_after_is_honoured(fake: Any, clients: Any, monkeypatch: Any) -> None:
+    from ndomo.llm import transport
+
     fake.push({"status": 429, "headers": {"Retry-After": "0.2"}})
     fake.push({"status": 503, "headers": {"retry-after-ms": "10"}})
-    client = clients(fake.url, max_retries=3)
-    sdk = client._sdk
     waits: list[float] = []
-    real = sdk._calculate_retry_timeout
+    real = transport.retry_wait
 
     def spy(*args: Any, **kw: Any) -> float:
         waits.append(real(*args, **kw))
         return waits[-1]
 
-    sdk._calculate_retry_timeout = spy
-    assert text_of(await collect(client)) == "done"
+    monkeypatch.setattr(transport, "retry_wait", spy)
+    assert text_of(await collect(clients(fake.url, max_retries=3))) == "done"
     assert waits == [0.2, 0.01] and len(fake.chat_requests()) == 3
 
 
@@ -362,4 +362,4 @@ async def test_probe_bad_key(clients: Any) -> None:
 def test_make_client_picks_openai_by_default() -> None:
     client = make_client(ModelConfig(base_url="http://127.0.0.1:1/v1/"), probe_timeout_s=1.0)
     assert isinstance(client, OpenAIClient) and client.url == "http://127.0.0.1:1/v1"
-    assert client._sdk.max_retries == 2  # retries are the SDK's own
+    assert client._http.max_retries == 2  # the default retry budget, as the SDK's

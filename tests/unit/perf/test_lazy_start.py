@@ -18,13 +18,13 @@ def _fresh(code: str) -> str:
 
 def test_the_server_offers_every_lsp_action_and_leaves_the_features_unloaded():
     """The commands come from the declared actions (no table to keep up to date); the
-    runtime's features (tool modules, the model SDK) load later, in threads."""
+    runtime's features (tool modules, the model client) load later, in threads."""
     code = (
         "import sys; from ndomo import compose; from ndomo.lsp import warmup;"
         "from ndomo.lsp.features import create_server;"
         "warmup.install(compose.server_loads()); s = create_server();"
         "heavy = [m for m in ('ndomo.tools.shell', 'ndomo.tools.files', 'ndomo.agents.feature',"
-        " 'openai', 'httpx', 'bashlex', 'bs4') if m in sys.modules]; print(','.join(heavy));"
+        " 'ndomo.llm.openai_client', 'httpx', 'bashlex', 'bs4') if m in sys.modules]; print(','.join(heavy));"
         "print(' '.join(sorted(c for c in s.protocol.fm.commands if c.startswith('ndomo.'))))"
     )
     out = _fresh(code).split("\n")

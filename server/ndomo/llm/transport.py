@@ -1,0 +1,238 @@
+"""HTTP to an OpenAI-compatible server with httpx, without the OpenAI SDK.
+
+The SDK cost every `ndomo run` ~0.4 s of imports (its types and its own httpx2) and every
+streamed request ~3.6 ms before the first chunk over a plain httpx request with the same
+body (docs/performance.md, issue 31). What ndomo used of it is here: the request, the SDK's
+retry policy, its error fields (`status_code`, `body`, `message`, `response`, read by
+`errors.map_error`) and its server-sent-events reading.
+
+Retries follow the SDK: connection failures, timeouts, 408, 409, 429 and 5xx are retried
+`max_retries` times; `x-should-retry` decides when present; the wait is the server's
+`retry-after-ms` / `retry-after` (seconds or an HTTP date) when it is 60 s or less, else
+0.5 s doubling up to 8 s, less up to 25 % jitter. A Retry-After over 60 s is not waited:
+the error is reported with it at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import json
+import math
+import random
+import ssl
+import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import httpx
+
+INITIAL_DELAY_S = 0.5
+MAX_DELAY_S = 8.0
+MAX_RETRY_AFTER_S = 60.0
+
+
+class StatusError(Exception):
+    """A 4xx/5xx answer, with the fields the SDK's `APIStatusError` had: `status_code`,
+    `body` (the JSON's `error` object, or the JSON, or the text), `message`, `response`."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        text = response.text.strip()
+        body: Any = text
+        message = f"Error code: {response.status_code}"
+        with contextlib.suppress(ValueError):  # not JSON: the text is the body
+            body = json.loads(text)
+        error = body.get("error", body) if isinstance(body, dict) else None
+        said = error.get("message") if isinstance(error, dict) else None
+        if isinstance(said, str) and said:
+            message += f" - {said}"
+        super().__init__(message)
+        self.message = message
+        self.response = response
+        self.status_code = response.status_code
+        self.body = error if isinstance(body, dict) else body
+
+
+class StreamError(Exception):
+    """An error event inside a stream (`data: {"error": {...}}`): no status, the server's words."""
+
+    def __init__(self, message: str, body: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.body = body
+
+
+# What `errors.map_error` reads as "the SDK" for this transport: a timeout, then any other
+# failure to reach the server (refused, reset, closed without an answer).
+ERRORS = SimpleNamespace(
+    APITimeoutError=httpx.TimeoutException, APIConnectionError=httpx.TransportError
+)
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds the server asks to wait: `retry-after-ms`, then `retry-after` as a number, then
+    as an HTTP date; None when it says nothing readable."""
+    for name, divisor in (("retry-after-ms", 1000), ("retry-after", 1)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return float(value) / divisor
+        except ValueError:
+            continue
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        date = email.utils.parsedate_tz(value)
+        return None if date is None else float(email.utils.mktime_tz(date) - time.time())
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def should_retry(response: httpx.Response) -> bool:
+    wait = retry_after(response.headers)
+    if wait is not None and math.isfinite(wait) and wait > MAX_RETRY_AFTER_S:
+        return False
+    said = response.headers.get("x-should-retry")
+    if said in ("true", "false"):
+        return said == "true"
+    status = response.status_code
+    return status in (408, 409, 429) or status >= 500
+
+
+def retry_wait(attempt: int, headers: Mapping[str, str] | None) -> float:
+    """The wait before retry number `attempt` (0 for the first)."""
+    wait = retry_after(headers) if headers is not None else None
+    if wait is not None and math.isfinite(wait) and 0 < wait <= MAX_RETRY_AFTER_S:
+        return wait
+    delay = min(INITIAL_DELAY_S * 2.0 ** min(attempt, 1000), MAX_DELAY_S)
+    return max(delay * (1 - 0.25 * random.random()), 0.0)
+
+
+@dataclass
+class Event:
+    """One server-sent event: its `event` field (None when absent) and its joined data lines."""
+
+    event: str | None
+    data: str
+
+
+async def events(response: httpx.Response) -> AsyncIterator[Event]:
+    """The response's server-sent events (the WHATWG rules ndomo's servers use: `data:` lines
+    joined by newlines, `event:`, comments and other fields skipped, a blank line ends one)."""
+    name: str | None = None
+    data: list[str] = []
+    async for line in response.aiter_lines():
+        if not line:
+            if data:
+                yield Event(name, "\n".join(data))
+            name, data = None, []
+            continue
+        if line.startswith(":"):
+            continue
+        field, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if field == "data":
+            data.append(value)
+        elif field == "event":
+            name = value
+    if data:  # a server that ends without the last blank line
+        yield Event(name, "\n".join(data))
+
+
+def _tls_for(url: str) -> ssl.SSLContext | bool:
+    """Certificates checked against the system's CAs (httpx's default) for https. A plain
+    http server (the local ones) needs no CAs: loading them cost ~40-100 ms of every
+    `ndomo run`. Its context still requires a verified certificate, so a redirect to https
+    fails on the certificate instead of going unchecked."""
+    if url.lower().startswith("https:"):
+        return True
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+class Transport:
+    """One keep-alive connection pool to `base_url`, requests with retries."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str,
+        timeout_s: float,
+        max_retries: int,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.max_retries = max_retries
+        self.http = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)),
+            verify=_tls_for(self.base_url),
+            headers={
+                "authorization": f"Bearer {api_key}",
+                "accept": "application/json",
+                **(headers or {}),
+            },
+            follow_redirects=True,
+            limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
+        )
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    async def open(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        retries: int | None = None,
+        timeout_s: float | None = None,
+    ) -> httpx.Response:
+        """The response, its body unread (stream it, or `aread`): a 2xx after the retries.
+        Raises `StatusError` for a 4xx/5xx, httpx's `TimeoutException` / `TransportError`
+        when the server cannot be reached; the caller closes the response."""
+        content = (
+            None
+            if body is None
+            else json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        )
+        headers = {"content-type": "application/json"} if content is not None else None
+        timeout: Any = httpx.USE_CLIENT_DEFAULT if timeout_s is None else timeout_s
+        budget = self.max_retries if retries is None else retries
+        attempt = 0
+        while True:
+            request = self.http.build_request(
+                method, self.base_url + path, content=content, headers=headers, timeout=timeout
+            )
+            try:
+                response = await self.http.send(request, stream=True)
+            except httpx.TransportError:
+                if attempt >= budget:
+                    raise
+                await asyncio.sleep(retry_wait(attempt, None))
+                attempt += 1
+                continue
+            if response.is_success:
+                return response
+            try:
+                await response.aread()
+            finally:
+                await response.aclose()
+            if attempt >= budget or not should_retry(response):
+                raise StatusError(response)
+            await asyncio.sleep(retry_wait(attempt, response.headers))
+            attempt += 1
+
+
+def retryable(exc: BaseException) -> bool:
+    """Would `Transport.open` have retried this? (for "after N retries" in the message)"""
+    if isinstance(exc, httpx.TransportError):
+        return True
+    response = getattr(exc, "response", None)
+    return isinstance(response, httpx.Response) and should_retry(response)
