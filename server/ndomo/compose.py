@@ -18,6 +18,7 @@ declares actions) — or, outside ndomo, an entry point. The imports stay inside
 
 from __future__ import annotations
 
+import functools
 import logging
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -180,7 +181,9 @@ def _others() -> list[Subcommand]:
     from ndomo.acp import command as acp
     from ndomo.terminal import run, trust
 
-    return [run.command(plugins), trust.command(), acp.command(plugins)]
+    # One set of registries per process: `--mode`'s check and the turn share it.
+    once = functools.cache(plugins)
+    return [run.command(once), trust.command(), acp.command(once)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -88,6 +88,7 @@ def _setup(p: argparse.ArgumentParser, plugins: Callable[[], Plugins]) -> None:
         "-m",
         default=None,
         choices=_Modes(plugins),
+        metavar="MODE",  # argparse builds a metavar from the choices otherwise, loading them
         help="mode of this turn, which fences the tools (default: the session's mode): %(choices)s",
     )
     p.add_argument("--workspace", "-w", default=None, help=WORKSPACE_HELP)
