@@ -203,8 +203,13 @@ class ToolDescriptor:
             ) from None
 
     def schema(self) -> dict[str, Any]:
-        """The parameters as offered to the model: compact (see `compact_schema`)."""
-        return compact_schema(self.params.model_json_schema())
+        """The parameters as offered to the model: compact (see `compact_schema`), kept
+        between processes (`schema_cache`)."""
+        from ndomo.runtime import schema_cache
+
+        return schema_cache.schema(
+            self.params, lambda: compact_schema(self.params.model_json_schema())
+        )
 
 
 # `Field(json_schema_extra={HIDDEN: True})`: accepted when sent, not offered (rarely needed fields).
@@ -303,6 +308,9 @@ def tool_specs(tools: Iterable[OfferedTool]) -> list[Any]:
         specs = _SPECS[key] = [
             ToolSpec(name=t.name, description=t.description, parameters=t.schema()) for t in tools
         ]
+        from ndomo.runtime import schema_cache
+
+        schema_cache.save()
     return list(specs)  # the caller's list; the specs themselves are shared, never mutated
 
 
