@@ -3,6 +3,8 @@ Python language servers started the same way, paired round by round.
 
 The first useful answer: ndomo's `ndomo.mode.get` (App-backed: configuration, store,
 runtime); pylsp's and jedi-language-server's hover on `os.path.join` in a three-line file.
+The first turn (issue 31): ndomo's `ndomo.turn` → its first streamed text
+(`ndomo/turn/event`), against the scripted model in its own process, vs the same hovers.
 Every server gets the same client capabilities (VS Code's) and `initialized` before the
 request. Answers are checked (ndomo reports its modes; a hover has content), so an error
 or an empty answer is never timed as an answer.
@@ -93,10 +95,18 @@ def _caps() -> dict:
     return CAPS
 
 
-async def _answer(proc, want_id: int) -> dict:
-    """Read until the response to `want_id`; answer the server's own requests on the way."""
+def _first_text(msg: dict) -> bool:
+    params = msg.get("params") or {}
+    return msg.get("method") == "ndomo/turn/event" and params.get("kind") == "text"
+
+
+async def _answer(proc, want_id: int, until=None) -> dict:
+    """Read until the response to `want_id` (or a message `until` accepts); answer the
+    server's own requests on the way."""
     while True:
         msg = await asyncio.wait_for(read_message(proc.stdout), 60)
+        if until is not None and until(msg):
+            return msg
         if msg.get("id") == want_id and ("result" in msg or "error" in msg):
             return msg
         if "method" in msg and "id" in msg:  # a server→client request (configuration, progress …)
@@ -108,7 +118,12 @@ async def _answer(proc, want_id: int) -> dict:
             proc.stdin.write(frame({"jsonrpc": "2.0", "id": msg["id"], "result": result}))
 
 
-async def once(name: str, cmd: list[str], root: Path) -> tuple[float, float]:
+TURN = "ndomo first turn"  # ndomo, its first answer a model turn's first text
+
+
+async def once(
+    name: str, cmd: list[str], root: Path, env: dict[str, str] | None = None
+) -> tuple[float, float]:
     """(spawn → initialize result, spawn → first useful answer), raw JSON-RPC."""
     uri = from_fs_path(str(root))
     doc = from_fs_path(str(root / "main.py"))
@@ -129,7 +144,7 @@ async def once(name: str, cmd: list[str], root: Path) -> tuple[float, float]:
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=None if os.environ.get("BENCH_STDERR") else asyncio.subprocess.DEVNULL,
-        env=env_for_server(),
+        env=env_for_server(env),
         cwd=str(root),
     )
     try:
@@ -139,14 +154,17 @@ async def once(name: str, cmd: list[str], root: Path) -> tuple[float, float]:
         if "error" in msg:
             raise RuntimeError(f"{name} refused initialize: {msg['error']}")
         proc.stdin.write(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
-        if name == "ndomo":
+        if name in ("ndomo", TURN):
+            command, args = (
+                ("ndomo.mode.get", {}) if name == "ndomo" else ("ndomo.turn", {"prompt": "say hi"})
+            )
             proc.stdin.write(
                 frame(
                     {
                         "jsonrpc": "2.0",
                         "id": 2,
                         "method": "workspace/executeCommand",
-                        "params": {"command": "ndomo.mode.get", "arguments": [{}]},
+                        "params": {"command": command, "arguments": [args]},
                     }
                 )
             )
@@ -181,9 +199,13 @@ async def once(name: str, cmd: list[str], root: Path) -> tuple[float, float]:
                 )
             )
         await proc.stdin.drain()
-        msg = await _answer(proc, 2)
+        msg = await _answer(proc, 2, _first_text if name == TURN else None)
         t_first = time.perf_counter() - t
         check(name, msg)
+        if name == TURN:  # the rest of the turn, so the next round starts from a settled store
+            done = await _answer(proc, 2)
+            if (done.get("result") or {}).get("status") != "done":
+                raise RuntimeError(f"the first turn did not finish: {str(done)[:300]}")
         proc.stdin.write(frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown", "params": None}))
         await _answer(proc, 3)  # exit only after shutdown answered, as editors do
         proc.stdin.write(frame({"jsonrpc": "2.0", "method": "exit", "params": None}))
@@ -203,8 +225,12 @@ async def once(name: str, cmd: list[str], root: Path) -> tuple[float, float]:
 
 def check(name: str, msg: dict) -> None:
     """An answer with content, not an error: otherwise the round is not a sample."""
-    if "error" in msg or msg.get("result") is None:
+    if "error" in msg or (msg.get("result") is None and name != TURN):
         raise RuntimeError(f"{name}: no useful first answer: {str(msg)[:300]}")
+    if name == TURN:
+        if not _first_text(msg) or not msg["params"].get("text"):
+            raise RuntimeError(f"the first turn's first event is not text: {str(msg)[:300]}")
+        return
     result = msg["result"]
     if name == "ndomo":
         if not isinstance(result, dict) or {m["name"] for m in result.get("modes", [])} != {
@@ -227,41 +253,58 @@ def compile_ndomo() -> None:
 
 
 async def run(rounds: int = ROUNDS) -> list[Result]:
+    from tests.bench.fake_proc import FakeProc
+
     compile_ndomo()
-    servers = {"ndomo": NDOMO, **others()}
+    servers = {"ndomo": NDOMO, TURN: NDOMO, **others()}
     init: dict[str, list[float]] = {n: [] for n in servers}
     first: dict[str, list[float]] = {n: [] for n in servers}
-    with tempfile.TemporaryDirectory() as d:
+    answer = {"text": "a short answer", "chunks": 3}
+    with (
+        tempfile.TemporaryDirectory() as d,
+        FakeProc(args=("--props", "--n-ctx", "8192")) as fake,
+    ):
         root = Path(d)
         (root / "main.py").write_text(SOURCE)
+        env = {"NDOMO_BASE_URL": fake.url}
+
+        async def one(name: str, cmd: list[str]) -> tuple[float, float]:
+            if name == TURN:
+                fake.push(answer)
+            return await once(name, cmd, root, env)
+
         for name, cmd in servers.items():  # warm the OS file cache for everyone's imports alike
-            await once(name, cmd, root)
+            await one(name, cmd)
         for i in range(rounds):  # paired and interleaved: drift in machine load hits all alike
             order = list(servers.items())
             if i % 2:
                 order.reverse()
             for name, cmd in order:
-                a, b = await once(name, cmd, root)
+                a, b = await one(name, cmd)
                 init[name].append(a)
                 first[name].append(b)
     results = []
     for name in servers:
-        if name == "ndomo":
+        if name in ("ndomo", TURN):
             continue
-        for what, data, target in (
-            ("first useful answer", first, True),
-            ("initialize", init, False),
+        for mine_name, what, data, target in (
+            ("ndomo", "first useful answer", first, True),
+            ("ndomo", "initialize", init, False),
+            # issue 31: the first turn's first text within pylsp's first hover
+            (TURN, "first turn's first text", first, name == "python-lsp-server"),
         ):
-            ratios = [m / o for m, o in zip(data["ndomo"], data[name], strict=True)]
+            ratios = [m / o for m, o in zip(data[mine_name], data[name], strict=True)]
             mine, other = (
-                statistics.median(data["ndomo"]) * 1000,
+                statistics.median(data[mine_name]) * 1000,
                 statistics.median(data[name]) * 1000,
             )
             ratio = statistics.median(ratios)
             results.append(
                 Result(
                     "startup",
-                    f"{what}: ndomo vs {name} (median of {rounds} pairs)",
+                    f"{what}: ndomo vs {name}"
+                    + ("'s first hover" if mine_name == TURN else "")
+                    + f" (median of {rounds} pairs)",
                     mine,
                     other,
                     "ms",
@@ -269,7 +312,7 @@ async def run(rounds: int = ROUNDS) -> list[Result]:
                     ratio <= 1.0 if target else True,
                     {
                         "paired_ratio_median": round(ratio, 3),
-                        "ndomo_ms": [round(x * 1000, 1) for x in data["ndomo"]],
+                        "ndomo_ms": [round(x * 1000, 1) for x in data[mine_name]],
                         f"{name}_ms": [round(x * 1000, 1) for x in data[name]],
                     },
                 )
