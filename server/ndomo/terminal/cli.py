@@ -132,14 +132,17 @@ def build_parser(commands: Commands) -> argparse.ArgumentParser:
     return parser
 
 
-def _serve_parser(commands: Commands) -> argparse.ArgumentParser:
-    """Only `serve`: an editor spawning the server must not wait for every action's CLI."""
-    serve = commands.serve()
+def _one_parser(commands: Commands, name: str) -> argparse.ArgumentParser:
+    """Only `name` (serve, run, acp): an editor spawning the server, or a script's `ndomo run`,
+    must not wait for every action's command line. `--help` builds the whole parser."""
+    found = commands.serve() if name == "serve" else None
+    if found is None:
+        found = next(c for c in commands.others() if c.name == name)
     parser = argparse.ArgumentParser(prog="ndomo")
     subs = parser.add_subparsers(dest="command", metavar="COMMAND")
-    p = subs.add_parser(serve.name)
-    serve.setup(p)
-    p.set_defaults(_handler=serve.handler)
+    p = subs.add_parser(found.name, help=found.help)
+    found.setup(p)
+    p.set_defaults(_handler=found.handler)
     return parser
 
 
@@ -148,8 +151,8 @@ def main(argv: list[str] | None, commands: Commands) -> int:
         stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
     args = sys.argv[1:] if argv is None else list(argv)
-    is_serve = args[:1] == ["serve"] and not {"-h", "--help"} & set(args)
-    parser = _serve_parser(commands) if is_serve else build_parser(commands)
+    fast = args[:1] in (["serve"], ["run"], ["acp"]) and not {"-h", "--help"} & set(args)
+    parser = _one_parser(commands, args[0]) if fast else build_parser(commands)
     ns = parser.parse_args(argv)
     handler = getattr(ns, "_handler", None)
     if handler is None:
