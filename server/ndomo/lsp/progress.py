@@ -98,7 +98,8 @@ class TurnProgressFeature(Feature):
         state = self.on_host.setdefault(host, _OnHost())
         if event.kind == "turn_started" and top:
             # The token is a round trip to the editor: the turn (and its first token) does not
-            # wait for it. Reports before it exists are skipped; the end waits for it.
+            # wait for it, and it starts behind the first token (or 50 ms in). Reports before it
+            # exists are skipped; the end waits for it.
             state.starting = asyncio.ensure_future(self._begin(ctx, host))
             return
         starting = state.starting
@@ -151,6 +152,7 @@ class TurnProgressFeature(Feature):
         await host.show_document(Path(done.path))
 
     async def _begin(self, ctx: TurnContext, host: LspHost) -> None:
+        await ctx.first_event()  # a round trip to the editor: behind the first token
         state = self.on_host.setdefault(host, _OnHost())
         if not self.supports_progress() or state.open is not None:
             return

@@ -89,9 +89,10 @@ class _Pending:
 
 
 def record_soon(ctx: TurnContext, message: Message) -> None:
-    """Store `message` without waiting for the write: the turn's user message is stored while
-    the model request goes out (its store transaction is several hops to the database thread,
-    which the first token used to wait for). The next `record` and the turn's end (`settle`)
+    """Store `message` without waiting for the write: the turn's user message is stored once
+    the model's first event went out, or 50 ms after (`TurnContext.first_event`; its store
+    transaction is several hops to the database thread, which the first token used to wait
+    for, then ran beside). The next `record` and the turn's end (`settle`)
     wait for it, so the stored order is the turn's order and nothing is lost."""
     pending = ctx.instance(_Pending, _Pending)
     previous = pending.write
@@ -99,6 +100,7 @@ def record_soon(ctx: TurnContext, message: Message) -> None:
     async def write() -> None:
         if previous is not None:
             await previous
+        await ctx.first_event()  # behind the first token, not beside the request
         await _store(ctx, message)
 
     # Not the turn's task: a cancelled turn still stores what it was asked.
