@@ -155,8 +155,8 @@ async def query_plans() -> list[str]:
 
 
 async def request_bytes() -> list[str]:
-    """A turn's first model request per agent and mode (messages + tool schemas, bytes of
-    JSON as sent) stays under the budget: the prompt and schemas cannot grow unnoticed."""
+    """A turn's first model request per agent and mode (the whole JSON body as sent) stays
+    under the budget: the prompt and schemas cannot grow unnoticed."""
     from tests.bench.request_size import CASES, TARGET, measure
 
     rows = await measure()

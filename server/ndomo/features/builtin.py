@@ -94,10 +94,11 @@ class Environment(PromptContributor):
     priority = 90
 
     async def contribute(self, ctx: TurnContext) -> str | None:
-        # Stable across a session's turns (no date, no tool list: the tools travel on their own).
+        # Stable across a session's turns (no date, no tool list: the tools travel on their own;
+        # no mode: the mode's own prompt names it).
         return (
-            f"Workspace {ctx.app.root} ({platform.system()}); paths are relative to it. "
-            f"You are the {ctx.agent_name} agent in {ctx.mode} mode."
+            f"Workspace {ctx.app.root} ({platform.system()}); paths relative to it. "
+            f"You are the {ctx.agent_name} agent."
         )
 
 

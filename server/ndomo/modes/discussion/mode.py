@@ -63,8 +63,8 @@ class Concise(ModePromptContributor):
     async def contribute(self, ctx: TurnContext) -> str | None:
         cap = ctx.app.settings.modes.discussion_prose_cap
         return (
-            f"Mode: DISCUSSION — decide, don't implement. Ultra-concise: ≤{cap} characters, bullets. Write only "
-            "design artifacts (markdown, docs/). When the plan is clear: `commit_plan` (title + ≤5 steps with files)."
+            f"Mode: DISCUSSION — decide, don't implement. Ultra-concise: ≤{cap} chars, bullets. Write only "
+            "design artifacts (markdown, docs/). Plan clear → `commit_plan` (title + ≤5 steps with files)."
         )
 
     async def compact(self, ctx: TurnContext) -> str | None:

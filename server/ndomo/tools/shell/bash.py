@@ -41,7 +41,7 @@ def effective_timeout(ctx: TurnContext, requested: float | None) -> float:
     BashParams,
     core=True,
     description=(
-        "Run a bash command in the workspace (no stdin); exit code + output. Servers: use serve. "
+        "Run a bash command (no stdin); exit code + output. Servers: use serve. "
         "Sandboxed, offline unless approved."
     ),
     risk="exec",

@@ -133,7 +133,7 @@ def _command_for_policy(p: ServeParams) -> str | None:
 @tool(
     "serve",
     ServeParams,
-    description="Start, stop or list background servers on 127.0.0.1 (sandboxed, offline unless approved).",
+    description="Start, stop or list servers on 127.0.0.1 (sandboxed, offline unless approved).",
     risk="exec",
     permission="bash",
     command=_command_for_policy,
