@@ -3,9 +3,9 @@ or the timing-free budgets: `python -m tests.bench --ci`; `--inject-delay MS` pr
 slowed path fails the run.
 
 Names: turns, acp, lsp, startup, idle, diagnostics, store, overhead, grep, memory, reqsize, mcp,
-run, checkpoints (default:
-all). Exits non-zero when a target is missed or a benchmark fails to run. See
-docs/performance.md for each row's method.
+run, checkpoints, llama (default: all; llama needs tests/llama/install-llama-server.sh). Exits
+non-zero when a target is missed or a benchmark fails to run. See docs/performance.md for
+each row's method.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ BENCHES = {
     "checkpoints": "tests.bench.checkpoints",
     "mcp": "tests.bench.mcp_calls",
     "run": "tests.bench.run_start",
+    "llama": "tests.bench.llama_turns",
 }
 SCALES = {"10k": 10_000, "100k": 100_000}
 

@@ -73,14 +73,18 @@ async def start(
     client = make_client(handlers)
     await client.start_io(cmd[0], *cmd[1:], env=env_for_server(env), cwd=str(workspace))
     uri = from_fs_path(str(workspace))
-    result = await client.initialize_async(
-        types.InitializeParams(
-            capabilities=client_capabilities("visual-studio-code"),
-            root_uri=uri,
-            workspace_folders=[types.WorkspaceFolder(uri=uri, name=workspace.name)],
-            process_id=None,
+    try:
+        result = await client.initialize_async(
+            types.InitializeParams(
+                capabilities=client_capabilities("visual-studio-code"),
+                root_uri=uri,
+                workspace_folders=[types.WorkspaceFolder(uri=uri, name=workspace.name)],
+                process_id=None,
+            )
         )
-    )
+    except BaseException:
+        await stop(client)  # a server that failed to initialize is not left running
+        raise
     client.initialized(types.InitializedParams())
     return client, result
 

@@ -83,6 +83,8 @@ class LlamaServer:
         alias: str = "smollm2",
         template: Path | None = None,
         jinja: bool = True,
+        threads: int = 2,
+        extra: tuple[str, ...] = (),
     ) -> None:
         self.port = free_port()
         self.ctx = ctx
@@ -90,6 +92,8 @@ class LlamaServer:
         self.log_path = log
         self.template = template
         self.jinja = jinja
+        self.threads = threads
+        self.extra = extra  # more llama-server flags (the benchmark's --cache-ram 0)
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -105,7 +109,7 @@ class LlamaServer:
             "--port", str(self.port),
             "-c", str(self.ctx),
             "-np", "1",  # one slot: the whole context serves one request at a time
-            "-t", "2",
+            "-t", str(self.threads),
             # the chat template run by the Jinja engine (the default; --no-jinja refuses tools)
             "--jinja" if self.jinja else "--no-jinja",
             "--seed", "1",
@@ -113,6 +117,7 @@ class LlamaServer:
         ]  # fmt: skip
         if self.template is not None:
             cmd += ["--chat-template-file", str(self.template)]
+        cmd += self.extra
         self.log = self.log_path.open("wb")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
