@@ -6,6 +6,7 @@ import functools
 import logging
 import sqlite3
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -287,12 +288,9 @@ def _search(
     include_archived: bool,
     limit: int,
 ) -> list[sqlite3.Row]:
-    sql, params = search_sql(query, file_path, include_archived)
+    sql, params = search_statement(conn, query, file_path, include_archived)
     if sql is None:
         return []
-    fp = (file_path or "").strip().rstrip("/")
-    if fp and not (query or "").strip() and _broad(conn, fp):
-        sql, params = recent_under_sql(fp, include_archived)
     return conn.execute(sql, (*params, limit)).fetchall()
 
 
@@ -411,48 +409,97 @@ def list_sql(status: str | None, include_archived: bool) -> tuple[str, list[obje
     return sql + " ORDER BY updated_at DESC, search_key DESC LIMIT ?", params
 
 
+def search_statement(
+    conn: sqlite3.Connection, query: str | None, file_path: str | None, include_archived: bool
+) -> tuple[str | None, list[object]]:
+    """The statement `search_plans` runs (its last parameter is the limit), picked with
+    what the database holds: the terms each typed word stands for, and whether a folder
+    is broad. None when nothing can match."""
+    fp = (file_path or "").strip().rstrip("/")
+    if fp and not (query or "").strip() and _broad(conn, fp):
+        return recent_under_sql(fp, include_archived)
+    return search_sql(query, file_path, include_archived, terms=lambda w: word_terms(conn, w))
+
+
+# A typed word longer than the prefix indexes (prefix = '1 2 3') is a prefix FTS5 answers
+# by merging the doclists of every term it starts, whole, before the first row: 6 ms for
+# a word in every plan at 100k plans, paid again by every AND and ORDER BY on it. When it
+# starts at most EXPAND_TERMS terms it is searched as those terms instead (an OR of
+# doclists read lazily, in rowid order); each is one seek in plan_search_terms. ASCII
+# letters and digits only: other words are folded by the tokenizer (case, diacritics)
+# before they meet the index, which Python would have to imitate.
+PREFIX_INDEXED = 3
+EXPAND_TERMS = 16
+TERM_SQL = "SELECT term FROM plan_search_terms WHERE term >= ? LIMIT 1"
+
+
+def word_terms(conn: sqlite3.Connection, word: str) -> list[str] | None:
+    """The indexed terms starting with `word`, or None when it is searched as a prefix."""
+    if len(word) <= PREFIX_INDEXED or not (word.isascii() and word.isalnum()):
+        return None
+    word = word.lower()
+    found: list[str] = []
+    at = word
+    while (row := conn.execute(TERM_SQL, (at,)).fetchone()) and row[0].startswith(word):
+        if len(found) == EXPAND_TERMS:
+            return None
+        found.append(row[0])
+        at = row[0] + "\x01"  # the next term: no term holds a control character
+    return found
+
+
+# plan_search.files (v21): each file a plan touches is the term U+E000 + hex(UTF-8 path),
+# each folder above one U+E001 + hex(folder): both exact terms, never a prefix.
+FILE_MARK, FOLDER_MARK = "\ue000", "\ue001"
+
+
+def files_match(fp: str) -> str:
+    """FTS5 query: the plans touching file `fp` or anything under folder `fp`."""
+    key = fp.encode().hex()
+    return f'{{files}} : ("{FILE_MARK}{key}" OR "{FOLDER_MARK}{key}")'
+
+
 def search_sql(
-    query: str | None, file_path: str | None, include_archived: bool
+    query: str | None,
+    file_path: str | None,
+    include_archived: bool,
+    terms: Callable[[str], list[str] | None] | None = None,
 ) -> tuple[str | None, list[object]]:
     """The search statement (its last parameter is the limit); None when nothing can match.
 
     Newest first (updated_at, then search_key). Text only: the ≤ COMMON_HITS keys from the
     FTS index are ranked on the covering index idx_plans_search_rank (search_key,
     updated_at, archived_at), and only the plans returned are read from the table: the
-    cost is bounded by COMMON_HITS, not by the table. With a file (or folder) filter, the
-    plans touching it are ranked on idx_plans_id_rank the same way.
+    cost is bounded by COMMON_HITS, not by the table. Text and a file (or folder): one
+    MATCH of both (the file is a column of the document), every match ranked the same way.
+    A file (or folder) alone: the plans touching it, ranked on idx_plans_id_rank.
+    `terms` is `word_terms` on the connection (see `fts_query`).
     """
-    where: list[str] = []
-    params: list[object] = []
     by_text = query is not None and bool(query.strip())
     by_file = file_path is not None and bool(file_path.strip())
-    if by_text:
-        match = fts_query(query or "")
-        if match is None:
-            return None, []
-        params.append(match)
+    fp = (file_path or "").strip().rstrip("/")
     live = "" if include_archived else " AND archived_at IS NULL"
     order = " ORDER BY updated_at DESC, search_key DESC"
-    if not by_file:
-        if not by_text:  # no filter at all: the newest plans, as list_plans
-            return list_sql(None, include_archived)
+    if by_text:
+        match = fts_query(query or "", terms)
+        if match is None:
+            return None, []
+        hits = "SELECT rowid FROM plan_search WHERE plan_search MATCH ?"
+        if by_file:
+            match = f"({match}) AND {files_match(fp)}"
+        else:
+            hits += f" ORDER BY rowid DESC LIMIT {COMMON_HITS}"
         return (
             "SELECT * FROM plans WHERE search_key IN (SELECT search_key FROM plans"
-            " INDEXED BY idx_plans_search_rank WHERE search_key IN (SELECT rowid FROM"
-            f" plan_search WHERE plan_search MATCH ? ORDER BY rowid DESC LIMIT {COMMON_HITS})"
+            f" INDEXED BY idx_plans_search_rank WHERE search_key IN ({hits})"
             f"{live}{order} LIMIT ?){order}"
-        ), params
-    if by_text:
-        where.append("search_key IN (SELECT rowid FROM plan_search WHERE plan_search MATCH ?)")
-    fp = (file_path or "").strip().rstrip("/")
+        ), [match]
+    if not by_file:  # no filter at all: the newest plans, as list_plans
+        return list_sql(None, include_archived)
     # A range, not substr(): idx_plan_files_path_plan serves both arms. '0' is the
     # character after '/', so [fp/, fp0) is exactly "under fp/".
-    where.append(
-        "id IN (SELECT plan_id FROM plan_files WHERE file_path = ?"
-        " OR (file_path >= ? AND file_path < ?))"
-    )
-    params += [fp, fp + "/", fp + "0"]
     return (
         "SELECT * FROM plans WHERE id IN (SELECT id FROM plans INDEXED BY idx_plans_id_rank"
-        f" WHERE {' AND '.join(where)}{live}{order} LIMIT ?){order}"
-    ), params
+        " WHERE id IN (SELECT plan_id FROM plan_files WHERE file_path = ?"
+        f" OR (file_path >= ? AND file_path < ?)){live}{order} LIMIT ?){order}"
+    ), [fp, fp + "/", fp + "0"]
