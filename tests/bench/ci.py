@@ -118,14 +118,16 @@ async def query_plans() -> list[str]:
             from ndomo.store import plan_ops
 
             # the workload's folder "src" (2 files) takes the broad folder's plan, its
-            # files (1 each) the narrow one: both statements are explained
+            # files (1 each) the narrow one, and text under "src" the walk of the plans
+            # matching both: every statement is explained
             broad, plan_ops.BROAD_FILES = plan_ops.BROAD_FILES, 2
+            many, plan_ops.BROAD_MATCHES = plan_ops.BROAD_MATCHES, 1
             try:
                 await store.trace(seen.append)
                 await _workload(store)
                 await store.trace(None)
             finally:
-                plan_ops.BROAD_FILES = broad
+                plan_ops.BROAD_FILES, plan_ops.BROAD_MATCHES = broad, many
             statements = sorted(
                 {
                     s.strip()
