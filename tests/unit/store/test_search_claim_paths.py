@@ -193,3 +193,10 @@ async def test_a_broad_folder_walks_plans_newest_first_with_the_same_answers(sto
     ]
     assert steps[0] == "SCAN plans USING INDEX idx_plans_recent", steps
     assert any("SEARCH plan_files USING COVERING INDEX" in s for s in steps), steps
+
+
+async def test_the_store_connection_keeps_a_larger_page_cache(store):
+    """A 100k-plan search reads more pages than SQLite's default 2 MiB cache keeps."""
+    from ndomo.store.db import CACHE_KIB
+
+    assert (await store._one("PRAGMA cache_size"))[0] == -CACHE_KIB
