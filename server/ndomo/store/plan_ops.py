@@ -7,6 +7,7 @@ import logging
 import sqlite3
 import uuid
 from collections.abc import Callable
+from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -458,12 +459,16 @@ def recent_matching_sql(include_archived: bool) -> str:
 # by merging the doclists of every term it starts, whole, before the first row: 6 ms for
 # a word in every plan at 100k plans, paid again by every AND and ORDER BY on it. When it
 # starts at most EXPAND_TERMS terms it is searched as those terms instead (an OR of
-# doclists read lazily, in rowid order); each is one seek in plan_search_terms. ASCII
-# letters and digits only: other words are folded by the tokenizer (case, diacritics)
-# before they meet the index, which Python would have to imitate.
+# doclists read lazily, in rowid order). plan_search_terms has a row per occurrence, in
+# term order, each ~1 µs, and each read from a point costs about one FTS lookup: up to
+# TERM_ROWS rows from the word list every term of a rare word in one read, and a common
+# term is skipped by reading on from just after it. ASCII letters and digits only: other
+# words are folded by the tokenizer (case, diacritics) before they meet the index, which
+# Python would have to imitate.
 PREFIX_INDEXED = 3
 EXPAND_TERMS = 16
-TERM_SQL = "SELECT term FROM plan_search_terms WHERE term >= ? LIMIT 1"
+TERM_ROWS = 16
+TERM_SQL = "SELECT term FROM plan_search_terms WHERE term >= ? LIMIT ?"
 
 
 def word_terms(conn: sqlite3.Connection, word: str) -> list[str] | None:
@@ -473,12 +478,20 @@ def word_terms(conn: sqlite3.Connection, word: str) -> list[str] | None:
     word = word.lower()
     found: list[str] = []
     at = word
-    while (row := conn.execute(TERM_SQL, (at,)).fetchone()) and row[0].startswith(word):
-        if len(found) == EXPAND_TERMS:
-            return None
-        found.append(row[0])
-        at = row[0] + "\x01"  # the next term: no term holds a control character
-    return found
+    while True:
+        with closing(conn.execute(TERM_SQL, (at, TERM_ROWS))) as rows:
+            n = 0
+            for (term,) in rows:  # stepped one by one: no row past the word's terms is read
+                if not term.startswith(word):
+                    return found
+                if not found or found[-1] != term:
+                    if len(found) == EXPAND_TERMS:
+                        return None
+                    found.append(term)
+                n += 1
+        if n < TERM_ROWS:  # the index ends
+            return found
+        at = found[-1] + "\x01"  # just after that term: no term holds a control character
 
 
 # plan_search.files (v21): each file a plan touches is the term U+E000 + hex(UTF-8 path),

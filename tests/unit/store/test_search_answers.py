@@ -233,18 +233,19 @@ async def pair(tmp_path: Path):
 
 
 @pytest.mark.parametrize(
-    "common, expand, broad, many",
-    [(1000, 16, 2000, 2000), (1000, 2, 3, 5), (4, 1, 1, 1)],
+    "common, expand, broad, many, rows",
+    [(1000, 16, 2000, 2000, 128), (1000, 2, 3, 5, 3), (4, 1, 1, 1, 1)],
     ids=["defaults", "few-terms-broad-folders", "all-small"],
 )
 async def test_every_search_shape_answers_as_v20_did(
-    pair, monkeypatch, common, expand, broad, many
+    pair, monkeypatch, common, expand, broad, many, rows
 ):
     store, raw = pair
     monkeypatch.setattr(plan_ops, "COMMON_HITS", common)
     monkeypatch.setattr(plan_ops, "EXPAND_TERMS", expand)
     monkeypatch.setattr(plan_ops, "BROAD_FILES", broad)
     monkeypatch.setattr(plan_ops, "BROAD_MATCHES", many)  # text + folder: walked from `many`
+    monkeypatch.setattr(plan_ops, "TERM_ROWS", rows)  # the vocabulary read in batches of `rows`
     compared = nonempty = 0
     for text in [None, *TEXTS]:
         for fp in FILES:
