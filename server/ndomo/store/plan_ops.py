@@ -436,7 +436,7 @@ def search_statement(
 # 100k plans, ~45 ms ranked). From BROAD_MATCHES matches on (counted no further), the
 # plans are walked newest first instead and each tested against the matches (collected
 # once): the walk stops at the limit, about limit × plans / matches long. The same exact
-# answers; collecting the matches remains (~15 ms for that word at 100k plans).
+# answers; collecting the matches remains (15-20 ms for that word at 100k plans).
 BROAD_MATCHES = 2000
 MANY_MATCHES_SQL = (
     "SELECT count(*) FROM (SELECT 1 FROM plan_search WHERE plan_search MATCH ? LIMIT ?)"
