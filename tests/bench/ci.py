@@ -3,7 +3,8 @@
 - idle: a settled `ndomo serve` is woken 0 times over a few seconds (a count);
 - query plans: every statement the store runs during a workload that touches each of its
   operations is traced (`set_trace_callback`) and its `EXPLAIN QUERY PLAN` must not scan
-  the plans or plan_tasks table without an index;
+  the plans or plan_tasks table without an index, nor read the search index's vocabulary
+  without a term to start from;
 - request bytes: a turn's first model request per agent and mode stays under 10,000 B.
 
 Each budget returns a list of problems; any problem makes the run exit 1.
@@ -24,6 +25,7 @@ Budget = Callable[[], Awaitable[list[str]]]
 
 IDLE_WINDOW_S = 4.0
 BIG_TABLES = ("plans", "plan_tasks")
+VOCAB = "plan_search_terms"  # fts5vocab: without a term constraint it reads the whole index
 
 
 async def idle_wakeups() -> list[str]:
@@ -60,6 +62,7 @@ async def _workload(store) -> None:
     await store.search_plans(file_path="src/p.py")
     await store.search_plans(file_path="src")
     await store.search_plans("cache", file_path="src/p.py")
+    await store.search_plans("parser cache", file_path="src", include_archived=True)
     await store.get_plan(a.slug)
     await store.plan_progress(a.id)
     await store.peek_task_for_agent("smith")
@@ -115,14 +118,16 @@ async def query_plans() -> list[str]:
             from ndomo.store import plan_ops
 
             # the workload's folder "src" (2 files) takes the broad folder's plan, its
-            # files (1 each) the narrow one: both statements are explained
+            # files (1 each) the narrow one, and text under "src" the walk of the plans
+            # matching both: every statement is explained
             broad, plan_ops.BROAD_FILES = plan_ops.BROAD_FILES, 2
+            many, plan_ops.BROAD_MATCHES = plan_ops.BROAD_MATCHES, 1
             try:
                 await store.trace(seen.append)
                 await _workload(store)
                 await store.trace(None)
             finally:
-                plan_ops.BROAD_FILES = broad
+                plan_ops.BROAD_FILES, plan_ops.BROAD_MATCHES = broad, many
             statements = sorted(
                 {
                     s.strip()
@@ -140,11 +145,16 @@ async def query_plans() -> list[str]:
                 aliases = _names(sql)
                 for row in rows:
                     detail = row[3]
+                    if detail.startswith(f"SCAN {VOCAB} VIRTUAL TABLE INDEX 0:"):
+                        problems.append(f"every term of the search index read: {detail} in {sql}")
                     m = re.match(r"SCAN (\w+)(?: VIRTUAL TABLE)?(.*)$", detail)
                     if m and m.group(1) in aliases and "USING" not in m.group(2):
                         problems.append(
                             f"full scan of {aliases[m.group(1)]}: {detail} in {' '.join(sql.split())[:200]}"
                         )
+            term_sql = plan_ops.TERM_SQL.split("?")[0]  # traced with its value in place
+            if not any(s.startswith(term_sql) for s in statements):  # "parser": its terms
+                problems.append("the search's term lookup did not run: it was not explained")
             if len(statements) < 20:
                 problems.append(
                     f"only {len(statements)} statements traced: the workload did not run"

@@ -3,7 +3,7 @@ against the same queries on raw `sqlite3`.
 
 Data is bulk-loaded with raw SQL into a schema made by the real migrations (the FTS and
 updated_at triggers run). Each case runs the PlanStore call and its raw twin — the same
-statements (imported from the store: `search_sql`, `list_sql`, `GET_PLAN_SQL`,
+statements (imported from the store: `search_statement`, `list_sql`, `GET_PLAN_SQL`,
 `PROGRESS_SQL`, `CLAIM_SQL`, `PLAN_STARTED_SQL`, …) on a plain synchronous sqlite3
 connection with the store's PRAGMAs (`ndomo.store.db.PRAGMAS`: synchronous=NORMAL …) — in
 the same loop iteration, the order alternating. Every answer is checked for content.
@@ -43,7 +43,7 @@ from ndomo.store.plan_ops import (
     GET_PLAN_SQL,
     PROGRESS_SQL,
     list_sql,
-    search_sql,
+    search_statement,
 )
 from ndomo.store.store import PlanStore
 from ndomo.store.task_ops import ANY_PENDING_SQL, CLAIM_SQL, PLAN_STARTED_SQL
@@ -141,9 +141,9 @@ class Raw:
             self.c.execute(f"PRAGMA {pragma}")
 
     def search(self, word: str | None, path: str | None = None, archived: bool = False) -> list:
-        """The store's statement: the bounded search, ranked on the covering index."""
-        sql, params = search_sql(word, path, include_archived=archived)
-        return self.c.execute(sql, (*params, 50)).fetchall()
+        """The store's statements: the terms each word stands for, then the search."""
+        sql, params = search_statement(self.c, word, path, include_archived=archived)
+        return self.c.execute(sql, (*params, 50)).fetchall() if sql else []
 
     def list(self, status: str | None, archived: bool = False) -> list:
         sql, params = list_sql(status, include_archived=archived)
@@ -205,8 +205,7 @@ class Raw:
         return row["id"] if row else None
 
     def by_file(self, path: str) -> list:
-        sql, params = search_sql(None, path, include_archived=False)  # the store's statement
-        return self.c.execute(sql, (*params, 50)).fetchall()
+        return self.search(None, path)
 
 
 def _check(name: str, got: object) -> None:
@@ -244,10 +243,30 @@ async def run(plans: int = PLANS) -> list[Result]:
                 raw.search,
                 lambda: "overview",
             ),
+            "search (FTS, numbers: plan N)": (
+                lambda w: store.search_plans(w),
+                raw.search,
+                lambda: f"plan {rnd.randrange(plans)}",
+            ),
             "search (text + file)": (
                 lambda a: store.search_plans(a[0], file_path=a[1]),
                 lambda a: raw.search(a[0], a[1]),
                 lambda: (rnd.choice(WORDS), f"src/mod{rnd.randrange(FILES)}.py"),
+            ),
+            "search (a word in every plan + file)": (
+                lambda a: store.search_plans(a[0], file_path=a[1]),
+                lambda a: raw.search(a[0], a[1]),
+                lambda: ("plan", f"src/mod{rnd.randrange(FILES)}.py"),
+            ),
+            "search (rare word + folder)": (
+                lambda w: store.search_plans(w, file_path="src"),
+                lambda w: raw.search(w, "src"),
+                lambda: f"{rnd.randrange(plans)}",
+            ),
+            "search (text + folder)": (
+                lambda w: store.search_plans(w, file_path="src"),
+                lambda w: raw.search(w, "src"),
+                lambda: rnd.choice(WORDS),
             ),
             "search (folder)": (
                 lambda _: store.search_plans(file_path="src"),

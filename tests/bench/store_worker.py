@@ -28,7 +28,26 @@ def _cases() -> dict[str, tuple[Case, bool]]:
     """name → (one call, whether an empty answer is an error)."""
     return {
         "search (FTS, 1 common word)": (lambda s, r, n: s.search_plans(r.choice(WORDS)), True),
-        "search (FTS, 1 rare word)": (lambda s, r, n: s.search_plans(f"{r.randrange(n)}"), True),
+        # a rare word (or plan N) may name only an archived plan (an abandoned one): nothing
+        "search (FTS, 1 rare word)": (lambda s, r, n: s.search_plans(f"{r.randrange(n)}"), False),
+        "search (FTS, a word in every plan)": (lambda s, r, n: s.search_plans("overview"), True),
+        "search (FTS, numbers: plan N)": (
+            lambda s, r, n: s.search_plans(f"plan {r.randrange(n)}"),
+            False,
+        ),
+        "search (text + file)": (
+            lambda s, r, n: s.search_plans(r.choice(WORDS), file_path=_file(r)),
+            False,
+        ),
+        "search (a word in every plan + file)": (
+            lambda s, r, n: s.search_plans("plan", file_path=_file(r)),
+            True,
+        ),
+        "search (text + folder)": (
+            lambda s, r, n: s.search_plans(r.choice(WORDS), file_path="src"),
+            True,
+        ),
+        "search (folder)": (lambda s, r, n: s.search_plans(file_path="src"), True),
         "list_plans (newest 50)": (lambda s, r, n: s.list_plans(), True),
         "list_plans(status=…)": (
             lambda s, r, n: s.list_plans(r.choice(["draft", "approved", "executing"])),
@@ -44,6 +63,10 @@ def _cases() -> dict[str, tuple[Case, bool]]:
         ),
         "turn start + finish (writes)": (_turn, True),
     }
+
+
+def _file(rnd: random.Random) -> str:
+    return f"src/mod{rnd.randrange(FILES)}.py"
 
 
 async def _turn(store, rnd: random.Random, plans: int) -> object:

@@ -491,6 +491,100 @@ def _v20_view_details(conn: sqlite3.Connection) -> None:
     add_column_if_missing(conn, "turns", "selection", "TEXT")
 
 
+# v21, a search by text and file in one FTS lookup: each plan's document gains a `files`
+# column, so `word AND {files}: path` intersects the two doclists inside FTS5 (ranking
+# every plan containing a common word, then filtering it by file, cost 10 ms at 100k
+# plans). Its tokens: each file the plan touches (U+E000 and the hex of the path's UTF-8)
+# and each folder above one (U+E001 and the hex of the folder): a file, or a folder
+# whatever its depth, is one exact term. Hex keeps case and punctuation (a path cannot
+# match another sharing its words); unicode61 keeps a private-use character inside a
+# token, and no typed word reaches one (`\w` excludes them). Folders come from the path's
+# segments (json_each over the path split at '/'): the prefix up to each '/'. The
+# triggers rebuild the document from plans, tasks and files; adding or removing a file
+# rewrites the files column. plan_search_terms (fts5vocab, a row per token instance, so
+# the first term from a point is one seek) lists the terms a typed prefix stands for: a
+# prefix with few terms is searched as those terms, streamed, instead of merging every
+# match of the prefix first (6 ms for a word in every plan at 100k plans, 0.4 ms as one term).
+_SEGMENTS = "json_each('[' || replace(json_quote(f.file_path), '/', '\",\"') || ']')"
+_FILES_DOC = f"""coalesce((SELECT group_concat(tok, ' ') FROM (
+    SELECT char(57344) || hex(file_path) AS tok FROM plan_files WHERE plan_id = {{plan}}
+    UNION
+    SELECT char(57345) || hex(substr(f.file_path, 1,
+      d.key + (SELECT sum(length(s.value)) FROM {_SEGMENTS} s WHERE s.key <= d.key)))
+    FROM plan_files f, {_SEGMENTS} d
+    WHERE f.plan_id = {{plan}}
+      AND d.key < length(f.file_path) - length(replace(f.file_path, '/', '')))), '')"""
+_PLAN_DOC_V21 = f"""
+INSERT INTO plan_search(rowid, title, overview, approach, tasks, files)
+  SELECT p.search_key, p.title, p.overview, coalesce(p.approach, ''),
+         coalesce((SELECT group_concat(description, char(10)) FROM plan_tasks WHERE plan_id = p.id), ''),
+         {_FILES_DOC.format(plan="p.id")}
+  FROM plans p WHERE {{where}};
+"""
+
+
+def _redo_doc_v21(plan: str) -> str:
+    return (
+        f"DELETE FROM plan_search WHERE rowid = (SELECT search_key FROM plans WHERE id = {plan});"
+        + _PLAN_DOC_V21.format(where=f"p.id = {plan}")
+    )
+
+
+def _redo_files(plan: str) -> str:
+    return (
+        f"UPDATE plan_search SET files = {_FILES_DOC.format(plan=plan)}"
+        f" WHERE rowid = (SELECT search_key FROM plans WHERE id = {plan});"
+    )
+
+
+V21_FILES = f"""
+DROP TRIGGER IF EXISTS plan_search_ai;
+DROP TRIGGER IF EXISTS plan_search_au;
+DROP TRIGGER IF EXISTS plan_search_tasks_ai;
+DROP TRIGGER IF EXISTS plan_search_tasks_au;
+DROP TRIGGER IF EXISTS plan_search_tasks_ad;
+CREATE TEMP TABLE plan_search_v21 AS
+  SELECT rowid AS k, title, overview, approach, tasks FROM plan_search;
+DROP TABLE plan_search;
+CREATE VIRTUAL TABLE plan_search USING fts5(
+  title, overview, approach, tasks, files,
+  tokenize = 'unicode61 remove_diacritics 2', prefix = '1 2 3'
+);
+INSERT INTO plan_search(rowid, title, overview, approach, tasks, files)
+  SELECT v.k, v.title, v.overview, v.approach, v.tasks, {_FILES_DOC.format(plan="p.id")}
+  FROM temp.plan_search_v21 v JOIN plans p ON p.search_key = v.k;
+DROP TABLE temp.plan_search_v21;
+CREATE TRIGGER plan_search_ai AFTER INSERT ON plans BEGIN
+  UPDATE plans SET search_key = (SELECT coalesce(max(search_key), 0) + 1 FROM plans)
+    WHERE rowid = NEW.rowid AND search_key IS NULL;
+  {_PLAN_DOC_V21.format(where="p.rowid = NEW.rowid")}
+END;
+CREATE TRIGGER plan_search_au AFTER UPDATE OF title, overview, approach ON plans BEGIN
+  {_redo_doc_v21("NEW.id")}
+END;
+CREATE TRIGGER plan_search_tasks_ai AFTER INSERT ON plan_tasks BEGIN
+  {_redo_doc_v21("NEW.plan_id")}
+END;
+CREATE TRIGGER plan_search_tasks_au AFTER UPDATE OF description, plan_id ON plan_tasks BEGIN
+  {_redo_doc_v21("OLD.plan_id")}
+  {_redo_doc_v21("NEW.plan_id")}
+END;
+CREATE TRIGGER plan_search_tasks_ad AFTER DELETE ON plan_tasks BEGIN
+  {_redo_doc_v21("OLD.plan_id")}
+END;
+CREATE TRIGGER plan_search_files_ai AFTER INSERT ON plan_files BEGIN
+  {_redo_files("NEW.plan_id")}
+END;
+CREATE TRIGGER plan_search_files_au AFTER UPDATE OF file_path, plan_id ON plan_files BEGIN
+  {_redo_files("OLD.plan_id")}
+  {_redo_files("NEW.plan_id")}
+END;
+CREATE TRIGGER plan_search_files_ad AFTER DELETE ON plan_files BEGIN
+  {_redo_files("OLD.plan_id")}
+END;
+CREATE VIRTUAL TABLE plan_search_terms USING fts5vocab(plan_search, instance);
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, plans, plan_tasks, plan_tags", V1_CORE),
     Migration(2, "fts5 over plans and tasks", V2_FTS),
@@ -520,6 +614,7 @@ MIGRATIONS: list[Migration] = [
         "session_messages.details, turns.selection (a view's cards after a reload)",
         _v20_view_details,
     ),
+    Migration(21, "plan_search.files (text and file in one lookup), plan_search_terms", V21_FILES),
 ]
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -6,6 +6,8 @@ import functools
 import logging
 import sqlite3
 import uuid
+from collections.abc import Callable
+from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -287,12 +289,9 @@ def _search(
     include_archived: bool,
     limit: int,
 ) -> list[sqlite3.Row]:
-    sql, params = search_sql(query, file_path, include_archived)
+    sql, params = search_statement(conn, query, file_path, include_archived)
     if sql is None:
         return []
-    fp = (file_path or "").strip().rstrip("/")
-    if fp and not (query or "").strip() and _broad(conn, fp):
-        sql, params = recent_under_sql(fp, include_archived)
     return conn.execute(sql, (*params, limit)).fetchall()
 
 
@@ -411,48 +410,142 @@ def list_sql(status: str | None, include_archived: bool) -> tuple[str, list[obje
     return sql + " ORDER BY updated_at DESC, search_key DESC LIMIT ?", params
 
 
+def search_statement(
+    conn: sqlite3.Connection, query: str | None, file_path: str | None, include_archived: bool
+) -> tuple[str | None, list[object]]:
+    """The statement `search_plans` runs (its last parameter is the limit), picked with
+    what the database holds: the terms each typed word stands for, whether a folder is
+    broad, and whether text and a broad folder match many plans. None when nothing can
+    match."""
+    fp = (file_path or "").strip().rstrip("/")
+    by_text = bool((query or "").strip())
+    if fp and not by_text and _broad(conn, fp):
+        return recent_under_sql(fp, include_archived)
+    sql, params = search_sql(
+        query, file_path, include_archived, terms=lambda w: word_terms(conn, w)
+    )
+    if sql is not None and fp and by_text and _broad(conn, fp):
+        (n,) = conn.execute(MANY_MATCHES_SQL, (params[0], BROAD_MATCHES)).fetchone()
+        if n >= BROAD_MATCHES:
+            return recent_matching_sql(include_archived), params
+    return sql, params
+
+
+# Text and a file are ranked by recency among every plan matching both: fine for a file,
+# but text and a broad folder can match most plans (a common word under src/: 33,000 of
+# 100k plans, ~45 ms ranked). From BROAD_MATCHES matches on (counted no further), the
+# plans are walked newest first instead and each tested against the matches (collected
+# once): the walk stops at the limit, about limit × plans / matches long. The same exact
+# answers; collecting the matches remains (15-20 ms for that word at 100k plans).
+BROAD_MATCHES = 2000
+MANY_MATCHES_SQL = (
+    "SELECT count(*) FROM (SELECT 1 FROM plan_search WHERE plan_search MATCH ? LIMIT ?)"
+)
+
+
+def recent_matching_sql(include_archived: bool) -> str:
+    """Plans matching the FTS query (first parameter), newest first, by walking plans in
+    that order (last parameter: the limit)."""
+    index = "idx_plans_updated" if include_archived else "idx_plans_recent"
+    live = "" if include_archived else "archived_at IS NULL AND "
+    return (
+        f"SELECT * FROM plans INDEXED BY {index} WHERE {live}search_key IN"
+        " (SELECT rowid FROM plan_search WHERE plan_search MATCH ?)"
+        " ORDER BY updated_at DESC, search_key DESC LIMIT ?"
+    )
+
+
+# A typed word longer than the prefix indexes (prefix = '1 2 3') is a prefix FTS5 answers
+# by merging the doclists of every term it starts, whole, before the first row: 6 ms for
+# a word in every plan at 100k plans, paid again by every AND and ORDER BY on it. When it
+# starts at most EXPAND_TERMS terms it is searched as those terms instead (an OR of
+# doclists read lazily, in rowid order). plan_search_terms has a row per occurrence, in
+# term order, each ~1 µs, and each read from a point costs about one FTS lookup: up to
+# TERM_ROWS rows from the word list every term of a rare word in one read, and a common
+# term is skipped by reading on from just after it. ASCII letters and digits only: other
+# words are folded by the tokenizer (case, diacritics) before they meet the index, which
+# Python would have to imitate.
+PREFIX_INDEXED = 3
+EXPAND_TERMS = 16
+TERM_ROWS = 16
+TERM_SQL = "SELECT term FROM plan_search_terms WHERE term >= ? LIMIT ?"
+
+
+def word_terms(conn: sqlite3.Connection, word: str) -> list[str] | None:
+    """The indexed terms starting with `word`, or None when it is searched as a prefix."""
+    if len(word) <= PREFIX_INDEXED or not (word.isascii() and word.isalnum()):
+        return None
+    word = word.lower()
+    found: list[str] = []
+    at = word
+    while True:
+        with closing(conn.execute(TERM_SQL, (at, TERM_ROWS))) as rows:
+            n = 0
+            for (term,) in rows:  # stepped one by one: no row past the word's terms is read
+                if not term.startswith(word):
+                    return found
+                if not found or found[-1] != term:
+                    if len(found) == EXPAND_TERMS:
+                        return None
+                    found.append(term)
+                n += 1
+        if n < TERM_ROWS:  # the index ends
+            return found
+        at = found[-1] + "\x01"  # just after that term: no term holds a control character
+
+
+# plan_search.files (v21): each file a plan touches is the term U+E000 + hex(UTF-8 path),
+# each folder above one U+E001 + hex(folder): both exact terms, never a prefix.
+FILE_MARK, FOLDER_MARK = "\ue000", "\ue001"
+
+
+def files_match(fp: str) -> str:
+    """FTS5 query: the plans touching file `fp` or anything under folder `fp`."""
+    key = fp.encode().hex()
+    return f'{{files}} : ("{FILE_MARK}{key}" OR "{FOLDER_MARK}{key}")'
+
+
 def search_sql(
-    query: str | None, file_path: str | None, include_archived: bool
+    query: str | None,
+    file_path: str | None,
+    include_archived: bool,
+    terms: Callable[[str], list[str] | None] | None = None,
 ) -> tuple[str | None, list[object]]:
     """The search statement (its last parameter is the limit); None when nothing can match.
 
     Newest first (updated_at, then search_key). Text only: the ≤ COMMON_HITS keys from the
     FTS index are ranked on the covering index idx_plans_search_rank (search_key,
     updated_at, archived_at), and only the plans returned are read from the table: the
-    cost is bounded by COMMON_HITS, not by the table. With a file (or folder) filter, the
-    plans touching it are ranked on idx_plans_id_rank the same way.
+    cost is bounded by COMMON_HITS, not by the table. Text and a file (or folder): one
+    MATCH of both (the file is a column of the document), every match ranked the same way.
+    A file (or folder) alone: the plans touching it, ranked on idx_plans_id_rank.
+    `terms` is `word_terms` on the connection (see `fts_query`).
     """
-    where: list[str] = []
-    params: list[object] = []
     by_text = query is not None and bool(query.strip())
     by_file = file_path is not None and bool(file_path.strip())
-    if by_text:
-        match = fts_query(query or "")
-        if match is None:
-            return None, []
-        params.append(match)
+    fp = (file_path or "").strip().rstrip("/")
     live = "" if include_archived else " AND archived_at IS NULL"
     order = " ORDER BY updated_at DESC, search_key DESC"
-    if not by_file:
-        if not by_text:  # no filter at all: the newest plans, as list_plans
-            return list_sql(None, include_archived)
+    if by_text:
+        match = fts_query(query or "", terms)
+        if match is None:
+            return None, []
+        hits = "SELECT rowid FROM plan_search WHERE plan_search MATCH ?"
+        if by_file:
+            match = f"({match}) AND {files_match(fp)}"
+        else:
+            hits += f" ORDER BY rowid DESC LIMIT {COMMON_HITS}"
         return (
             "SELECT * FROM plans WHERE search_key IN (SELECT search_key FROM plans"
-            " INDEXED BY idx_plans_search_rank WHERE search_key IN (SELECT rowid FROM"
-            f" plan_search WHERE plan_search MATCH ? ORDER BY rowid DESC LIMIT {COMMON_HITS})"
+            f" INDEXED BY idx_plans_search_rank WHERE search_key IN ({hits})"
             f"{live}{order} LIMIT ?){order}"
-        ), params
-    if by_text:
-        where.append("search_key IN (SELECT rowid FROM plan_search WHERE plan_search MATCH ?)")
-    fp = (file_path or "").strip().rstrip("/")
+        ), [match]
+    if not by_file:  # no filter at all: the newest plans, as list_plans
+        return list_sql(None, include_archived)
     # A range, not substr(): idx_plan_files_path_plan serves both arms. '0' is the
     # character after '/', so [fp/, fp0) is exactly "under fp/".
-    where.append(
-        "id IN (SELECT plan_id FROM plan_files WHERE file_path = ?"
-        " OR (file_path >= ? AND file_path < ?))"
-    )
-    params += [fp, fp + "/", fp + "0"]
     return (
         "SELECT * FROM plans WHERE id IN (SELECT id FROM plans INDEXED BY idx_plans_id_rank"
-        f" WHERE {' AND '.join(where)}{live}{order} LIMIT ?){order}"
-    ), params
+        " WHERE id IN (SELECT plan_id FROM plan_files WHERE file_path = ?"
+        f" OR (file_path >= ? AND file_path < ?)){live}{order} LIMIT ?){order}"
+    ), [fp, fp + "/", fp + "0"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -24,16 +25,31 @@ def with_suffix(slug: str, n: int, max_len: int = 60) -> str:
     return slug[: max_len - len(tail)].rstrip("-") + tail
 
 
-def fts_query(text: str) -> str | None:
+def fts_query(text: str, terms: Callable[[str], list[str] | None] | None = None) -> str | None:
     """Turn free text into a safe FTS5 query: every word must appear (as a prefix).
 
     Users type quotes, dashes and colons that FTS5 would read as syntax, so words are
-    quoted one by one; None when the text has no words at all.
+    quoted one by one; None when the text has no words at all. `terms(word)`, when given,
+    names the indexed terms a word is a prefix of (None: search it as a prefix): the word
+    is searched as exactly those, and the text matches nothing (None) when there are none.
     """
     words = _WORD.findall(text)
     if not words:
         return None
-    return " ".join('"' + w.replace('"', '""') + '"*' for w in words)
+    parts = []
+    for w in words:
+        found = terms(w) if terms else None
+        if found is None:
+            parts.append(_quote(w) + "*")
+        elif not found:
+            return None
+        else:
+            parts.append("(" + " OR ".join(_quote(t) for t in found) + ")")
+    return " AND ".join(parts)
+
+
+def _quote(word: str) -> str:
+    return '"' + word.replace('"', '""') + '"'
 
 
 _STOP = frozenset(

@@ -50,9 +50,30 @@ async def batch(db: Path, workspace: Path, plan_id: str, n: int, stall_at: int) 
     print("finished", flush=True)
 
 
+def migrate_stalled(db: Path, version: int) -> None:
+    """Apply migration `version` and freeze before it commits, announcing it, until killed."""
+    from ndomo.store import migrations as m
+    from ndomo.store.db import connect
+
+    i = next(k for k, mig in enumerate(m.MIGRATIONS) if mig.version == version)
+    real = m.MIGRATIONS[i]
+
+    def stalled(conn) -> None:
+        assert isinstance(real.step, str)
+        for stmt in m.split_sql(real.step):
+            conn.execute(stmt)
+        print("migrating", flush=True)
+        time.sleep(60)
+
+    m.MIGRATIONS[i] = m.Migration(version, real.name, stalled)
+    m.migrate(connect(db))
+
+
 if __name__ == "__main__":
     cmd, db, ws, plan = sys.argv[1:5]
-    if cmd == "claim":
+    if cmd == "migrate":
+        migrate_stalled(Path(db), int(plan))
+    elif cmd == "claim":
         asyncio.run(claim(Path(db), Path(ws), plan, Path(sys.argv[5])))
     else:
         asyncio.run(batch(Path(db), Path(ws), plan, int(sys.argv[5]), int(sys.argv[6])))

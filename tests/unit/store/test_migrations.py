@@ -108,6 +108,10 @@ async def test_upgrade_from_every_earlier_version_keeps_rows(tmp_path, start):
         ]
         # FTS built for pre-existing rows, write-once protects old data, new features work
         assert [p.id for p in await store.search_plans("legacy")] == ["p1"]
+        if start >= 5:  # v21 built the plan's files into its search document
+            found = await store.search_plans("legacy task", file_path="old.py")
+            assert [p.id for p in found] == ["p1"]
+            assert await store.search_plans("legacy", file_path="old") == []
         if start >= 4:
             with pytest.raises(sqlite3.IntegrityError):
                 await store._exec("UPDATE plans SET original_plan_data = 'x' WHERE id = 'p1'")

@@ -87,3 +87,52 @@ async def test_writer_killed_mid_batch_leaves_consistent_db(store, tmp_path):
         conn.execute("INSERT INTO plan_search(plan_search) VALUES ('integrity-check')")
     finally:
         conn.close()
+
+
+async def test_a_process_killed_mid_migration_loses_nothing(tmp_path):
+    """v21 rebuilds the search index in one transaction: killed before it commits, the
+    file is v20 as it was, and the next open applies the step whole."""
+    from ndomo.store.db import connect
+    from ndomo.store.migrations import LATEST_VERSION, migrate
+    from ndomo.store.store import PlanStore
+
+    db = tmp_path / ".ndomo" / "ndomo.db"
+    conn = connect(db)
+    migrate(conn, target=20)
+    conn.execute(
+        "INSERT INTO plans(id, slug, title, overview, created_at, updated_at)"
+        " VALUES ('p1', 'p1', 'Legacy ledger', 'kept', 't', 't')"
+    )
+    conn.execute("INSERT INTO plan_files(plan_id, file_path) VALUES ('p1', 'src/old.py')")
+    conn.execute("INSERT INTO plan_tasks(plan_id, ord, description) VALUES ('p1', 1, 'tune it')")
+    conn.close()
+    child = _spawn("migrate", str(db), str(tmp_path), "21")
+    try:
+        line = child.stdout.readline().strip()
+        assert line == "migrating", child.stderr.read()
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == -signal.SIGKILL
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert conn.execute("SELECT max(version) FROM schema_version").fetchone()[0] == 20
+        cols = [r[1] for r in conn.execute("PRAGMA table_info(plan_search)")]
+        assert cols == ["title", "overview", "approach", "tasks"]  # the v20 index, whole
+        hits = conn.execute(
+            "SELECT rowid FROM plan_search WHERE plan_search MATCH 'ledger AND tune'"
+        ).fetchall()
+        assert len(hits) == 1
+        conn.execute("INSERT INTO plan_search(plan_search) VALUES ('integrity-check')")
+    finally:
+        conn.close()
+    store = await PlanStore.open(db, workspace=tmp_path)
+    try:
+        assert (await store._one("SELECT max(version) FROM schema_version"))[0] == LATEST_VERSION
+        found = await store.search_plans("ledger tune", file_path="src")
+        assert [p.id for p in found] == ["p1"]
+    finally:
+        await store.close()
