@@ -100,7 +100,6 @@ class ChildTurns(LifecycleHook):
 
     async def run(self, ctx: TurnContext) -> HookResult | None:
         scope = sc.scope_of(ctx.parent) if ctx.parent is not None else None
-        await ctx.turn_recorded(quiet=True)
         if scope is not None and ctx.turn_id is not None:
             scope.child_turns.append(ctx.turn_id)
         return None

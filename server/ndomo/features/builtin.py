@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import platform
 from typing import Any
 
@@ -26,15 +25,6 @@ class TurnRecordHook(LifecycleHook):
     priority = 10
 
     async def run(self, ctx: TurnContext) -> HookResult | None:
-        # Not awaited: the row is written while the build reads prompts and history and fits
-        # the request (~3 ms of the first token before); the request, every event and the
-        # turn's end wait for it (`TurnContext.turn_recorded`). Not the turn's task: a
-        # cancelled turn still gets its row, and its end finishes it.
-        ctx.recorded = asyncio.ensure_future(self._record(ctx))
-        return None
-
-    @staticmethod
-    async def _record(ctx: TurnContext) -> None:
         store = await ctx.app.store()
         selection = await selection_of(ctx)
         turn = await store.start_turn(
@@ -57,6 +47,7 @@ class TurnRecordHook(LifecycleHook):
                 selection=selection,
             ),
         )
+        return None
 
 
 class TurnFinishHook(LifecycleHook):

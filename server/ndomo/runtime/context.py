@@ -248,9 +248,6 @@ class TurnContext:
     # Set when the model's first event of the turn arrives (or the turn ends without one):
     # work the turn needs before its first tool, not for its first token, waits for it.
     answering: asyncio.Event = field(default_factory=asyncio.Event)
-    # The turn's row being stored (`turn_id`, then `turn_started`), started beside the build:
-    # the request, the events and the turn's end wait for it (`turn_recorded`).
-    recorded: asyncio.Future[None] | None = None
     _parts: dict[type, Any] = field(default_factory=dict, repr=False)
 
     async def first_event(self, at_most_s: float | None = None) -> None:
@@ -265,20 +262,6 @@ class TurnContext:
             await asyncio.wait_for(
                 self.answering.wait(), QUIET_S if at_most_s is None else at_most_s
             )
-
-    async def turn_recorded(self, *, quiet: bool = False) -> None:
-        """Until the turn's row is stored and `turn_id` set (no-op when none was started).
-        The write runs beside the build, so the build's prompts, reads and fit overlap it;
-        what needs the id (the model request, an event, a stored message, the turn's end)
-        waits here. A failed write raises here, unless `quiet` (the caller only needs it
-        settled; the request raises it as the turn's failure)."""
-        rec = self.recorded
-        if rec is None or (quiet and rec.done()):
-            return
-        if quiet:
-            await asyncio.wait([rec])  # never raises the write's own error
-        else:
-            await asyncio.shield(rec)  # a cancelled turn does not cancel its row's write
 
     def instance(self, kind: type[T], make: Callable[[], T]) -> T:
         """A feature's per-turn state of class `kind` (the scope guard's Scope, autopilot's

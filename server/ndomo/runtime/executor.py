@@ -110,7 +110,6 @@ async def _stream(
     text: list[str] = []
     calls: list[ToolCall] = []
     watch = LoopWatch()
-    await ctx.turn_recorded()  # the row's write ran beside the build and the fit
     events = client.stream(messages, specs, temperature=temperature_for(ctx), max_tokens=cap)
     async with aclosing(events):  # a stopped answer closes the request at once
         async for event in events:

@@ -137,7 +137,6 @@ async def _store(
 ) -> None:
     if message.role == "system":
         return
-    await ctx.turn_recorded(quiet=True)  # the message is stored under its turn
     try:
         store = await ctx.app.store()
         await store.add_message(

@@ -18,7 +18,7 @@ from ndomo.listeners import Listeners
 from ndomo.runtime import prefetch
 from ndomo.runtime.context import SessionState, TurnContext, TurnRequest, TurnSummary
 from ndomo.runtime.coordinator import ToolCallCoordinator
-from ndomo.runtime.events import Status, TurnEvent, TurnStarted
+from ndomo.runtime.events import Status, TurnEvent
 from ndomo.runtime.extensions import EventListeners, StatusListeners
 from ndomo.runtime.hooks import HookAction, Phase
 from ndomo.runtime.host import BaseHost, Host
@@ -277,8 +277,6 @@ class Runtime:
         await self.status_listeners.notify(await self.status(state))
 
     async def emit(self, ctx: TurnContext, event: TurnEvent) -> None:
-        if not isinstance(event, TurnStarted):  # `turn_started` stays the turn's first event
-            await ctx.turn_recorded(quiet=True)
         event.turn_id = event.turn_id or ctx.turn_id or None
         try:
             await ctx.host.emit(event)
@@ -466,16 +464,7 @@ class Runtime:
         return _Go.SKIP if result.action is HookAction.SKIP_AGENT else _Go.ON
 
     async def _finally(self, ctx: TurnContext) -> None:
-        """FINALLY hooks, each shielded from a cancel and run even when another fails; first
-        the turn's row is settled, so they see its id whenever the turn got one."""
-        try:
-            await asyncio.shield(ctx.turn_recorded(quiet=True))
-        except asyncio.CancelledError:
-            log.warning("a cancel arrived while the turn's row was stored")
-        rec = ctx.recorded
-        failed = rec.exception() if rec is not None and rec.done() and not rec.cancelled() else None
-        if failed is not None and ctx.status != "failed":  # the turn ended before its request
-            log.error("could not store turn of session %s", ctx.session.id, exc_info=failed)
+        """FINALLY hooks, each shielded from a cancel and run even when another fails."""
         for hook in self.plugins.hooks.ordered(Phase.FINALLY):
             if hook.applies(ctx):
                 try:
