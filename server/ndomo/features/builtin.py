@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import platform
 from typing import Any
 
@@ -27,15 +29,25 @@ class TurnRecordHook(LifecycleHook):
     async def run(self, ctx: TurnContext) -> HookResult | None:
         store = await ctx.app.store()
         selection = await selection_of(ctx)
-        turn = await store.start_turn(
-            session_id=ctx.session.id,
-            agent=ctx.agent_name,
-            mode=ctx.mode,
-            prompt=ctx.request.prompt,
-            parent_turn_id=ctx.parent_turn_id,
-            # stored: the view shows the turn's chip again after a reload
-            selection=selection.model_dump(mode="json") if selection else None,
+        write = asyncio.ensure_future(
+            store.start_turn(
+                session_id=ctx.session.id,
+                agent=ctx.agent_name,
+                mode=ctx.mode,
+                prompt=ctx.request.prompt,
+                parent_turn_id=ctx.parent_turn_id,
+                # stored: the view shows the turn's chip again after a reload
+                selection=selection.model_dump(mode="json") if selection else None,
+            )
         )
+        try:
+            turn = await asyncio.shield(write)
+        except asyncio.CancelledError:
+            # The row is written on the store's thread whatever the cancel: its id is the
+            # turn's, so the turn's end marks it cancelled instead of leaving it running.
+            with contextlib.suppress(Exception):
+                ctx.turn_id = (await write).id
+            raise
         ctx.turn_id = turn.id
         await ctx.runtime.emit(
             ctx,
