@@ -2,7 +2,9 @@
 
 With `NDOMO_NO_SKIP=1` (set by `.ci/run`), a skipped test fails instead: the real-editor,
 sandbox and inotify tests skip on a machine that lacks their component, and CI installs
-every component, so a skip there means a real check silently did not run.
+every component, so a skip there means a real check silently did not run. Under the same
+flag the run fails when it leaves anything in the system's temp folder (a socket VS Code
+made, a folder a test forgot): tests clean up after themselves.
 """
 
 from __future__ import annotations
@@ -43,6 +45,47 @@ def pytest_configure(config: pytest.Config) -> None:
     config._ndomo_xdg = base  # type: ignore[attr-defined]
     os.environ["XDG_DATA_HOME"] = os.path.join(base, "data")
     os.environ["XDG_CONFIG_HOME"] = os.path.join(base, "config")
+
+
+def _temp_entries() -> set[str]:
+    """What the temp folder holds. pytest's base folder for tmp_path is kept between runs by
+    design; Neovim's per-user folder (`nvim.<user>`) is too, so what counts is what Neovim
+    leaves inside it (a killed Neovim's own folder)."""
+    import tempfile
+
+    top = tempfile.gettempdir()
+    names: set[str] = set()
+    for n in os.listdir(top):
+        if n.startswith("pytest-of-"):
+            continue
+        if n.startswith("nvim.") and os.path.isdir(os.path.join(top, n)):
+            names.update(f"{n}/{c}" for c in os.listdir(os.path.join(top, n)))
+            continue
+        names.add(n)
+    return names
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config._ndomo_temp = _temp_entries()  # type: ignore[attr-defined]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    before = getattr(session.config, "_ndomo_temp", None)
+    # a nested pytest (no folder of its own) leaves the check to the run that started it
+    if before is None or getattr(session.config, "_ndomo_xdg", None) is None:
+        return
+    if os.environ.get("NDOMO_NO_SKIP") != "1":
+        return
+    left = sorted(_temp_entries() - before)
+    if left:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write("\n")
+            reporter.write_line(
+                f"left in the temp folder by this run ({len(left)}): {', '.join(left[:10])}",
+                red=True,
+            )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -469,12 +470,16 @@ def test_server_exits_when_nvim_is_killed(workspace: Path, tmp_path: Path) -> No
     fake = FakeModelProcess([], tmp_path)
     log = tmp_path / "server.log"
     out = tmp_path / "e2e.json"
+    # A killed Neovim cannot remove its own temp folder: it gets one of the test's (short,
+    # as Neovim and the server put sockets there), removed at the end
+    tmp = tempfile.mkdtemp(prefix="ndomo-nv-")
     proc = _start_nvim(HERE / "nvim" / "e2e.lua", {
         "NDOMO_TEST_FILE": str(workspace / "calc.py"),
         "NDOMO_TEST_PYTHON": sys.executable,
         "NDOMO_BASE_URL": fake.url,
         "NDOMO_TEST_LOG": str(log),
         "NDOMO_TEST_STEPS": "attach,hold",
+        "TMPDIR": tmp,
     }, out)
     try:
         deadline = time.monotonic() + 120
@@ -490,4 +495,5 @@ def test_server_exits_when_nvim_is_killed(workspace: Path, tmp_path: Path) -> No
         proc.communicate()
         fake.close()
     left = _outliving_servers(str(log), grace=60)
+    shutil.rmtree(tmp, ignore_errors=True)
     assert not left, f"ndomo serve {left} outlived a SIGKILLed nvim (killed now)\n{_server_log(tmp_path)}"

@@ -15,6 +15,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -186,6 +187,10 @@ class CodeServer:
     trust: bool = False  # False: --disable-workspace-trust (every folder trusted)
     proc: subprocess.Popen | None = None
     port: int = 0
+    # VS Code puts its IPC sockets in $XDG_RUNTIME_DIR and its TypeScript server's files in
+    # $TMPDIR (else the system's temp folder, where they outlive the test): a short folder of
+    # the test's own, as a socket path has ≤ 107 characters, removed by `stop`
+    runtime_dir: Path | None = None
 
     @property
     def user_settings(self) -> Path:
@@ -207,7 +212,11 @@ class CodeServer:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("VSCODE_", "ELECTRON_", "NDOMO_"))}
         home = self.root / "home"
         home.mkdir(exist_ok=True)
+        if self.runtime_dir is None:
+            self.runtime_dir = Path(tempfile.mkdtemp(prefix="ndomo-cs-", dir="/tmp"))
         env.update({
+            "XDG_RUNTIME_DIR": str(self.runtime_dir),
+            "TMPDIR": str(self.runtime_dir),  # the TypeScript server's folder, and the rest
             "XDG_CONFIG_HOME": str(self.root / "xdg-config"),
             "XDG_DATA_HOME": str(self.root / "xdg-data"),
             "XDG_CACHE_HOME": str(self.root / "xdg-cache"),
@@ -251,6 +260,7 @@ class CodeServer:
 
     def stop(self) -> list[int]:
         if self.proc is None:
+            self._remove_runtime_dir()
             return []
         left = kill_tree(self.proc)
         for p in mentioning(str(self.root)):  # anything that detached from code-server
@@ -260,7 +270,13 @@ class CodeServer:
                 pass
         time.sleep(0.2)
         self.proc = None
+        self._remove_runtime_dir()
         return sorted({*left, *(p for p in mentioning(str(self.root)) if alive(p))})
+
+    def _remove_runtime_dir(self) -> None:
+        if self.runtime_dir is not None:
+            shutil.rmtree(self.runtime_dir, ignore_errors=True)
+            self.runtime_dir = None
 
 
 class DriverError(AssertionError):

@@ -245,7 +245,7 @@ test("a restart that fails again says so and a later one still works", async () 
 // -- what users met in the real run -----------------------------------------------------------
 
 test("the command comes from a trusted workspace's .venv, never an untrusted one's", async () => {
-  const { mkdtempSync, mkdirSync, writeFileSync, chmodSync } = await import("node:fs");
+  const { mkdtempSync, mkdirSync, writeFileSync, chmodSync, rmSync } = await import("node:fs");
   const { join } = await import("node:path");
   const { tmpdir } = await import("node:os");
   const folder = mkdtempSync(join(tmpdir(), "ndomo-ws-"));
@@ -254,13 +254,17 @@ test("the command comes from a trusted workspace's .venv, never an untrusted one
   chmodSync(join(folder, ".venv", "bin", "ndomo"), 0o755);
   stub.workspaceFolders = [{ uri: vscode.Uri.file(folder), name: "ws", index: 0 }];
 
-  stub.isTrusted = false;
-  const { client: untrusted } = await start();
-  assert.equal(untrusted.serverOptions.command, "ndomo");
+  try {
+    stub.isTrusted = false;
+    const { client: untrusted } = await start();
+    assert.equal(untrusted.serverOptions.command, "ndomo");
 
-  stub.isTrusted = true;
-  for (const fn of stub.trustListeners) await fn();
-  assert.equal(clients.at(-1).serverOptions.command, join(folder, ".venv", "bin", "ndomo"));
+    stub.isTrusted = true;
+    for (const fn of stub.trustListeners) await fn();
+    assert.equal(clients.at(-1).serverOptions.command, join(folder, ".venv", "bin", "ndomo"));
+  } finally {
+    rmSync(folder, { recursive: true, force: true });
+  }
 });
 
 test("Restricted Mode ignores every workspace ndomo setting; endpoint, key variable and extra options are user-only", () => {
