@@ -467,12 +467,19 @@ def test_attaches_only_under_a_root(workspace: Path, tmp_path: Path) -> None:
 
 def test_server_exits_when_nvim_is_killed(workspace: Path, tmp_path: Path) -> None:
     """SIGKILL leaves Neovim no chance to stop its server: the server notices on its own."""
-    fake = FakeModelProcess([], tmp_path)
-    log = tmp_path / "server.log"
-    out = tmp_path / "e2e.json"
     # A killed Neovim cannot remove its own temp folder: it gets one of the test's (short,
     # as Neovim and the server put sockets there), removed at the end
     tmp = tempfile.mkdtemp(prefix="ndomo-nv-")
+    try:
+        _killed_nvim_stops_its_server(workspace, tmp_path, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _killed_nvim_stops_its_server(workspace: Path, tmp_path: Path, tmp: str) -> None:
+    fake = FakeModelProcess([], tmp_path)
+    log = tmp_path / "server.log"
+    out = tmp_path / "e2e.json"
     proc = _start_nvim(HERE / "nvim" / "e2e.lua", {
         "NDOMO_TEST_FILE": str(workspace / "calc.py"),
         "NDOMO_TEST_PYTHON": sys.executable,
@@ -495,5 +502,4 @@ def test_server_exits_when_nvim_is_killed(workspace: Path, tmp_path: Path) -> No
         proc.communicate()
         fake.close()
     left = _outliving_servers(str(log), grace=60)
-    shutil.rmtree(tmp, ignore_errors=True)
     assert not left, f"ndomo serve {left} outlived a SIGKILLed nvim (killed now)\n{_server_log(tmp_path)}"

@@ -461,10 +461,7 @@ def test_agent_edit_is_minimal_cursor_stays(vs: Env) -> None:
         {"text": "bumped"},
     )
     wb.open_file("long.py")
-    # Quick Open's ":line:column" (Go to Line) through the harness's guarded quick input: a
-    # bare Ctrl+G raced a webview's late focus request and its box closed before the text
-    wb._quick_input("Control+p", ":41:5")
-    wb.d.call("press", keys="Enter")
+    wb.go_to_line(41, 5)
     before = wb.cursor()
     assert before.startswith("Ln 41, Col 5"), before
     wb.palette("ndomo: Fix selection with the builder agent")

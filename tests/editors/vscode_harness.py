@@ -554,6 +554,13 @@ class Workbench:
             return {inEditor: !!(el && el.closest('.monaco-editor')), tab: tab ? tab.innerText.trim() : null, groups};
         })()""")
 
+    def go_to_line(self, line: int, column: int = 1) -> None:
+        """Move the active editor's cursor, as Go to Line does (Quick Open's ":line:column",
+        through the guarded quick input: a bare Ctrl+G raced a webview's late focus request
+        and its box closed before the text)."""
+        self._quick_input("Control+p", f":{line}:{column}")
+        self.d.call("press", keys="Enter")
+
     def cursor(self) -> str:
         """The status bar's cursor position, e.g. "Ln 2, Col 5"."""
         return " ".join(self.d.call("texts", selector='[id="status.editor.selection"]')).strip()
