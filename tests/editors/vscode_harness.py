@@ -558,8 +558,24 @@ class Workbench:
         """Move the active editor's cursor, as Go to Line does (Quick Open's ":line:column",
         through the guarded quick input: a bare Ctrl+G raced a webview's late focus request
         and its box closed before the text)."""
-        self._quick_input("Control+p", f":{line}:{column}")
-        self.d.call("press", keys="Enter")
+        want = f"Ln {line}, Col {column}"
+        seen: list[str] = []
+        for attempt in range(3):
+            self._quick_input("Control+p", f":{line}:{column}")
+            try:  # Enter before the go-to-line row shows accepts nothing (one CI run in five)
+                self.d.call("waitText", selector=ROWS, regex=f"\\b{line}\\b", wait_ms=15_000, shot=False)
+            except DriverError as e:
+                seen.append(f"attempt {attempt}: no go-to-line row: {str(e).splitlines()[0][:200]}")
+                continue
+            self.d.call("press", keys="Enter")
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                if self.cursor().startswith(want):
+                    return
+                time.sleep(0.1)
+            seen.append(f"attempt {attempt}: the cursor stayed at {self.cursor()!r}")
+        raise DriverError(f"Go to Line did not reach {want!r}:\n" + "\n".join(seen)
+                          + f"\nscreenshot: {self.d.screenshot('go-to-line')}")
 
     def cursor(self) -> str:
         """The status bar's cursor position, e.g. "Ln 2, Col 5"."""
