@@ -171,14 +171,19 @@ def db_identity(path: Path) -> int:
 
 
 def stamp_new_db(conn: sqlite3.Connection, workspace: str) -> None:
-    """Give a database ndomo just created its id and record it as this user's."""
+    """Give a database ndomo just created its id and record it as this user's.
+
+    The record is written first: a process loading the folder meanwhile (an editor starting
+    while `ndomo run` creates the store) sees either no id (`being_created`) or an id it
+    finds recorded, never an id it would take for a database ndomo did not create here.
+    """
     db_id = secrets.randbits(31) or 1
-    conn.execute(f"PRAGMA application_id = {db_id}")
     with _connect() as user:
         user.execute(
             "INSERT OR IGNORE INTO dbs(workspace, db_id, created_at) VALUES (?, ?, ?)",
             (workspace, db_id, now()),
         )
+    conn.execute(f"PRAGMA application_id = {db_id}")
 
 
 def being_created(path: Path) -> bool:
