@@ -54,6 +54,14 @@ async def _workload(store) -> None:
         ],
     )
     await store.create_tasks(b.id, [{"description": "route", "agent": "other"}])
+    # text under a broad folder, the newest matches first: the window holds the newest
+    # match (d), and a, created before it and updated after it, is tested late
+    await store.create_plan(PlanCreate(title="Parser router", overview="both", files=["src/q.py"]))
+    await asyncio.sleep(0.01)  # a's update stamps a later millisecond than d's creation
+    await store.create_tasks(a.id, [{"description": "parser again", "agent": "smith"}])
+    found = await store.search_plans("parser", file_path="src", limit=1)
+    if [p.id for p in found] != [a.id]:
+        raise RuntimeError(f"text under a folder: {[p.title for p in found]}, not a's plan")
     for status in (None, "draft", "approved", "executing", "completed"):
         await store.list_plans(status)
         await store.list_plans(status, include_archived=True)
@@ -120,14 +128,19 @@ async def query_plans() -> list[str]:
             # the workload's folder "src" (2 files) takes the broad folder's plan, its
             # files (1 each) the narrow one, and text under "src" the walk of the plans
             # matching both: every statement is explained
+            # (and the window of newest matches is one plan per result, so the search of
+            # "parser" under "src" with limit 1 runs each of its statements)
             broad, plan_ops.BROAD_FILES = plan_ops.BROAD_FILES, 2
             many, plan_ops.BROAD_MATCHES = plan_ops.BROAD_MATCHES, 1
+            window = plan_ops.NEWEST_WINDOW, plan_ops.WINDOW_PER_LIMIT
+            plan_ops.NEWEST_WINDOW, plan_ops.WINDOW_PER_LIMIT = 1, 1
             try:
                 await store.trace(seen.append)
                 await _workload(store)
                 await store.trace(None)
             finally:
                 plan_ops.BROAD_FILES, plan_ops.BROAD_MATCHES = broad, many
+                plan_ops.NEWEST_WINDOW, plan_ops.WINDOW_PER_LIMIT = window
             statements = sorted(
                 {
                     s.strip()
@@ -155,6 +168,9 @@ async def query_plans() -> list[str]:
             term_sql = plan_ops.TERM_SQL.split("?")[0]  # traced with its value in place
             if not any(s.startswith(term_sql) for s in statements):  # "parser": its terms
                 problems.append("the search's term lookup did not run: it was not explained")
+            for shape in (plan_ops.WINDOW_SQL, plan_ops.RANGE_SQL):  # the window's path ran
+                if not any(s.startswith(shape.split("?")[0]) for s in statements):
+                    problems.append(f"not explained, the workload did not run it: {shape}")
             if len(statements) < 20:
                 problems.append(
                     f"only {len(statements)} statements traced: the workload did not run"

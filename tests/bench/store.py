@@ -3,7 +3,7 @@ against the same queries on raw `sqlite3`.
 
 Data is bulk-loaded with raw SQL into a schema made by the real migrations (the FTS and
 updated_at triggers run). Each case runs the PlanStore call and its raw twin — the same
-statements (imported from the store: `search_statement`, `list_sql`, `GET_PLAN_SQL`,
+statements (imported from the store: `search_rows`, `list_sql`, `GET_PLAN_SQL`,
 `PROGRESS_SQL`, `CLAIM_SQL`, `PLAN_STARTED_SQL`, …) on a plain synchronous sqlite3
 connection with the store's PRAGMAs (`ndomo.store.db.PRAGMAS`: synchronous=NORMAL …) — in
 the same loop iteration, the order alternating. Every answer is checked for content.
@@ -43,7 +43,7 @@ from ndomo.store.plan_ops import (
     GET_PLAN_SQL,
     PROGRESS_SQL,
     list_sql,
-    search_statement,
+    search_rows,
 )
 from ndomo.store.store import PlanStore
 from ndomo.store.task_ops import ANY_PENDING_SQL, CLAIM_SQL, PLAN_STARTED_SQL
@@ -141,9 +141,9 @@ class Raw:
             self.c.execute(f"PRAGMA {pragma}")
 
     def search(self, word: str | None, path: str | None = None, archived: bool = False) -> list:
-        """The store's statements: the terms each word stands for, then the search."""
-        sql, params = search_statement(self.c, word, path, include_archived=archived)
-        return self.c.execute(sql, (*params, 50)).fetchall() if sql else []
+        """The store's statements: the terms each word stands for, then the search (for
+        text and a broad folder, the window of newest matches or the walk)."""
+        return search_rows(self.c, word, path, archived, 50)
 
     def list(self, status: str | None, archived: bool = False) -> list:
         sql, params = list_sql(status, include_archived=archived)

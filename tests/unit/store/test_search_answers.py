@@ -233,14 +233,32 @@ async def pair(tmp_path: Path):
 
 
 @pytest.mark.parametrize(
-    "common, expand, broad, many, rows",
-    [(1000, 16, 2000, 2000, 128), (1000, 2, 3, 5, 3), (4, 1, 1, 1, 1)],
-    ids=["defaults", "few-terms-broad-folders", "all-small"],
+    "common, expand, broad, many, rows, window, late",
+    [
+        (1000, 16, 2000, 2000, 128, 1000, 64),
+        (1000, 2, 3, 5, 3, 6, 3),
+        (4, 1, 1, 1, 1, 2, 1),
+        (1000, 16, 1, 1, 128, 4, 0),
+    ],
+    ids=["defaults", "few-terms-broad-folders", "all-small", "window-no-late"],
 )
 async def test_every_search_shape_answers_as_v20_did(
-    pair, monkeypatch, common, expand, broad, many, rows
+    pair, monkeypatch, common, expand, broad, many, rows, window, late
 ):
     store, raw = pair
+    # text + a broad folder: the newest `window` matches ranked, up to `late` plans created
+    # before them and updated after tested one by one (the walk answers past that)
+    monkeypatch.setattr(plan_ops, "NEWEST_WINDOW", window)
+    monkeypatch.setattr(plan_ops, "LATE_PLANS", late)
+    answered: list[bool] = []  # per call of the window's path: it answered, not the walk
+    newest = plan_ops.newest_matching
+
+    def spy(*args, **kwargs):
+        rows = newest(*args, **kwargs)
+        answered.append(rows is not None)
+        return rows
+
+    monkeypatch.setattr(plan_ops, "newest_matching", spy)
     monkeypatch.setattr(plan_ops, "COMMON_HITS", common)
     monkeypatch.setattr(plan_ops, "EXPAND_TERMS", expand)
     monkeypatch.setattr(plan_ops, "BROAD_FILES", broad)
@@ -262,6 +280,8 @@ async def test_every_search_shape_answers_as_v20_did(
                     compared += 1
                     nonempty += bool(want)
     assert nonempty > compared // 3  # the shapes find plans, not only nothing
+    if window < 10:  # the window's path answered some searches and left others to the walk
+        assert any(answered) and not all(answered), answered
 
 
 async def test_the_upgraded_documents_equal_freshly_written_ones(pair, tmp_path):
