@@ -9,6 +9,7 @@ SKIP_AGENT skips build and execute but not POST_RESPONSE / FINALLY.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import logging
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -311,9 +312,17 @@ class Runtime:
             from ndomo.store.messages import SessionBusy
 
             store = await self.app.store()
+            # The claim reads the session's row in its own transaction (one hop, not two).
+            claim = asyncio.ensure_future(store.claim_session(state.id))
             try:
-                # The claim reads the session's row in its own transaction (one hop, not two).
-                self.refresh(state, await store.claim_session(state.id))
+                self.refresh(state, await asyncio.shield(claim))
+            except asyncio.CancelledError:
+                # The claim is made on the store's thread whatever the cancel: once it is,
+                # let it go, or the session stays busy for as long as this process runs.
+                with contextlib.suppress(Exception):
+                    await claim
+                    await asyncio.shield(self._release(state.id))
+                raise
             except SessionBusy as exc:
                 return TurnSummary(
                     turn_id=None,
