@@ -55,13 +55,17 @@ async def _workload(store) -> None:
     )
     await store.create_tasks(b.id, [{"description": "route", "agent": "other"}])
     # text under a broad folder, the newest matches first: the window holds the newest
-    # match (d), and a, created before it and updated after it, is tested late
+    # match (d); b, created just before it and updated after it, is tested by reading the
+    # matches below the window, then a, created further back, by a probe
     await store.create_plan(PlanCreate(title="Parser router", overview="both", files=["src/q.py"]))
-    await asyncio.sleep(0.01)  # a's update stamps a later millisecond than d's creation
-    await store.create_tasks(a.id, [{"description": "parser again", "agent": "smith"}])
-    found = await store.search_plans("parser", file_path="src", limit=1)
-    if [p.id for p in found] != [a.id]:
-        raise RuntimeError(f"text under a folder: {[p.title for p in found]}, not a's plan")
+    for plan, word in ((b, "router"), (a, "parser")):
+        await asyncio.sleep(0.01)  # the update stamps a later millisecond than d's creation
+        await store.create_tasks(plan.id, [{"description": f"{word} again", "agent": "smith"}])
+        found = await store.search_plans(word, file_path="src", limit=1)
+        if [p.id for p in found] != [plan.id]:
+            raise RuntimeError(
+                f"{word} under a folder: {[p.title for p in found]}, not {plan.title}"
+            )
     for status in (None, "draft", "approved", "executing", "completed"):
         await store.list_plans(status)
         await store.list_plans(status, include_archived=True)
@@ -168,9 +172,11 @@ async def query_plans() -> list[str]:
             term_sql = plan_ops.TERM_SQL.split("?")[0]  # traced with its value in place
             if not any(s.startswith(term_sql) for s in statements):  # "parser": its terms
                 problems.append("the search's term lookup did not run: it was not explained")
-            for shape in (plan_ops.WINDOW_SQL, plan_ops.RANGE_SQL):  # the window's path ran
-                if not any(s.startswith(shape.split("?")[0]) for s in statements):
-                    problems.append(f"not explained, the workload did not run it: {shape}")
+            # the window's path ran: its window, the stretch below it and a probe
+            for sql in (plan_ops.WINDOW_SQL, plan_ops.RANGE_SQL, plan_ops.PROBE_SQL):
+                shape = re.compile(".+".join(re.escape(p) for p in sql.split("?")), re.S)
+                if not any(shape.fullmatch(s) for s in statements):
+                    problems.append(f"not explained, the workload did not run it: {sql}")
             if len(statements) < 20:
                 problems.append(
                     f"only {len(statements)} statements traced: the workload did not run"

@@ -464,15 +464,20 @@ def recent_matching_sql(include_archived: bool) -> str:
 # folder every plan touches, at 100k plans). Plans are mostly updated in the order they
 # were created, so the newest matches by update are nearly always among the newest by
 # creation: a window of those (FTS rowid order, read backwards and stopped: ~0.4 ms),
-# NEWEST_WINDOW or WINDOW_PER_LIMIT × the limit, is ranked, and the answer is exact once no plan created
-# before the window was updated after the last one returned. Those plans (an index range on
-# recency) are tested against the matches between the oldest of them and the window; more
-# than LATE_PLANS of them and the walk answers instead.
+# NEWEST_WINDOW or WINDOW_PER_LIMIT × the limit, is ranked, and the answer is exact once
+# no plan created before the window was updated after the last one returned. Such late
+# plans (an index range on recency, at most LATE_PLANS) are tested against the matches:
+# just below the window, by reading that stretch of them; further back, one FTS probe each
+# (~0.25 ms: every term's doclist sought), at most LATE_PROBES. Past either bound the walk
+# answers — old plans touched since (a claimed task, a status change) are what leaves this
+# path, for ~1 ms more than the walk alone.
 NEWEST_WINDOW = 200
 WINDOW_PER_LIMIT = 4
 LATE_PLANS = 64
+LATE_PROBES = 8
 WINDOW_SQL = "SELECT rowid FROM plan_search WHERE plan_search MATCH ? ORDER BY rowid DESC LIMIT ?"
 RANGE_SQL = "SELECT rowid FROM plan_search WHERE plan_search MATCH ? AND rowid >= ? AND rowid < ?"
+PROBE_SQL = "SELECT rowid FROM plan_search WHERE plan_search MATCH ? AND rowid = ?"
 
 
 def newest_matching(
@@ -480,8 +485,8 @@ def newest_matching(
 ) -> list[sqlite3.Row] | None:
     """The `limit` plans matching the FTS query `match` most recently updated, exactly as
     `recent_matching_sql` finds them; None when the window holds fewer than `limit` of
-    them, or more than LATE_PLANS plans created before it may rank among them (the walk
-    answers then)."""
+    them, or the plans created before it that may rank among them are too many to test
+    (the walk answers then)."""
     live = "" if include_archived else " AND archived_at IS NULL"
     index = "idx_plans_updated" if include_archived else "idx_plans_recent"
     order = " ORDER BY updated_at DESC, search_key DESC"
@@ -511,7 +516,12 @@ def newest_matching(
         return None
     if late:
         first = min(r[0] for r in late)
-        matching = {r[0] for r in conn.execute(RANGE_SQL, (match, first, low))}
+        if low - first <= size:  # just below the window: that stretch of the matches
+            matching = {r[0] for r in conn.execute(RANGE_SQL, (match, first, low))}
+        elif len(late) <= LATE_PROBES:
+            matching = {r[0] for r in late if conn.execute(PROBE_SQL, (match, r[0])).fetchone()}
+        else:
+            return None
         ranked += [tuple(r) for r in late if r[0] in matching]
         ranked.sort(key=lambda r: (r[1], r[0]), reverse=True)
         del ranked[limit:]

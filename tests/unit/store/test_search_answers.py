@@ -13,6 +13,7 @@ archived plans included or not, and limits.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
@@ -233,23 +234,29 @@ async def pair(tmp_path: Path):
 
 
 @pytest.mark.parametrize(
-    "common, expand, broad, many, rows, window, late",
+    "common, expand, broad, many, rows, window, late, probes, tested",
     [
-        (1000, 16, 2000, 2000, 128, 1000, 64),
-        (1000, 2, 3, 5, 3, 6, 3),
-        (4, 1, 1, 1, 1, 2, 1),
-        (1000, 16, 1, 1, 128, 4, 0),
+        (1000, 16, 2000, 2000, 128, 200, 64, 8, ""),
+        (1000, 2, 3, 5, 3, 6, 3, 2, "range probe"),
+        (4, 1, 1, 1, 1, 2, 1, 1, ""),
+        (1000, 16, 1, 1, 128, 4, 0, 0, ""),
+        (1000, 16, 1, 1, 128, 1, 64, 64, "probe"),
     ],
-    ids=["defaults", "few-terms-broad-folders", "all-small", "window-no-late"],
+    ids=["defaults", "few-terms-broad-folders", "all-small", "window-no-late", "window-probes"],
 )
 async def test_every_search_shape_answers_as_v20_did(
-    pair, monkeypatch, common, expand, broad, many, rows, window, late
+    pair, monkeypatch, common, expand, broad, many, rows, window, late, probes, tested
 ):
     store, raw = pair
-    # text + a broad folder: the newest `window` matches ranked, up to `late` plans created
-    # before them and updated after tested one by one (the walk answers past that)
+    # text + a broad folder: the newest `window` matches (or 1 per result, below) ranked,
+    # up to `late` plans created before them and updated after tested (a stretch of the
+    # matches read, or up to `probes` probed one by one; the walk answers past that)
     monkeypatch.setattr(plan_ops, "NEWEST_WINDOW", window)
+    monkeypatch.setattr(plan_ops, "WINDOW_PER_LIMIT", 1)
     monkeypatch.setattr(plan_ops, "LATE_PLANS", late)
+    monkeypatch.setattr(plan_ops, "LATE_PROBES", probes)
+    ran: list[str] = []
+    await store.trace(ran.append)
     answered: list[bool] = []  # per call of the window's path: it answered, not the walk
     newest = plan_ops.newest_matching
 
@@ -280,8 +287,18 @@ async def test_every_search_shape_answers_as_v20_did(
                     compared += 1
                     nonempty += bool(want)
     assert nonempty > compared // 3  # the shapes find plans, not only nothing
+    await store.trace(None)
     if window < 10:  # the window's path answered some searches and left others to the walk
         assert any(answered) and not all(answered), answered
+    # how late plans were tested: the stretch of matches below the window, probes
+    assert _ran(plan_ops.RANGE_SQL, ran) == ("range" in tested)
+    assert _ran(plan_ops.PROBE_SQL, ran) == ("probe" in tested)
+
+
+def _ran(sql: str, traced: list[str]) -> bool:
+    """Whether `sql` is among the traced statements (which hold their values in place)."""
+    shape = re.compile(".+".join(re.escape(part) for part in sql.split("?")), re.S)
+    return any(shape.fullmatch(t.strip()) for t in traced)
 
 
 async def test_the_upgraded_documents_equal_freshly_written_ones(pair, tmp_path):
