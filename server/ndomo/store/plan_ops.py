@@ -475,6 +475,7 @@ NEWEST_WINDOW = 200
 WINDOW_PER_LIMIT = 4
 LATE_PLANS = 64
 LATE_PROBES = 8
+MAX_WINDOW = 4000
 WINDOW_SQL = "SELECT rowid FROM plan_search WHERE plan_search MATCH ? ORDER BY rowid DESC LIMIT ?"
 RANGE_SQL = "SELECT rowid FROM plan_search WHERE plan_search MATCH ? AND rowid >= ? AND rowid < ?"
 PROBE_SQL = "SELECT rowid FROM plan_search WHERE plan_search MATCH ? AND rowid = ?"
@@ -491,6 +492,8 @@ def newest_matching(
     index = "idx_plans_updated" if include_archived else "idx_plans_recent"
     order = " ORDER BY updated_at DESC, search_key DESC"
     size = max(NEWEST_WINDOW, WINDOW_PER_LIMIT * limit)
+    if limit < 1 or size > MAX_WINDOW:  # (the window's keys are one statement's parameters)
+        return None
     window = [r[0] for r in conn.execute(WINDOW_SQL, (match, size))]
     if len(window) < size:
         return None  # the walk's collection is as small as the window

@@ -275,7 +275,7 @@ async def test_every_search_shape_answers_as_v20_did(
     for text in [None, *TEXTS]:
         for fp in FILES:
             for archived in (False, True):
-                for limit in (1, 3, 1000):
+                for limit in (0, 1, 3, 1000):
                     got = [
                         p.id
                         for p in await store.search_plans(
