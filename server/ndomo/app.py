@@ -224,6 +224,8 @@ class App:
         elsewhere = ""
         if root is not None and not trust.trusted and settings.db == Settings().db:
             elsewhere = foreign_db_reason(root.resolve(), settings.db)
+            if elsewhere:
+                log.info("%s: sessions kept in the user's data directory (%s)", root, elsewhere)
         return cls(root, settings, problems, origin=origin, trust=trust, db_elsewhere=elsewhere)
 
     @property

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import sqlite3
+import time
 from collections.abc import Iterator
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -156,25 +157,52 @@ def _out(row: sqlite3.Row) -> dict:
 # -- the databases ndomo created -------------------------------------------------------
 
 
-def db_identity(path: Path) -> int:
-    """The id in a database's header (0: none), read without changing the file."""
+# A read of another process's database can fail for a moment while it is being created
+# or closed (SQLite reports "disk I/O error", "unable to open" or a readonly write while the
+# WAL files come and go): such a read is taken again, never taken for an answer.
+READ_ATTEMPTS = 20
+READ_RETRY_S = 0.05
+
+
+def _header(path: Path) -> tuple[int, int]:
+    """(the id in the database's header or 0, how many schema objects it has), both from
+    one read transaction: two separate reads could straddle the creating process's commits
+    (no id yet, then tables) and take a database being created for one with no id."""
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
-    except sqlite3.Error:
-        return 0
-    try:
-        return int(conn.execute("PRAGMA application_id").fetchone()[0])
-    except sqlite3.Error:
-        return 0
+        conn.execute("BEGIN")
+        db_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
+        objects = int(conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0])
+        conn.execute("COMMIT")
+        return db_id, objects
     finally:
         conn.close()
+
+
+def read_header(path: Path) -> tuple[int, int] | None:
+    """`_header`, taken again while the read fails; None: it failed every time."""
+    for attempt in range(READ_ATTEMPTS):
+        try:
+            return _header(path)
+        except sqlite3.Error as exc:
+            if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB:
+                return None  # not a database at all: no later read differs
+            if attempt < READ_ATTEMPTS - 1:
+                time.sleep(READ_RETRY_S)
+    return None
+
+
+def db_identity(path: Path) -> int:
+    """The id in a database's header (0: none, or unreadable), read without changing the file."""
+    header = read_header(path)
+    return header[0] if header else 0
 
 
 def stamp_new_db(conn: sqlite3.Connection, workspace: str) -> None:
     """Give a database ndomo just created its id and record it as this user's.
 
     The record is written first: a process loading the folder meanwhile (an editor starting
-    while `ndomo run` creates the store) sees either no id (`being_created`) or an id it
+    while `ndomo run` creates the store) sees either no id and no schema yet, or an id it
     finds recorded, never an id it would take for a database ndomo did not create here.
     """
     db_id = secrets.randbits(31) or 1
@@ -186,27 +214,20 @@ def stamp_new_db(conn: sqlite3.Connection, workspace: str) -> None:
     conn.execute(f"PRAGMA application_id = {db_id}")
 
 
-def being_created(path: Path) -> bool:
-    """A database file with no id and no table yet: another process is creating it this
-    moment (its id is written before its schema), or an empty file: nothing to resume."""
-    try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
-    except sqlite3.Error:
-        return False
-    try:
-        row = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        return int(row[0]) == 0
-    except sqlite3.Error:
-        return False
-    finally:
-        conn.close()
-
-
 def created_here(workspace: str, path: Path) -> bool:
-    """Did ndomo create the database at `path` for this user, in this folder?"""
-    db_id = db_identity(path)
+    """Did ndomo create the database at `path` for this user, in this folder?
+
+    A database with no id and no schema object is one another process is creating this
+    moment (its id is written before its schema), or an empty file: nothing to resume.
+    One that stays unreadable is not taken for this user's own (nor is it resumed: the
+    store could not open it either).
+    """
+    header = read_header(path)
+    if header is None:
+        return False
+    db_id, objects = header
     if not db_id:
-        return being_created(path)
+        return objects == 0
     with _connect() as conn:
         found = conn.execute(
             "SELECT 1 FROM dbs WHERE workspace = ? AND db_id = ?", (workspace, db_id)
