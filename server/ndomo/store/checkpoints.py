@@ -8,6 +8,7 @@ repository, see features/checkpoints) taken at a turn's start (`turn_start`), at
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 
 from ndomo.store.base import StoreBase
 from ndomo.store.db import now
@@ -32,6 +33,18 @@ class CheckpointOps(StoreBase):
     ) -> Checkpoint:
         row = await self._write(_add, session_id, turn_id, kind, commit_id, note)
         return Checkpoint.model_validate(dict(row))
+
+    async def add_checkpoints(
+        self, session_id: str, turn_id: int | None, rows: Sequence[tuple[str, str, str | None]]
+    ) -> list[Checkpoint]:
+        """Several checkpoints of one turn, (kind, commit, note) each, in one transaction
+        and one hop: a turn that ran no tool records its start and its end together."""
+        out = await self._write(
+            lambda c: [
+                _add(c, session_id, turn_id, kind, commit, note) for kind, commit, note in rows
+            ]
+        )
+        return [Checkpoint.model_validate(dict(r)) for r in out]
 
     async def session_checkpoints(self, session_id: str) -> list[Checkpoint]:
         rows = await self._all(

@@ -300,3 +300,39 @@ async def test_the_turn_snapshot_starts_after_the_first_event_was_written(app, f
     summary = await Runtime(app, compose.plugins()).run(TurnRequest(prompt="hi"), Host())
     assert summary.status == "done", summary
     assert seen[:2] == ["TextDelta", "snapshot"], seen
+
+
+async def test_a_turn_without_tools_records_its_start_and_end_in_one_write(app, fake):
+    """The turn's end, on the way to its answer: a turn that ran no tool records its start
+    and end checkpoints (the same snapshot) in one transaction, not two store hops."""
+    store = await app.store()
+    statements: list[str] = []
+    fake.push({"text": "an answer"})
+    await store.trace(statements.append)
+    summary = await Runtime(app, compose.plugins()).run(TurnRequest(prompt="hi"))
+    await store.trace(None)
+    assert summary.status == "done", summary
+    rows = await store.session_checkpoints(summary.session)
+    assert [(r.kind, r.turn_id) for r in rows] == [
+        ("turn_start", summary.turn_id),
+        ("turn_end", summary.turn_id),
+    ]
+    assert rows[0].commit_id == rows[1].commit_id
+    inserts = [i for i, s in enumerate(statements) if "INSERT INTO checkpoints" in s]
+    assert len(inserts) == 2, statements
+    between = statements[inserts[0] : inserts[1]]
+    assert not any(s.strip().upper().startswith(("COMMIT", "BEGIN")) for s in between), between
+
+
+async def test_a_turn_with_a_tool_still_records_its_start_before_the_tool(app, fake):
+    (app.root / "notes.txt").write_text("x\n")
+    fake.push({"tool_calls": [{"name": "read", "arguments": {"path": "notes.txt"}}]})
+    fake.push({"text": "read it"})
+    summary = await Runtime(app, compose.plugins()).run(TurnRequest(prompt="read the notes"))
+    assert summary.status == "done", summary
+    store = await app.store()
+    rows = await store.session_checkpoints(summary.session)
+    assert [r.kind for r in rows] == ["turn_start", "turn_end"]
+    messages = await store.session_messages(summary.session)
+    tool_row = next(m for m in messages if m.role == "tool")
+    assert rows[0].created_at <= tool_row.created_at

@@ -76,15 +76,22 @@ async def _turn_start(ctx: TurnContext) -> Snapshot | None:
     return await _snapshot(ctx, f"before a turn of session {ctx.session.id}")
 
 
+async def _take_start(top: TurnContext) -> tuple[Snapshot | None, bool]:
+    """The turn's start snapshot (taken, or taken now) and whether it is yet to be
+    recorded on the turn (True once: the caller records it)."""
+    marks = top.instance(_TurnMarks, _TurnMarks)
+    if marks.start_recorded or top.turn_id is None:
+        return marks.start, False
+    marks.start_recorded = True
+    snap = marks.start = await take(top, _KEY, _turn_start)
+    return snap, snap is not None
+
+
 async def _record_start(ctx: TurnContext) -> Snapshot | None:
     """The turn's start snapshot (taken, or taken now), recorded once on the turn."""
     top = _top(ctx)
-    marks = top.instance(_TurnMarks, _TurnMarks)
-    if marks.start_recorded or top.turn_id is None:
-        return marks.start
-    marks.start_recorded = True
-    snap = marks.start = await take(top, _KEY, _turn_start)
-    if snap is not None:
+    snap, unrecorded = await _take_start(top)
+    if unrecorded and snap is not None:
         store = await top.app.store()
         await store.add_checkpoint(top.session.id, top.turn_id, "turn_start", snap.commit, None)
     return snap
@@ -126,16 +133,21 @@ class TurnEndCheckpoint(LifecycleHook):
         return ctx.depth == 0 and ctx.turn_id is not None
 
     async def run(self, ctx: TurnContext) -> HookResult | None:
-        start = await _record_start(ctx)
+        start, unrecorded = await _take_start(ctx)
+        rows = [("turn_start", start.commit, None)] if unrecorded and start is not None else []
         # Of the disk: agent edits an editor still holds unsaved are not in it (they stay
         # unsaved, undoable there; saved later, a rewind counts them as the user's).
         wrote = ctx.instance(_TurnMarks, _TurnMarks).wrote
         snap = start if start is not None and not wrote else None
         if snap is None:
             snap = await _snapshot(ctx, f"after turn {ctx.turn_id}")
-        if snap is not None and ctx.turn_id is not None:
+        if snap is not None:
+            rows.append(("turn_end", snap.commit, None))
+        if rows and ctx.turn_id is not None:
+            # a turn that ran no tool records its start here: both rows in one hop, on the
+            # way to the turn's answer
             store = await ctx.app.store()
-            await store.add_checkpoint(ctx.session.id, ctx.turn_id, "turn_end", snap.commit, None)
+            await store.add_checkpoints(ctx.session.id, ctx.turn_id, rows)
         return None
 
 
