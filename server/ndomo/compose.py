@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ndomo.actions import ActionRegistry
     from ndomo.lsp.warmup import Loads
     from ndomo.runtime.plugins import Plugins, Setup
+    from ndomo.runtime.slash import CommandSpec
     from ndomo.terminal.args import Subcommand
     from ndomo.terminal.cli import Commands
 
@@ -130,13 +131,16 @@ def features() -> list[Setup]:
 
 
 def _slash_actions(plugins: Plugins) -> None:
-    """Every action with the slash surface is a `/` command (after the built-in /mode,
-    /agent, /new and /help, which win a clash)."""
+    """Every action with the slash surface is a `/` command (the built-in /mode, /agent,
+    /new and /help win a clash). Built when a `/` command is first looked up: a turn that
+    is not one (every `ndomo run "…"`) does not import the action modules."""
+    plugins.slash.later(_action_commands)
+
+
+def _action_commands() -> list[CommandSpec]:
     from ndomo.runtime.slash import action_specs
 
-    for spec in action_specs(actions().all("slash")):
-        if not plugins.slash.has(spec.name):
-            plugins.slash.add(spec)
+    return action_specs(actions().all("slash"))
 
 
 def installed_features() -> list[Setup]:
@@ -158,6 +162,7 @@ def plugins() -> Plugins:
     """The runtime's registries: the built-in features, then the installed ones."""
     from ndomo.runtime.plugins import build_plugins
 
+    _wire()  # a runtime an action builds without plugins gets these, actions loaded or not
     return build_plugins([*features(), *installed_features()])
 
 

@@ -24,6 +24,9 @@ Registered in `setup(plugins)`:
   modes, instructions, recall …]
 - `plugins.slash.add(spec)` — `CommandSpec` (runtime/slash.py) with
   `SlashHandler = async (ctx, args) -> Any`. [/mode, /help …]
+- `plugins.slash.later(make)` — `make: () -> Iterable[CommandSpec]`, called when a command
+  is first looked up (a prompt that is no `/` command never calls it); a name registered by
+  then wins. [1: every action with the slash surface, from the composition root]
 - `plugins.slash.listers` — `SlashLister = async (app, ctx | None) -> list[CommandSpec]`:
   commands that come and go, shown by `/help` and ACP's command list; the feature handles
   them itself before the dispatch. [1: MCP prompts, a PRE_DISPATCH hook expands them]

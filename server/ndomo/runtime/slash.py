@@ -49,6 +49,9 @@ class SlashCommandRegistry:
     _specs: dict[str, CommandSpec] = field(default_factory=dict)
     _aliases: dict[str, str] = field(default_factory=dict)
     listers: list[SlashLister] = field(default_factory=list)
+    # Commands built on first use (`later`): a turn whose prompt is no `/` command never
+    # builds them (the action-backed commands import every action's module).
+    _later: list[Callable[[], Iterable[CommandSpec]]] = field(default_factory=list)
 
     def add(self, spec: CommandSpec) -> None:
         for name in (spec.name, *spec.aliases):
@@ -58,10 +61,27 @@ class SlashCommandRegistry:
         for a in spec.aliases:
             self._aliases[a] = spec.name
 
-    def has(self, name: str) -> bool:
+    def later(self, make: Callable[[], Iterable[CommandSpec]]) -> None:
+        """Commands `make` builds when a command is first looked up; one whose name (or an
+        alias) is registered by then is left out: the registered one wins the clash."""
+        self._later.append(make)
+
+    def _built(self) -> None:
+        while self._later:
+            make = self._later.pop(0)
+            for spec in make():
+                if not any(self._known(n) for n in (spec.name, *spec.aliases)):
+                    self.add(spec)
+
+    def _known(self, name: str) -> bool:
         return name in self._specs or name in self._aliases
 
+    def has(self, name: str) -> bool:
+        self._built()
+        return self._known(name)
+
     def specs(self) -> list[CommandSpec]:
+        self._built()
         return sorted(self._specs.values(), key=lambda s: s.name)
 
     async def listed(self, app: App, ctx: TurnContext | None = None) -> list[CommandSpec]:
@@ -74,6 +94,7 @@ class SlashCommandRegistry:
 
     def resolve(self, words: list[str]) -> tuple[CommandSpec, list[str]] | None:
         """Longest match: `/plan list` beats `/plan` when both exist."""
+        self._built()
         for n in (2, 1):
             if len(words) >= n:
                 name = " ".join(words[:n])

@@ -57,3 +57,79 @@ async def test_discussion_answer_is_trimmed_to_the_prose_cap(app, fake):
     fake.push({"text": "word " * 100})
     summary = await rt.run(TurnRequest(prompt="explain", mode="brainstorming"))
     assert summary.answer.count("word") == 100
+
+
+LAZY = """
+import asyncio, sys, tempfile
+from pathlib import Path
+from ndomo import compose
+from ndomo.app import App
+from ndomo.runtime.context import TurnRequest
+from ndomo.runtime.runtime import Runtime
+
+ACTION_MODULES = ("ndomo.features.health", "ndomo.plan.actions", "ndomo.features.sessions")
+
+async def main(url):
+    plugins = compose.plugins()
+    loaded = [m for m in ACTION_MODULES if m in sys.modules]
+    print("after plugins:", loaded)
+    with tempfile.TemporaryDirectory() as d:
+        app = App(Path(d))
+        app.settings.model.base_url = url
+        app.settings.model.max_retries = 0
+        try:
+            summary = await Runtime(app, plugins).run(TurnRequest(prompt="hello"))
+            print("turn:", summary.status, [m for m in ACTION_MODULES if m in sys.modules])
+            summary = await Runtime(app, plugins).run(TurnRequest(prompt="/plan list"))
+            print("slash:", summary.status, all(m in sys.modules for m in ACTION_MODULES))
+        finally:
+            await app.aclose()
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+def test_a_prompt_that_is_no_slash_command_never_imports_the_action_modules(fake):
+    """The action-backed `/` commands are built on the first lookup: `ndomo run "…"` and a
+    server's first ordinary turn do not import every action's module; `/plan list` does,
+    and runs."""
+    import os
+    import subprocess
+    import sys
+
+    fake.push({"text": "hi"})
+    done = subprocess.run(
+        [sys.executable, "-c", LAZY, fake.url],
+        capture_output=True, text=True, timeout=120, env=os.environ.copy(),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "after plugins: []",
+        "turn: done []",
+        "slash: done True",
+    ], done.stdout + done.stderr
+
+
+def test_a_registered_command_wins_over_a_later_one_of_the_same_name():
+    from ndomo.runtime.slash import CommandSpec, SlashCommandRegistry
+
+    async def mine(ctx, args):
+        return "mine"
+
+    async def theirs(ctx, args):
+        return "theirs"
+
+    reg = SlashCommandRegistry()
+    built: list[str] = []
+
+    def later():
+        built.append("built")
+        return [CommandSpec("help", theirs, "theirs"), CommandSpec("plan list", theirs, "list")]
+
+    reg.later(later)
+    reg.add(CommandSpec("help", mine, "mine"))
+    assert built == []  # nothing looked up yet
+    assert reg.has("plan list") and built == ["built"]
+    assert reg.resolve(["help"])[0].handler is mine
+    assert [s.name for s in reg.specs()] == ["help", "plan list"]
+    assert reg.has("help") and built == ["built"]  # built once
