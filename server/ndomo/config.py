@@ -25,6 +25,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ndomo.lib import yamlio
 from ndomo.schema import Schema
 from ndomo.security.defaults import SANDBOX_DEFAULTS
 
@@ -458,8 +459,8 @@ def read_yaml_layer(path: Path, problems: list[ConfigProblem]) -> tuple[dict, ya
         return {}, None
     text = path.read_text(encoding="utf-8", errors="replace")
     try:
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
+        node = yamlio.compose(text)
+        data = yamlio.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problems.append(

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError
 
+from ndomo.lib import yamlio
 from ndomo.schema import Schema
 
 from .schema import AGENT_NAME_RE, AgentDef, AgentFrontmatter
@@ -185,8 +186,8 @@ def parse_agent_text(
     yaml_text = "".join(yaml_lines)
     offset = 1  # the YAML starts on the line after the opening fence
     try:
-        data = yaml.safe_load(yaml_text)
-        node = yaml.compose(yaml_text)
+        data = yamlio.safe_load(yaml_text)
+        node = yamlio.compose(yaml_text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)

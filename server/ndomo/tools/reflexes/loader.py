@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
+from ndomo.lib import yamlio
 from ndomo.tools.reflexes.model import Reflex, ReflexProblem
 from ndomo.validation import problems
 
@@ -51,7 +52,7 @@ def load_file(path: Path, root: Path) -> Reflex | ReflexProblem:
             return ReflexProblem(
                 path=rel, message=f"larger than {MAX_FILE_BYTES // 1024} KB; skipped"
             )
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yamlio.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         return ReflexProblem(path=rel, message=f"cannot read: {exc}")
     except yaml.YAMLError as exc:
