@@ -154,13 +154,20 @@ def run(ns: argparse.Namespace, plugins: Callable[[], Plugins]) -> int:
         ask_once(root, sys.stdin.isatty())
 
     async def go():
-        app = await asyncio.to_thread(App.load, root)
+        # The folder loads (its config files, trust record, git queries) in a thread while
+        # this one builds the registries (imports): neither waits for the other.
+        # (run_in_executor submits now; a to_thread task would start only after plugins())
+        loading = asyncio.get_running_loop().run_in_executor(None, App.load, root)
+        try:
+            registries = plugins()
+        finally:
+            app = await loading
         for p in app.config_problems:
             print(f"ndomo: config: {p.describe()} (default used)", file=sys.stderr)
         try:
             if app.no_store_reason is not None:
                 raise _UsageError(app.no_store_reason)
-            rt = Runtime.of(app, plugins())
+            rt = Runtime.of(app, registries)
             if ns.agent:
                 try:
                     await rt.check_agent(ns.agent)
