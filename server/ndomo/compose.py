@@ -193,9 +193,14 @@ def _others() -> list[Subcommand]:
 
 def main(argv: list[str] | None = None) -> int:
     """The `ndomo` command (the package's console script and `python -m ndomo`)."""
+    from ndomo import startup
     from ndomo.terminal.cli import main as cli_main
 
-    return cli_main(argv, command_line())
+    startup.hold()  # until the command's registries are built (ndomo.startup)
+    try:
+        return cli_main(argv, command_line())
+    finally:
+        startup.release()  # what is left is frozen: the collection at exit skips it
 
 
 # -- the language server's warm-up -------------------------------------------------------

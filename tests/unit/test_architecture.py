@@ -272,6 +272,7 @@ LOWER = (
     "ndomo.filetypes",
     "ndomo.errors",
     "ndomo.listeners",
+    "ndomo.startup",
     "ndomo.trust",
     "ndomo.lib.search*",
     "ndomo.lib.code*",

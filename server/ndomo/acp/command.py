@@ -45,6 +45,11 @@ def command(plugins: Callable[[], Plugins]) -> Subcommand:
 
 
 def run(ns: argparse.Namespace, plugins: Callable[[], Plugins]) -> int:
+    from ndomo import startup
+
+    # the registries are built on the client's first request, at no point this process
+    # marks: the collector is not held for ACP (ndomo.startup)
+    startup.release()
     logging.basicConfig(level=ns.log_level, stream=sys.stderr)
     protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())

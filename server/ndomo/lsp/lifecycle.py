@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from ndomo import startup
 from ndomo.lsp import warmup
 from ndomo.lsp.logs import LogMessageHandler
 from ndomo.lsp.process import life_of
@@ -191,16 +191,19 @@ class LifecycleFeature(Feature):
         from ndomo.runtime.executor import shared_client
         from ndomo.runtime.runtime import Runtime
 
-        await asyncio.to_thread(warmup.extras)
-        for app in apps:
-            try:
-                await Runtime.of(app).agents()
-                await asyncio.to_thread(shared_client, app)
-            except Exception:  # noqa: BLE001 - a bad agent file or model setting is reported by the first turn
-                log.debug("warm-up of agents / model client failed", exc_info=True)
-        # The start-up heap (modules, classes, schemas: most of the process) never becomes
-        # garbage: frozen, it is left out of every later collection, so a full collection
-        # while a turn streams no longer walks it (a pause that delayed editor requests).
-        # No collect first: that would be one long pause on the loop; what little garbage is
-        # frozen with it stays, once.
-        gc.freeze()
+        try:
+            await asyncio.to_thread(warmup.extras)
+            for app in apps:
+                try:
+                    await Runtime.of(app).agents()
+                    await asyncio.to_thread(shared_client, app)
+                except Exception:  # noqa: BLE001 - a bad agent file or model setting is reported by the first turn
+                    log.debug("warm-up of agents / model client failed", exc_info=True)
+        finally:
+            # The start-up heap (modules, classes, schemas: most of the process) never
+            # becomes garbage: frozen, it is left out of every later collection, so a full
+            # collection while a turn streams no longer walks it (a pause that delayed
+            # editor requests). No collect first: that would be one long pause on the loop;
+            # what little garbage is frozen with it stays, once. The collector, off since
+            # the process started (ndomo.startup), is back on.
+            startup.release()

@@ -138,6 +138,7 @@ def usage_line(usage: dict) -> str:
 
 def run(ns: argparse.Namespace, plugins: Callable[[], Plugins]) -> int:
     """Run one turn headless and print the answer and tool activity."""
+    from ndomo import startup
     from ndomo.actions import ActionError
     from ndomo.app import App
     from ndomo.runtime.context import TurnRequest
@@ -162,6 +163,7 @@ def run(ns: argparse.Namespace, plugins: Callable[[], Plugins]) -> int:
             registries = plugins()
         finally:
             app = await loading
+        startup.release()  # start-up's heap is built: frozen, and the collector back on
         for p in app.config_problems:
             print(f"ndomo: config: {p.describe()} (default used)", file=sys.stderr)
         try:
