@@ -52,13 +52,33 @@ class _Read:
         self.sessions: dict[str, tuple[int, list[Message]]] = {}
 
 
+HISTORY_KEY = "history"
+
+
+def read_soon(app: Any, session_id: str) -> asyncio.Future[tuple[int, list[StoredMessage]]]:
+    """Start the read of what `session_id` stored since this App last read it: (the id
+    it read after, the messages). Started right behind the session's claim, it is queued
+    on the store's thread after the claim's write and runs while the claim's answer comes
+    back: the turn's set-up waits for one hop fewer (`load_history` takes it)."""
+    last = app.instance(_Read, _Read).sessions.get(session_id, (0, []))[0]
+
+    async def read() -> tuple[int, list[StoredMessage]]:
+        store = await app.store()
+        return last, await store.session_messages(session_id, after_id=last)
+
+    return asyncio.ensure_future(read())
+
+
 async def load_history(ctx: TurnContext) -> list[Message]:
     """The session's whole stored conversation (top-level turns), made a valid one
     (a tool call left unanswered by a crash or a cancel gets a 'not run' result)."""
-    store = await ctx.app.store()
+    from ndomo.runtime import prefetch
+
     read = ctx.app.instance(_Read, _Read)
     last, valid = read.sessions.get(ctx.session.id, (0, []))
-    stored = await store.session_messages(ctx.session.id, after_id=last)
+    after, stored = await prefetch.take(ctx, HISTORY_KEY, lambda c: read_soon(c.app, c.session.id))
+    if after != last:  # read before this App's last read moved (not under one claim)
+        after, stored = await read_soon(ctx.app, ctx.session.id)
     if stored:
         # A read happens at a turn's start, under the session's claim: what was stored
         # since the last read begins with a turn's user message, never with the result of

@@ -44,6 +44,13 @@ def start(ctx: TurnContext, key: str, read: Read) -> None:
     ctx.instance(_Started, _Started).reads[key] = fut
 
 
+def adopt(ctx: TurnContext, key: str, fut: asyncio.Future[Any]) -> None:
+    """Make a read started before the turn's context existed (the runtime starts the
+    history's behind the session's claim) this turn's, under `key`."""
+    fut.add_done_callback(_retrieved)
+    ctx.instance(_Started, _Started).reads[key] = fut
+
+
 async def take(ctx: TurnContext, key: str, read: Read) -> Any:
     """The result of the read started for this turn under `key`, else of `read` now."""
     started = ctx.existing(_Started)

@@ -21,6 +21,7 @@ from ndomo.runtime.context import SessionState, TurnContext, TurnRequest, TurnSu
 from ndomo.runtime.coordinator import ToolCallCoordinator
 from ndomo.runtime.events import Status, TurnEvent
 from ndomo.runtime.extensions import EventListeners, StatusListeners
+from ndomo.runtime.history import HISTORY_KEY, read_soon
 from ndomo.runtime.hooks import HookAction, Phase
 from ndomo.runtime.host import BaseHost, Host
 from ndomo.runtime.plugins import Plugins, default_plugins
@@ -308,12 +309,15 @@ class Runtime:
                 status="failed",
                 error="a turn is already running in this session; cancel it first (ndomo.cancel)",
             )
+        history: asyncio.Future | None = None  # the history's read, started behind the claim
         if parent is None:  # one turn per session across processes too (another editor, the CLI)
             from ndomo.store.messages import SessionBusy
 
             store = await self.app.store()
-            # The claim reads the session's row in its own transaction (one hop, not two).
+            # The claim reads the session's row in its own transaction (one hop, not two);
+            # the history's read is queued right behind it (history.read_soon).
             claim = asyncio.ensure_future(store.claim_session(state.id))
+            history = read_soon(self.app, state.id)
             try:
                 self.refresh(state, await asyncio.shield(claim))
             except asyncio.CancelledError:
@@ -322,8 +326,11 @@ class Runtime:
                 with contextlib.suppress(Exception):
                     await claim
                     await asyncio.shield(self._release(state.id))
+                with contextlib.suppress(BaseException):
+                    await history  # a read, dropped; it does not outlive the turn
                 raise
             except SessionBusy as exc:
+                await asyncio.gather(history, return_exceptions=True)  # another's: dropped
                 return TurnSummary(
                     turn_id=None,
                     session=state.id,
@@ -339,6 +346,8 @@ class Runtime:
             if parent is None:  # a user's typo is an answer, not a failed turn with a traceback
                 await self.check_agent(agent)
         except TurnRefused as exc:
+            if history is not None:
+                await asyncio.gather(history, return_exceptions=True)
             if parent is None:
                 await asyncio.shield(self._release(state.id))
             return TurnSummary(
@@ -361,6 +370,8 @@ class Runtime:
             parent=parent,
             depth=(parent.depth + 1) if parent else 0,
         )
+        if history is not None:
+            prefetch.adopt(ctx, HISTORY_KEY, history)
         task = asyncio.create_task(self._run(ctx))
         if parent is None:
             self.active[state.id] = (ctx, task)

@@ -336,3 +336,62 @@ async def test_a_turn_with_a_tool_still_records_its_start_before_the_tool(app, f
     messages = await store.session_messages(summary.session)
     tool_row = next(m for m in messages if m.role == "tool")
     assert rows[0].created_at <= tool_row.created_at
+
+
+async def test_the_history_read_is_queued_right_behind_the_claim(app, fake):
+    """The session's history is read on the store's thread right after the claim, before
+    the turn's row: the set-up does not wait for a third round trip before the request."""
+    from ndomo.store import db as dbmod
+
+    rt = Runtime(app, compose.plugins())
+    fake.push({"text": "first"})
+    await rt.run(TurnRequest(prompt="one"))
+    order: list[str] = []
+    original = dbmod.Db._submit
+
+    def submit(self, fn, *args, **kw):
+        import traceback
+
+        names = [f.name for f in traceback.extract_stack(limit=8)]
+        for wanted in ("claim_session", "session_messages", "start_turn"):
+            if wanted in names:
+                order.append(wanted)
+        return original(self, fn, *args, **kw)
+
+    dbmod.Db._submit = submit  # type: ignore[method-assign]
+    try:
+        fake.push({"text": "second"})
+        summary = await rt.run(TurnRequest(prompt="two"))
+    finally:
+        dbmod.Db._submit = original  # type: ignore[method-assign]
+    assert summary.status == "done"
+    assert order[:3] == ["claim_session", "session_messages", "start_turn"], order
+    sent = fake.chat_requests()[-1]["body"]["messages"]
+    assert [m["content"] for m in sent if m["role"] in ("user", "assistant")][:3] == [
+        "one",
+        "first",
+        "two",
+    ]
+
+
+async def test_a_refused_turn_drops_its_history_read_and_the_next_one_reads_it_all(app, fake):
+    rt = Runtime(app, compose.plugins())
+    fake.push({"text": "first"})
+    first = await rt.run(TurnRequest(prompt="one"))
+    refused = await rt.run(TurnRequest(prompt="two", agent="nobody", session=first.session))
+    assert refused.status == "failed" and "nobody" in (refused.error or "")
+    store = await app.store()
+    # another process adds to the session meanwhile: the next turn reads it too
+    await store.add_message(first.session, "user", "from the terminal", turn_id=None)
+    await store.add_message(first.session, "assistant", "seen", turn_id=None)
+    fake.push({"text": "third"})
+    third = await rt.run(TurnRequest(prompt="three", session=first.session))
+    assert third.status == "done"
+    sent = fake.chat_requests()[-1]["body"]["messages"]
+    assert [m["content"] for m in sent if m["role"] in ("user", "assistant")] == [
+        "one",
+        "first",
+        "from the terminal",
+        "seen",
+        "three",
+    ]
