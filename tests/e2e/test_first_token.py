@@ -56,3 +56,39 @@ async def test_first_text_does_not_wait_for_the_progress_token(tmp_path):
             await stop(client)
     assert order == ["text", "create answered after text"]
     assert progress and progress[0] == "begin" and progress[-1] == "end"
+
+
+async def _logged_turn(folder, *flags: str) -> list[str]:
+    """The editor-log lines a server started with `flags` sends over one turn."""
+    lines: list[str] = []
+
+    def log_message(params):
+        lines.append(params.message if hasattr(params, "message") else params["message"])
+
+    with FakeModel([{"text": "one two", "chunks": 2}]) as fake:
+        client, _ = await start(
+            [__import__("sys").executable, "-m", "ndomo", "serve", *flags],
+            folder,
+            {"NDOMO_BASE_URL": fake.url},
+            handlers={types.WINDOW_LOG_MESSAGE: log_message},
+        )
+        try:
+            res = await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="ndomo.turn", arguments=[{"prompt": "hi"}])
+            )
+            status = res.get("status") if isinstance(res, dict) else getattr(res, "status", None)
+            assert status == "done"
+        finally:
+            await stop(client)
+    return lines
+
+
+async def test_the_model_request_line_stays_out_of_the_editor_log_unless_debugging(tmp_path):
+    # httpx logs each request at INFO once the response's head is in, before the turn reads
+    # its first token: sent to the editor, that line is on every first token's way.
+    (tmp_path / "info").mkdir()
+    (tmp_path / "debug").mkdir()
+    quiet = await _logged_turn(tmp_path / "info")
+    debug = await _logged_turn(tmp_path / "debug", "--log-level", "debug")
+    assert not [line for line in quiet if "HTTP Request" in line]
+    assert [line for line in debug if "HTTP Request: POST" in line]

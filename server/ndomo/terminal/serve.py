@@ -62,8 +62,12 @@ def serve(ns: argparse.Namespace, loads: Loads) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         force=True,
     )
-    if ns.log_level != "debug":  # pygls logs every message at INFO
-        logging.getLogger("pygls").setLevel(logging.WARNING)
+    if ns.log_level != "debug":
+        # pygls logs every message at INFO, httpx every model request: httpx's line goes
+        # out to the editor between the response's head and the turn reading its first
+        # token (~0.4 ms of each first token). `--log-level debug` keeps both.
+        for name in ("pygls", "httpx"):
+            logging.getLogger(name).setLevel(logging.WARNING)
     from ndomo.lsp import warmup
     from ndomo.lsp.features import create_server
     from ndomo.lsp.logs import LogMessageHandler
