@@ -49,3 +49,37 @@ async def test_the_shadow_lives_in_the_users_data_keyed_by_the_real_path(tmp_pat
     (tmp_path / "link").symlink_to(tmp_path / "ws")
     a, b = sh.shadow_dir(tmp_path / "ws"), sh.shadow_dir(tmp_path / "link")
     assert a == b and a.parent == tmp_path / "data" / "ndomo" / "checkpoints"
+
+
+async def test_an_unchanged_workspace_is_snapshotted_with_one_git_process(tmp_path, monkeypatch):
+    # The last snapshot's id is read from the ref's file: `rev-parse` was a second git
+    # process on every turn's way to its answer.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    shadow = Shadow(ws, tmp_path / "data" / "cp")
+    first = await shadow.snapshot()
+    ran: list[str] = []
+    real = Shadow.git
+
+    async def counted(self, *args, **kw):
+        ran.append(args[0])
+        return await real(self, *args, **kw)
+
+    monkeypatch.setattr(Shadow, "git", counted)
+    assert await shadow.snapshot() == first
+    assert ran == ["ls-files"]
+
+
+async def test_a_packed_ref_is_still_the_last_snapshot(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    shadow = Shadow(ws, tmp_path / "data" / "cp")
+    first = await shadow.snapshot()
+    await shadow.git("pack-refs", "--all")  # no loose file left: rev-parse finds it
+    assert not (shadow.git_dir / sh.REF).exists()
+    assert await shadow.snapshot() == first
+    (ws / "a.txt").write_text("b\n")
+    second = await shadow.snapshot()
+    assert second != first and await shadow.diff(first.commit, second.commit) == {"a.txt": "M"}

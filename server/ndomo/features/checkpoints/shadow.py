@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import hashlib
 import os
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ from ndomo.config import user_data_dir
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 REF = "refs/ndomo/checkpoints"
+_OID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # sha-1 or sha-256
 STAMP = "ndomo-index-stamp"
 # Never in a snapshot: ndomo's control folders (its database, its state; a rewind must
 # not put back an old store or the agent's own configuration).
@@ -136,6 +138,15 @@ class Shadow:
         (self.git_dir / "workspace").write_text(str(self.root) + "\n")
 
     async def _last(self) -> str | None:
+        # The ref's own file, which git leaves loose here (gc.auto=0: nothing packs it) and
+        # replaces by a rename: one git process fewer on every snapshot, each turn's end
+        # and `ndomo run` included. rev-parse when it is not there (packed, another format).
+        try:
+            loose = (self.git_dir / REF).read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            loose = ""
+        if _OID.fullmatch(loose):
+            return loose
         try:
             out = await self.git("rev-parse", "-q", "--verify", REF)
         except CheckpointError:
