@@ -24,7 +24,7 @@ from ndomo.runtime.callnotes import CallNotes, current_notes
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.coordinator import ToolCallCoordinator
 from ndomo.runtime.events import Notice, TextDelta, ThoughtDelta, ToolFinished, ToolStarted
-from ndomo.runtime.history import SKIPPED, record
+from ndomo.runtime.history import SKIPPED, record, record_soon
 from ndomo.runtime.output import current_call
 from ndomo.runtime.plugins import Plugins
 from ndomo.runtime.tools import ToolResult, tool_specs
@@ -246,7 +246,12 @@ async def execute(ctx: TurnContext) -> None:
                 ctx.error = cut.why
                 await ctx.runtime.emit(ctx, Notice(level="warning", message=cut.why))
                 break
-            await _add(ctx, Message(role="assistant", content=text or None, tool_calls=calls))
+            said = Message(role="assistant", content=text or None, tool_calls=calls)
+            if calls:
+                await _add(ctx, said)
+            else:  # stored beside the turn's end: its record waits for the write (settle)
+                ctx.messages.append(said)
+                record_soon(ctx, said)
             if not calls:
                 nudge = await Plugins.of(ctx).modes[ctx.mode].on_stop(ctx, text)
                 if nudge is None:

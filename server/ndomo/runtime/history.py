@@ -112,8 +112,10 @@ def record_soon(ctx: TurnContext, message: Message) -> None:
     """Store `message` without waiting for the write: the turn's user message is stored once
     the model's first event went out, or 50 ms after (`TurnContext.first_event`; its store
     transaction is several hops to the database thread, which the first token used to wait
-    for, then ran beside). The next `record` and the turn's end (`settle`)
-    wait for it, so the stored order is the turn's order and nothing is lost."""
+    for, then ran beside); the final answer beside the turn's end (its checkpoint rows), one
+    wait on the store's thread fewer before the turn's result. The next `record` and the
+    turn's end (`settle`) wait for it, so the stored order is the turn's order and nothing
+    is lost."""
     pending = ctx.instance(_Pending, _Pending)
     previous = pending.write
 

@@ -81,6 +81,7 @@ class Runtime:
         self.sessions: dict[str, SessionState] = {}
         self.current_session_id: str | None = None
         self.active: dict[str, tuple[TurnContext, asyncio.Task]] = {}  # session id → running turn
+        self._releasing: dict[str, asyncio.Future] = {}  # session id → its claim's release
         # Told of every status change (the LSP sends `ndomo/status`).
         self.status_listeners: StatusListeners = Listeners("status")
         # Told of every turn event after the turn's Host (progress, plan diagnostics, autopilot).
@@ -386,7 +387,8 @@ class Runtime:
         finally:
             if parent is None:
                 self.active.pop(state.id, None)
-                await asyncio.shield(self._release(state.id))
+                releasing = self._releasing.pop(state.id, None) or self._release(state.id)
+                await asyncio.shield(releasing)
 
     async def _release(self, session_id: str) -> None:
         try:
@@ -413,9 +415,10 @@ class Runtime:
         busy: asyncio.Future | None = None
         if top:
             ctx.session.busy = True
-            # Told while the turn is set up (not before: the first token would wait for it);
+            # Told once the model's first event went out (or QUIET_S after, a slow model):
+            # the set-up and the request do not share the loop with the editor's status;
             # the end's status waits for it, so the two arrive in order.
-            busy = asyncio.ensure_future(self.publish_status(ctx.session))
+            busy = asyncio.ensure_future(self._tell_busy(ctx))
         try:
             await self._steps(ctx)
         except asyncio.CancelledError:
@@ -437,6 +440,10 @@ class Runtime:
             if ctx.turn_id is not None:
                 self.coordinator.forget_turn(ctx.turn_id)
             if top:
+                # the claim goes while the end's status is told (`run` waits for both)
+                self._releasing[ctx.session.id] = asyncio.ensure_future(
+                    self._release(ctx.session.id)
+                )
                 if busy is not None:
                     await asyncio.shield(busy)
                 ctx.session.busy = False
@@ -447,6 +454,10 @@ class Runtime:
                     ctx.session.last_outcome = self.final_state(ctx)
                 await self.publish_status(ctx.session)
         return self._summary(ctx)
+
+    async def _tell_busy(self, ctx: TurnContext) -> None:
+        await ctx.first_event()
+        await self.publish_status(ctx.session)
 
     async def _steps(self, ctx: TurnContext) -> None:
         """The turn top to bottom: each core step (slash dispatch, build, execute) after

@@ -12,7 +12,7 @@ from ndomo.features import instructions
 from ndomo.llm import budget
 from ndomo.llm.budget import Window, fit
 from ndomo.llm.messages import Message
-from ndomo.runtime import prefetch
+from ndomo.runtime import context, prefetch
 from ndomo.runtime.context import TurnContext, TurnRequest
 from ndomo.runtime.prompts import PromptContributor
 from ndomo.runtime.runtime import Runtime
@@ -73,6 +73,59 @@ async def test_the_busy_status_does_not_hold_the_request_and_comes_before_the_id
     summary = await rt.run(TurnRequest(prompt="hi"))
     assert summary.status == "done"
     assert got == [(True, True), (False, True)]
+
+
+async def test_the_busy_status_is_told_once_the_model_answered(app, fake, monkeypatch):
+    # No cap on the wait: only the model's first event lets the status go, so the set-up and
+    # the request never share the loop with it.
+    monkeypatch.setattr(context, "QUIET_S", WAIT_S)
+    rt = Runtime(app, compose.plugins())
+    requests_at_busy: list[int] = []
+
+    async def listener(status) -> None:
+        if status.busy:
+            requests_at_busy.append(len(fake.chat_requests()))
+
+    rt.status_listeners.add(listener)
+    fake.push({"text": "hi there"})
+    assert (await rt.run(TurnRequest(prompt="hi"))).status == "done"
+    assert requests_at_busy == [1]
+
+
+async def test_the_answer_is_stored_beside_the_checkpoint_rows_and_before_the_turn_ends(app, fake):
+    store = await app.store()
+    add_message, add_checkpoints, finish_turn = (
+        store.add_message,
+        store.add_checkpoints,
+        store.finish_turn,
+    )
+    order: list[str] = []
+
+    async def slow_add(session_id, role, content=None, **kw):
+        if role == "assistant":  # held until the turn's checkpoint rows are on their way
+            order.append(f"answer waited: {await _until(lambda: 'checkpoints' in order)}")
+        result = await add_message(session_id, role, content, **kw)
+        order.append(f"{role} stored")
+        return result
+
+    async def checkpoints(*a, **kw):
+        order.append("checkpoints")
+        return await add_checkpoints(*a, **kw)
+
+    async def finish(*a, **kw):
+        order.append("finish")
+        return await finish_turn(*a, **kw)
+
+    store.add_message = slow_add  # type: ignore[method-assign]
+    store.add_checkpoints = checkpoints  # type: ignore[method-assign]
+    store.finish_turn = finish  # type: ignore[method-assign]
+    fake.push({"text": "the answer"})
+    summary = await Runtime(app, compose.plugins()).run(TurnRequest(prompt="hi"))
+    assert summary.status == "done"
+    assert order[-2:] == ["assistant stored", "finish"]  # the record waits for the write
+    assert "answer waited: True" in order
+    stored = await store.session_messages(summary.session)
+    assert [(m.role, m.content) for m in stored] == [("user", "hi"), ("assistant", "the answer")]
 
 
 class _Counting(PromptContributor):
