@@ -116,6 +116,7 @@ class Runtime:
         for sid, outcome in zip(running, outcomes, strict=True):
             if isinstance(outcome, Exception):
                 log.error("turn of session %s failed while closing", sid, exc_info=outcome)
+        await asyncio.gather(*self._releasing.values(), return_exceptions=True)
 
     # -- sessions ---------------------------------------------------------------------
 
@@ -314,6 +315,10 @@ class Runtime:
         if parent is None:  # one turn per session across processes too (another editor, the CLI)
             from ndomo.store.messages import SessionBusy
 
+            releasing = self._releasing.get(state.id)
+            if releasing is not None:  # the session's last turn here, still letting go
+                await asyncio.shield(releasing)
+
             store = await self.app.store()
             # The claim reads the session's row in its own transaction (one hop, not two);
             # the history's read is queued right behind it (history.read_soon).
@@ -387,8 +392,25 @@ class Runtime:
         finally:
             if parent is None:
                 self.active.pop(state.id, None)
-                releasing = self._releasing.pop(state.id, None) or self._release(state.id)
-                await asyncio.shield(releasing)
+                self._release_soon(state.id)
+                # one step of the loop: the release's job is queued on the store's thread
+                # before any the caller queues next (it reads no claim of this turn's)
+                await asyncio.sleep(0)
+
+    def _release_soon(self, session_id: str) -> None:
+        """The turn's claim, dropped on the store's thread next: its result does not wait for
+        the row's delete (~1-1.5 ms here, the loop's wake-up included). This process's next
+        turn in the session waits for it (`run`), as does `aclose`; `run` returns once its
+        job is queued, and the store's thread runs jobs in order, so nothing this process
+        asks the store afterwards sees the claim."""
+        release = asyncio.ensure_future(self._release(session_id))
+        self._releasing[session_id] = release
+
+        def done(_: asyncio.Future) -> None:
+            if self._releasing.get(session_id) is release:
+                del self._releasing[session_id]
+
+        release.add_done_callback(done)
 
     async def _release(self, session_id: str) -> None:
         try:
@@ -440,10 +462,6 @@ class Runtime:
             if ctx.turn_id is not None:
                 self.coordinator.forget_turn(ctx.turn_id)
             if top:
-                # the claim goes while the end's status is told (`run` waits for both)
-                self._releasing[ctx.session.id] = asyncio.ensure_future(
-                    self._release(ctx.session.id)
-                )
                 if busy is not None:
                     await asyncio.shield(busy)
                 ctx.session.busy = False

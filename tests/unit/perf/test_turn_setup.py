@@ -128,6 +128,34 @@ async def test_the_answer_is_stored_beside_the_checkpoint_rows_and_before_the_tu
     assert [(m.role, m.content) for m in stored] == [("user", "hi"), ("assistant", "the answer")]
 
 
+async def test_the_result_does_not_wait_for_the_claims_release_and_the_next_turn_does(app, fake):
+    store = await app.store()
+    release_session = store.release_session
+    gate = asyncio.Event()
+    order: list[str] = []
+
+    async def held_release(session_id, **kw):
+        await gate.wait()  # a slow store thread: the result must not wait for it
+        order.append("released")
+        return await release_session(session_id, **kw)
+
+    store.release_session = held_release  # type: ignore[method-assign]
+    rt = Runtime.of(app, compose.plugins())
+    fake.push({"text": "one"})
+    first = await asyncio.wait_for(rt.run(TurnRequest(prompt="hi")), WAIT_S)
+    order.append("first answered")
+    assert first.status == "done"
+    fake.push({"text": "two"})
+    second = asyncio.ensure_future(rt.run(TurnRequest(prompt="again", session=first.session)))
+    await asyncio.sleep(0.05)
+    assert not second.done() and len(fake.chat_requests()) == 1  # waits for the release
+    gate.set()
+    assert (await asyncio.wait_for(second, WAIT_S)).status == "done"
+    assert order == ["first answered", "released", "released"]
+    await rt.aclose()  # the second turn's release is settled with the runtime
+    assert await store.session_claim(first.session) is None
+
+
 class _Counting(PromptContributor):
     name = "counting"
 
