@@ -437,10 +437,10 @@ class Runtime:
         busy: asyncio.Future | None = None
         if top:
             ctx.session.busy = True
-            # Told once the model's first event went out (or QUIET_S after, a slow model):
-            # the set-up and the request do not share the loop with the editor's status;
-            # the end's status waits for it, so the two arrive in order.
-            busy = asyncio.ensure_future(self._tell_busy(ctx))
+            # Told while the turn is set up (not before: the first token would wait for it),
+            # and before any of the turn's content: an editor that sees the turn's text sees
+            # it busy. The end's status waits for it, so the two arrive in order.
+            busy = asyncio.ensure_future(self.publish_status(ctx.session))
         try:
             await self._steps(ctx)
         except asyncio.CancelledError:
@@ -472,10 +472,6 @@ class Runtime:
                     ctx.session.last_outcome = self.final_state(ctx)
                 await self.publish_status(ctx.session)
         return self._summary(ctx)
-
-    async def _tell_busy(self, ctx: TurnContext) -> None:
-        await ctx.first_event()
-        await self.publish_status(ctx.session)
 
     async def _steps(self, ctx: TurnContext) -> None:
         """The turn top to bottom: each core step (slash dispatch, build, execute) after

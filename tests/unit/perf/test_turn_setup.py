@@ -12,7 +12,7 @@ from ndomo.features import instructions
 from ndomo.llm import budget
 from ndomo.llm.budget import Window, fit
 from ndomo.llm.messages import Message
-from ndomo.runtime import context, prefetch
+from ndomo.runtime import prefetch
 from ndomo.runtime.context import TurnContext, TurnRequest
 from ndomo.runtime.prompts import PromptContributor
 from ndomo.runtime.runtime import Runtime
@@ -73,23 +73,6 @@ async def test_the_busy_status_does_not_hold_the_request_and_comes_before_the_id
     summary = await rt.run(TurnRequest(prompt="hi"))
     assert summary.status == "done"
     assert got == [(True, True), (False, True)]
-
-
-async def test_the_busy_status_is_told_once_the_model_answered(app, fake, monkeypatch):
-    # No cap on the wait: only the model's first event lets the status go, so the set-up and
-    # the request never share the loop with it.
-    monkeypatch.setattr(context, "QUIET_S", WAIT_S)
-    rt = Runtime(app, compose.plugins())
-    requests_at_busy: list[int] = []
-
-    async def listener(status) -> None:
-        if status.busy:
-            requests_at_busy.append(len(fake.chat_requests()))
-
-    rt.status_listeners.add(listener)
-    fake.push({"text": "hi there"})
-    assert (await rt.run(TurnRequest(prompt="hi"))).status == "done"
-    assert requests_at_busy == [1]
 
 
 async def test_the_answer_is_stored_beside_the_checkpoint_rows_and_before_the_turn_ends(app, fake):
