@@ -32,6 +32,7 @@ from ndomo.lsp.inert import inert_params
 
 if TYPE_CHECKING:
     from ndomo.lsp.server import NdomoServer
+    from ndomo.lsp.stdout import BatchedStdout
 
 log = logging.getLogger("ndomo.lsp")
 
@@ -111,6 +112,7 @@ class Life:
         self._closing: asyncio.Task | None = None
         self._pidfd: int | None = None
         self._slow_check: asyncio.TimerHandle | None = None
+        self._stdout: BatchedStdout | None = None  # stdio's writer, made on the loop
 
     # -- ending --------------------------------------------------------------------------
     def request_exit(self, code: int, why: str) -> None:
@@ -162,15 +164,15 @@ class Life:
 
     # -- the stdio loop ------------------------------------------------------------------
     def serve_stdio(self) -> int:
-        from pygls.io_ import StdoutWriter
-
-        self.server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
         try:
-            asyncio.run(self._run(None))
+            asyncio.run(self._run(None, stdout=True))
         except KeyboardInterrupt:
             self.exit_code = 130
         except BrokenPipeError:
             log.warning("the editor closed the connection")
+        finally:
+            if self._stdout is not None:  # what the last steps of the loop gathered
+                self._stdout.flush()
         return self.exit_code
 
     async def _stdin(self):
@@ -199,11 +201,16 @@ class Life:
                 )
         return StdinAsyncReader(sys.stdin.buffer, self.server.thread_pool)
 
-    async def _run(self, reader) -> None:
+    async def _run(self, reader, *, stdout: bool = False) -> None:
         from pygls.io_ import run_async
 
         self._main = asyncio.current_task()
         loop = asyncio.get_running_loop()
+        if stdout:
+            from ndomo.lsp.stdout import BatchedStdout
+
+            self._stdout = BatchedStdout(sys.stdout.buffer, loop)
+            self.server.protocol.set_writer(self._stdout)
         if reader is None:
             reader = await self._stdin()
         for sig in (signal.SIGTERM, signal.SIGHUP) if os.name == "posix" else ():
