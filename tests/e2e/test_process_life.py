@@ -119,21 +119,45 @@ def test_server_exits_when_the_editor_is_killed(client_name, tmp_path):
 
 
 async def test_info_logs_go_to_the_editor_log_not_stderr(lsp, tmp_path):
+    import asyncio
+
+    from lsprotocol import types
+    from pygls.uris import from_fs_path
+
     from tests.e2e.conftest import command
     from tests.fakes.fake_model import FakeModel
 
+    ws, other = tmp_path / "ws", tmp_path / "other"
+    ws.mkdir()
+    other.mkdir()
     with FakeModel(script=[{"text": "hello"}]) as fake:
         client = await lsp.start(
-            tmp_path, env={"NDOMO_BASE_URL": fake.url}, init_options={"open_transcript": False}
+            ws, env={"NDOMO_BASE_URL": fake.url}, init_options={"open_transcript": False}
         )
         summary = await command(
             client, "ndomo.turn", {"prompt": "hi", "agent": "craftsman", "mode": "discussion"}
         )
         assert summary["status"] == "done", summary
-    infos = [m.message for m in client.log_messages if m.type == 3]  # MessageType.Info
-    assert any("HTTP Request" in m for m in infos), (
-        client.log_messages
-    )  # the model request, logged at INFO
+        client.workspace_did_change_workspace_folders(
+            types.DidChangeWorkspaceFoldersParams(
+                event=types.WorkspaceFoldersChangeEvent(
+                    added=[types.WorkspaceFolder(uri=from_fs_path(str(other)), name="other")],
+                    removed=[],
+                )
+            )
+        )
+
+        def infos() -> list[str]:
+            return [m.message for m in client.log_messages if m.type == 3]  # MessageType.Info
+
+        for _ in range(200):  # the folder's store opens off the request path
+            if any("workspace folder" in m and "added" in m for m in infos()):
+                break
+            await asyncio.sleep(0.05)
+    assert any("workspace folder" in m and "added" in m for m in infos()), client.log_messages
+    # httpx's line for each model request is not among them unless at --log-level debug
+    # (tests/e2e/test_first_token.py)
+    assert not [m for m in infos() if "HTTP Request" in m], client.log_messages
     assert not [line for line in client.stderr_lines if " INFO " in line or " DEBUG " in line], (
         client.stderr_lines
     )
