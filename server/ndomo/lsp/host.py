@@ -59,7 +59,6 @@ DIAGNOSTICS_PER_FILE = 50  # what a file's answer is read up to
 # delta (hundreds a second from a fast model) would queue the editor's requests behind them
 # on the same stdout. The first delta of a quiet stream goes out at once (first token).
 TEXT_FLUSH_S = 0.05
-TURN_START_HOLD_S = 0.05  # a turn whose model is slow to answer shows as started this late
 
 
 class LspHost(BaseHost):
@@ -71,8 +70,6 @@ class LspHost(BaseHost):
         self._text_turn: int | None = None
         self._flush_handle: asyncio.TimerHandle | None = None
         self._applied: dict[Path, str | None] = {}  # path → the text the last applied edit left
-        self._held: TurnEvent | None = None  # a turn_started not sent yet
-        self._held_timer: asyncio.TimerHandle | None = None
 
     # -- capabilities --------------------------------------------------------------------
     def _ws_edit_caps(self):
@@ -110,17 +107,6 @@ class LspHost(BaseHost):
         """
         if event.kind == "thought":
             return  # the chat views show answers only: reasoning is ACP's (agent_thought_chunk)
-        if event.kind == "turn_started":
-            # Held until the turn's next event (or TURN_START_HOLD_S): the two leave in one
-            # write once the model request is out. Written alone, it cost the request's
-            # set-up one wake-up of the editor (~0.7 ms; ndomo.lsp.stdout).
-            self._send_held()
-            self._held = event
-            self._held_timer = asyncio.get_running_loop().call_later(
-                TURN_START_HOLD_S, self._send_held
-            )
-            return
-        self._send_held()
         if event.kind == "text":
             if self._text and self._text_turn != event.turn_id:
                 self.flush_text()
@@ -151,14 +137,6 @@ class LspHost(BaseHost):
             self._flush_handle = asyncio.get_running_loop().call_later(
                 TEXT_FLUSH_S, self._window_end
             )
-
-    def _send_held(self) -> None:
-        if self._held_timer is not None:
-            self._held_timer.cancel()
-            self._held_timer = None
-        if self._held is not None:
-            held, self._held = self._held, None
-            self.server.protocol.notify(protocol.TURN_EVENT, protocol.turn_event_params(held))
 
     def _send_text(self) -> None:
         if not self._text:

@@ -80,30 +80,3 @@ async def test_deltas_of_different_turns_are_not_merged():
     await h.emit(TextDelta(text="child", turn_id=2))
     h.flush_text()
     assert [(p["turn_id"], p["text"]) for _, p in sent] == [(1, "parent"), (2, "child")]
-
-
-async def test_turn_started_leaves_with_the_turns_next_event():
-    # Written alone, it cost the request's set-up one wake-up of the editor: it goes out
-    # with the first answer (one write), in order.
-    from ndomo.runtime.events import TurnStarted
-
-    h, sent = _host()
-    await h.emit(TurnStarted(session="s", agent="a", mode="m", prompt="p", turn_id=3))
-    assert sent == []
-    await h.emit(TextDelta(text="hi", turn_id=3))
-    assert [p["kind"] for _, p in sent] == ["turn_started", "text"]
-
-
-async def test_a_held_turn_started_goes_out_alone_when_the_model_is_slow(monkeypatch):
-    from ndomo.runtime.events import TurnStarted
-
-    monkeypatch.setattr(host_mod, "TURN_START_HOLD_S", 0.01)
-    h, sent = _host()
-    await h.emit(TurnStarted(session="s", agent="a", mode="m", prompt="p", turn_id=4))
-    for _ in range(100):
-        if sent:
-            break
-        await asyncio.sleep(0.01)
-    assert [p["kind"] for _, p in sent] == ["turn_started"]
-    await h.emit(TurnFinished(status="done", turn_id=4))
-    assert [p["kind"] for _, p in sent] == ["turn_started", "turn_finished"]
