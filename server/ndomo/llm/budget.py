@@ -141,6 +141,16 @@ class Fitted:
         return max(1, min(most, self.window.tokens - self.estimated))
 
 
+@dataclass
+class Sizes:
+    """Wire sizes measured by one `fit`, by object: a second fit of the same turn (with the
+    compaction anchor in) measures only what is new. Keyed by `id`, so it lives no longer
+    than the messages and tool lists it measured (one `fit_request`)."""
+
+    messages: dict[int, int] = field(default_factory=dict)
+    tools: dict[int, int] = field(default_factory=dict)
+
+
 def fit(
     messages: list[Message],
     tools: list[ToolSpec],
@@ -148,8 +158,10 @@ def fit(
     *,
     core_tools: list[ToolSpec] | None = None,
     compact_system: str | None = None,
+    sizes: Sizes | None = None,
 ) -> Fitted:
-    """The request to send: `messages` (system first) and `tools`, cut down until it fits."""
+    """The request to send: `messages` (system first) and `tools`, cut down until it fits.
+    `sizes`: what an earlier fit of these objects measured (filled in here)."""
 
     def done(ms: list[Message], ts: list[ToolSpec], steps: list[str]) -> Fitted:
         return Fitted(ms, ts, window, steps, estimated)
@@ -158,17 +170,17 @@ def fit(
     if window is None:
         return done(messages, tools, [])
     limit = window.input_tokens
-    # Each message and each tool list is serialised once per fit: the first token waits
-    # for this, and every estimate below is a sum of these sizes, equal to `request_size`.
-    sizes: dict[int, int] = {}
+    # Each message and each tool list is serialised once per fit (once per turn with
+    # `sizes`): the first token waits for this, and every estimate below is a sum of these
+    # sizes, equal to `request_size`.
+    memo = sizes if sizes is not None else Sizes()
+    message_sizes, tool_sizes = memo.messages, memo.tools
 
     def cost(m: Message) -> int:
-        size = sizes.get(id(m))
+        size = message_sizes.get(id(m))
         if size is None:
-            size = sizes[id(m)] = wire_size(m)
+            size = message_sizes[id(m)] = wire_size(m)
         return size
-
-    tool_sizes: dict[int, int] = {}
 
     def tools_bytes(ts: list[ToolSpec]) -> int:
         size = tool_sizes.get(id(ts))

@@ -7,7 +7,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from ndomo.llm.budget import Fitted, Window, fit
+from ndomo.llm.budget import Fitted, Sizes, Window, fit
 from ndomo.llm.capabilities import Capabilities
 from ndomo.llm.errors import ModelContextTooSmall
 from ndomo.llm.messages import Message, ToolSpec
@@ -97,8 +97,9 @@ def core_tools(ctx: TurnContext, specs: list[ToolSpec]) -> list[ToolSpec]:
 async def fit_request(ctx: TurnContext, client: Any, specs: list[ToolSpec]) -> Fitted:
     window, core = window_for(ctx, client), core_tools(ctx, specs)
     messages = ctx.messages
+    sizes = Sizes()  # a second fit (the anchor in) measures only the new system message
     try:
-        fitted = fit(messages, specs, window, core_tools=core)
+        fitted = fit(messages, specs, window, core_tools=core, sizes=sizes)
     except ModelContextTooSmall:
         fitted = None
     if fitted is None or _dropped(messages, fitted):
@@ -109,14 +110,16 @@ async def fit_request(ctx: TurnContext, client: Any, specs: list[ToolSpec]) -> F
         if anchor:
             messages = with_anchor(messages, anchor)
         try:
-            fitted = fit(messages, specs, window, core_tools=core)
+            fitted = fit(messages, specs, window, core_tools=core, sizes=sizes)
         except ModelContextTooSmall:
             # The compact system prompt is built only when the request must give way that far
             # (building it reads the prompt files again: a hop every turn otherwise).
             compact = await Plugins.of(ctx).prompts.build(ctx, compact=True)
             if anchor:
                 compact = f"{compact}\n\n{anchor}"
-            fitted = fit(messages, specs, window, core_tools=core, compact_system=compact)
+            fitted = fit(
+                messages, specs, window, core_tools=core, compact_system=compact, sizes=sizes
+            )
         if anchor and _dropped(messages, fitted):
             fitted.steps.append("kept the first request and the plan in a summary")
     return fitted

@@ -168,6 +168,24 @@ async def test_the_compact_prompt_is_built_only_when_the_request_must_shrink(app
     assert counting.compact_calls >= 1
 
 
+def test_a_second_fit_of_the_turn_measures_only_what_is_new(monkeypatch):
+    # fit_request fits again with the compaction anchor in: the history and the tool lists
+    # were serialised by the first fit already.
+    measured: list[str] = []
+    real = budget.wire_size
+    monkeypatch.setattr(budget, "wire_size", lambda m: measured.append(m.content) or real(m))
+    history = [Message.system("sys"), Message.user("one"), Message.user("two")]
+    sizes = budget.Sizes()
+    first = fit(history, [], Window(100_000, "test"), sizes=sizes)
+    assert sorted(measured) == ["one", "sys", "two"]
+    measured.clear()
+    anchored = [Message.system("sys + anchor"), *history[1:]]
+    second = fit(anchored, [], Window(100_000, "test"), sizes=sizes)
+    assert measured == ["sys + anchor"]
+    assert second.tokens == Window(100_000, "test").estimate(anchored, [])  # the same sums
+    assert first.tokens == Window(100_000, "test").estimate(history, [])
+
+
 def test_fit_does_not_measure_the_request_unless_asked(monkeypatch):
     calls = []
     real = budget.request_size
