@@ -144,6 +144,11 @@ class LspHost(BaseHost):
         text, self._text = "".join(self._text), []
         merged = TextDelta(turn_id=self._text_turn, text=text)
         self.server.protocol.notify(protocol.TURN_EVENT, protocol.turn_event_params(merged))
+        # out now, not after the step (ndomo.lsp.stdout): the step may go on reading the
+        # answer's next chunks, and the first token would wait for them
+        flush = getattr(getattr(self.server.protocol, "writer", None), "flush", None)
+        if flush is not None:
+            flush()
 
     def _open_doc(self, path: Path):
         uri = from_fs_path(str(path))

@@ -113,3 +113,31 @@ async def test_the_closed_pipes_log_line_does_not_lock_the_writer():
         await asyncio.sleep(0)
     finally:
         logging.getLogger("ndomo.lsp").removeHandler(handler)
+
+
+async def test_the_answers_text_is_written_within_the_step_that_sent_it():
+    # The step that sends the first token may go on reading the answer's next chunks: the
+    # text goes out at once, the other events after the step, in order behind it.
+    import json
+
+    from ndomo.lsp.host import LspHost
+    from ndomo.runtime.events import TextDelta, ToolStarted
+
+    pipe = _Pipe()
+
+    class _Protocol:
+        def __init__(self) -> None:
+            self.writer = BatchedStdout(pipe, asyncio.get_running_loop())
+
+        def notify(self, method: str, params: dict) -> None:
+            self.writer.write(json.dumps({"method": method, "params": params}).encode() + b"\n")
+
+    class _Server:
+        protocol = _Protocol()
+
+    host = LspHost(_Server())
+    await host.emit(ToolStarted(call_id="x", name="read", arguments={}, turn_id=1))
+    await host.emit(TextDelta(text="first", turn_id=1))
+    written = b"".join(pipe.writes).decode()
+    assert '"tool_started"' in written and '"first"' in written  # no await in between
+    assert written.index('"tool_started"') < written.index('"first"')
