@@ -35,16 +35,27 @@ async def test_first_text_does_not_wait_for_the_progress_token(tmp_path):
         kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
         progress.append(kind)
 
-    with FakeModel([{"text": "one two three", "chunks": 3, "chunk_delay": 0.05}]) as fake:
+    await _one_turn(
+        tmp_path,
+        {"text": "one two three", "chunks": 3, "chunk_delay": 0.05},
+        {
+            types.WINDOW_WORK_DONE_PROGRESS_CREATE: create,
+            "ndomo/turn/event": event,
+            "$/progress": on_progress,
+        },
+    )
+    assert order == ["text", "create answered after text"]
+    assert progress and progress[0] == "begin" and progress[-1] == "end"
+
+
+async def _one_turn(folder, answer: dict, handlers: dict, *flags: str) -> None:
+    """One `ndomo.turn` against a server started with `flags`, the client's `handlers` on."""
+    with FakeModel([answer]) as fake:
         client, _ = await start(
-            [__import__("sys").executable, "-m", "ndomo", "serve"],
-            tmp_path,
+            [__import__("sys").executable, "-m", "ndomo", "serve", *flags],
+            folder,
             {"NDOMO_BASE_URL": fake.url},
-            handlers={
-                types.WINDOW_WORK_DONE_PROGRESS_CREATE: create,
-                "ndomo/turn/event": event,
-                "$/progress": on_progress,
-            },
+            handlers=handlers,
         )
         try:
             res = await client.workspace_execute_command_async(
@@ -54,8 +65,6 @@ async def test_first_text_does_not_wait_for_the_progress_token(tmp_path):
             assert status == "done"
         finally:
             await stop(client)
-    assert order == ["text", "create answered after text"]
-    assert progress and progress[0] == "begin" and progress[-1] == "end"
 
 
 async def _logged_turn(folder, *flags: str) -> list[str]:
@@ -65,21 +74,8 @@ async def _logged_turn(folder, *flags: str) -> list[str]:
     def log_message(params):
         lines.append(params.message if hasattr(params, "message") else params["message"])
 
-    with FakeModel([{"text": "one two", "chunks": 2}]) as fake:
-        client, _ = await start(
-            [__import__("sys").executable, "-m", "ndomo", "serve", *flags],
-            folder,
-            {"NDOMO_BASE_URL": fake.url},
-            handlers={types.WINDOW_LOG_MESSAGE: log_message},
-        )
-        try:
-            res = await client.workspace_execute_command_async(
-                types.ExecuteCommandParams(command="ndomo.turn", arguments=[{"prompt": "hi"}])
-            )
-            status = res.get("status") if isinstance(res, dict) else getattr(res, "status", None)
-            assert status == "done"
-        finally:
-            await stop(client)
+    answer = {"text": "one two", "chunks": 2}
+    await _one_turn(folder, answer, {types.WINDOW_LOG_MESSAGE: log_message}, *flags)
     return lines
 
 

@@ -5,8 +5,9 @@ A write to the editor's pipe wakes the editor's reader, and Linux runs it on the
 core at once (a pipe's wake-up is synchronous): the write returns only once the editor has
 taken the message, ~0.6-0.8 ms on a 2-core VM for each message written while a turn sets
 up, and four at a turn's end (its last event, the progress's end, the status, the result).
-Gathered, the messages of a step cost one wake-up, after the step: a turn's `turn_started`
-and its notice leave while its model request is on its way instead of before it.
+Gathered, the messages of a step cost one wake-up, after the step: a turn's end sends its
+last event, its progress's end and its status in one write. An answer's text does not wait
+for the step's end (`LspHost` calls `flush()`): that step may go on reading the next chunks.
 
 Messages keep their order. A write from another thread (pygls may answer from its thread
 pool) goes out at once, after what the loop had gathered. What is still gathered when the

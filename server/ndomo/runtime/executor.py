@@ -249,10 +249,10 @@ async def execute(ctx: TurnContext) -> None:
             said = Message(role="assistant", content=text or None, tool_calls=calls)
             if calls:
                 await _add(ctx, said)
-            else:  # stored beside the turn's end: its record waits for the write (settle)
+            else:
+                # stored beside the turn's end: its record waits for the write (settle)
                 ctx.messages.append(said)
                 record_soon(ctx, said)
-            if not calls:
                 nudge = await Plugins.of(ctx).modes[ctx.mode].on_stop(ctx, text)
                 if nudge is None:
                     ctx.answer = text
