@@ -83,3 +83,53 @@ async def test_a_packed_ref_is_still_the_last_snapshot(tmp_path):
     (ws / "a.txt").write_text("b\n")
     second = await shadow.snapshot()
     assert second != first and await shadow.diff(first.commit, second.commit) == {"a.txt": "M"}
+
+
+async def test_git_starts_off_the_event_loops_thread(tmp_path, monkeypatch):
+    # A process started on the loop held it 1-4 ms (fork and exec, then asyncio's thread
+    # that waits for the child), just after a turn's first token, while the answer streams.
+    import subprocess
+    import threading
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    started_on: list[threading.Thread] = []
+    real = subprocess.Popen.__init__
+
+    def spy(self, *args, **kw):
+        started_on.append(threading.current_thread())
+        real(self, *args, **kw)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", spy)
+    shadow = Shadow(ws, tmp_path / "data" / "cp")
+    first = await shadow.snapshot()  # init, ls-files, add, write-tree, commit-tree, update-ref
+    (ws / "a.txt").write_text("b\n")
+    assert await shadow.snapshot() != first
+    assert len(started_on) >= 7
+    assert threading.main_thread() not in started_on
+
+
+async def test_a_cancelled_git_ends_before_the_cancel_returns(tmp_path):
+    # The shadow's lock is let go only once git is gone: the next snapshot never meets an
+    # index another git process is still writing.
+    import asyncio
+
+    mark = tmp_path / "ended"
+    job = asyncio.ensure_future(
+        sh._run(["sh", "-c", f"sleep 0.3; echo x > {mark}"], env={"PATH": "/usr/bin:/bin"})
+    )
+    await asyncio.sleep(0.05)
+    job.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await job
+    assert mark.read_text() == "x\n"
+
+
+async def test_a_missing_git_is_a_readable_error(tmp_path):
+    shadow = Shadow(tmp_path, tmp_path / "data" / "cp")
+    with pytest.raises(sh.CheckpointError, match="git is not installed"):
+        await sh._run(["git"], env={"PATH": str(tmp_path / "nowhere")})
+    gone = tmp_path / "gone"
+    with pytest.raises(sh.CheckpointError, match="cannot run git"):
+        await sh._run(["git", "status"], env=shadow.env(), cwd=gone)

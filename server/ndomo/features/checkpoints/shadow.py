@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import os
 import re
+import subprocess
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,38 @@ def shadow_dir(root: Path, env: Mapping[str, str] | None = None) -> Path:
     real = os.path.realpath(root)
     key = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:20]
     return user_data_dir(env) / "checkpoints" / key
+
+
+async def _run(
+    argv: list[str], *, env: dict[str, str], cwd: Path | None = None, stdin: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """`argv` to its end, on a worker thread: starting a process on the event loop held it
+    for 1-4 ms (the fork and exec, then asyncio's thread that waits for the child), and a
+    turn's snapshot starts one just after the model's first token, while the answer
+    streams. A cancel waits for git to end: a git killed or left mid-write would leave
+    the shadow's index locked for the next snapshot."""
+    job = asyncio.ensure_future(
+        asyncio.to_thread(
+            subprocess.run,
+            argv,
+            cwd=cwd,
+            env=env,
+            input=stdin,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+            capture_output=True,
+            check=False,
+        )
+    )
+    try:
+        return await asyncio.shield(job)
+    except FileNotFoundError as exc:
+        if exc.filename not in (argv[0], None):
+            raise CheckpointError(f"cannot run git: {exc}") from None
+        raise CheckpointError(f"{argv[0]} is not installed: checkpoints need it") from None
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await job
+        raise
 
 
 class Shadow:
@@ -96,43 +129,26 @@ class Shadow:
         if user_exclude.is_file():
             config += ["-c", f"core.excludesFile={user_exclude}"]
         env = self.env() if not extra else {**self.env(), **extra}
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                "git",
-                *config,
-                *args,
-                cwd=self.root,
-                env=env,
-                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-            )
-        except FileNotFoundError:
-            raise CheckpointError("git is not installed: checkpoints need it") from None
-        out, err = await proc.communicate(stdin)
-        if proc.returncode != 0:
+        done = await _run(["git", *config, *args], cwd=self.root, env=env, stdin=stdin)
+        if done.returncode != 0:
             raise CheckpointError(
-                f"git {args[0]} failed ({proc.returncode}): {err.decode(errors='replace').strip()}"
+                f"git {args[0]} failed ({done.returncode}): "
+                f"{done.stderr.decode(errors='replace').strip()}"
             )
-        return out
+        return done.stdout
 
     async def _init(self) -> None:
         if (self.git_dir / "HEAD").is_file():
             return
         self.git_dir.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        proc = await asyncio.create_subprocess_exec(
-            "git",
-            "init",
-            "-q",
-            "--bare",
-            str(self.git_dir),
+        done = await _run(
+            ["git", "init", "-q", "--bare", str(self.git_dir)],
             env={k: v for k, v in self.env().items() if k not in ("GIT_DIR", "GIT_WORK_TREE")},
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
         )
-        _, err = await proc.communicate()
-        if proc.returncode != 0:
-            raise CheckpointError(f"git init failed: {err.decode(errors='replace').strip()}")
+        if done.returncode != 0:
+            raise CheckpointError(
+                f"git init failed: {done.stderr.decode(errors='replace').strip()}"
+            )
         (self.git_dir / "info").mkdir(exist_ok=True)
         (self.git_dir / "info" / "exclude").write_text(EXCLUDES)
         (self.git_dir / "workspace").write_text(str(self.root) + "\n")
