@@ -196,6 +196,7 @@ class App:
         self._store_lock = asyncio.Lock()
         # The agent definitions once loaded (`await app.load_agents()`; the LSP reloads them).
         self.agents: AgentSet | None = None
+        self._agents_soon: asyncio.Future[AgentSet] | None = None  # prefetch_agents' read
         # Set by the LSP layer when an editor drives this App; None in the CLI.
         self.host_factory: HostFactory | None = None
         self.owned_writer: OwnedWriter | None = None
@@ -270,11 +271,32 @@ class App:
         """The workspace's agents (built-in, user, project), loaded once off the loop;
         `modes` (the registered mode names) check each agent's `default_mode`."""
         if self.agents is None:
-            from ndomo.agents.loader import load_agents_async
+            soon, self._agents_soon = self._agents_soon, None
+            if soon is None:
+                from ndomo.agents.loader import load_agents_async
 
-            # an untrusted folder's own agents are not loaded: the built-ins only
-            self.agents = await load_agents_async(self.trusted_root, modes)
+                # an untrusted folder's own agents are not loaded: the built-ins only
+                soon = asyncio.ensure_future(load_agents_async(self.trusted_root, modes))
+            self.agents = await asyncio.shield(soon)
         return self.agents
+
+    def prefetch_agents(self, modes: Collection[str] | None = None) -> None:
+        """Start reading the agents (`load_agents` takes the read) when none are loaded yet:
+        a turn's first needs them after the session's row and its claim, and the read (~15
+        ms of files and YAML on a thread) goes on while those hops are made."""
+        if self.agents is not None or self._agents_soon is not None:
+            return
+        from ndomo.agents.loader import load_agents_async
+
+        soon = self._agents_soon = asyncio.ensure_future(
+            load_agents_async(self.trusted_root, modes)
+        )
+        # a turn refused before it needs them (a busy session) leaves the read untaken
+        soon.add_done_callback(lambda f: f.cancelled() or f.exception())
+
+    def forget_agents(self) -> None:
+        """Read the agent files again at the next `load_agents` (one was written since)."""
+        self.agents = self._agents_soon = None
 
     def close_with(self, closable: Closable) -> None:
         """Close `closable` in App.aclose (in registration order, before the store)."""

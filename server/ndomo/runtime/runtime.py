@@ -203,7 +203,7 @@ class Runtime:
         agents = await self.agents()
         found = agents.get(agent)
         if found is None:  # an agent file written since they were loaded: read them again
-            self.app.agents = None
+            self.app.forget_agents()
             agents = await self.agents()
             found = agents.get(agent)
         if found is None:
@@ -301,6 +301,7 @@ class Runtime:
         if parent is not None:
             state = parent.session
         else:
+            self.app.prefetch_agents(self.plugins.modes)  # read while the session is claimed
             state = await self.session(request.session, claiming=True)
         if parent is None and state.id in self.active:
             return TurnSummary(

@@ -477,3 +477,45 @@ async def test_a_refused_turn_drops_its_history_read_and_the_next_one_reads_it_a
         "seen",
         "three",
     ]
+
+
+async def test_the_agents_are_read_while_the_session_is_claimed(app, fake, monkeypatch):
+    """A process's first turn reads the agent files (~15 ms of files and YAML on a thread)
+    beside the session's row and its claim, not after them."""
+    from ndomo.agents import loader
+
+    reads: list[str] = []
+    load = loader.load_agents
+    monkeypatch.setattr(loader, "load_agents", lambda *a: reads.append("agents") or load(*a))
+    store = await app.store()
+    claim = store.claim_session
+    began: list[bool] = []
+
+    async def waiting_claim(*a, **kw):
+        began.append(await _until(lambda: reads == ["agents"]))
+        return await claim(*a, **kw)
+
+    store.claim_session = waiting_claim  # type: ignore[method-assign]
+    assert app.agents is None
+    fake.push({"text": "ok"})
+    rt = Runtime(app, compose.plugins())
+    assert (await rt.run(TurnRequest(prompt="hi"))).status == "done"
+    assert began == [True] and reads == ["agents"]  # read once, and taken by the turn
+    fake.push({"text": "again"})
+    assert (await rt.run(TurnRequest(prompt="hi"))).status == "done"
+    assert reads == ["agents"]  # loaded: not read again
+
+
+async def test_an_agent_file_written_since_is_read_again_not_the_prefetched_set(app, fake):
+    rt = Runtime(app, compose.plugins())
+    app.prefetch_agents(rt.plugins.modes)  # read before the file exists
+    await app.load_agents(rt.plugins.modes)
+    agents = app.root / ".ndomo" / "agents"
+    agents.mkdir(parents=True, exist_ok=True)
+    (agents / "scribe.md").write_text(
+        "---\nname: scribe\ndescription: writes notes\nmode: primary\n---\nWrite notes.\n"
+    )
+    fake.push({"text": "noted"})
+    summary = await rt.run(TurnRequest(prompt="note this", agent="scribe"))
+    assert summary.status == "done", summary.error
+    assert summary.agent == "scribe"
