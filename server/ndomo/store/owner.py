@@ -7,6 +7,7 @@ our own host, so turns owned by other hosts are left alone.
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 from collections.abc import Callable
@@ -14,7 +15,11 @@ from collections.abc import Callable
 PidAlive = Callable[[int], bool]
 
 
+@functools.cache
 def hostname() -> str:
+    """Read once: every claim, turn and release of this process names the same owner (a
+    host renamed meanwhile would otherwise strand its claims), and the system call is not
+    repeated three times on each turn's way to its request."""
     return socket.gethostname()
 
 

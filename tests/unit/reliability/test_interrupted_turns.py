@@ -137,3 +137,19 @@ async def test_runtime_creation_schedules_recovery_once(tmp_path):
         assert (await store.get_turn(crashed.id)).status == "interrupted"
     finally:
         await app.aclose()
+
+
+def test_a_process_names_one_owner_for_its_whole_life(monkeypatch):
+    # Its claims and turns are released and finished under the name they were made with,
+    # even when the host is renamed meanwhile (and the name is not asked for on every turn).
+    import socket
+
+    from ndomo.store import owner
+
+    names = iter(["first-name", "renamed"])
+    monkeypatch.setattr(socket, "gethostname", lambda: next(names))
+    owner.hostname.cache_clear()
+    try:
+        assert process_owner() == process_owner() == f"first-name:{os.getpid()}"
+    finally:
+        owner.hostname.cache_clear()
