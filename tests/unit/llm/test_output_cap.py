@@ -97,7 +97,10 @@ async def _turn(rt: Runtime) -> tuple[Any, BaseHost]:
 
 
 async def test_a_looping_model_is_stopped_and_the_user_told(rt: Runtime, fake: Any) -> None:
-    fake.push({"runaway": "repeat", "text": "I'm glad you're here. "})
+    # At a model's pace (1 ms a chunk: 2,048 chunks to the cap): the fake, a thread of this
+    # process, could otherwise write the whole capped answer into the socket's buffers
+    # before the turn read the ~100 chunks that show the loop, and see no hang-up at all.
+    fake.push({"runaway": "repeat", "text": "I'm glad you're here. ", "chunk_delay": 0.001})
     started = time.monotonic()
     summary, host = await _turn(rt)
     assert summary.status == "capped"
