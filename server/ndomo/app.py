@@ -271,12 +271,9 @@ class App:
         """The workspace's agents (built-in, user, project), loaded once off the loop;
         `modes` (the registered mode names) check each agent's `default_mode`."""
         if self.agents is None:
+            self.prefetch_agents(modes)  # unless a turn started the read already
             soon, self._agents_soon = self._agents_soon, None
-            if soon is None:
-                from ndomo.agents.loader import load_agents_async
-
-                # an untrusted folder's own agents are not loaded: the built-ins only
-                soon = asyncio.ensure_future(load_agents_async(self.trusted_root, modes))
+            assert soon is not None
             self.agents = await asyncio.shield(soon)
         return self.agents
 
@@ -288,6 +285,7 @@ class App:
             return
         from ndomo.agents.loader import load_agents_async
 
+        # an untrusted folder's own agents are not loaded: the built-ins only
         soon = self._agents_soon = asyncio.ensure_future(
             load_agents_async(self.trusted_root, modes)
         )

@@ -170,7 +170,6 @@ def run(ns: argparse.Namespace, plugins: Callable[[], Plugins]) -> int:
             if app.no_store_reason is not None:
                 raise _UsageError(app.no_store_reason)
             rt = Runtime.of(app, registries)
-            app.prefetch_agents(registries.modes)  # read while the session is set up
             if ns.agent:
                 try:
                     await rt.check_agent(ns.agent)
