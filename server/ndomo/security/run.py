@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from ndomo.schema import Schema
+from ndomo.security import spawn
 
 SHELL = "/bin/bash"
 KILL_GRACE_S = 2.0  # between SIGTERM and SIGKILL
@@ -119,7 +120,7 @@ def _signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-async def _kill_group(proc: asyncio.subprocess.Process, grace_s: float) -> None:
+async def _kill_group(proc: spawn.Child, grace_s: float) -> None:
     """SIGTERM the whole group, then SIGKILL whatever is left after the grace period."""
     pgid = proc.pid  # start_new_session: the shell leads its own group
     _signal_group(pgid, signal.SIGTERM)
@@ -163,18 +164,8 @@ async def run_shell(
         raise ValueError(f"working directory {cwd} does not exist or is not a directory")
     full_env = None if env is None else {**os.environ, **env}
     started = time.monotonic()
-    proc = await asyncio.create_subprocess_exec(
-        *prefix,
-        SHELL,
-        "-c",
-        command,
-        cwd=str(cwd),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
-        env=full_env,
-        pass_fds=tuple(pass_fds),
+    proc = await spawn.start(
+        [*prefix, SHELL, "-c", command], cwd=cwd, env=full_env, pass_fds=pass_fds
     )
     capture = _Capture(output_cap)
     timed_out = cancelled = background_killed = False
@@ -186,15 +177,10 @@ async def run_shell(
             if on_output is not None:
                 await on_output(chunk)
 
-    async def exited() -> None:
-        # Process.wait() also waits for the pipe to close, which a background child can hold open
-        while proc.returncode is None:
-            await asyncio.sleep(0.05)
-
     async def finish() -> None:
         nonlocal background_killed
         reader = asyncio.ensure_future(pump())
-        watcher = asyncio.ensure_future(exited())
+        watcher = asyncio.ensure_future(proc.wait())  # the exit, whoever holds the pipe
         try:
             await asyncio.wait({reader, watcher}, return_when=asyncio.FIRST_COMPLETED)
             if reader.done():
@@ -249,15 +235,13 @@ async def run_shell(
     )
 
 
-def _release_pipe(proc: asyncio.subprocess.Process) -> None:
+def _release_pipe(proc: spawn.Child) -> None:
     """A child that escaped the group (setsid) may still hold the pipe; stop listening to it."""
     if proc.stdout is not None and not proc.stdout.at_eof():
-        transport = getattr(proc, "_transport", None)  # asyncio offers no public close for this
-        if transport is not None:
-            transport.close()
+        proc.close_output()
 
 
-async def _stop(proc: asyncio.subprocess.Process, work: asyncio.Future) -> None:
+async def _stop(proc: spawn.Child, work: asyncio.Future) -> None:
     """Kill the group, then give the reader a moment to collect what was already written."""
     try:
         await _kill_group(proc, KILL_GRACE_S)

@@ -29,11 +29,13 @@ with the real flags (it may be installed and still fail, e.g. user namespaces di
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fnmatch
 import logging
 import os
 import re
 import shutil
+import signal
 import sys
 import threading
 import time
@@ -43,6 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from ndomo.schema import Schema
+from ndomo.security import spawn
 from ndomo.security.control import CONTROL_DIRS, CONTROL_ENTRY_POINTS, CONTROL_FILES, GIT_CONTROL
 from ndomo.security.defaults import SANDBOX_DEFAULTS
 
@@ -130,20 +133,16 @@ def _program() -> str | None:
 
 async def _run_probe(argv: list[str]) -> tuple[int | None, str]:
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )
+        proc = await spawn.start(argv)
     except OSError as exc:
         return None, str(exc)
     try:
-        out, _ = await asyncio.wait_for(proc.communicate(), PROBE_TIMEOUT_S)
+        out = await asyncio.wait_for(proc.communicate(), PROBE_TIMEOUT_S)
     except TimeoutError:
-        proc.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
         await proc.wait()
+        proc.close_output()
         return None, f"did not finish within {PROBE_TIMEOUT_S:g}s"
     return proc.returncode, out.decode("utf-8", "replace").strip()
 

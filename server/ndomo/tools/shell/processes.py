@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ndomo.listeners import Listeners
 from ndomo.schema import Schema
+from ndomo.security import spawn
 from ndomo.security.run import KILL_GRACE_S, SHELL, _kill_group
 
 RING_LINES = 200
@@ -59,7 +60,7 @@ class Served:
     kind: str
     command: str
     port: int
-    proc: asyncio.subprocess.Process
+    proc: spawn.Child
     started: float = field(default_factory=time.monotonic)
     lines: deque = field(default_factory=lambda: deque(maxlen=RING_LINES))
     pump: asyncio.Task | None = None
@@ -123,16 +124,8 @@ class ServeManager:
                 f"'{name}' is already running on port {old.port}; stop it first or pick another name"
             )
         table.pop(name, None)
-        proc = await asyncio.create_subprocess_exec(
-            *(prefix or []),
-            *argv,
-            cwd=str(cwd),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-            env={**os.environ, **(env or {})},
-            pass_fds=pass_fds,
+        proc = await spawn.start(
+            [*(prefix or []), *argv], cwd=cwd, env={**os.environ, **(env or {})}, pass_fds=pass_fds
         )
         served = Served(
             name=name, kind=kind, command=command, port=port, proc=proc, on_stop=on_stop
