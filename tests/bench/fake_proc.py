@@ -57,14 +57,15 @@ class FakeProc:
                 self.proc.kill()
                 self.proc.wait()
 
-    def last_chat_body(self) -> dict[str, Any]:
-        """The body of the last chat request the fake received (ndomo's own, after its turn)."""
+    def last_chat_body(self, back: int = 0) -> dict[str, Any]:
+        """The body of the last chat request the fake received (ndomo's own, after its turn),
+        or of the one `back` requests before it."""
         r = self._http.get(self.url.replace("/v1", "") + "/_fake/requests")
         r.raise_for_status()
         chats = [x for x in r.json() if x["path"].endswith("/chat/completions")]
-        if not chats or not isinstance(chats[-1].get("body"), dict):
-            raise RuntimeError("the fake recorded no chat request body")
-        return chats[-1]["body"]
+        if len(chats) <= back or not isinstance(chats[-1 - back].get("body"), dict):
+            raise RuntimeError("the fake recorded no such chat request body")
+        return chats[-1 - back]["body"]
 
     def push(self, *steps: dict) -> None:
         r = self._http.post(self.url.replace("/v1", "") + "/_fake/steps", json=list(steps))

@@ -1,8 +1,10 @@
 """Turns against the raw HTTP stream of the same fake model (in its own process).
 
 - first token: `ndomo.turn` sent → first `text` in `ndomo/turn/event`, against a plain
-  httpx streamed request of ndomo's own body (its last request as the fake recorded it:
-  system prompt, tools, history) → first content chunk, and a one-message request (the
+  httpx streamed request of ndomo's own body (its latest request as the fake recorded it,
+  read after each pair: system prompt, tools, the session's history so far; the pairs run
+  in one session, so a body read once at the warm-up would be ~30 messages short of
+  ndomo's by the last pairs) → first content chunk, and a one-message request (the
   floor before issue 31, reported), round by round (the order rotates),
   each a short answer, one request right after the other: what is timed is the per-turn
   set-up, in processes that are running. This VM parks an idle vCPU (cpuidle haltpoll,
@@ -34,6 +36,7 @@ Every turn's answer is checked: status done and the streamed text equal to the s
 from __future__ import annotations
 
 import asyncio
+import json
 import statistics
 import tempfile
 import time
@@ -148,21 +151,26 @@ async def run(rounds: int = ROUNDS, pairs: int = PAIRS) -> list[Result]:
         try:
             fake.push(quick)  # warm-up: imports, agents, the model client
             await _turn(client, rec, "warm up")
-            own = fake.last_chat_body()  # the floor sends ndomo's own request
+            # The floor sends ndomo's own request: the one of its latest turn, read after each
+            # pair (not between the sides: the read would wake the fake just before one side).
+            # The session's history grows pair by pair, so the warm-up's body would be up to
+            # ~30 messages (~2 KB) short of what ndomo sends by the last pairs.
+            body = {"own": fake.last_chat_body()}
             fake.push(quick)
-            await raw.once(body=own)
+            await raw.once(body=body["own"])
 
             async def pair(
                 i: int, answer: dict, idle: float = 0.0, short: bool = False
             ) -> dict[str, tuple]:
                 got = {}
                 sides = ["raw", "ndomo", "short"] if short else ["raw", "ndomo"]
-                for who in sides[i % len(sides) :] + sides[: i % len(sides)]:
+                order = sides[i % len(sides) :] + sides[: i % len(sides)]
+                for who in order:
                     if idle:
                         await asyncio.sleep(idle)
                     fake.push(answer)
                     if who == "raw":
-                        f, w, text = await raw.once(body=own)
+                        f, w, text = await raw.once(body=body["own"])
                     elif who == "short":
                         f, w, text = await raw.once()
                     else:
@@ -170,6 +178,11 @@ async def run(rounds: int = ROUNDS, pairs: int = PAIRS) -> list[Result]:
                     if text != answer["text"]:
                         raise RuntimeError(f"{who} streamed {text[:80]!r}, not the scripted answer")
                     got[who] = (f, w)
+                # each side sent one chat request, in `order`
+                own = fake.last_chat_body(back=len(order) - 1 - order.index("ndomo"))
+                if f"round {i}" not in json.dumps(own["messages"][-1]):
+                    raise RuntimeError(f"pair {i}: the recorded request is not ndomo's")
+                body["own"] = own
                 return got
 
             firsts, wholes, cold, shorts = [], [], [], []
