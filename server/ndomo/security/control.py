@@ -12,9 +12,10 @@ import os
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import pathspec
+if TYPE_CHECKING:
+    import pathspec
 
 from ndomo.security.paths import PathRefused, relative_to_workspace, resolve_in_workspace
 
@@ -172,6 +173,8 @@ def _folder_pattern(text: str) -> bool:
 
 @lru_cache(maxsize=32)
 def _design_spec(globs: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
+    import pathspec  # on the first check, not at every process's start (~10 ms)
+
     return pathspec.GitIgnoreSpec.from_lines([g for g in globs if g.strip()])
 
 

@@ -15,8 +15,10 @@ import stat
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
-import pathspec
+if TYPE_CHECKING:
+    import pathspec
 
 _MAX_SYMLINKS = 40
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
@@ -201,6 +203,8 @@ def workspace_name(path: Path | str, roots: Sequence[Path]) -> str:
 
 @lru_cache(maxsize=32)
 def _spec(globs: tuple[str, ...]) -> pathspec.PathSpec:
+    import pathspec  # here, not at the top: ~10 ms that `ndomo run` need not pay before its request
+
     return pathspec.GitIgnoreSpec.from_lines([g for g in globs if g.strip()])
 
 

@@ -6,8 +6,10 @@ Both grep engines filter with this one matcher so their results agree.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-import pathspec
+if TYPE_CHECKING:
+    import pathspec
 
 _MAX_EXPANSIONS = 64
 _BRACE = re.compile(r"\{([^{}]*,[^{}]*)\}")
@@ -46,6 +48,8 @@ def compile_glob(pattern: str) -> pathspec.PathSpec:
     for part in parts:
         if ".." in part.split("/"):
             raise PatternError(f"glob {pattern!r} must not contain '..'")
+    import pathspec  # on the first glob, not at every process's start (~10 ms)
+
     try:
         return pathspec.GitIgnoreSpec.from_lines(parts)
     except Exception as exc:  # noqa: BLE001 - pathspec raises several types for malformed globs

@@ -11,8 +11,10 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pathspec
+if TYPE_CHECKING:
+    import pathspec
 
 ALWAYS_SKIP = frozenset({".git", ".ndomo", "node_modules", "__pycache__", ".venv", "venv"})
 IGNORE_FILES = (".gitignore", ".ignore")  # later file wins, as in ripgrep
@@ -32,6 +34,8 @@ def _read_regular(path: Path) -> str | None:
 
 
 def _load_spec(path: Path) -> pathspec.PathSpec | None:
+    import pathspec  # on the first walk, not at every process's start (~10 ms)
+
     text = _read_regular(path)
     if text is None:
         return None
