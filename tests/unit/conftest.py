@@ -2,10 +2,28 @@
 
 from __future__ import annotations
 
+import subprocess
+import threading
+
 import pytest
 
 from ndomo.app import App
 from tests.fakes.fake_model import FakeModel
+
+
+@pytest.fixture
+def popen_threads(monkeypatch) -> list[threading.Thread]:
+    """The thread each `subprocess.Popen` is made on (a process started on the event
+    loop's thread holds the loop for its fork and exec)."""
+    threads: list[threading.Thread] = []
+    real = subprocess.Popen.__init__
+
+    def spy(self, *args, **kw):
+        threads.append(threading.current_thread())
+        real(self, *args, **kw)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", spy)
+    return threads
 
 
 @pytest.fixture

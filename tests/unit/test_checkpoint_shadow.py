@@ -85,23 +85,15 @@ async def test_a_packed_ref_is_still_the_last_snapshot(tmp_path):
     assert second != first and await shadow.diff(first.commit, second.commit) == {"a.txt": "M"}
 
 
-async def test_git_starts_off_the_event_loops_thread(tmp_path, monkeypatch):
+async def test_git_starts_off_the_event_loops_thread(tmp_path, popen_threads):
     # A process started on the loop held it 1-4 ms (fork and exec, then asyncio's thread
     # that waits for the child), just after a turn's first token, while the answer streams.
-    import subprocess
     import threading
 
+    started_on = popen_threads
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "a.txt").write_text("a\n")
-    started_on: list[threading.Thread] = []
-    real = subprocess.Popen.__init__
-
-    def spy(self, *args, **kw):
-        started_on.append(threading.current_thread())
-        real(self, *args, **kw)
-
-    monkeypatch.setattr(subprocess.Popen, "__init__", spy)
     shadow = Shadow(ws, tmp_path / "data" / "cp")
     first = await shadow.snapshot()  # init, ls-files, add, write-tree, commit-tree, update-ref
     (ws / "a.txt").write_text("b\n")

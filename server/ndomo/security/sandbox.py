@@ -29,13 +29,11 @@ with the real flags (it may be installed and still fail, e.g. user namespaces di
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import fnmatch
 import logging
 import os
 import re
 import shutil
-import signal
 import sys
 import threading
 import time
@@ -139,8 +137,7 @@ async def _run_probe(argv: list[str]) -> tuple[int | None, str]:
     try:
         out = await asyncio.wait_for(proc.communicate(), PROBE_TIMEOUT_S)
     except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        proc.kill()
         await proc.wait()
         proc.close_output()
         return None, f"did not finish within {PROBE_TIMEOUT_S:g}s"

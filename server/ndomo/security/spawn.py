@@ -7,10 +7,12 @@ model's stream queued behind it (docs/performance.md, Stop 37). Here the fork an
 run on a worker thread; the loop only reads the child's output pipe and learns of its
 exit from a pidfd (Linux 5.3+; elsewhere it polls every 50 ms).
 
-`Child` offers what the shell runner and `serve` use of asyncio's `Process`: `pid`,
-`returncode`, `stdout` (a `StreamReader`), `wait()`, `kill()`, `communicate()`. Unlike
-asyncio's, `wait()` returns when the process exits, not when its output pipe closes too:
-a background grandchild may hold the pipe open.
+Every child leads its own process group (a new session), stdin /dev/null, stdout and
+stderr one pipe. `Child` offers what the shell runner and `serve` use of asyncio's
+`Process`: `pid`, `returncode`, `stdout` (a `StreamReader`), `wait()`, `kill()`,
+`communicate()`. Unlike asyncio's, `wait()` returns when the process exits, not when its
+output pipe closes too (a background grandchild may hold it open), and `kill()` ends the
+child's whole group.
 """
 
 from __future__ import annotations
@@ -23,9 +25,6 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-PIPE = subprocess.PIPE
-STDOUT = subprocess.STDOUT
-DEVNULL = subprocess.DEVNULL
 _LIMIT = 2**16  # a StreamReader's line limit, as asyncio's subprocess streams
 _POLL_S = 0.05
 
@@ -49,12 +48,11 @@ class Child:
         return self._popen.returncode
 
     async def _attach(self) -> None:
-        if self._popen.stdout is not None:
-            self.stdout = asyncio.StreamReader(limit=_LIMIT, loop=self._loop)
-            protocol = asyncio.StreamReaderProtocol(self.stdout, loop=self._loop)
-            self._transport, _ = await self._loop.connect_read_pipe(
-                lambda: protocol, self._popen.stdout
-            )
+        self.stdout = asyncio.StreamReader(limit=_LIMIT, loop=self._loop)
+        protocol = asyncio.StreamReaderProtocol(self.stdout, loop=self._loop)
+        self._transport, _ = await self._loop.connect_read_pipe(
+            lambda: protocol, self._popen.stdout
+        )
         try:
             self._pidfd = os.pidfd_open(self.pid)
         except (AttributeError, OSError):  # not Linux 5.3+: poll instead
@@ -87,13 +85,11 @@ class Child:
         """The exit status, once the process has exited."""
         return await asyncio.shield(self._exited)
 
-    def send_signal(self, sig: int) -> None:
-        if self.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, sig)
-
     def kill(self) -> None:
-        self.send_signal(signal.SIGKILL)
+        """SIGKILL the child's group (it leads it). Only while the child is not reaped: until
+        then its pid, the group's id, cannot have been given to another process."""
+        if self.returncode is None:
+            _kill_group(self.pid)
 
     async def communicate(self) -> bytes:
         """All of stdout (until the pipe closes), then the exit."""
@@ -117,14 +113,11 @@ async def start(
     *,
     cwd: str | Path | None = None,
     env: Mapping[str, str] | None = None,
-    stdout: int | None = PIPE,
-    stderr: int | None = STDOUT,
     pass_fds: Sequence[int] = (),
-    new_session: bool = True,
 ) -> Child:
-    """Start `argv` (stdin /dev/null) on a worker thread. A cancel waits for the start and
-    then kills what started (its whole group with `new_session`), so no child is left
-    running that nobody watches. `OSError` (no such program, bad folder) as `Popen`'s."""
+    """Start `argv` on a worker thread. A cancel waits for the start and then kills what
+    started (its whole group), so no child is left running that nobody watches. `OSError`
+    (no such program, bad folder) as `Popen`'s."""
     loop = asyncio.get_running_loop()
     job = asyncio.ensure_future(
         asyncio.to_thread(
@@ -132,10 +125,10 @@ async def start(
             list(argv),
             cwd=cwd,
             env=None if env is None else dict(env),
-            stdin=DEVNULL,
-            stdout=stdout,
-            stderr=stderr,
-            start_new_session=new_session,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
             pass_fds=tuple(pass_fds),
         )
     )
@@ -143,25 +136,26 @@ async def start(
         popen = await asyncio.shield(job)
     except asyncio.CancelledError:
         with contextlib.suppress(Exception):
-            await _abandon(await job, new_session)
+            await _abandon(await job)
         raise
     child = Child(popen, loop)
     try:
         await child._attach()
     except BaseException:
-        await _abandon(popen, new_session)
+        await _abandon(popen)
         child._unwatch()
         raise
     return child
 
 
-async def _abandon(popen: subprocess.Popen[bytes], group: bool) -> None:
-    """Kill a child nobody will watch, and reap it (on a thread: SIGKILL ends it at once)."""
+def _kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        if group:
-            os.killpg(popen.pid, signal.SIGKILL)
-        else:
-            popen.kill()
+        os.killpg(pgid, signal.SIGKILL)
+
+
+async def _abandon(popen: subprocess.Popen[bytes]) -> None:
+    """Kill a child nobody will watch, and reap it (on a thread: SIGKILL ends it at once)."""
+    _kill_group(popen.pid)
     with contextlib.suppress(Exception):
         await asyncio.to_thread(popen.wait)
     if popen.stdout is not None:

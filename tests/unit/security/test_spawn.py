@@ -17,20 +17,6 @@ from ndomo.security.run import run_shell
 from ndomo.tools.shell.processes import ServeManager, free_port, shell_argv
 
 
-@pytest.fixture
-def started_on(monkeypatch) -> list[threading.Thread]:
-    """The thread each `Popen` is made on."""
-    threads: list[threading.Thread] = []
-    real = subprocess.Popen.__init__
-
-    def spy(self, *args, **kw):
-        threads.append(threading.current_thread())
-        real(self, *args, **kw)
-
-    monkeypatch.setattr(subprocess.Popen, "__init__", spy)
-    return threads
-
-
 def _alive(pid: int) -> bool:
     """Running, or a zombie nobody reaped (both are a leak)."""
     try:
@@ -40,22 +26,32 @@ def _alive(pid: int) -> bool:
     return True
 
 
-async def test_a_bash_command_starts_off_the_event_loops_thread(tmp_path, started_on):
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's zombie waits for whoever reaps orphans here)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2] not in "ZX"
+
+
+async def test_a_bash_command_starts_off_the_event_loops_thread(tmp_path, popen_threads):
     # asyncio's create_subprocess_exec forked on the loop and, on 3.11, started a thread per
     # child and waited for it to run: 1-4 ms with the editor's messages queued behind it.
     result = await run_shell("echo hi", cwd=tmp_path, timeout_s=10, output_cap=1000)
     assert result.exit_code == 0 and result.output == "hi\n"
-    assert started_on and threading.main_thread() not in started_on
+    assert popen_threads and threading.main_thread() not in popen_threads
 
 
-async def test_a_served_process_starts_off_the_event_loops_thread(tmp_path, started_on):
+async def test_a_served_process_starts_off_the_event_loops_thread(tmp_path, popen_threads):
     manager = ServeManager()
     port = free_port()
     served = await manager.start(
         "s", "web", "command", shell_argv("echo up; sleep 30"), "sleep", port, tmp_path
     )
     try:
-        assert started_on and threading.main_thread() not in started_on
+        assert popen_threads and threading.main_thread() not in popen_threads
         for _ in range(100):
             if served.lines:
                 break
@@ -80,12 +76,19 @@ async def test_the_exit_is_seen_while_a_background_child_holds_the_output(tmp_pa
         child.close_output()
 
 
-async def test_a_killed_child_reports_the_signal_and_is_reaped(tmp_path):
-    child = await spawn.start(["/bin/sleep", "30"], cwd=tmp_path)
+async def test_a_killed_child_takes_its_group_and_is_reaped(tmp_path):
+    child = await spawn.start(["/bin/bash", "-c", "sleep 30 & echo $!; exec sleep 30"])
+    assert child.stdout is not None
+    grandchild = int(await asyncio.wait_for(child.stdout.readline(), 10))
     assert child.returncode is None
     child.kill()
     assert await asyncio.wait_for(child.wait(), 10) == -signal.SIGKILL
     assert not _alive(child.pid)  # reaped: no zombie left behind
+    for _ in range(100):  # the background sleep was in the group
+        if not _running(grandchild):
+            break
+        await asyncio.sleep(0.02)
+    assert not _running(grandchild)
     child.kill()  # an ended child: nothing to signal, no error
 
 
