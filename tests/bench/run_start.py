@@ -8,6 +8,12 @@ second run within the freshness window. ndomo's sources are compiled first (as t
 bench does: with PYTHONDONTWRITEBYTECODE set, an editable install would compile every
 module at each spawn). ROUNDS pairs, order alternating; medians. Every
 answer is checked. Target (issue 31): spawn → request ≤ 250 ms; the rest is reported.
+
+Two Python floors run in the same rounds, sending the same body (`tests/bench/floor_client.py`):
+the libraries ndomo is built on doing the least a run must (a YAML config validated by a
+pydantic model, a SQLite row, the request streamed with httpx), and the standard library
+alone (`urllib`). They are reported beside the target: what part of the spawn → request
+time is Python and ndomo's libraries, and what part is ndomo's own.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from pathlib import Path
 
 from tests.bench.common import Result, env_for_server
 from tests.bench.fake_proc import FakeProc
+
+FLOOR = Path(__file__).with_name("floor_client.py")
 
 ROUNDS = 7
 TARGET_MS = 250.0
@@ -72,21 +80,45 @@ async def run(rounds: int = ROUNDS) -> list[Result]:
             "curl", "-sSN", "--fail", "-H", "content-type: application/json",
             "--data-binary", f"@{body_file}", f"{fake.url}/chat/completions",
         ]  # fmt: skip
-        sent: dict[str, list[float]] = {"ndomo": [], "curl": []}
-        text: dict[str, list[float]] = {"ndomo": [], "curl": []}
+        floor = [sys.executable, str(FLOOR)]
+        cmds = {
+            "ndomo": ndomo,
+            "curl": curl,
+            "libraries": [*floor, "libraries", str(body_file), fake.url, d],
+            "stdlib": [*floor, "stdlib", str(body_file), fake.url, d],
+        }
+        sent: dict[str, list[float]] = {who: [] for who in cmds}
+        text: dict[str, list[float]] = {who: [] for who in cmds}
+        order = list(cmds)
         for i in range(rounds):
-            for who in ("ndomo", "curl") if i % 2 == 0 else ("curl", "ndomo"):
+            for who in order[i % len(order) :] + order[: i % len(order)]:  # rotated each round
                 fake.push(ANSWER)
                 before = _chats(fake)
-                t0, t_first, out = _timed(ndomo if who == "ndomo" else curl, env, d)
+                t0, t_first, out = _timed(cmds[who], env, d)
                 at = _chat_at(fake, before)
                 if ANSWER["text"] not in (
-                    out.decode() if who == "ndomo" else _streamed(out.decode())
+                    _streamed(out.decode()) if who == "curl" else out.decode()
                 ):
                     raise RuntimeError(f"{who} printed {out[:200]!r}, not the answer")
                 sent[who].append((at - t0) * 1000)
                 text[who].append((t_first - t0) * 1000)
     to_request = statistics.median(sent["ndomo"])
+    floors = [
+        Result(
+            "run",
+            f"spawn → request: ndomo vs {label} (median of {rounds})",
+            to_request,
+            statistics.median(sent[who]),
+            "ms",
+            "report (the same body, the same rounds)",
+            True,
+            {f"{who}_ms": [round(x) for x in sent[who]]},
+        )
+        for who, label in (
+            ("libraries", "Python + ndomo's libraries"),
+            ("stdlib", "Python + urllib"),
+        )
+    ]
     return [
         Result(
             "run",
@@ -110,6 +142,7 @@ async def run(rounds: int = ROUNDS) -> list[Result]:
             "report (curl: its first byte)",
             True,
         ),
+        *floors,
     ]
 
 

@@ -1,0 +1,71 @@
+"""The Python floors `ndomo run` is reported against (`tests/bench/floor_client.py`) send the
+body they are given, byte for byte, to the model server and print its streamed answer; the
+libraries floor writes its SQLite row; neither loads ndomo. A floor that skipped the
+request or sent a smaller one would make the comparison meaningless."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from tests.bench.fake_proc import FakeProc
+from tests.bench.floor_client import __file__ as FLOOR
+
+
+@pytest.mark.parametrize("kind", ["libraries", "stdlib"])
+def test_a_floor_sends_the_body_it_is_given_and_prints_the_answer(tmp_path: Path, kind: str):
+    body = {
+        "model": "m",
+        "stream": True,
+        "messages": [{"role": "user", "content": "say hi · ünïcode"}],
+        "tools": [{"type": "function", "function": {"name": "read", "parameters": {}}}],
+    }
+    body_file = tmp_path / "body.json"
+    body_file.write_text(json.dumps(body))
+    with FakeProc() as fake:
+        fake.push({"text": "a short answer", "chunks": 3})
+        # -X importtime lists every module the floor loads, on stderr
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-X",
+                "importtime",
+                FLOOR,
+                kind,
+                str(body_file),
+                fake.url,
+                str(tmp_path),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout == "a short answer"
+        assert fake.last_chat_body() == body
+    loaded = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()]
+    assert "ndomo" not in loaded and not any(m.startswith("ndomo.") for m in loaded)
+    if kind == "libraries":
+        assert {"httpx", "pydantic", "yaml", "sqlite3"} <= set(loaded)
+        with closing(sqlite3.connect(tmp_path / "floor.db")) as db:
+            assert db.execute("select prompt from turns").fetchall() == [("say hi",)]
+    else:
+        assert not {"httpx", "pydantic", "yaml"} & set(loaded)
+
+
+def test_an_unknown_floor_is_refused(tmp_path: Path):
+    done = subprocess.run(
+        [sys.executable, FLOOR, "java", "b", "http://127.0.0.1:9/v1", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "unknown floor 'java'" in done.stderr
