@@ -7,10 +7,10 @@ Python process that sends ndomo's own chat request body and prints the streamed 
 `libraries` does the least a run must with the libraries ndomo is built on: it loads
 asyncio, logging, sqlite3, PyYAML, pydantic and httpx, validates a YAML config with one
 pydantic model, writes one row to a SQLite file in FOLDER, and streams the request with
-an `httpx.AsyncClient` (for a plain-http server without loading CAs, as ndomo's transport
-does). `stdlib` sends the same body with `urllib.request` and nothing else — the held-out
-pairing's baseline. Neither imports ndomo; it runs as a file, not a module, so no package
-`__init__` is loaded before the timed imports.
+an `httpx.AsyncClient` (for a plain-http server without loading CAs, and without httpx's
+command-line client, as ndomo does). `stdlib` sends the same body with `urllib.request`
+and nothing else — the held-out pairing's baseline. Neither imports ndomo; it runs as a
+file, not a module, so no package `__init__` is loaded before the timed imports.
 """
 
 from __future__ import annotations
@@ -47,6 +47,9 @@ def libraries(body: bytes, url: str, folder: str) -> None:
     import sqlite3
     import ssl
 
+    # as ndomo's package does: httpx's command-line client (click, pygments, rich, present
+    # here with the test dependencies) stays unloaded
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     import httpx
     import yaml
     from pydantic import BaseModel
