@@ -6,7 +6,7 @@ The fake model runs in its own process and stamps each request when its body has
 capabilities, so the timed runs send no probes (`/v1/models`, `/props`), as a user's
 second run within the freshness window. ndomo's sources are compiled first (as the start-up
 bench does: with PYTHONDONTWRITEBYTECODE set, an editable install would compile every
-module at each spawn). ROUNDS pairs, order alternating; medians. Every
+module at each spawn). ROUNDS rounds, the order rotating; medians. Every
 answer is checked. Target (issue 31): spawn → request ≤ 250 ms; the rest is reported.
 
 Two Python floors run in the same rounds, sending the same body (`tests/bench/floor_client.py`):
@@ -68,7 +68,11 @@ async def run(rounds: int = ROUNDS) -> list[Result]:
     from tests.bench.startup import compile_ndomo
 
     compile_ndomo()  # bytecode next to the sources, as an installed package has it
-    with tempfile.TemporaryDirectory() as d, FakeProc(args=("--props", "--n-ctx", "8192")) as fake:
+    with (
+        tempfile.TemporaryDirectory() as d,
+        tempfile.TemporaryDirectory() as elsewhere,  # the floors' SQLite file: not in ndomo's folder
+        FakeProc(args=("--props", "--n-ctx", "8192")) as fake,
+    ):
         env = env_for_server({"NDOMO_BASE_URL": fake.url})
         ndomo = [sys.executable, "-m", "ndomo", "run", "--workspace", d, "say hi"]
         fake.push(ANSWER)
@@ -84,8 +88,8 @@ async def run(rounds: int = ROUNDS) -> list[Result]:
         cmds = {
             "ndomo": ndomo,
             "curl": curl,
-            "libraries": [*floor, "libraries", str(body_file), fake.url, d],
-            "stdlib": [*floor, "stdlib", str(body_file), fake.url, d],
+            "libraries": [*floor, "libraries", str(body_file), fake.url, elsewhere],
+            "stdlib": [*floor, "stdlib", str(body_file), fake.url, elsewhere],
         }
         sent: dict[str, list[float]] = {who: [] for who in cmds}
         text: dict[str, list[float]] = {who: [] for who in cmds}
