@@ -115,21 +115,16 @@ def _live_members(pgid: int):
             yield int(entry.name)
 
 
-def _signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
 async def _kill_group(proc: spawn.Child, grace_s: float) -> None:
     """SIGTERM the whole group, then SIGKILL whatever is left after the grace period."""
     pgid = proc.pid  # start_new_session: the shell leads its own group
-    _signal_group(pgid, signal.SIGTERM)
+    spawn.signal_group(pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
         if proc.returncode is not None and not _group_alive(pgid):
             return
         await asyncio.sleep(0.05)
-    _signal_group(pgid, signal.SIGKILL)
+    spawn.signal_group(pgid, signal.SIGKILL)
 
 
 async def run_shell(

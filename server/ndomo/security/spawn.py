@@ -89,7 +89,7 @@ class Child:
         """SIGKILL the child's group (it leads it). Only while the child is not reaped: until
         then its pid, the group's id, cannot have been given to another process."""
         if self.returncode is None:
-            _kill_group(self.pid)
+            signal_group(self.pid, signal.SIGKILL)
 
     async def communicate(self) -> bytes:
         """All of stdout (until the pipe closes), then the exit."""
@@ -148,14 +148,15 @@ async def start(
     return child
 
 
-def _kill_group(pgid: int) -> None:
+def signal_group(pgid: int, sig: int) -> None:
+    """Signal a whole process group; one already gone (or not ours) is no error."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+        os.killpg(pgid, sig)
 
 
 async def _abandon(popen: subprocess.Popen[bytes]) -> None:
     """Kill a child nobody will watch, and reap it (on a thread: SIGKILL ends it at once)."""
-    _kill_group(popen.pid)
+    signal_group(popen.pid, signal.SIGKILL)
     with contextlib.suppress(Exception):
         await asyncio.to_thread(popen.wait)
     if popen.stdout is not None:

@@ -15,6 +15,7 @@ import pytest
 from ndomo.security import spawn
 from ndomo.security.run import run_shell
 from ndomo.tools.shell.processes import ServeManager, free_port, shell_argv
+from tests.unit.tools_shell.conftest import alive as running  # not a zombie either
 
 
 def _alive(pid: int) -> bool:
@@ -24,16 +25,6 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
-
-
-def _running(pid: int) -> bool:
-    """Alive and not a zombie (an orphan's zombie waits for whoever reaps orphans here)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read().decode()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2] not in "ZX"
 
 
 async def test_a_bash_command_starts_off_the_event_loops_thread(tmp_path, popen_threads):
@@ -85,10 +76,10 @@ async def test_a_killed_child_takes_its_group_and_is_reaped(tmp_path):
     assert await asyncio.wait_for(child.wait(), 10) == -signal.SIGKILL
     assert not _alive(child.pid)  # reaped: no zombie left behind
     for _ in range(100):  # the background sleep was in the group
-        if not _running(grandchild):
+        if not running(grandchild):
             break
         await asyncio.sleep(0.02)
-    assert not _running(grandchild)
+    assert not running(grandchild)
     child.kill()  # an ended child: nothing to signal, no error
 
 
