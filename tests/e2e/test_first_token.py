@@ -26,7 +26,7 @@ async def test_first_text_does_not_wait_for_the_progress_token(tmp_path):
         return None
 
     def event(params):
-        if getattr(params, "kind", None) == "text" and not text_seen.is_set():
+        if params.get("kind") == "text" and not text_seen.is_set():
             order.append("text")
             text_seen.set()
 
