@@ -37,8 +37,32 @@ def request_size(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int:
     return json_size(_wire_messages(messages)) + (json_size(_wire_tools(tools)) if tools else 0)
 
 
+# Sizes by content, across turns: a turn reads its history from the store anew (new objects,
+# so a fit's `Sizes` cannot carry them over), and in a small window every request measured
+# the same ~20-30 messages again before it left (Stop 39 in docs/performance.md). Bounded:
+# at most MEASURED_MAX entries, each holding at most MEASURED_TEXT text; a longer message is
+# measured each time, its JSON costing little next to its own size.
+MEASURED_MAX = 1024
+MEASURED_TEXT = 4096
+_measured: dict[tuple, int] = {}
+
+
 def wire_size(message: Message) -> int:
     """Bytes `message` adds to the request's JSON list: its object and one separator."""
+    calls = tuple((c.id, c.name, c.wire_arguments()) for c in message.tool_calls)
+    if len(message.content or "") + sum(len(c[2]) for c in calls) > MEASURED_TEXT:
+        return _measure(message)
+    key = (message.role, message.content, message.tool_call_id, message.name, calls)
+    size = _measured.get(key)
+    if size is None:
+        size = _measure(message)
+        if len(_measured) >= MEASURED_MAX:
+            _measured.clear()  # a turn measures again what it keeps: a few dozen messages
+        _measured[key] = size
+    return size
+
+
+def _measure(message: Message) -> int:
     return json_size(to_openai_messages([message])[0]) + 1
 
 

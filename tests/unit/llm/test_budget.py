@@ -145,3 +145,58 @@ def test_model_stream_setting_takes_auto_and_booleans():
         ModelConfig(stream="sometimes")
     with pytest.raises(ValueError):
         ModelConfig(context_window=10)
+
+
+def _measuring(monkeypatch) -> list[str | None]:
+    """The contents `wire_size` serialises from now on (its cache emptied first)."""
+    from ndomo.llm import budget
+
+    monkeypatch.setattr(budget, "_measured", {})
+    seen: list[str | None] = []
+    real = budget._measure
+    monkeypatch.setattr(budget, "_measure", lambda m: seen.append(m.content) or real(m))
+    return seen
+
+
+def test_a_message_read_again_next_turn_is_not_serialised_again(monkeypatch):
+    """Each turn reads its history anew: equal messages (new objects) keep their size, and
+    any difference the wire format shows is measured."""
+    seen = _measuring(monkeypatch)
+    call = ToolCall(id="c1", name="read", arguments={"path": "a.py"})
+
+    def history() -> list[Message]:
+        return [
+            Message.system("S"),
+            Message.user("ünïcode"),
+            Message.assistant(None, [call]),
+            Message.tool("c1", "out", name="read"),
+        ]
+
+    first = [wire_size(m) for m in history()]
+    assert len(seen) == 4
+    seen.clear()
+    assert [wire_size(m) for m in history()] == first and seen == []
+    other = ToolCall(id="c1", name="read", arguments={"path": "b.py"})
+    changed = [
+        Message.user("ünïcode!"),
+        Message.assistant(None, [other]),
+        Message.tool("c2", "out", name="read"),
+        Message(role="user", content="S"),  # the system's text, another role
+        Message(role="user", content="ünïcode", name="someone"),
+    ]
+    for m in changed:  # its object and a separator: a one-item list less one bracket
+        assert wire_size(m) == request_size([m], []) - 1
+    assert seen == [m.content for m in changed]
+
+
+def test_the_size_cache_is_bounded_in_entries_and_in_text(monkeypatch):
+    from ndomo.llm import budget
+
+    seen = _measuring(monkeypatch)
+    long = Message.user("x" * (budget.MEASURED_TEXT + 1))
+    wire_size(long)
+    wire_size(long)
+    assert len(seen) == 2 and budget._measured == {}  # measured each time, never kept
+    for i in range(budget.MEASURED_MAX + 10):
+        wire_size(Message.user(f"m{i}"))
+    assert 0 < len(budget._measured) <= budget.MEASURED_MAX
