@@ -4,7 +4,7 @@ It reads a message as an editor does: ndomo's own methods (`ndomo/status`,
 `ndomo/turn/event`, `ndomo/approve` …) reach their handlers as the JSON's dicts, as
 `JSON.parse` (VS Code) and `vim.json.decode` (Neovim) give them. pygls's fallback for a
 method lsprotocol does not know builds a namedtuple class for every object in its params:
-0.3-0.9 ms of this client's time per message (a status, 383 B: ~0.5 ms against ~0.02 ms
+0.2-0.8 ms of this client's time per message (a status, 383 B: ~0.5 ms against ~0.02 ms
 for the JSON itself), spent between the server's write and the handler, on the timed path
 of every LSP row (docs/performance.md, Stop 39).
 """
