@@ -194,9 +194,10 @@ def fit(
     if window is None:
         return done(messages, tools, [])
     limit = window.input_tokens
-    # Each message and each tool list is serialised once per fit (once per turn with
-    # `sizes`): the first token waits for this, and every estimate below is a sum of these
-    # sizes, equal to `request_size`.
+    # Each message and each tool list is measured once per fit (once per turn with `sizes`;
+    # a message already measured in an earlier turn is not serialised again, `wire_size`):
+    # the first token waits for this, and every estimate below is a sum of these sizes,
+    # equal to `request_size`.
     memo = sizes if sizes is not None else Sizes()
     message_sizes, tool_sizes = memo.messages, memo.tools
 
