@@ -66,6 +66,31 @@ def _measure(message: Message) -> int:
     return json_size(to_openai_messages([message])[0]) + 1
 
 
+# Tools' sizes across turns, by name, description and parameters object: an agent's tools in
+# a mode are offered from the same schemas every turn (`runtime.tools.tool_specs`, the schema
+# cache), ~9 KB of JSON that each request's fit serialised again, twice (the offered list and
+# its core subset). An entry holds its parameters, so their id is no other object's while it
+# is kept. Bounded like `_measured`.
+TOOLS_MEASURED_MAX = 512
+_tools_measured: dict[tuple[str, str, int], tuple[int, dict]] = {}
+
+
+def tools_wire_size(tools: Sequence[ToolSpec]) -> int:
+    """Bytes of `tools` as the request's JSON list (0 for none): `json_size` of the list."""
+    if not tools:
+        return 0
+    total = 1 + len(tools)  # the brackets and the separators between items
+    for t in tools:
+        key = (t.name, t.description, id(t.parameters))
+        hit = _tools_measured.get(key)
+        if hit is None:
+            if len(_tools_measured) >= TOOLS_MEASURED_MAX:
+                _tools_measured.clear()
+            hit = _tools_measured[key] = (json_size(_wire_tools([t])[0]), t.parameters)
+        total += hit[0]
+    return total
+
+
 def drop_exchanges(
     messages: list[Message], cost: Callable[[Message], int], fits: Callable[[int], bool]
 ) -> list[Message]:
@@ -99,14 +124,13 @@ def drop_exchanges(
     return messages[:head] + messages[start:]
 
 
+def chars(m: Message) -> int:
+    """A message's characters of content: its text, each call's name and arguments."""
+    return len(m.content or "") + sum(len(c.name) + len(c.wire_arguments()) for c in m.tool_calls)
+
+
 def trim_to_chars(messages: list[Message], budget: int) -> list[Message]:
     """Whole-exchange trimming by characters of content (the session history cap)."""
-
-    def chars(m: Message) -> int:
-        return len(m.content or "") + sum(
-            len(c.name) + len(c.wire_arguments()) for c in m.tool_calls
-        )
-
     return drop_exchanges(messages, chars, lambda total: total <= budget)
 
 
@@ -195,9 +219,9 @@ def fit(
         return done(messages, tools, [])
     limit = window.input_tokens
     # Each message and each tool list is measured once per fit (once per turn with `sizes`;
-    # a message already measured in an earlier turn is not serialised again, `wire_size`):
-    # the first token waits for this, and every estimate below is a sum of these sizes,
-    # equal to `request_size`.
+    # a message or a tool already measured in an earlier turn is not serialised again,
+    # `wire_size`, `tools_wire_size`): the first token waits for this, and every estimate
+    # below is a sum of these sizes, equal to `request_size`.
     memo = sizes if sizes is not None else Sizes()
     message_sizes, tool_sizes = memo.messages, memo.tools
 
@@ -210,7 +234,7 @@ def fit(
     def tools_bytes(ts: list[ToolSpec]) -> int:
         size = tool_sizes.get(id(ts))
         if size is None:
-            size = tool_sizes[id(ts)] = json_size(_wire_tools(ts)) if ts else 0
+            size = tool_sizes[id(ts)] = tools_wire_size(ts)
         return size
 
     def fits_with(ts: list[ToolSpec]) -> Callable[[list[Message]], bool]:

@@ -11,7 +11,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ndomo.llm.budget import trim_to_chars
+from ndomo.llm.budget import chars, trim_to_chars
 from ndomo.llm.messages import Message, ToolCall
 
 if TYPE_CHECKING:
@@ -46,10 +46,14 @@ class _Read:
     """Per App: each session's conversation as read so far (made valid) and the id of its
     newest message. Messages are append-only, so a turn reads only those added since the
     last turn (by this process or another) and makes only those valid: the stored history
-    grows every turn, reading it does not."""
+    grows every turn, reading it does not. With each, its characters of content (the
+    measure of `history_chars`), summed as it grew: while all of it fits, `model_history`
+    keeps it without walking it (a walk of the whole conversation every turn made a turn's
+    set-up grow with the session: 0.16 ms at 100 turns on a 2-core VM)."""
 
     def __init__(self) -> None:
         self.sessions: dict[str, tuple[int, list[Message]]] = {}
+        self.chars: dict[str, int] = {}
 
 
 HISTORY_KEY = "history"
@@ -83,8 +87,11 @@ async def load_history(ctx: TurnContext) -> list[Message]:
         # A read happens at a turn's start, under the session's claim: what was stored
         # since the last read begins with a turn's user message, never with the result of
         # a call read before, so the new part is made valid on its own.
-        valid = [*valid, *close_dangling([to_message(m) for m in stored])]
+        new = close_dangling([to_message(m) for m in stored])
+        size = (read.chars.get(ctx.session.id, 0) if last else 0) + sum(map(chars, new))
+        valid = [*valid, *new]
         read.sessions[ctx.session.id] = (stored[-1].id, valid)
+        read.chars[ctx.session.id] = size
     return valid
 
 
@@ -94,11 +101,25 @@ def forget_history(app: Any, session_id: str) -> None:
     read = app.existing(_Read)
     if read is not None:
         read.sessions.pop(session_id, None)
+        read.chars.pop(session_id, None)
 
 
 def model_history(ctx: TurnContext, history: list[Message]) -> list[Message]:
     """What of the history goes to the model: whole exchanges, newest first, within budget."""
-    return trim_history(history, ctx.app.settings.history_chars)
+    budget = ctx.app.settings.history_chars
+    read = ctx.app.existing(_Read)
+    if read is not None:
+        kept = read.sessions.get(ctx.session.id)
+        size = read.chars.get(ctx.session.id)
+        if (
+            kept is not None
+            and kept[1] is history
+            and size is not None
+            and size <= budget
+            and (not history or history[0].role == "user")
+        ):
+            return history  # all of it fits: what `trim_history` would keep, unwalked
+    return trim_history(history, budget)
 
 
 class _Pending:

@@ -117,6 +117,8 @@ def test_a_fit_serialises_each_message_once_and_estimates_the_whole_request(monk
     ms = convo(4)
     dumped: list[object] = []
     real = budget.json_size
+    monkeypatch.setattr(budget, "_measured", {})  # nothing measured by an earlier test
+    monkeypatch.setattr(budget, "_tools_measured", {})
 
     def counting(value: object) -> int:
         dumped.append(value)
@@ -133,9 +135,11 @@ def test_a_fit_serialises_each_message_once_and_estimates_the_whole_request(monk
         monkeypatch.setattr(budget, "json_size", real)
         assert fitted.estimated == window.estimate(fitted.messages, fitted.tools)
         monkeypatch.setattr(budget, "json_size", counting)
-        messages = [d for d in dumped if isinstance(d, dict)]
+        messages = [d for d in dumped if isinstance(d, dict) and "role" in d]
         assert len(messages) <= len(ms) + 1  # each message once (+ a compact system prompt)
-        assert len([d for d in dumped if isinstance(d, list)]) <= 2  # all tools, core tools
+        tools = [d["function"]["name"] for d in dumped if isinstance(d, dict) and "type" in d]
+        assert len(tools) == len(set(tools)) <= len(TOOLS)  # each tool once, core ones too
+        assert [d for d in dumped if not isinstance(d, dict)] == []
 
 
 def test_model_stream_setting_takes_auto_and_booleans():
@@ -200,3 +204,49 @@ def test_the_size_cache_is_bounded_in_entries_and_in_text(monkeypatch):
     for i in range(budget.MEASURED_MAX + 10):
         wire_size(Message.user(f"m{i}"))
     assert 0 < len(budget._measured) <= budget.MEASURED_MAX
+
+
+def test_a_tool_list_offered_again_is_not_serialised_again(monkeypatch):
+    """An agent's tools are offered as the same specs every turn: their sizes are kept
+    across fits (the full list and its core subset alike), equal to the list's JSON, and a
+    tool whose name, description or schema differs is measured."""
+    from ndomo.llm import budget
+
+    monkeypatch.setattr(budget, "_tools_measured", {})
+    seen: list[str] = []
+    real = budget.json_size
+
+    def counting(value: object) -> int:
+        if isinstance(value, dict) and "function" in value:
+            seen.append(value["function"]["name"])
+        return real(value)
+
+    monkeypatch.setattr(budget, "json_size", counting)
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+    offered = [ToolSpec(name=f"t{i}", description="ü" * i, parameters=schema) for i in range(4)]
+    assert budget.tools_wire_size(offered) == request_size([], offered) - 2  # less "[]"
+    assert sorted(seen) == ["t0", "t1", "t2", "t3"]
+    seen.clear()
+    # the next turn's lists: the same specs (`tool_specs` keeps them), all and the core ones
+    again, core = list(offered), offered[:2]
+    assert budget.tools_wire_size(again) == request_size([], again) - 2
+    assert budget.tools_wire_size(core) == request_size([], core) - 2
+    assert seen == []  # nothing serialised again
+    changed = [
+        ToolSpec(name="t0", description="other", parameters=schema),
+        ToolSpec(name="t9", description="", parameters=schema),
+        ToolSpec(name="t1", description="ü", parameters={**schema, "required": ["path"]}),
+    ]
+    for t in changed:
+        assert budget.tools_wire_size([t]) == request_size([], [t]) - 2
+    assert seen == ["t0", "t9", "t1"]
+    assert budget.tools_wire_size([]) == 0
+
+
+def test_the_tools_size_cache_is_bounded(monkeypatch):
+    from ndomo.llm import budget
+
+    monkeypatch.setattr(budget, "_tools_measured", {})
+    for i in range(budget.TOOLS_MEASURED_MAX + 10):
+        budget.tools_wire_size([ToolSpec(name=f"t{i}")])
+    assert 0 < len(budget._tools_measured) <= budget.TOOLS_MEASURED_MAX

@@ -373,6 +373,47 @@ async def test_session_history_is_carried_and_trimmed(app, fake):
     assert sent == ["question 1", "question 2"]  # question 0 fell out of the budget
 
 
+async def test_a_history_within_budget_is_kept_without_walking_it(app, fake, monkeypatch):
+    """The session's conversation is summed as it is read: while all of it fits
+    `history_chars`, a turn keeps it whole without measuring every message again (its
+    set-up must not grow with the session); once it does not fit, it is trimmed as before."""
+    from ndomo.llm import budget
+    from ndomo.runtime import history
+
+    rt = runtime_with(app)
+    for i in range(3):
+        fake.push({"text": f"answer {i} " + "z" * 600})
+        await rt.run(TurnRequest(prompt=f"question {i}"))
+    session = fake.chat_requests()[-1]["body"]["messages"][1:-1]
+    measured: list[str | None] = []
+    real = budget.chars
+
+    def counting(m):
+        measured.append(m.content)
+        return real(m)
+
+    monkeypatch.setattr(budget, "chars", counting)
+    monkeypatch.setattr(history, "chars", counting, raising=False)
+    fake.push({"text": "answer 3"})
+    await rt.run(TurnRequest(prompt="question 3"))
+    sent = fake.chat_requests()[-1]["body"]["messages"]
+    assert [m["content"] for m in sent[1:-1]] == [
+        *(m["content"] for m in session),
+        "question 2",
+        "answer 2 " + "z" * 600,
+    ]
+    assert measured == ["question 2", "answer 2 " + "z" * 600]  # only what was new
+    measured.clear()
+    app.settings.history_chars = 1000  # no longer fits: trimmed, walked from the newest
+    fake.push({"text": "answer 4"})
+    await rt.run(TurnRequest(prompt="question 4"))
+    users = [
+        m["content"] for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] == "user"
+    ]
+    assert users == ["question 2", "question 3", "question 4"]
+    assert len(measured) > 2
+
+
 async def test_closing_logs_a_turn_that_fails_on_its_way_out(app, caplog):
     """`aclose` cancels running turns; a turn whose clean-up raises is logged with its session
     and traceback (it used to vanish in `except BaseException: pass`)."""
