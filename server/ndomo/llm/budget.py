@@ -17,7 +17,7 @@ from functools import cached_property
 from .capabilities import estimate_tokens
 from .errors import ModelContextTooSmall
 from .messages import Message, ToolSpec
-from .wire import to_openai_messages, to_openai_tools
+from .wire import to_openai_messages, to_openai_tools, tools_json_size
 
 
 def _wire_messages(messages: Sequence[Message]) -> list[dict]:
@@ -66,29 +66,10 @@ def _measure(message: Message) -> int:
     return json_size(to_openai_messages([message])[0]) + 1
 
 
-# Tools' sizes across turns, by name, description and parameters object: an agent's tools in
-# a mode are offered from the same schemas every turn (`runtime.tools.tool_specs`, the schema
-# cache), ~9 KB of JSON that each request's fit serialised again, twice (the offered list and
-# its core subset). An entry holds its parameters, so their id is no other object's while it
-# is kept. Bounded like `_measured`.
-TOOLS_MEASURED_MAX = 512
-_tools_measured: dict[tuple[str, str, int], tuple[int, dict]] = {}
-
-
 def tools_wire_size(tools: Sequence[ToolSpec]) -> int:
-    """Bytes of `tools` as the request's JSON list (0 for none): `json_size` of the list."""
-    if not tools:
-        return 0
-    total = 1 + len(tools)  # the brackets and the separators between items
-    for t in tools:
-        key = (t.name, t.description, id(t.parameters))
-        hit = _tools_measured.get(key)
-        if hit is None:
-            if len(_tools_measured) >= TOOLS_MEASURED_MAX:
-                _tools_measured.clear()
-            hit = _tools_measured[key] = (json_size(_wire_tools([t])[0]), t.parameters)
-        total += hit[0]
-    return total
+    """Bytes of `tools` as the request's JSON list (0 for none): `json_size` of the list,
+    each tool measured once across turns (`wire.tool_json`)."""
+    return tools_json_size(_wire_tools(tools)) if tools else 0
 
 
 def drop_exchanges(

@@ -45,7 +45,7 @@ from .messages import (
 )
 from .probe import Probe
 from .transport import ERRORS, StatusError, StreamError, Transport, events, retryable
-from .wire import to_openai_messages, to_openai_tools
+from .wire import chat_body, to_openai_messages, to_openai_tools, tools_json_size
 
 if TYPE_CHECKING:
     from ndomo.config import ModelConfig
@@ -162,7 +162,7 @@ class OpenAIClient:
     async def _open(self, params: dict[str, Any]) -> httpx.Response:
         """POST the chat request: the response with its body unread (the caller closes it)."""
         try:
-            return await self._http.open("POST", "/chat/completions", params)
+            return await self._http.open("POST", "/chat/completions", chat_body(params))
         except StatusError as exc:
             if (
                 exc.status_code == 400
@@ -245,7 +245,7 @@ class OpenAIClient:
         if usage is not None and usage.prompt_tokens > 0:
             # the request's size (`request_size`), measured only now: not before the request
             tools = params.get("tools")
-            size = json_size(params["messages"]) + (json_size(tools) if tools else 0)
+            size = json_size(params["messages"]) + (tools_json_size(tools) if tools else 0)
             ratio = size / usage.prompt_tokens
             known = self.caps.bytes_per_token
             # outside 1..8 the server counts something else; small drifts are not worth a store write

@@ -195,11 +195,14 @@ class Transport:
         timeout_s: float | None = None,
     ) -> httpx.Response:
         """The response, its body unread (stream it, or `aread`): a 2xx after the retries.
-        Raises `StatusError` for a 4xx/5xx, httpx's `TimeoutException` / `TransportError`
-        when the server cannot be reached; the caller closes the response."""
+        `body` is sent as JSON, or as it is when bytes. Raises `StatusError` for a 4xx/5xx,
+        httpx's `TimeoutException` / `TransportError` when the server cannot be reached;
+        the caller closes the response."""
         content = (
             None
             if body is None
+            else body
+            if isinstance(body, bytes)  # JSON already (`wire.chat_body`)
             else json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
         )
         headers = {"content-type": "application/json"} if content is not None else None

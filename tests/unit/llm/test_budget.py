@@ -111,14 +111,21 @@ def test_a_long_session_is_measured_only_as_far_back_as_the_window_reaches():
 
 def test_a_fit_serialises_each_message_once_and_estimates_the_whole_request(monkeypatch):
     """Every step's estimate (trim, core tools, compact prompt) is the whole request's, and
-    no message or tool list is serialised twice: the first token waits for the fit."""
-    from ndomo.llm import budget
+    no message or tool is serialised twice: the first token waits for the fit."""
+    from ndomo.llm import budget, wire
 
     ms = convo(4)
     dumped: list[object] = []
     real = budget.json_size
     monkeypatch.setattr(budget, "_measured", {})  # nothing measured by an earlier test
-    monkeypatch.setattr(budget, "_tools_measured", {})
+    monkeypatch.setattr(wire, "_tools_json", {})
+    real_dumps = wire._dumps
+
+    def dumping(value: object) -> str:
+        dumped.append(value)
+        return real_dumps(value)
+
+    monkeypatch.setattr(wire, "_dumps", dumping)
 
     def counting(value: object) -> int:
         dumped.append(value)
@@ -206,22 +213,30 @@ def test_the_size_cache_is_bounded_in_entries_and_in_text(monkeypatch):
     assert 0 < len(budget._measured) <= budget.MEASURED_MAX
 
 
+def _dumping_tools(monkeypatch) -> list[str]:
+    """The names of the tools `wire` serialises from now on (its cache emptied first)."""
+    from ndomo.llm import wire
+
+    monkeypatch.setattr(wire, "_tools_json", {})
+    seen: list[str] = []
+    real = wire._dumps
+
+    def dumping(value: object) -> str:
+        if isinstance(value, dict) and "function" in value:
+            seen.append(value["function"]["name"])
+        return real(value)
+
+    monkeypatch.setattr(wire, "_dumps", dumping)
+    return seen
+
+
 def test_a_tool_list_offered_again_is_not_serialised_again(monkeypatch):
     """An agent's tools are offered as the same specs every turn: their sizes are kept
     across fits (the full list and its core subset alike), equal to the list's JSON, and a
     tool whose name, description or schema differs is measured."""
     from ndomo.llm import budget
 
-    monkeypatch.setattr(budget, "_tools_measured", {})
-    seen: list[str] = []
-    real = budget.json_size
-
-    def counting(value: object) -> int:
-        if isinstance(value, dict) and "function" in value:
-            seen.append(value["function"]["name"])
-        return real(value)
-
-    monkeypatch.setattr(budget, "json_size", counting)
+    seen = _dumping_tools(monkeypatch)
     schema = {"type": "object", "properties": {"path": {"type": "string"}}}
     offered = [ToolSpec(name=f"t{i}", description="ü" * i, parameters=schema) for i in range(4)]
     assert budget.tools_wire_size(offered) == request_size([], offered) - 2  # less "[]"
@@ -243,10 +258,37 @@ def test_a_tool_list_offered_again_is_not_serialised_again(monkeypatch):
     assert budget.tools_wire_size([]) == 0
 
 
-def test_the_tools_size_cache_is_bounded(monkeypatch):
-    from ndomo.llm import budget
+def test_the_tools_json_cache_is_bounded(monkeypatch):
+    from ndomo.llm import wire
 
-    monkeypatch.setattr(budget, "_tools_measured", {})
-    for i in range(budget.TOOLS_MEASURED_MAX + 10):
-        budget.tools_wire_size([ToolSpec(name=f"t{i}")])
-    assert 0 < len(budget._tools_measured) <= budget.TOOLS_MEASURED_MAX
+    monkeypatch.setattr(wire, "_tools_json", {})
+    for i in range(wire.TOOLS_JSON_MAX + 10):
+        wire.tool_json(wire.to_openai_tools([ToolSpec(name=f"t{i}")])[0])
+    assert 0 < len(wire._tools_json) <= wire.TOOLS_JSON_MAX
+
+
+def test_the_chat_body_is_the_params_json_with_each_tool_written_once(monkeypatch):
+    """The request's body is `params` as compact JSON (the same object, the same size);
+    its tools are written from their kept JSON, so a second request serialises none."""
+    import json
+
+    from ndomo.llm import wire
+
+    seen = _dumping_tools(monkeypatch)
+    schema = {"type": "object", "properties": {"q": {"type": "string", "description": "ü"}}}
+    tools = wire.to_openai_tools(
+        [ToolSpec(name="grep", description="Search «text»", parameters=schema), *TOOLS[:2]]
+    )
+    msgs = [{"role": "user", "content": "héllo"}]
+    cases = [
+        {"model": "m", "messages": msgs, "stream": True, "tools": tools, "tool_choice": "auto"},
+        {"tools": tools},
+        {"model": "m", "messages": msgs},
+        {"model": "m", "messages": msgs, "tools": []},
+    ]
+    for params in cases:
+        body = wire.chat_body(params)
+        assert json.loads(body) == params
+        as_sent = json.dumps(params, ensure_ascii=False, separators=(",", ":")).encode()
+        assert len(body) == len(as_sent)
+    assert seen == ["grep", "t0", "t1"]  # once, for the first body that carried them
