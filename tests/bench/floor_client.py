@@ -5,10 +5,10 @@ Python process that sends ndomo's own chat request body and prints the streamed 
     python tests/bench/floor_client.py stdlib BODY URL FOLDER
 
 `libraries` does the least a run must with the libraries ndomo is built on: it loads
-asyncio, logging, sqlite3, PyYAML, pydantic and httpx, validates a YAML config with one
-pydantic model, writes one row to a SQLite file in FOLDER, and streams the request with
-an `httpx.AsyncClient` (for a plain-http server without loading CAs, and without httpx's
-command-line client, as ndomo does). `stdlib` sends the same body with `urllib.request`
+asyncio, logging, sqlite3, PyYAML, pydantic and h11, validates a YAML config with one
+pydantic model, writes one row to a SQLite file in FOLDER, and streams the request with h11
+over an asyncio connection (plain http, as the bench's server; ndomo's model client is
+asyncio and h11 since Stop 41, httpx before). `stdlib` sends the same body with `urllib.request`
 and nothing else — the held-out pairing's baseline. Neither imports ndomo; it runs as a
 file, not a module, so no package `__init__` is loaded before the timed imports.
 """
@@ -45,12 +45,9 @@ def libraries(body: bytes, url: str, folder: str) -> None:
     import asyncio
     import logging
     import sqlite3
-    import ssl
+    from urllib.parse import urlsplit
 
-    # as ndomo's package does: httpx's command-line client (click, pygments, rich, present
-    # here with the test dependencies) stays unloaded
-    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-    import httpx
+    import h11
     import yaml
     from pydantic import BaseModel
 
@@ -68,20 +65,34 @@ def libraries(body: bytes, url: str, folder: str) -> None:
     db.close()
 
     async def send() -> None:
-        tls = True if url.startswith("https:") else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        async with (
-            httpx.AsyncClient(verify=tls, timeout=60) as http,
-            http.stream(
-                "POST",
-                url + "/chat/completions",
-                content=body,
-                headers={"content-type": "application/json"},
-            ) as response,
-        ):
-            response.raise_for_status()
-            async for line in response.aiter_lines():
-                sys.stdout.write(_text(line.encode()))
-                sys.stdout.flush()
+        parts = urlsplit(url)
+        reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 80)
+        conn = h11.Connection(h11.CLIENT)
+        head = [
+            ("host", parts.netloc),
+            ("content-type", "application/json"),
+            ("content-length", str(len(body))),
+        ]
+        request = h11.Request(method="POST", target=parts.path + "/chat/completions", headers=head)
+        writer.write(
+            conn.send(request) + conn.send(h11.Data(data=body)) + conn.send(h11.EndOfMessage())
+        )
+        pending = b""
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                conn.receive_data(await reader.read(65536))
+            elif isinstance(event, h11.Response) and event.status_code != 200:
+                raise SystemExit(f"status {event.status_code}")
+            elif isinstance(event, h11.Data):
+                *lines, pending = (pending + bytes(event.data)).split(b"\n")
+                for line in lines:
+                    sys.stdout.write(_text(line.rstrip(b"\r")))
+                    sys.stdout.flush()
+            elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
+                break
+        sys.stdout.write(_text(pending))
+        writer.close()
 
     asyncio.run(send())
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -29,9 +30,9 @@ def test_httpx_loads_without_its_command_line_client():
 # `ndomo run` with the chat request's send wrapped: which of `WATCH` are loaded when it leaves.
 AT_SEND = """
 import json, os, sys
-import httpx
+from ndomo.llm import http
 
-real = httpx.AsyncClient.send
+real = http.Client.send
 seen = {}
 
 async def send(self, *args, **kwargs):
@@ -39,7 +40,7 @@ async def send(self, *args, **kwargs):
         seen.update({m: m in sys.modules for m in sys.argv[1].split(",")})
     return await real(self, *args, **kwargs)
 
-httpx.AsyncClient.send = send
+http.Client.send = send
 from ndomo.compose import main
 
 code = main(sys.argv[2:])
@@ -48,22 +49,27 @@ sys.exit(code)
 """
 
 
-def test_ndomo_run_sends_its_request_before_loading_pathspec(tmp_path):
+def test_ndomo_run_sends_its_request_before_loading_pathspec_httpx_or_anyio(tmp_path):
     # pathspec (~10 ms here) matches secret, design and search globs: none is needed for a
     # turn's first request, and `ndomo run`'s start-up is what scripts wait for (issue 31).
+    # The model client speaks HTTP through h11 (llm/http.py): httpx (~75 ms) and the anyio
+    # it loads at its first connection (~35 ms) are web_fetch's, not a run's.
     from tests.fakes.fake_model import FakeModel
 
     (tmp_path / ".env").write_text("TOKEN=canary\n")
     step = {"text": "done"}
+    watch = "pathspec,httpx,anyio,httpcore,h11"
     with FakeModel([step]) as fake:
         done = subprocess.run(
-            [sys.executable, "-c", AT_SEND, "pathspec,httpx",
+            [sys.executable, "-c", AT_SEND, watch,
              "run", "--workspace", str(tmp_path), "say hi"],
             capture_output=True, text=True, timeout=120,
             env={**os.environ, "NDOMO_BASE_URL": fake.url},
         )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == '{"pathspec": false, "httpx": true}', done.stdout
+    assert json.loads(done.stdout.splitlines()[-1]) == {
+        "pathspec": False, "httpx": False, "anyio": False, "httpcore": False, "h11": True,
+    }, done.stdout  # fmt: skip
 
 
 def test_each_glob_user_loads_pathspec_itself(tmp_path):

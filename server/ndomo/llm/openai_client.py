@@ -2,7 +2,7 @@
 
 Streams by default; `model.stream: auto` sends a request again without streaming when a
 server cannot stream tool calls (an error, or a stream that ends with nothing in it), and
-remembers that in `caps`. Requests go over `transport.py` (httpx, the OpenAI SDK's retry
+remembers that in `caps`. Requests go over `transport.py` (asyncio and h11, the OpenAI SDK's retry
 policy: `max_retries`, honouring Retry-After); the SDK itself is not used (its import and
 per-request cost, docs/performance.md).
 """
@@ -15,8 +15,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import httpx
-
+from . import http
 from .assembly import ToolCallAssembler
 from .budget import json_size
 from .capabilities import Capabilities
@@ -159,7 +158,7 @@ class OpenAIClient:
             params["stream_options"] = {"include_usage": True}
         return params
 
-    async def _open(self, params: dict[str, Any]) -> httpx.Response:
+    async def _open(self, params: dict[str, Any]) -> http.Response:
         """POST the chat request: the response with its body unread (the caller closes it)."""
         try:
             return await self._http.open("POST", "/chat/completions", chat_body(params))
@@ -182,7 +181,7 @@ class OpenAIClient:
                 self._cap_param = other
                 return await self._open(params)
             raise self._map(exc, params["model"]) from exc
-        except httpx.HTTPError as exc:
+        except http.HTTPError as exc:
             raise self._map(exc, params["model"]) from exc
 
     def streams(self, tools: list[ToolSpec]) -> bool:
@@ -256,9 +255,9 @@ class OpenAIClient:
         response = await self._open(params)
         try:
             raw = await response.aread()
-        except httpx.TimeoutException as exc:
+        except http.TimeoutException as exc:
             raise self._map(exc, params["model"]) from exc
-        except httpx.TransportError as exc:
+        except http.TransportError as exc:
             raise ModelBadResponse(
                 f"model endpoint {self.url} cut its answer off; see the model server's log",
                 url=self.url,
@@ -323,7 +322,7 @@ class OpenAIClient:
             # Runs on completion, error, cancellation and aclose(): the socket never outlives us.
             await response.aclose()
 
-    async def _chunks(self, response: httpx.Response) -> AsyncIterator[Any]:
+    async def _chunks(self, response: http.Response) -> AsyncIterator[Any]:
         """The stream's JSON chunks, as the SDK read them: up to `data: [DONE]` (the rest is
         read, so the connection is kept for the next request), an `error` in a chunk or an
         `event: error` raised as a `StreamError`, other named events skipped."""
@@ -351,7 +350,7 @@ class OpenAIClient:
                 yield data
 
     async def _events(
-        self, response: httpx.Response, params: dict[str, Any]
+        self, response: http.Response, params: dict[str, Any]
     ) -> AsyncIterator[StreamEvent]:
         calls = ToolCallAssembler()
         finish: str | None = None
@@ -363,13 +362,13 @@ class OpenAIClient:
                 chunk = await iterator.__anext__()
             except StopAsyncIteration:
                 break
-            except httpx.TimeoutException as exc:
+            except http.TimeoutException as exc:
                 raise ModelTimeout(
                     f"model endpoint {self.url} stopped sending for {self.cfg.timeout_s:g}s mid-answer; "
                     "raise model.timeout_s or use a faster model",
                     url=self.url,
                 ) from exc
-            except httpx.TransportError as exc:
+            except http.TransportError as exc:
                 raise ModelBadResponse(
                     f"model endpoint {self.url} cut the stream off mid-answer; "
                     "see the model server's log",
@@ -476,50 +475,51 @@ class OpenAIClient:
         answers. Never raises; an empty dict when nothing was found."""
         facts: dict[str, Any] = {}
         name = self.cfg.name
-        headers = {"authorization": f"Bearer {self._http.api_key}"}
-        async with httpx.AsyncClient(timeout=self.probe_timeout_s, headers=headers) as http:
+        client = self._http.http  # the chat's connection, kept alive for the request after
 
-            async def get(method: str, url: str, **kw: Any) -> Any:
-                try:
-                    resp = await http.request(method, url, **kw)
-                    return resp.json() if resp.status_code == 200 else None
-                except (httpx.HTTPError, ValueError):
-                    return None
+        async def get(method: str, url: str, body: Any = None) -> Any:
+            try:
+                resp = await client.request(
+                    method, url, json_body=body, timeout=self.probe_timeout_s
+                )
+                return resp.json() if resp.status_code == 200 else None
+            except (http.HTTPError, ValueError):
+                return None
 
-            models = await get("GET", f"{self.url}/models")
-            for m in (models or {}).get("data", []) if isinstance(models, dict) else []:
-                if (
-                    isinstance(m, dict)
-                    and m.get("id") == name
-                    and isinstance(m.get("max_model_len"), int)
-                ):
+        models = await get("GET", f"{self.url}/models")
+        for m in (models or {}).get("data", []) if isinstance(models, dict) else []:
+            if (
+                isinstance(m, dict)
+                and m.get("id") == name
+                and isinstance(m.get("max_model_len"), int)
+            ):
+                facts.update(
+                    context_window=m["max_model_len"],
+                    context_source="/v1/models max_model_len",
+                    server="vLLM",
+                )
+        if "context_window" not in facts:
+            props = await get("GET", f"{self.root}/props")
+            if isinstance(props, dict):
+                facts.update(self._llama_cpp(props))
+        if "context_window" not in facts:
+            show = await get("POST", f"{self.root}/api/show", {"model": name})
+            if isinstance(show, dict):
+                facts.update(self._ollama(show))
+        if "context_window" not in facts:
+            lms = await get("GET", f"{self.root}/api/v0/models")
+            for m in (lms or {}).get("data", []) if isinstance(lms, dict) else []:
+                size = (
+                    m.get("loaded_context_length") or m.get("max_context_length")
+                    if isinstance(m, dict)
+                    else None
+                )
+                if isinstance(m, dict) and m.get("id") == name and isinstance(size, int):
                     facts.update(
-                        context_window=m["max_model_len"],
-                        context_source="/v1/models max_model_len",
-                        server="vLLM",
+                        context_window=size,
+                        context_source="LM Studio context length",
+                        server="LM Studio",
                     )
-            if "context_window" not in facts:
-                props = await get("GET", f"{self.root}/props")
-                if isinstance(props, dict):
-                    facts.update(self._llama_cpp(props))
-            if "context_window" not in facts:
-                show = await get("POST", f"{self.root}/api/show", json={"model": name})
-                if isinstance(show, dict):
-                    facts.update(self._ollama(show))
-            if "context_window" not in facts:
-                lms = await get("GET", f"{self.root}/api/v0/models")
-                for m in (lms or {}).get("data", []) if isinstance(lms, dict) else []:
-                    size = (
-                        m.get("loaded_context_length") or m.get("max_context_length")
-                        if isinstance(m, dict)
-                        else None
-                    )
-                    if isinstance(m, dict) and m.get("id") == name and isinstance(size, int):
-                        facts.update(
-                            context_window=size,
-                            context_source="LM Studio context length",
-                            server="LM Studio",
-                        )
         return facts
 
     @staticmethod

@@ -1,4 +1,5 @@
-"""HTTP to an OpenAI-compatible server with httpx, without the OpenAI SDK.
+"""HTTP to an OpenAI-compatible server (`http.Client`: asyncio and h11), without the OpenAI
+SDK.
 
 The SDK cost every `ndomo run` ~0.4 s of imports (its types and its own httpx2) and every
 streamed request ~3.6 ms before the first chunk over a plain httpx request with the same
@@ -17,18 +18,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import json
 import math
 import random
-import ssl
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-import httpx
+from ndomo import __version__
+
+from . import http
 
 INITIAL_DELAY_S = 0.5
 MAX_DELAY_S = 8.0
@@ -39,7 +40,7 @@ class StatusError(Exception):
     """A 4xx/5xx answer, with the fields the SDK's `APIStatusError` had: `status_code`,
     `body` (the JSON's `error` object, or the JSON, or the text), `message`, `response`."""
 
-    def __init__(self, response: httpx.Response) -> None:
+    def __init__(self, response: http.Response) -> None:
         text = response.text.strip()
         body: Any = text
         message = f"Error code: {response.status_code}"
@@ -68,7 +69,7 @@ class StreamError(Exception):
 # What `errors.map_error` reads as "the SDK" for this transport: a timeout, then any other
 # failure to reach the server (refused, reset, closed without an answer).
 ERRORS = SimpleNamespace(
-    APITimeoutError=httpx.TimeoutException, APIConnectionError=httpx.TransportError
+    APITimeoutError=http.TimeoutException, APIConnectionError=http.TransportError
 )
 
 
@@ -87,13 +88,15 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
     if not value:
         return None
     try:
+        import email.utils  # an HTTP date is rare: the email package is ~10 ms of every run
+
         date = email.utils.parsedate_tz(value)
         return None if date is None else float(email.utils.mktime_tz(date) - time.time())
     except (TypeError, ValueError, OverflowError):
         return None
 
 
-def should_retry(response: httpx.Response) -> bool:
+def should_retry(response: http.Response) -> bool:
     wait = retry_after(response.headers)
     if wait is not None and math.isfinite(wait) and wait > MAX_RETRY_AFTER_S:
         return False
@@ -121,7 +124,7 @@ class Event:
     data: str
 
 
-async def events(response: httpx.Response) -> AsyncIterator[Event]:
+async def events(response: http.Response) -> AsyncIterator[Event]:
     """The response's server-sent events (the WHATWG rules ndomo's servers use: `data:` lines
     joined by newlines, `event:`, comments and other fields skipped, a blank line ends one)."""
     name: str | None = None
@@ -145,16 +148,6 @@ async def events(response: httpx.Response) -> AsyncIterator[Event]:
         yield Event(name, "\n".join(data))
 
 
-def _tls_for(url: str) -> ssl.SSLContext | bool:
-    """Certificates checked against the system's CAs (httpx's default) for https. A plain
-    http server (the local ones) needs no CAs: loading them cost ~40-100 ms of every
-    `ndomo run`. Its context still requires a verified certificate, so a redirect to https
-    fails on the certificate instead of going unchecked."""
-    if url.lower().startswith("https:"):
-        return True
-    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-
-
 class Transport:
     """One keep-alive connection pool to `base_url`, requests with retries."""
 
@@ -170,16 +163,18 @@ class Transport:
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
         self.max_retries = max_retries
-        self.http = httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)),
-            verify=_tls_for(self.base_url),
+        # certificates are loaded with the first https connection: a plain http server (the
+        # local ones) never pays the 40-100 ms
+        self.http = http.Client(
+            timeout=timeout_s,
+            connect_timeout=min(10.0, timeout_s),
             headers={
                 "authorization": f"Bearer {api_key}",
                 "accept": "application/json",
+                "user-agent": f"ndomo/{__version__}",  # some hosts' firewalls refuse none
                 **(headers or {}),
             },
             follow_redirects=True,
-            limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
         )
 
     async def aclose(self) -> None:
@@ -193,10 +188,10 @@ class Transport:
         *,
         retries: int | None = None,
         timeout_s: float | None = None,
-    ) -> httpx.Response:
+    ) -> http.Response:
         """The response, its body unread (stream it, or `aread`): a 2xx after the retries.
         `body` is sent as JSON, or as it is when bytes. Raises `StatusError` for a 4xx/5xx,
-        httpx's `TimeoutException` / `TransportError` when the server cannot be reached;
+        `http.TimeoutException` / `http.TransportError` when the server cannot be reached;
         the caller closes the response."""
         content = (
             None
@@ -206,16 +201,20 @@ class Transport:
             else json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
         )
         headers = {"content-type": "application/json"} if content is not None else None
-        timeout: Any = httpx.USE_CLIENT_DEFAULT if timeout_s is None else timeout_s
         budget = self.max_retries if retries is None else retries
         attempt = 0
         while True:
-            request = self.http.build_request(
-                method, self.base_url + path, content=content, headers=headers, timeout=timeout
-            )
             try:
-                response = await self.http.send(request, stream=True)
-            except httpx.TransportError:
+                response = await self.http.send(
+                    method,
+                    self.base_url + path,
+                    content=content,
+                    headers=headers,
+                    timeout=timeout_s,
+                )
+            except http.UnsupportedProtocol:
+                raise  # a URL or proxy setting to fix, not a server to wait for
+            except http.TransportError:
                 if attempt >= budget:
                     raise
                 await asyncio.sleep(retry_wait(attempt, None))
@@ -235,7 +234,7 @@ class Transport:
 
 def retryable(exc: BaseException) -> bool:
     """Would `Transport.open` have retried this? (for "after N retries" in the message)"""
-    if isinstance(exc, httpx.TransportError):
-        return True
+    if isinstance(exc, http.TransportError):
+        return not isinstance(exc, http.UnsupportedProtocol)
     response = getattr(exc, "response", None)
-    return isinstance(response, httpx.Response) and should_retry(response)
+    return isinstance(response, http.Response) and should_retry(response)

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ndomo.lsp")
 
-# Third-party modules some tool or the model client (httpx) imports lazily on first use.
+# Third-party modules some tool imports lazily on first use (httpx: `web_fetch`, `check_page`).
 THIRD_PARTY = ("httpx", "bashlex", "bs4", "tree_sitter")
 
 

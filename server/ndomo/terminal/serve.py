@@ -63,9 +63,9 @@ def serve(ns: argparse.Namespace, loads: Loads) -> int:
         force=True,
     )
     if ns.log_level != "debug":
-        # pygls logs every message at INFO, httpx every model request: httpx's line goes
-        # out to the editor between the response's head and the turn reading its first
-        # token (~0.4 ms of each first token). `--log-level debug` keeps both.
+        # pygls logs every message at INFO, httpx every page `web_fetch` gets (the model
+        # client logs its requests at DEBUG): a line to the editor on every message is ~0.4
+        # ms of each first token. `--log-level debug` keeps both.
         for name in ("pygls", "httpx"):
             logging.getLogger(name).setLevel(logging.WARNING)
     from ndomo.lsp import warmup

@@ -4,15 +4,14 @@ scripted server over real HTTP, and its event-stream reading on the shapes serve
 from __future__ import annotations
 
 import email.utils
-import ssl
 import time
 from typing import Any
 
-import httpx
 import pytest
 
-from ndomo.llm import ModelRequestRejected, ModelServerError, TextChunk
-from ndomo.llm.transport import _tls_for, events, retry_after, retry_wait
+from ndomo.llm import ModelRequestRejected, ModelServerError, ModelUnreachable, TextChunk
+from ndomo.llm.http import Headers, Response
+from ndomo.llm.transport import events, retry_after, retry_wait
 
 from .conftest import collect
 
@@ -39,24 +38,24 @@ async def test_a_plain_400_is_not_retried(fake: Any, clients: Any) -> None:
 
 
 def test_retry_after_reads_milliseconds_seconds_and_dates() -> None:
-    assert retry_after(httpx.Headers({"retry-after-ms": "250", "retry-after": "9"})) == 0.25
-    assert retry_after(httpx.Headers({"retry-after": "1.5"})) == 1.5
+    assert retry_after(Headers({"retry-after-ms": "250", "retry-after": "9"})) == 0.25
+    assert retry_after(Headers({"retry-after": "1.5"})) == 1.5
     soon = email.utils.formatdate(time.time() + 30, usegmt=True)
-    assert 25 < (retry_after(httpx.Headers({"retry-after": soon})) or 0) <= 31
-    assert retry_after(httpx.Headers({"retry-after": "soon"})) is None
-    assert retry_after(httpx.Headers({})) is None
+    assert 25 < (retry_after(Headers({"retry-after": soon})) or 0) <= 31
+    assert retry_after(Headers({"retry-after": "soon"})) is None
+    assert retry_after(Headers({})) is None
 
 
 def test_the_backoff_doubles_from_half_a_second_to_eight_with_jitter() -> None:
     for attempt, top in ((0, 0.5), (1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (9, 8.0)):
         waits = [retry_wait(attempt, None) for _ in range(50)]
         assert all(0.75 * top <= w <= top for w in waits), (attempt, waits)
-    assert retry_wait(0, httpx.Headers({"retry-after": "3"})) == 3.0
-    assert retry_wait(0, httpx.Headers({"retry-after": "600"})) <= 0.5  # not honoured past 60 s
+    assert retry_wait(0, Headers({"retry-after": "3"})) == 3.0
+    assert retry_wait(0, Headers({"retry-after": "600"})) <= 0.5  # not honoured past 60 s
 
 
 async def _events_of(body: bytes) -> list[tuple[str | None, str]]:
-    response = httpx.Response(200, stream=httpx.ByteStream(body))
+    response = Response(200, Headers(), "http://127.0.0.1/", content=body)
     return [(e.event, e.data) async for e in events(response)]
 
 
@@ -78,9 +77,21 @@ async def test_event_stream_shapes_servers_send() -> None:
     ]
 
 
-def test_plain_http_loads_no_certificate_authorities_but_still_requires_one() -> None:
-    assert _tls_for("https://api.openai.com/v1") is True  # httpx's default: the system CAs
-    ctx = _tls_for("http://127.0.0.1:8080/v1")
-    assert isinstance(ctx, ssl.SSLContext)
-    assert ctx.verify_mode == ssl.CERT_REQUIRED and ctx.check_hostname
-    assert ctx.cert_store_stats()["x509_ca"] == 0  # a redirect to https fails, never unchecked
+async def test_the_request_says_who_sends_it(fake: Any, clients: Any) -> None:
+    await collect(clients(fake.url))
+    headers = fake.chat_requests()[-1]["headers"]
+    assert headers["user-agent"].startswith("ndomo/")  # some hosts' firewalls refuse none
+    assert headers["authorization"].startswith("Bearer ")
+
+
+async def test_a_socks_proxy_is_reported_at_once_not_retried(
+    fake: Any, clients: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ALL_PROXY", "socks5://127.0.0.1:1080")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    with pytest.raises(ModelUnreachable) as info:
+        await collect(clients(fake.url, max_retries=2))
+    said = str(info.value)
+    assert "socks5 proxy" in said and "NO_PROXY" in said and "retr" not in said, said
+    assert fake.chat_requests() == []

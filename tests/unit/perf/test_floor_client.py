@@ -53,8 +53,8 @@ def test_a_floor_sends_the_body_it_is_given_and_prints_the_answer(tmp_path: Path
     loaded = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()]
     assert "ndomo" not in loaded and not any(m.startswith("ndomo.") for m in loaded)
     if kind == "libraries":
-        assert {"httpx", "pydantic", "yaml", "sqlite3"} <= set(loaded)
-        assert "click" not in loaded  # httpx's command line, which ndomo does not load either
+        assert {"h11", "pydantic", "yaml", "sqlite3"} <= set(loaded)
+        assert "httpx" not in loaded  # not on a run's path since Stop 41
         with closing(sqlite3.connect(tmp_path / "floor.db")) as db:
             assert db.execute("select prompt from turns").fetchall() == [("say hi",)]
     else:
