@@ -246,7 +246,7 @@ def map_error(
     """One clear ModelError for any failure while opening a request (after the retries).
 
     `sdk` names the timeout and connection exception classes: the Anthropic SDK module, or
-    `transport.ERRORS` for the OpenAI-compatible client's plain httpx."""
+    `transport.ERRORS` for the OpenAI-compatible client's own HTTP (`llm/http.py`)."""
     if isinstance(exc, ModelError):
         return exc
     after = f" after {retries} {'retry' if retries == 1 else 'retries'}" if retries else ""

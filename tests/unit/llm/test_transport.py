@@ -95,3 +95,11 @@ async def test_a_socks_proxy_is_reported_at_once_not_retried(
     said = str(info.value)
     assert "socks5 proxy" in said and "NO_PROXY" in said and "retr" not in said, said
     assert fake.chat_requests() == []
+
+
+async def test_a_raw_line_separator_inside_the_json_is_not_a_line_end() -> None:
+    # llama.cpp writes JSON as raw UTF-8: U+2028 / U+2029 in a model's text arrive unescaped.
+    # httpx split lines there too (str.splitlines), and the turn failed on a broken chunk.
+    chunk = '{"choices":[{"delta":{"content":"a\u2028b\u2029c\x85d"}}]}'
+    body = f"data: {chunk}\n\ndata: [DONE]\n\n".encode()
+    assert await _events_of(body) == [(None, chunk), (None, "[DONE]")]

@@ -1,4 +1,4 @@
-"""A model request goes out over plain httpx: the OpenAI SDK (0.4 s of imports, ~3.6 ms
+"""A model request goes out over ndomo's own HTTP (llm/http.py): the OpenAI SDK (0.4 s of imports, ~3.6 ms
 more to the first chunk, docs/performance.md) is never imported, and the body is ndomo's
 own JSON, sent as built."""
 
