@@ -251,7 +251,6 @@ class _Conn:
         self.reader = reader
         self.writer = writer
         self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD)
-        self.used = False  # has carried a request before: may have been closed while idle
 
     def idle_alive(self) -> bool:
         return not (self.writer.is_closing() or self.reader.at_eof())
@@ -468,7 +467,6 @@ class Client:
         except h11.LocalProtocolError:
             conn.abort()
             return
-        conn.used = True
         self._idle.setdefault(conn.key, []).append(conn)
 
     def _idle_conn(self, key: tuple[Any, ...]) -> _Conn | None:
@@ -480,14 +478,14 @@ class Client:
             conn.abort()
         return None
 
-    def _tls_context(self) -> ssl.SSLContext:
-        if self._tls is None:
-            self._tls = _tls_context(self._env)
+    async def _tls_context(self) -> ssl.SSLContext:
+        if self._tls is None:  # reading and parsing the CA file: 40-100 ms off the event loop
+            self._tls = await asyncio.to_thread(_tls_context, self._env)
         return self._tls
 
     async def _connect(self, target: _Target, proxy: _Target | None, timeout: float) -> _Conn:
         hop = proxy or target
-        tls = self._tls_context() if hop.scheme == "https" else None
+        tls = await self._tls_context() if hop.scheme == "https" else None
         try:
             async with asyncio.timeout(timeout):
                 reader, writer = await asyncio.open_connection(
@@ -532,7 +530,7 @@ class Client:
             raise ProxyError(
                 f"the proxy {proxy.host}:{proxy.port} refused CONNECT {authority}: {status}"
             )
-        await conn.writer.start_tls(self._tls_context(), server_hostname=target.host)
+        await conn.writer.start_tls(await self._tls_context(), server_hostname=target.host)
         # the tunnel's bytes are the target's HTTP
         conn.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD)
 
@@ -554,8 +552,8 @@ class Client:
         read_timeout = self.timeout if timeout is None else timeout
         connect_timeout = min(self.connect_timeout, read_timeout)
         sent = {**self.headers, **{k.lower(): v for k, v in (headers or {}).items()}}
+        target = _Target(url)
         for _ in range(MAX_REDIRECTS + 1):
-            target = _Target(url)
             response = await self._exchange(
                 method, target, content, sent, read_timeout, connect_timeout
             )
@@ -585,6 +583,7 @@ class Client:
             )
             if after.origin != target.origin and not upgrade:
                 sent.pop("authorization", None)  # the key stays with the server it was meant for
+            target = after
         raise TooManyRedirects(f"more than {MAX_REDIRECTS} redirects from {url}")
 
     async def _exchange(
@@ -609,7 +608,7 @@ class Client:
         key = (target.origin, proxy.origin if proxy else None)
         while True:
             conn = self._idle_conn(key)
-            fresh = conn is None
+            kept = conn is not None  # carried a request before: the server may have closed it
             if conn is None:
                 conn = await self._connect(target, proxy, connect_timeout)
             try:
@@ -626,7 +625,7 @@ class Client:
                     event = await conn.next_event(read_timeout)
             except (RemoteProtocolError, NetworkError) as exc:
                 conn.abort()
-                if not fresh and conn.used and _before_answer(exc):
+                if kept and _before_answer(exc):
                     continue  # the server closed the kept connection while it was idle
                 raise
             except BaseException:

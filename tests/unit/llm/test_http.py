@@ -12,6 +12,7 @@ import gzip
 import shutil
 import ssl
 import subprocess
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -411,3 +412,24 @@ async def test_plain_http_loads_no_certificate_authorities(client: http.Client) 
     async with Server(answering(ok())) as srv:
         await read(client, srv.url())
     assert client._tls is None  # the 40-100 ms of CAs only with the first https connection
+
+
+async def test_the_certificate_authorities_load_off_the_event_loop(
+    certs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real, threads = http._tls_context, []
+
+    def recorded(env: Any) -> ssl.SSLContext:
+        threads.append(threading.current_thread())
+        return real(env)
+
+    monkeypatch.setattr(http, "_tls_context", recorded)
+    async with Server(answering(ok(b"over tls")), tls=server_tls(certs)) as srv:
+        c = http.Client(timeout=5.0, env={"SSL_CERT_FILE": str(certs[0])})
+        try:
+            assert (await read(c, srv.url(host="localhost"))).text == "over tls"
+            assert (await read(c, srv.url(host="localhost"))).text == "over tls"
+        finally:
+            await c.aclose()
+    # one load, for the first https connection, and not on the loop's thread (40-100 ms)
+    assert len(threads) == 1 and threads[0] is not threading.main_thread()
