@@ -16,7 +16,13 @@ from pydantic import BaseModel
 
 from ndomo.runtime.callnotes import decided
 from ndomo.runtime.host import Approval, ApprovalRequest
-from ndomo.runtime.tools import PathsUnknown, PermissionDecision, ToolDescriptor, ToolError
+from ndomo.runtime.tools import (
+    PathsUnknown,
+    PermissionDecision,
+    ToolDescriptor,
+    ToolError,
+    ToolInfo,
+)
 from ndomo.schema import Schema
 
 from .permissions import decide_bash, decide_network, intersect, mcp_allowed, task_allowed
@@ -135,7 +141,7 @@ class Verdict(Schema):
 class AgentPolicy:
     """`PermissionPolicy` for the runtime: see the module docstring for the order."""
 
-    def visible(self, ctx: TurnContext, tool: ToolDescriptor) -> bool:
+    def visible(self, ctx: TurnContext, tool: ToolInfo) -> bool:
         if ctx.agent is None or tool.permission is None:
             return True
         return not is_flat_deny(effective_permission(ctx), tool.permission)

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ndomo.runtime.hooks import HookBase
     from ndomo.runtime.prompts import PromptContributor
     from ndomo.runtime.slash import CommandSpec
-    from ndomo.runtime.tools import ToolDescriptor, ToolGuard
+    from ndomo.runtime.tools import ToolDescriptor, ToolGuard, ToolInfo
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class ModeContract:
     kinds: frozenset[ToolKind] = BASE_KINDS
     tools: frozenset[str] = frozenset()
 
-    def admits(self, tool: ToolDescriptor) -> bool:
+    def admits(self, tool: ToolInfo) -> bool:
         return admitted(tool, self.kinds, self.tools)
 
 

@@ -24,8 +24,6 @@ from ndomo.schema import Schema
 QUIET_S = 0.05
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
     from ndomo.agents.loader import AgentSet
     from ndomo.agents.schema import AgentDef
     from ndomo.app import App
@@ -199,16 +197,13 @@ class Engine(Protocol):
 
 
 class OfferedTool(Protocol):
-    """A tool the model is offered in this turn (`runtime.tools.ToolDescriptor`)."""
+    """A tool the model is offered in this turn (`runtime.tools.ToolInfo`: loaded or not)."""
 
     @property
     def name(self) -> str: ...
 
     @property
     def description(self) -> str: ...
-
-    @property
-    def params(self) -> type[BaseModel]: ...
 
     @property
     def core(self) -> bool: ...

@@ -12,7 +12,13 @@ Registered in `setup(plugins)`:
   `applies(ctx) -> bool`, `async run(ctx) -> HookResult | None`; in a phase, by priority
   then name. [14 hooks in 6 phases]
 - `plugins.tools.add(tool)` — a `ToolDescriptor` made by `@tool(name, Params, …)`
-  (runtime/tools.py) around `async (ctx, params) -> str | ToolResult`. [every tool]
+  (runtime/tools.py) around `async (ctx, params) -> str | ToolResult`. [the modes' own]
+- `plugins.tools.later(load)` — `ToolLoader = () -> Iterable[ToolDescriptor]`: a feature's
+  tools whose modules load at their first call. What they are (name, description, schema,
+  class) comes from the manifest kept with the tool schemas (runtime/schema_cache.py) for
+  ndomo's own code; without one, or for a loader outside ndomo, `load()` runs at once.
+  Offered and fenced as `DeferredTool`s; every check of a call sees the loaded tool.
+  [every feature's tools: files, code, shell, web, interaction, plan]
 - `plugins.tools.guards` — `ToolGuard`: `async check(ctx, tool, params) -> str | None`
   (a refusal). [the modes' contracts, the craftsman scope]
 - `plugins.tools.policy` — `PermissionPolicy`: `visible(ctx, tool) -> bool`,

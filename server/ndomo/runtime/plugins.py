@@ -85,10 +85,13 @@ _default: Callable[[], Plugins] | None = None
 
 def build_plugins(setups: Iterable[Setup]) -> Plugins:
     """Registries filled by `setups`, in order."""
+    from ndomo.runtime import schema_cache
+
     plugins = Plugins()
     for setup in setups:
         log.debug("feature %s", getattr(setup, "__module__", setup))
         setup(plugins)
+    schema_cache.save()  # the manifests of tools loaded now (`ToolRegistry.later`), once
     return plugins
 
 

@@ -8,6 +8,11 @@ file's size and modification time, pydantic's and Python's versions; a model def
 ndomo (an installed feature's tool) is also keyed by its own module file. A stale, missing or
 unreadable file is rebuilt; a schema read from it only tells the model how to call — the
 call is still validated by the pydantic model itself.
+
+The same file keeps the manifest of each of ndomo's tool loaders (`ToolRegistry.later`):
+what their tools are, so a process offers them without importing their modules (~40 ms of
+`ndomo run`'s start-up). A manifest only offers: the registry loads the tool itself before
+any check sees a call.
 """
 
 from __future__ import annotations
@@ -82,6 +87,29 @@ def _key(model: type) -> str:
     except OSError:
         st = None
     return f"{key}:{file}:{st.st_size}:{st.st_mtime_ns}" if st else ""
+
+
+def code_key(fn: Callable[..., Any]) -> str:
+    """The key of what `fn` (a feature's tool loader) gives, when the stamp covers its code:
+    ndomo's own functions only ("" for others, whose result is not kept)."""
+    module = getattr(fn, "__module__", None) or ""
+    if module.split(".")[0] != "ndomo":
+        return ""
+    return f"loader:{module}:{getattr(fn, '__qualname__', '')}"
+
+
+def entry(key: str) -> Any:
+    """What was kept under `key` for this code (None: nothing)."""
+    return _entries().get(key)
+
+
+def keep(key: str, value: Any) -> None:
+    """Keep `value` under `key`; written with the next `save()`."""
+    global _dirty
+    entries = _entries()
+    if entries.get(key) != value:
+        entries[key] = value
+        _dirty = True
 
 
 def schema(model: type, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:

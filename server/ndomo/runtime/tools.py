@@ -13,9 +13,9 @@ import difflib
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
 from pydantic import BaseModel, ValidationError
 
@@ -142,6 +142,29 @@ def _kind_of(risk: str, permission: str | None) -> ToolKind:
     return "read"
 
 
+class ToolInfo(Protocol):
+    """What the registry knows of a tool without loading its module: enough to fence,
+    filter and offer it (`ToolDescriptor`, or a `DeferredTool` until its first call)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def risk(self) -> Risk: ...
+    @property
+    def permission(self) -> str | None: ...
+    @property
+    def core(self) -> bool: ...
+    @property
+    def kind(self) -> ToolKind | None: ...
+    @property
+    def plan_step(self) -> PlanStep | None: ...
+    @property
+    def tool_kind(self) -> ToolKind: ...
+    def schema(self) -> dict[str, Any]: ...
+
+
 @dataclass(frozen=True)
 class ToolDescriptor:
     name: str
@@ -210,6 +233,93 @@ class ToolDescriptor:
         return schema_cache.schema(
             self.params, lambda: compact_schema(self.params.model_json_schema())
         )
+
+
+# A feature's tools whose modules load at first need: imports them, returns their descriptors.
+ToolLoader = Callable[[], Iterable[ToolDescriptor]]
+
+
+@dataclass(frozen=True, eq=False)
+class DeferredTool:
+    """A tool known from the manifest kept with the tool schemas (`schema_cache`), its
+    module not imported yet: offered, fenced and filtered by what the manifest says. It is
+    never what a call is checked against: the registry loads the tool (`load`) before the
+    fence, the guards and the policy see the call (`ToolRegistry.later`)."""
+
+    name: str
+    description: str
+    params_schema: dict[str, Any] = field(repr=False)
+    load: ToolLoader = field(repr=False)
+    risk: Risk = "read"
+    permission: str | None = None
+    core: bool = False
+    kind: ToolKind | None = None
+    plan_step: PlanStep | None = None
+
+    @property
+    def tool_kind(self) -> ToolKind:
+        return self.kind or _kind_of(self.risk, self.permission)
+
+    def schema(self) -> dict[str, Any]:
+        return self.params_schema
+
+
+def manifest(tools: Iterable[ToolDescriptor]) -> list[dict[str, Any]]:
+    """What `DeferredTool` needs of each tool, as kept in the cache file."""
+    return [
+        {
+            "name": t.name,
+            "description": t.description,
+            "schema": t.schema(),
+            "risk": t.risk,
+            "permission": t.permission,
+            "core": t.core,
+            "kind": t.kind,
+            "plan_step": t.plan_step,
+        }
+        for t in tools
+    ]
+
+
+def _optional(value: Any, allowed: tuple[Any, ...] | type) -> bool:
+    if value is None:
+        return True
+    return isinstance(value, allowed) if isinstance(allowed, type) else value in allowed
+
+
+def deferred(entries: Any, load: ToolLoader) -> list[DeferredTool] | None:
+    """The tools a manifest names, or None when it is not one (a torn or foreign file):
+    then the tools are loaded instead."""
+    if not isinstance(entries, list):
+        return None
+    out = []
+    for e in entries:
+        if not (
+            isinstance(e, dict)
+            and isinstance(e.get("name"), str)
+            and isinstance(e.get("description"), str)
+            and isinstance(e.get("schema"), dict)
+            and e.get("risk") in get_args(Risk)
+            and _optional(e.get("permission"), str)
+            and isinstance(e.get("core"), bool)
+            and _optional(e.get("kind"), get_args(ToolKind))
+            and _optional(e.get("plan_step"), get_args(PlanStep))
+        ):
+            return None
+        out.append(
+            DeferredTool(
+                name=e["name"],
+                description=e["description"],
+                params_schema=e["schema"],
+                load=load,
+                risk=e["risk"],
+                permission=e["permission"],
+                core=e["core"],
+                kind=e["kind"],
+                plan_step=e["plan_step"],
+            )
+        )
+    return out
 
 
 # `Field(json_schema_extra={HIDDEN: True})`: accepted when sent, not offered (rarely needed fields).
@@ -300,7 +410,10 @@ def tool_specs(tools: Iterable[OfferedTool]) -> list[Any]:
     from ndomo.llm.messages import ToolSpec
 
     tools = list(tools)
-    key = tuple((t.name, t.description, t.params) for t in tools)
+    # what each schema is made from: the parameters model (a deferred tool: the manifest's)
+    key = tuple(
+        (t.name, t.description, t.params if isinstance(t, ToolDescriptor) else t) for t in tools
+    )
     specs = _SPECS.get(key)
     if specs is None:
         if len(_SPECS) >= _SPECS_MAX:
@@ -357,7 +470,7 @@ def call_grant() -> PermissionDecision:
 
 
 class PermissionPolicy(Protocol):
-    def visible(self, ctx: TurnContext, tool: ToolDescriptor) -> bool: ...
+    def visible(self, ctx: TurnContext, tool: ToolInfo) -> bool: ...
 
     async def check(
         self, ctx: TurnContext, tool: ToolDescriptor, params: BaseModel
@@ -367,7 +480,7 @@ class PermissionPolicy(Protocol):
 class AllowAll:
     """The policy when no agent policy is installed (tests of the runtime alone)."""
 
-    def visible(self, ctx: TurnContext, tool: ToolDescriptor) -> bool:
+    def visible(self, ctx: TurnContext, tool: ToolInfo) -> bool:
         return True
 
     async def check(
@@ -379,15 +492,15 @@ class AllowAll:
 class ModeFence(Protocol):
     """What the fence asks of a mode (a mode's contract): does it admit this tool?"""
 
-    def admits(self, tool: ToolDescriptor) -> bool: ...
+    def admits(self, tool: ToolInfo) -> bool: ...
 
 
-def admitted(tool: ToolDescriptor, kinds: Iterable[str], names: Iterable[str] = ()) -> bool:
+def admitted(tool: ToolInfo, kinds: Iterable[str], names: Iterable[str] = ()) -> bool:
     """A tool is admitted when its class or its name is listed."""
     return tool.tool_kind in kinds or tool.name in names
 
 
-def fence_message(tool: ToolDescriptor, mode: str, admitting: Sequence[str]) -> str:
+def fence_message(tool: ToolInfo, mode: str, admitting: Sequence[str]) -> str:
     where = " or ".join(admitting) or "no registered mode"
     return f"tool '{tool.name}' is not available in {mode} mode; switch to {where}"
 
@@ -403,7 +516,7 @@ def _fences(ctx: TurnContext) -> dict[str, ModeFence]:
     return ctx.runtime.part(ToolRegistry).fences
 
 
-def admits(ctx: TurnContext, tool: ToolDescriptor) -> bool:
+def admits(ctx: TurnContext, tool: ToolInfo) -> bool:
     """Does the turn's mode admit `tool`? A mode nobody registered admits the base classes."""
     fence = _fences(ctx).get(ctx.mode)
     return fence.admits(tool) if fence is not None else admitted(tool, BASE_KINDS)
@@ -412,6 +525,8 @@ def admits(ctx: TurnContext, tool: ToolDescriptor) -> bool:
 class ToolRegistry:
     def __init__(self) -> None:
         self._tools: dict[str, ToolDescriptor] = {}
+        # Known from the manifest, their modules not loaded yet (`later`).
+        self._deferred: dict[str, DeferredTool] = {}
         self.guards: list[ToolGuard] = []
         self.policy: PermissionPolicy = AllowAll()
         self.providers: list[ToolProvider] = []
@@ -419,38 +534,71 @@ class ToolRegistry:
         self.fences: dict[str, ModeFence] = {}
 
     def add(self, tool: ToolDescriptor) -> None:
-        if tool.name in self._tools:
+        if tool.name in self._tools or tool.name in self._deferred:
             raise ValueError(f"tool {tool.name!r} registered twice")
         self._tools[tool.name] = tool
 
+    def later(self, load: ToolLoader) -> None:
+        """Tools whose modules load at their first call. The manifest kept with the tool
+        schemas says what they are (name, description, schema, class) for this code;
+        without it (a new install, an edit, a torn file) they load now and are remembered."""
+        from ndomo.runtime import schema_cache
+
+        key = schema_cache.code_key(load)
+        known = deferred(schema_cache.entry(key), load) if key else None
+        if known is None:
+            tools = self._load(load)
+            if key:
+                schema_cache.keep(key, manifest(tools))
+            return
+        for t in known:
+            if t.name in self._tools or t.name in self._deferred:
+                raise ValueError(f"tool {t.name!r} registered twice")
+            self._deferred[t.name] = t
+
+    def _load(self, load: ToolLoader) -> list[ToolDescriptor]:
+        """`load`'s tools, in place of what the manifest said of them."""
+        for name in [n for n, t in self._deferred.items() if t.load is load]:
+            del self._deferred[name]
+        tools = list(load())
+        for t in tools:
+            self.add(t)
+        return tools
+
     def get(self, name: str) -> ToolDescriptor | None:
+        """The tool `name`, loaded."""
+        found = self._deferred.get(name)
+        if found is not None:
+            self._load(found.load)
         return self._tools.get(name)
 
     def names(self) -> list[str]:
-        return sorted(self._tools)
+        return sorted([*self._tools, *self._deferred])
 
-    def all(self) -> list[ToolDescriptor]:
-        return [self._tools[n] for n in sorted(self._tools)]
+    def all(self) -> list[ToolInfo]:
+        """Every static tool, as known: loaded or still deferred."""
+        known: dict[str, ToolInfo] = {**self._deferred, **self._tools}
+        return [known[n] for n in sorted(known)]
 
     def provided(self, ctx: TurnContext) -> list[ToolDescriptor]:
         """Tools from the providers for this context, minus names a static tool already has."""
         out: dict[str, ToolDescriptor] = {}
         for provider in self.providers:
             for t in provider(ctx):
-                if t.name not in self._tools and t.name not in out:
+                if t.name not in self._tools and t.name not in self._deferred and t.name not in out:
                     out[t.name] = t
         return [out[n] for n in sorted(out)]
 
     def lookup(self, ctx: TurnContext, name: str) -> ToolDescriptor | None:
-        """A static tool, else one a provider offers in this context."""
-        found = self._tools.get(name)
+        """A static tool (loaded), else one a provider offers in this context."""
+        found = self.get(name)
         if found is None and self.providers:
             found = next((t for t in self.provided(ctx) if t.name == name), None)
         return found
 
-    def filter(self, ctx: TurnContext) -> list[ToolDescriptor]:
+    def filter(self, ctx: TurnContext) -> list[ToolInfo]:
         """The tools offered to the model for this turn's mode and agent."""
-        every = self.all() + self.provided(ctx)
+        every: list[ToolInfo] = [*self.all(), *self.provided(ctx)]
         return [t for t in every if admits(ctx, t) and self.policy.visible(ctx, t)]
 
     def parse(self, tool: ToolDescriptor, raw: Any) -> BaseModel | str:

@@ -7,10 +7,14 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ndomo.runtime.plugins import Plugins
+    from ndomo.runtime.tools import ToolDescriptor
 
 
 def setup(plugins: Plugins) -> None:
+    plugins.tools.later(_tools)
+
+
+def _tools() -> list[ToolDescriptor]:
     from ndomo.tools.code.tools import TOOLS
 
-    for t in TOOLS:
-        plugins.tools.add(t)
+    return list(TOOLS)

@@ -11,15 +11,20 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ndomo.runtime.plugins import Plugins
+    from ndomo.runtime.tools import ToolDescriptor
 
 
 def setup(plugins: Plugins) -> None:
-    from ndomo.tools.files.apply_patch import apply_patch
     from ndomo.tools.files.problems import LeftErrors
+
+    plugins.tools.later(_tools)
+    plugins.hooks.add(LeftErrors())
+
+
+def _tools() -> list[ToolDescriptor]:
+    from ndomo.tools.files.apply_patch import apply_patch
     from ndomo.tools.files.read import read
     from ndomo.tools.files.search import glob, grep
     from ndomo.tools.files.write import edit, write
 
-    for t in (read, glob, grep, write, edit, apply_patch):
-        plugins.tools.add(t)
-    plugins.hooks.add(LeftErrors())
+    return [read, glob, grep, write, edit, apply_patch]

@@ -5,18 +5,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ndomo.tools.interaction.ask_user import ask_user
-from ndomo.tools.interaction.handback import handback
-from ndomo.tools.interaction.recall import RecallNotesHook, recall, recall_prefetch
-from ndomo.tools.interaction.remember import remember
+from ndomo.tools.interaction.recall import RecallNotesHook, recall_prefetch
 
 if TYPE_CHECKING:
     from ndomo.runtime.plugins import Plugins
+    from ndomo.runtime.tools import ToolDescriptor
 
 
 def setup(plugins: Plugins) -> None:
-    plugins.tools.add(ask_user)
-    plugins.tools.add(handback)
-    plugins.tools.add(remember)
-    plugins.tools.add(recall)
+    plugins.tools.later(_tools)
     plugins.hooks.extend([recall_prefetch(), RecallNotesHook()])
+
+
+def _tools() -> list[ToolDescriptor]:
+    from ndomo.tools.interaction.ask_user import ask_user
+    from ndomo.tools.interaction.handback import handback
+    from ndomo.tools.interaction.recall import recall
+    from ndomo.tools.interaction.remember import remember
+
+    return [ask_user, handback, remember, recall]
