@@ -557,10 +557,10 @@ class ToolRegistry:
             self._deferred[t.name] = t
 
     def _load(self, load: ToolLoader) -> list[ToolDescriptor]:
-        """`load`'s tools, in place of what the manifest said of them."""
+        """`load`'s tools, in place of what the manifest said of them (kept if it fails)."""
+        tools = list(load())
         for name in [n for n, t in self._deferred.items() if t.load is load]:
             del self._deferred[name]
-        tools = list(load())
         for t in tools:
             self.add(t)
         return tools
@@ -610,8 +610,16 @@ class ToolRegistry:
             return f"invalid arguments for '{tool.name}': {describe(exc)}"
 
     async def execute(self, ctx: TurnContext, name: str, raw: Any) -> ToolResult:
-        tool = self.lookup(ctx, name)
-        result = await self._dispatch(ctx, name, tool, raw)
+        try:
+            tool = self.lookup(ctx, name)
+        except Exception as exc:  # noqa: BLE001 - a feature's tool module failed to import: the call fails, the turn goes on
+            log.exception("tool %s could not be loaded", name)
+            tool = None
+            result = ToolResult.failed(
+                f"tool '{name}' could not be loaded: {type(exc).__name__}: {exc}"
+            )
+        else:
+            result = await self._dispatch(ctx, name, tool, raw)
         for guard in self.guards:
             try:
                 result = await guard.after(ctx, tool, result)

@@ -141,6 +141,29 @@ async def test_a_forged_manifest_offers_at_most_what_the_real_tool_refuses(cache
     assert calls == [1, 1]
 
 
+async def test_a_tool_module_that_fails_to_import_fails_the_call_not_the_turn(cache):
+    calls: list[int] = []
+    ToolRegistry().later(loader(calls))
+    cache()
+    broken = [True]
+
+    def load() -> list[ToolDescriptor]:
+        if broken[0]:
+            raise ImportError("No module named 'optional_library'")
+        return [SHELL, READ]
+
+    load.__module__, load.__qualname__ = "ndomo.tools.fake_feature", "_tools"
+    registry = ToolRegistry()
+    registry.later(load)
+    ctx = ctx_for(registry)
+    result = await registry.execute(ctx, "read_t", {"path": "a"})
+    assert result.status == "failed" and "could not be loaded" in result.content
+    assert "optional_library" in result.content
+    assert registry.names() == ["read_t", "shell_t"]  # still known: a later call tries again
+    broken[0] = False
+    assert (await registry.execute(ctx, "read_t", {"path": "a"})).content == "read a"
+
+
 @pytest.mark.parametrize(
     "torn",
     [
