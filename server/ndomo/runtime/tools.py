@@ -313,10 +313,10 @@ def deferred(entries: Any, load: ToolLoader) -> list[DeferredTool] | None:
                 params_schema=e["schema"],
                 load=load,
                 risk=e["risk"],
-                permission=e["permission"],
+                permission=e.get("permission"),
                 core=e["core"],
-                kind=e["kind"],
-                plan_step=e["plan_step"],
+                kind=e.get("kind"),
+                plan_step=e.get("plan_step"),
             )
         )
     return out

@@ -170,6 +170,7 @@ async def test_a_tool_module_that_fails_to_import_fails_the_call_not_the_turn(ca
         "not a list",
         [{"name": "shell_t"}],
         [{"name": "shell_t", "description": "d", "schema": {}, "risk": "root", "core": False}],
+        [{"name": "shell_t", "description": "d", "schema": [], "risk": "read", "core": False}],
         [
             {
                 "name": "shell_t",
@@ -191,6 +192,17 @@ def test_a_torn_manifest_entry_loads_the_tools(cache, torn):
     registry.later(loader(calls))
     assert calls == [1] and registry.get("shell_t") is SHELL
     assert schema_cache.entry("loader:ndomo.tools.fake_feature:_tools") != torn  # mended
+
+
+def test_a_manifest_entry_may_leave_out_what_a_tool_does_not_say(cache):
+    """Older entries without `permission`, `kind` or `plan_step` mean None, as a tool's own."""
+    entry = {"name": "read_t", "description": "read a file", "schema": {}, "risk": "read"}
+    schema_cache.keep("loader:ndomo.tools.fake_feature:_tools", [{**entry, "core": False}])
+    registry = ToolRegistry()
+    calls: list[int] = []
+    registry.later(loader(calls))
+    (known,) = registry.all()
+    assert calls == [] and isinstance(known, DeferredTool) and known.tool_kind == "read"
 
 
 def test_a_loader_outside_ndomo_loads_at_once_every_time(cache):
