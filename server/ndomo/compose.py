@@ -238,14 +238,22 @@ def every_module() -> list[str]:
     ]
 
 
+# Front ends `ndomo serve` never runs: not warmed. ACP's is ~0.5 s of its SDK's schema
+# models, imported in the warm-up's thread while the first turns want the GIL.
+_NOT_SERVED = ("ndomo.acp",)
+
+
 def _extras() -> list[str]:
     """The rest of ndomo (parsers, model clients, tools' lazy imports …), so the first turn
-    neither waits for those imports nor makes the server's memory jump. A walk, not a list:
-    nothing to keep up to date, and the root is the top floor, so these edges point down."""
+    neither waits for those imports nor makes the server's memory jump; not the other
+    front ends. A walk, not a list: nothing to keep up to date, and the root is the top
+    floor, so these edges point down."""
     import importlib
 
     failed = []
     for name in every_module():
+        if any(name == f or name.startswith(f + ".") for f in _NOT_SERVED):
+            continue
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - an optional library missing is fine: its tool reports it when used

@@ -45,6 +45,19 @@ def test_warmup_imports_what_commands_need():
     assert "ndomo.__main__" not in modules and "ndomo.tools.shell.bash" in modules
 
 
+def test_the_servers_warm_up_leaves_the_acp_front_end_alone():
+    """`ndomo serve` warms ndomo's modules in a thread while the first turns run; ACP's SDK
+    schema (~0.5 s here) is no part of a language server's work (the package's own
+    `__init__` is read by the walk that finds the modules)."""
+    code = (
+        "import sys; from ndomo import compose; from ndomo.lsp import warmup;"
+        "warmup.install(compose.server_loads()); warmup.core(); warmup.extras();"
+        "print('ndomo.tools.shell.bash' in sys.modules, 'ndomo.lsp.agent_diagnostics' in sys.modules,"
+        " any(m == 'acp' or m.startswith(('acp.', 'ndomo.acp.')) for m in sys.modules))"
+    )
+    assert _fresh(code).split() == ["True", "True", "False"]
+
+
 async def test_start_builds_the_runtime_plugins_off_the_event_loop(tmp_path, monkeypatch):
     """Building the plugins imports every tool module (seconds on a busy machine): never on the loop."""
     import threading
