@@ -196,11 +196,13 @@ class NdomoAgent:
                 from ndomo.app import App
                 from ndomo.runtime.runtime import Runtime
 
+                # the registries (the first time: every feature's imports) off the loop too
+                plugins = await asyncio.to_thread(self._plugins)
                 app = await asyncio.to_thread(App.load, root)
                 if app.no_store_reason is not None:
                     await app.aclose()
                     raise RequestError.invalid_request({"message": app.no_store_reason})
-                rt = Runtime.of(app, self._plugins())
+                rt = Runtime.of(app, plugins)
                 ws = self.workspaces[root] = _Workspace(app, rt)
                 rt.status_listeners.add(self._status_changed)
                 await self._watch(ws)

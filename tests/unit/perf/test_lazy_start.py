@@ -58,6 +58,28 @@ def test_the_servers_warm_up_leaves_the_acp_front_end_alone():
     assert _fresh(code).split() == ["True", "True", "False"]
 
 
+async def test_acp_builds_the_runtime_plugins_off_the_event_loop(tmp_path):
+    """`ndomo acp` builds its registries at the first session's folder: not on the loop
+    that reads the client's messages (a `session/cancel` meanwhile is read at once)."""
+    import threading
+
+    from ndomo.acp.agent import NdomoAgent
+
+    built_on = []
+
+    def plugins():
+        built_on.append(threading.current_thread() is threading.main_thread())
+        return compose.plugins()
+
+    agent = NdomoAgent(plugins)
+    try:
+        ws = await agent._workspace(str(tmp_path))
+        assert ws.runtime.plugins.tools.names()  # the registries it built
+    finally:
+        await agent.aclose()
+    assert built_on == [False]
+
+
 async def test_start_builds_the_runtime_plugins_off_the_event_loop(tmp_path, monkeypatch):
     """Building the plugins imports every tool module (seconds on a busy machine): never on the loop."""
     import threading
