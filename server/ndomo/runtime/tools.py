@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
 from pydantic import BaseModel, ValidationError
 
+from ndomo.runtime.context import OfferedTool
 from ndomo.schema import Schema
 from ndomo.validation import describe
 
 if TYPE_CHECKING:
-    from ndomo.runtime.context import OfferedTool, TurnContext
+    from ndomo.runtime.context import TurnContext
 
 log = logging.getLogger("ndomo.tools")
 
@@ -142,27 +143,21 @@ def _kind_of(risk: str, permission: str | None) -> ToolKind:
     return "read"
 
 
-class ToolInfo(Protocol):
-    """What the registry knows of a tool without loading its module: enough to fence,
-    filter and offer it (`ToolDescriptor`, or a `DeferredTool` until its first call)."""
+class ToolInfo(OfferedTool, Protocol):
+    """What the registry knows of a tool without loading its module: what the model is
+    offered, and enough to fence and filter it (`ToolDescriptor`, or a `DeferredTool` until
+    its first call)."""
 
-    @property
-    def name(self) -> str: ...
-    @property
-    def description(self) -> str: ...
     @property
     def risk(self) -> Risk: ...
     @property
     def permission(self) -> str | None: ...
-    @property
-    def core(self) -> bool: ...
     @property
     def kind(self) -> ToolKind | None: ...
     @property
     def plan_step(self) -> PlanStep | None: ...
     @property
     def tool_kind(self) -> ToolKind: ...
-    def schema(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
