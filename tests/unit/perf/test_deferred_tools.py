@@ -281,3 +281,17 @@ def test_ndomo_run_sends_its_request_before_loading_a_tool_module(tmp_path):
     # the call loaded its feature's tools (read, write …), no other feature's
     assert runs[1][1] == ["ndomo.tools.files.read", "ndomo.tools.files.write"]
     assert any("the canary sings" in c for c in sent), sent
+
+
+def test_building_the_registries_keeps_the_manifests_without_a_turn(tmp_path):
+    """A process that only builds the registries (an action, `ndomo acp` before a prompt)
+    still leaves the manifests for the next one."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    subprocess.run(
+        [sys.executable, "-c", "from ndomo import compose; compose.plugins()"],
+        env=env, check=True, timeout=120,
+    )  # fmt: skip
+    (saved,) = (tmp_path / "ndomo").glob("tool-schemas-*.json")
+    kept = json.loads(saved.read_text())
+    assert {"loader:ndomo.tools.shell:_tools", "loader:ndomo.plan:_tools"} <= set(kept)
+    assert "bash" in [e["name"] for e in kept["loader:ndomo.tools.shell:_tools"]]
