@@ -1,18 +1,6 @@
-"""Security: workspace path confinement, shell permission decisions, the shell runner."""
+"""Security: workspace path confinement (`paths`), shell permission decisions (`shell`,
+`shell_rules`), the shell runner (`run`) and the OS sandbox (`sandbox`).
 
-from ndomo.security.paths import PathRefused, is_secret, relative_to_workspace, resolve_in_workspace
-from ndomo.security.run import ShellResult, run_shell
-from ndomo.security.shell import ShellDecision, decide
-from ndomo.security.shell_rules import validate_rules
-
-__all__ = [
-    "PathRefused",
-    "ShellDecision",
-    "ShellResult",
-    "decide",
-    "is_secret",
-    "relative_to_workspace",
-    "resolve_in_workspace",
-    "run_shell",
-    "validate_rules",
-]
+Each caller imports the module it uses: importing this package loads nothing else, so the
+config's sandbox defaults (`defaults`) do not bring the shell parser into every process
+before its first `bash` call."""
