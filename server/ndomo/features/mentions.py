@@ -36,7 +36,7 @@ from ndomo.runtime.context import (
     SymbolMention,
 )
 from ndomo.runtime.host import BaseHost
-from ndomo.tools.mcp.resources import reference as mcp_reference
+from ndomo.tools.mcp.basics import reference as mcp_reference
 
 if TYPE_CHECKING:
     from ndomo.runtime.runtime import Runtime

@@ -3,15 +3,15 @@
 Sources, approvals: `sources`; one server's connection: `client`; the tools offered and
 the servers started with the session: `catalog`; prompts as slash commands: `prompts`;
 resources read for an `@server:uri` mention: `resources`; `ndomo mcp list/approve/revoke`:
-`actions`.
+`actions`. What every process registers is `hooks`: the rest loads when a workspace
+configures a server, or a prompt or a mention names one.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ndomo.tools.mcp.catalog import StartServers, provide
-from ndomo.tools.mcp.prompts import ExpandPrompt, listed
+from ndomo.tools.mcp.hooks import ExpandPrompt, StartServers, listed, provide
 
 if TYPE_CHECKING:
     from ndomo.runtime.plugins import Plugins

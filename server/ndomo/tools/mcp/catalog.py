@@ -27,10 +27,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ndomo.config import McpServerConfig
 from ndomo.runtime.context import TurnContext
-from ndomo.runtime.hooks import HookResult, LifecycleHook, Phase
 from ndomo.runtime.host import ApprovalRequest
 from ndomo.runtime.tools import Risk, ToolDescriptor, ToolError, ToolKind, ToolResult, admits
 from ndomo.schema import Schema
+from ndomo.tools.mcp.basics import PREFIX, configured
 from ndomo.tools.mcp.client import Connection, McpCallError, McpRefused
 from ndomo.tools.mcp.sources import CLIENT, ServerSpec, approval, approve, discover
 
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ndomo.mcp")
 
-PREFIX = "mcp__"
 SEARCH = "mcp_search"
 # OpenAI-compatible tool names: letters, digits, '_' and '-', at most 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -473,27 +472,6 @@ SEARCH_TOOL = ToolDescriptor(
     risk="read",
     kind="read",
 )
-
-
-class StartServers(LifecycleHook):
-    """Starts (or re-checks) the workspace's MCP servers before the turn's tools are chosen."""
-
-    phase = Phase.PRE_AGENT_BUILD
-    name = "mcp.start"
-    priority = 20
-
-    async def run(self, ctx: TurnContext) -> HookResult | None:
-        await start_servers(ctx)
-        return None
-
-
-def configured(app: App) -> bool:
-    """Are MCP servers configured (or a catalog made already, with the editor's servers)?"""
-    return bool(
-        app.settings.mcp.servers
-        or (app.trust.trusted and (app.root / ".mcp.json").is_file())
-        or app.existing(McpCatalog) is not None
-    )
 
 
 async def start_servers(ctx: TurnContext) -> McpCatalog | None:

@@ -15,9 +15,9 @@ import re
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from ndomo.runtime.hooks import HookAction, HookResult, LifecycleHook, Phase
 from ndomo.runtime.slash import CommandSpec, SlashError
-from ndomo.tools.mcp.catalog import PREFIX, McpCatalog, start_servers
+from ndomo.tools.mcp.basics import PREFIX
+from ndomo.tools.mcp.catalog import McpCatalog, start_servers
 from ndomo.tools.mcp.client import McpCallError
 
 if TYPE_CHECKING:
@@ -174,24 +174,3 @@ async def expand(ctx: TurnContext, line: str) -> str:
     except McpCallError as exc:
         raise PromptError(str(exc)) from None
     return render(server_name, prompt.name, result)
-
-
-class ExpandPrompt(LifecycleHook):
-    """`/mcp__…` becomes the prompt's text before the slash commands run."""
-
-    phase = Phase.PRE_DISPATCH
-    name = "mcp.prompt"
-    priority = 5  # before the hooks that read the prompt (the checkpoint's prefetch)
-
-    def applies(self, ctx: TurnContext) -> bool:
-        # the user's prompt only: a delegated task's prompt is the model's words
-        return ctx.depth == 0 and ctx.request.prompt.lstrip().startswith("/" + PREFIX)
-
-    async def run(self, ctx: TurnContext) -> HookResult | None:
-        try:
-            text = await expand(ctx, ctx.request.prompt.strip())
-        except PromptError as exc:
-            ctx.status, ctx.error = "failed", str(exc)
-            return HookResult(HookAction.SKIP_AGENT)
-        ctx.request = ctx.request.model_copy(update={"prompt": text})
-        return None

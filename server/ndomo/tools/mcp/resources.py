@@ -5,23 +5,14 @@ already). Text contents only; a binary resource is refused."""
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
-from ndomo.tools.mcp.catalog import McpUnavailable, catalog_for, configured
+from ndomo.tools.mcp.basics import configured
+from ndomo.tools.mcp.catalog import McpUnavailable, catalog_for
 from ndomo.tools.mcp.client import McpCallError
 
 if TYPE_CHECKING:
     from ndomo.app import App
-
-# `<server>:<uri>`: a server's name (config.MCP_SERVER_NAME) and a URI with its scheme
-REFERENCE = re.compile(r"^([A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*):([A-Za-z][A-Za-z0-9+.-]*:\S+)$")
-
-
-def reference(word: str) -> tuple[str, str] | None:
-    """(server, uri) when `word` reads `<server>:<scheme>:…`, else None."""
-    match = REFERENCE.match(word)
-    return (match.group(1), match.group(2)) if match else None
 
 
 async def read_text(app: App, server: str, uri: str) -> str:
