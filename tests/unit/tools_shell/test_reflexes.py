@@ -7,7 +7,8 @@ from ndomo.runtime.context import TurnRequest
 from ndomo.runtime.host import BaseHost
 from ndomo.runtime.runtime import Runtime
 from ndomo.runtime.tools import ToolDescriptor, ToolRegistry
-from ndomo.tools.reflexes import catalog_for, load_reflexes
+from ndomo.tools.reflexes import catalog_for
+from ndomo.tools.reflexes.loader import load_reflexes
 from ndomo.tools.reflexes.template import TemplateError, substitute
 
 GREET = """

@@ -6,22 +6,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ndomo.tools.reflexes.catalog import RefreshReflexes, catalog_for, prefetch_hook, provide
-from ndomo.tools.reflexes.loader import load_reflexes
-from ndomo.tools.reflexes.model import Reflex, ReflexProblem, ReflexRun
-from ndomo.tools.reflexes.runner import run_reflex
 
 if TYPE_CHECKING:
     from ndomo.runtime.plugins import Plugins
 
-__all__ = [
-    "load_reflexes",
-    "run_reflex",
-    "catalog_for",
-    "Reflex",
-    "ReflexProblem",
-    "ReflexRun",
-    "setup",
-]
+__all__ = ["catalog_for", "setup"]
 
 
 def setup(plugins: Plugins) -> None:

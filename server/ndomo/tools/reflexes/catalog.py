@@ -12,12 +12,11 @@ from ndomo.runtime import prefetch
 from ndomo.runtime.context import TurnContext
 from ndomo.runtime.hooks import HookResult, LifecycleHook, Phase
 from ndomo.runtime.tools import ToolDescriptor, ToolResult
-from ndomo.tools.reflexes.loader import load_reflexes, signature
-from ndomo.tools.reflexes.model import Reflex, ReflexProblem
-from ndomo.tools.reflexes.runner import params_model, run_reflex
+from ndomo.tools.reflexes.files import signature
 
 if TYPE_CHECKING:
     from ndomo.app import App
+    from ndomo.tools.reflexes.model import Reflex, ReflexProblem
 
 
 def describe(reflex: Reflex) -> str:
@@ -27,6 +26,8 @@ def describe(reflex: Reflex) -> str:
 
 
 def descriptor(reflex: Reflex) -> ToolDescriptor:
+    from ndomo.tools.reflexes.runner import params_model, run_reflex
+
     async def run(ctx: TurnContext, params) -> ToolResult:
         result = await run_reflex(ctx, reflex, params.model_dump())
         status = "done" if result.ok else (result.steps[-1].status if result.steps else "failed")
@@ -67,7 +68,10 @@ class ReflexCatalog:
         async with self._lock:
             sig = await asyncio.to_thread(signature, self.root)
             if sig != self._sig:
-                self.reflexes, self.problems = await asyncio.to_thread(load_reflexes, self.root)
+                # the parser and the models load with a first reflex file, not in every turn
+                self.reflexes, self.problems = (
+                    await asyncio.to_thread(_load, self.root) if sig else ([], [])
+                )
                 self.descriptors = [descriptor(r) for r in self.reflexes]
                 self._sig = sig
         return self
@@ -75,6 +79,12 @@ class ReflexCatalog:
     def get(self, name: str) -> Reflex | None:
         name = name.removeprefix("reflex_")
         return next((r for r in self.reflexes if r.name == name), None)
+
+
+def _load(root: Path) -> tuple[list[Reflex], list[ReflexProblem]]:
+    from ndomo.tools.reflexes.loader import load_reflexes
+
+    return load_reflexes(root)
 
 
 def catalog_for(app: App) -> ReflexCatalog:

@@ -9,33 +9,11 @@ import yaml
 from pydantic import ValidationError
 
 from ndomo.lib import yamlio
+from ndomo.tools.reflexes.files import reflex_files
 from ndomo.tools.reflexes.model import Reflex, ReflexProblem
 from ndomo.validation import problems
 
 MAX_FILE_BYTES = 256 * 1024
-
-
-def reflex_dir(root: Path) -> Path:
-    return root / ".ndomo" / "reflexes"
-
-
-def reflex_files(root: Path) -> list[Path]:
-    d = reflex_dir(root)
-    if not d.is_dir():
-        return []
-    return sorted(p for p in d.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
-
-
-def signature(root: Path) -> tuple:
-    """Changes whenever a reflex file is added, removed or edited."""
-    out = []
-    for p in reflex_files(root):
-        try:
-            st = p.stat()
-        except OSError:
-            continue
-        out.append((p.name, st.st_mtime_ns, st.st_size))
-    return tuple(out)
 
 
 def _describe(exc: ValidationError) -> str:
