@@ -283,6 +283,48 @@ def test_ndomo_run_sends_its_request_before_loading_a_tool_module(tmp_path):
     assert any("the canary sings" in c for c in sent), sent
 
 
+# What a workspace without MCP servers or reflexes, and a turn without a shell command, do
+# not need before the request: the features' registrations are light, the rest loads on use.
+UNUSED_MODULES = (
+    "ndomo.tools.mcp.catalog,ndomo.tools.mcp.client,ndomo.tools.mcp.prompts,"
+    "ndomo.tools.mcp.resources,ndomo.tools.mcp.sources,ndomo.tools.reflexes.loader,"
+    "ndomo.tools.reflexes.model,ndomo.tools.reflexes.runner,ndomo.security.shell,"
+    "ndomo.security.shell_words,ndomo.security.shell_rules,ndomo.security.run"
+)
+
+
+def test_ndomo_run_leaves_unconfigured_features_unloaded_until_used(tmp_path):
+    """No server, no reflex file: the request leaves without the MCP catalog, the reflex
+    parser or the shell parser (once the tools' manifest is made). Once the workspace has a
+    reflex file, the same run loads the reflex modules before its request, and the model is
+    offered the reflex."""
+    from tests.fakes.fake_model import FakeModel
+    from tests.trusting import trust
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    cmd = [sys.executable, "-c", AT_SEND, UNUSED_MODULES, "run", "--workspace", str(ws), "hi"]
+    trust(ws)  # a project's reflexes load in a trusted folder only
+    runs = []
+    with FakeModel([{"text": "one"}, {"text": "two"}, {"text": "three"}]) as fake:
+        env["NDOMO_BASE_URL"] = fake.url
+        for turn in range(3):
+            if turn == 2:
+                (ws / ".ndomo" / "reflexes").mkdir(parents=True)
+                (ws / ".ndomo" / "reflexes" / "look.yaml").write_text(
+                    "name: look\ndescription: read the notes\nsteps:\n  - read: {path: notes.txt}\n"
+                )
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+            assert done.returncode == 0, done.stderr
+            runs.append(json.loads(done.stdout.splitlines()[-1])[0])
+        offered = [t["function"]["name"] for t in fake.chat_requests()[-1]["body"]["tools"]]
+    assert runs[1] == []  # the first run made the tools' manifest: no tool module loads
+    assert {"ndomo.tools.reflexes.loader", "ndomo.tools.reflexes.runner"} <= set(runs[2])
+    assert not any("mcp" in m or "security" in m for m in runs[2])
+    assert "reflex_look" in offered
+
+
 def test_building_the_registries_keeps_the_manifests_without_a_turn(tmp_path):
     """A process that only builds the registries (an action, `ndomo acp` before a prompt)
     still leaves the manifests for the next one."""
