@@ -3,14 +3,19 @@ Python process that sends ndomo's own chat request body and prints the streamed 
 
     python tests/bench/floor_client.py libraries BODY URL FOLDER
     python tests/bench/floor_client.py stdlib BODY URL FOLDER
+    python tests/bench/floor_client.py everything BODY URL FOLDER MODULES
 
 `libraries` does the least a run must with the libraries ndomo is built on: it loads
 asyncio, logging, sqlite3, PyYAML, pydantic and h11, validates a YAML config with one
 pydantic model, writes one row to a SQLite file in FOLDER, and streams the request with h11
 over an asyncio connection (plain http, as the bench's server; ndomo's model client is
 asyncio and h11 since Stop 41, httpx before). `stdlib` sends the same body with `urllib.request`
-and nothing else — the held-out pairing's baseline. Neither imports ndomo; it runs as a
-file, not a module, so no package `__init__` is loaded before the timed imports.
+and nothing else — the held-out pairing's baseline. `everything` first imports, in order
+and with the collector held as ndomo holds it (`ndomo.startup`), every module named in the
+file MODULES — the libraries (standard and third-party) a real `ndomo run` had loaded,
+ndomo's own modules left out — then does what `libraries` does: the least any run built
+on ndomo's whole set of libraries could cost. None imports ndomo; it runs as a file, not a
+module, so no package `__init__` is loaded before the timed imports.
 """
 
 from __future__ import annotations
@@ -97,10 +102,25 @@ def libraries(body: bytes, url: str, folder: str) -> None:
     asyncio.run(send())
 
 
+def everything(modules_file: str) -> None:
+    """Import the listed modules (one a line), as a process that has ndomo's libraries."""
+    import contextlib
+    import gc
+
+    gc.disable()
+    with open(modules_file) as f:
+        for name in f.read().split():
+            # another platform's module (msvcrt …): ndomo's libraries tried it too
+            with contextlib.suppress(ImportError):
+                __import__(name)  # the import statement's path: `-X importtime` lists it
+
+
 if __name__ == "__main__":
     kind, body_file, base_url, workdir = sys.argv[1:5]
-    if kind not in ("libraries", "stdlib"):
-        raise SystemExit(f"unknown floor {kind!r}: libraries or stdlib")
+    if kind not in ("libraries", "stdlib", "everything"):
+        raise SystemExit(f"unknown floor {kind!r}: libraries, stdlib or everything")
+    if kind == "everything":
+        everything(sys.argv[5])
     with open(body_file, "rb") as f:
         payload = f.read()
     if kind == "stdlib":

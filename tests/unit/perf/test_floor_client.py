@@ -1,6 +1,7 @@
 """The Python floors `ndomo run` is reported against (`tests/bench/floor_client.py`) send the
 body they are given, byte for byte, to the model server and print its streamed answer; the
-libraries floor writes its SQLite row; neither loads ndomo. A floor that skipped the
+libraries floors write their SQLite row, `everything` after importing the modules it is
+given; none loads ndomo. A floor that skipped the
 request or sent a smaller one would make the comparison meaningless."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from tests.bench.fake_proc import FakeProc
 from tests.bench.floor_client import __file__ as FLOOR
 
 
-@pytest.mark.parametrize("kind", ["libraries", "stdlib"])
+@pytest.mark.parametrize("kind", ["libraries", "stdlib", "everything"])
 def test_a_floor_sends_the_body_it_is_given_and_prints_the_answer(tmp_path: Path, kind: str):
     body = {
         "model": "m",
@@ -28,6 +29,9 @@ def test_a_floor_sends_the_body_it_is_given_and_prints_the_answer(tmp_path: Path
     }
     body_file = tmp_path / "body.json"
     body_file.write_text(json.dumps(body))
+    modules = tmp_path / "modules.txt"  # `everything`'s list: another platform's module too
+    modules.write_text("shlex\nmsvcrt\ncolorsys\n")
+    extra = [str(modules)] if kind == "everything" else []
     with FakeProc() as fake:
         fake.push({"text": "a short answer", "chunks": 3})
         # -X importtime lists every module the floor loads, on stderr
@@ -41,6 +45,7 @@ def test_a_floor_sends_the_body_it_is_given_and_prints_the_answer(tmp_path: Path
                 str(body_file),
                 fake.url,
                 str(tmp_path),
+                *extra,
             ],
             capture_output=True,
             text=True,
@@ -52,8 +57,9 @@ def test_a_floor_sends_the_body_it_is_given_and_prints_the_answer(tmp_path: Path
         assert fake.last_chat_body() == body
     loaded = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()]
     assert "ndomo" not in loaded and not any(m.startswith("ndomo.") for m in loaded)
-    if kind == "libraries":
+    if kind != "stdlib":
         assert {"h11", "pydantic", "yaml", "sqlite3"} <= set(loaded)
+        assert ("colorsys" in loaded) == (kind == "everything")
         assert "httpx" not in loaded  # not on a run's path since Stop 41
         with closing(sqlite3.connect(tmp_path / "floor.db")) as db:
             assert db.execute("select prompt from turns").fetchall() == [("say hi",)]
