@@ -325,6 +325,27 @@ def test_ndomo_run_leaves_unconfigured_features_unloaded_until_used(tmp_path):
     assert "reflex_look" in offered
 
 
+def test_the_mcp_hooks_import_the_catalog_off_the_loop_once():
+    """A workspace's first turn with servers imports the catalog (with the client and the
+    sources) in a thread, not on the loop that runs the turn; later turns reuse it."""
+    code = (
+        "import asyncio, sys, threading\n"
+        "from ndomo.tools.mcp import hooks\n"
+        "threads = []\n"
+        "def load():\n"
+        "    threads.append(threading.current_thread() is threading.main_thread())\n"
+        "    return hooks._catalog()\n"
+        "async def main():\n"
+        "    first = await hooks.loaded(load)\n"
+        "    again = await hooks.loaded(load)\n"
+        "    print(first is again, threads, first.__name__ in sys.modules)\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "[False]", "True"]
+
+
 def test_building_the_registries_keeps_the_manifests_without_a_turn(tmp_path):
     """A process that only builds the registries (an action, `ndomo acp` before a prompt)
     still leaves the manifests for the next one."""

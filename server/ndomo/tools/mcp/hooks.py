@@ -8,6 +8,9 @@ mention: a run in a workspace without servers sends its request without them.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from ndomo.runtime.hooks import HookAction, HookResult, LifecycleHook, Phase
@@ -20,11 +23,37 @@ if TYPE_CHECKING:
     from ndomo.runtime.tools import ToolDescriptor
 
 
+def _catalog() -> ModuleType:
+    from ndomo.tools.mcp import catalog
+
+    return catalog
+
+
+def _prompts() -> ModuleType:
+    from ndomo.tools.mcp import prompts
+
+    return prompts
+
+
+_loaded: dict[Callable[[], ModuleType], ModuleType] = {}
+
+
+async def loaded(load: Callable[[], ModuleType]) -> ModuleType:
+    """The module `load` imports, imported in a thread the first time: the catalog with the
+    client and the sources is milliseconds of imports, which the event loop that runs the
+    turn (and the editor's requests) does not wait for. Kept once the import is complete
+    (another thread's import in progress is waited for by the import itself)."""
+    module = _loaded.get(load)
+    if module is None:
+        module = _loaded[load] = await asyncio.to_thread(load)
+    return module
+
+
 def provide(ctx: TurnContext) -> list[ToolDescriptor]:
     """The running servers' tools (or `mcp_search` and what it found)."""
     if not has_catalog(ctx.app):
         return []
-    from ndomo.tools.mcp.catalog import provide as offered
+    from ndomo.tools.mcp.catalog import provide as offered  # imported: a catalog exists
 
     return offered(ctx)
 
@@ -38,9 +67,8 @@ class StartServers(LifecycleHook):
 
     async def run(self, ctx: TurnContext) -> HookResult | None:
         if configured(ctx.app):
-            from ndomo.tools.mcp.catalog import start_servers
-
-            await start_servers(ctx)
+            catalog = await loaded(_catalog)
+            await catalog.start_servers(ctx)
         return None
 
 
@@ -56,11 +84,10 @@ class ExpandPrompt(LifecycleHook):
         return ctx.depth == 0 and ctx.request.prompt.lstrip().startswith("/" + PREFIX)
 
     async def run(self, ctx: TurnContext) -> HookResult | None:
-        from ndomo.tools.mcp.prompts import PromptError, expand
-
+        prompts = await loaded(_prompts)
         try:
-            text = await expand(ctx, ctx.request.prompt.strip())
-        except PromptError as exc:
+            text = await prompts.expand(ctx, ctx.request.prompt.strip())
+        except prompts.PromptError as exc:
             ctx.status, ctx.error = "failed", str(exc)
             return HookResult(HookAction.SKIP_AGENT)
         ctx.request = ctx.request.model_copy(update={"prompt": text})
@@ -72,6 +99,5 @@ async def listed(app: App, ctx: TurnContext | None) -> list[CommandSpec]:
     turn (`ctx`), the servers are started first as the turn would start them."""
     if not configured(app):
         return []
-    from ndomo.tools.mcp.prompts import listed as prompts
-
-    return await prompts(app, ctx)
+    prompts = await loaded(_prompts)
+    return await prompts.listed(app, ctx)

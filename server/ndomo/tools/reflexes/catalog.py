@@ -68,11 +68,11 @@ class ReflexCatalog:
         async with self._lock:
             sig = await asyncio.to_thread(signature, self.root)
             if sig != self._sig:
-                # the parser and the models load with a first reflex file, not in every turn
-                self.reflexes, self.problems = (
-                    await asyncio.to_thread(_load, self.root) if sig else ([], [])
+                # the parser, the models and the runner load with a first reflex file (in
+                # the thread, with the descriptors' parameter models), not in every turn
+                self.reflexes, self.problems, self.descriptors = (
+                    await asyncio.to_thread(_load, self.root) if sig else ([], [], [])
                 )
-                self.descriptors = [descriptor(r) for r in self.reflexes]
                 self._sig = sig
         return self
 
@@ -81,10 +81,11 @@ class ReflexCatalog:
         return next((r for r in self.reflexes if r.name == name), None)
 
 
-def _load(root: Path) -> tuple[list[Reflex], list[ReflexProblem]]:
+def _load(root: Path) -> tuple[list[Reflex], list[ReflexProblem], list[ToolDescriptor]]:
     from ndomo.tools.reflexes.loader import load_reflexes
 
-    return load_reflexes(root)
+    reflexes, problems = load_reflexes(root)
+    return reflexes, problems, [descriptor(r) for r in reflexes]
 
 
 def catalog_for(app: App) -> ReflexCatalog:
