@@ -9,6 +9,7 @@ model; the turn goes on.
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -554,11 +555,23 @@ class ToolRegistry:
     def _load(self, load: ToolLoader) -> list[ToolDescriptor]:
         """`load`'s tools, in place of what the manifest said of them (kept if it fails)."""
         tools = list(load())
+        self._install(load, tools)
+        return tools
+
+    def _install(self, load: ToolLoader, tools: list[ToolDescriptor]) -> None:
         for name in [n for n, t in self._deferred.items() if t.load is load]:
             del self._deferred[name]
         for t in tools:
             self.add(t)
-        return tools
+
+    async def _loaded(self, name: str) -> None:
+        """A deferred tool's feature loaded before its first call: the imports in a thread (the
+        event loop keeps serving the editor and other turns), the registry changed here."""
+        found = self._deferred.get(name)
+        if found is not None:
+            tools = await asyncio.to_thread(lambda: list(found.load()))
+            if any(t.load is found.load for t in self._deferred.values()):
+                self._install(found.load, tools)  # unless another call's load did meanwhile
 
     def get(self, name: str) -> ToolDescriptor | None:
         """The tool `name`, loaded."""
@@ -606,6 +619,7 @@ class ToolRegistry:
 
     async def execute(self, ctx: TurnContext, name: str, raw: Any) -> ToolResult:
         try:
+            await self._loaded(name)
             tool = self.lookup(ctx, name)
         except Exception as exc:  # noqa: BLE001 - a feature's tool module failed to import: the call fails, the turn goes on
             log.exception("tool %s could not be loaded", name)

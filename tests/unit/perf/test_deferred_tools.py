@@ -119,6 +119,34 @@ async def test_the_first_call_loads_the_tools_before_it_is_checked(cache):
     assert calls == [1, 1]  # loaded once
 
 
+async def test_the_first_call_imports_the_tools_off_the_event_loop(cache):
+    """A first call's imports (milliseconds, more for the shell's) run in a thread: the
+    loop keeps serving the editor and the other turns meanwhile."""
+    import threading
+
+    on_main: list[bool] = []
+    base = loader([])
+
+    def load() -> list[ToolDescriptor]:
+        on_main.append(threading.current_thread() is threading.main_thread())
+        return base()
+
+    load.__module__, load.__qualname__ = base.__module__, base.__qualname__
+    ToolRegistry().later(load)
+    cache()
+    registry = ToolRegistry()
+    registry.later(load)
+    assert on_main == [True]  # the first process, no manifest: loaded at registration
+    ctx = ctx_for(registry, "autopilot")
+    registry.fences["autopilot"] = ModeContract(
+        summary="build", iteration_cap=3, kinds=frozenset({"read", "execute"})
+    )
+    assert (await registry.execute(ctx, "read_t", {"path": "a"})).content == "read a"
+    assert on_main == [True, False]
+    assert (await registry.execute(ctx, "shell_t", {"command": "ls"})).content == "ran ls"
+    assert on_main == [True, False]  # loaded once, with its feature
+
+
 async def test_a_forged_manifest_offers_at_most_what_the_real_tool_refuses(cache):
     """The cache file says the shell tool is a read tool: discussion offers it, and the call
     is still fenced by the tool itself, loaded before the fence looks."""
