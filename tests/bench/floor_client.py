@@ -4,6 +4,7 @@ Python process that sends ndomo's own chat request body and prints the streamed 
     python tests/bench/floor_client.py libraries BODY URL FOLDER
     python tests/bench/floor_client.py stdlib BODY URL FOLDER
     python tests/bench/floor_client.py everything BODY URL FOLDER MODULES
+    python tests/bench/floor_client.py no-pydantic BODY URL FOLDER MODULES
 
 `libraries` does the least a run must with the libraries ndomo is built on: it loads
 asyncio, logging, sqlite3, PyYAML, pydantic and h11, validates a YAML config with one
@@ -14,7 +15,10 @@ and nothing else — the held-out pairing's baseline. `everything` first imports
 and with the collector held as ndomo holds it (`ndomo.startup`), every module named in the
 file MODULES — the libraries (standard and third-party) a real `ndomo run` had loaded,
 ndomo's own modules left out — then does what `libraries` does: the least any run built
-on ndomo's whole set of libraries could cost. None imports ndomo; it runs as a file, not a
+on ndomo's whole set of libraries could cost. `no-pydantic` is `everything` without
+pydantic: the caller leaves pydantic's own modules out of MODULES, and the config is checked
+by hand, not by a model — what a run whose request path defined no pydantic model could
+cost at least (issue 31's option (c)). None imports ndomo; it runs as a file, not a
 module, so no package `__init__` is loaded before the timed imports.
 """
 
@@ -46,7 +50,7 @@ def stdlib(body: bytes, url: str) -> None:
             sys.stdout.flush()
 
 
-def libraries(body: bytes, url: str, folder: str) -> None:
+def libraries(body: bytes, url: str, folder: str, *, models: bool = True) -> None:
     import asyncio
     import logging
     import sqlite3
@@ -54,15 +58,20 @@ def libraries(body: bytes, url: str, folder: str) -> None:
 
     import h11
     import yaml
-    from pydantic import BaseModel
-
-    class Model(BaseModel):
-        base_url: str
-        name: str = "default"
-        timeout_s: float = 600.0
 
     logging.basicConfig(level=logging.WARNING)
-    Model.model_validate(yaml.safe_load(f"base_url: {url}\nname: floor\n"))
+    config = yaml.safe_load(f"base_url: {url}\nname: floor\n")
+    if models:
+        from pydantic import BaseModel
+
+        class Model(BaseModel):
+            base_url: str
+            name: str = "default"
+            timeout_s: float = 600.0
+
+        Model.model_validate(config)
+    elif not isinstance(config.get("base_url"), str) or not isinstance(config.get("name"), str):
+        raise SystemExit("config: base_url and name must be text")
     db = sqlite3.connect(f"{folder}/floor.db")
     with db:
         db.execute("create table if not exists turns (id integer primary key, prompt text)")
@@ -117,13 +126,13 @@ def everything(modules_file: str) -> None:
 
 if __name__ == "__main__":
     kind, body_file, base_url, workdir = sys.argv[1:5]
-    if kind not in ("libraries", "stdlib", "everything"):
-        raise SystemExit(f"unknown floor {kind!r}: libraries, stdlib or everything")
-    if kind == "everything":
+    if kind not in ("libraries", "stdlib", "everything", "no-pydantic"):
+        raise SystemExit(f"unknown floor {kind!r}: libraries, stdlib, everything or no-pydantic")
+    if kind in ("everything", "no-pydantic"):
         everything(sys.argv[5])
     with open(body_file, "rb") as f:
         payload = f.read()
     if kind == "stdlib":
         stdlib(payload, base_url)
     else:
-        libraries(payload, base_url, workdir)
+        libraries(payload, base_url, workdir, models=kind != "no-pydantic")

@@ -15,8 +15,11 @@ pydantic model, a SQLite row, the request streamed with httpx), and the standard
 alone (`urllib`). A third floor imports every library module the warm-up run imported
 (its `-X importtime` list, ndomo's own modules left out, the collector held as ndomo holds
 it) before doing what the first does: the least any `ndomo run` built on these libraries
-could cost, whatever its own code did. They are reported beside the target: what part of
-the spawn → request time is Python and ndomo's libraries, and what part is ndomo's own.
+could cost, whatever its own code did. A fourth is the third without pydantic (its own
+packages left out of the list, the standard modules it pulled in kept; the config checked
+by hand): the least a run could cost whose request path defined no pydantic model. They are
+reported beside the target: what part of the spawn → request time is Python and ndomo's
+libraries, and what part is ndomo's own.
 """
 
 from __future__ import annotations
@@ -37,6 +40,12 @@ FLOOR = Path(__file__).with_name("floor_client.py")
 ROUNDS = 7
 TARGET_MS = 250.0
 ANSWER = {"text": "a short answer", "chunks": 3}
+PYDANTIC = frozenset({"pydantic", "pydantic_core", "annotated_types", "typing_inspection"})
+
+
+def without_pydantic(modules: list[str]) -> list[str]:
+    """`modules` less pydantic and the packages only it brings (their top-level names)."""
+    return [m for m in modules if m.split(".")[0] not in PYDANTIC]
 
 
 def _imported(cmd: list[str], env: dict[str, str], cwd: str) -> list[str]:
@@ -100,6 +109,9 @@ async def run(rounds: int = ROUNDS) -> list[Result]:
         modules_file = Path(elsewhere) / "modules.txt"
         libraries = [m for m in imported if m.split(".")[0] != "ndomo"]
         modules_file.write_text("\n".join(libraries))
+        plain_file = Path(elsewhere) / "modules-no-pydantic.txt"
+        plain = without_pydantic(libraries)
+        plain_file.write_text("\n".join(plain))
         body_file = Path(d) / "body.json"
         body_file.write_text(json.dumps(body))
         curl = [
@@ -114,6 +126,9 @@ async def run(rounds: int = ROUNDS) -> list[Result]:
             "stdlib": [*floor, "stdlib", str(body_file), fake.url, elsewhere],
             "everything": [
                 *floor, "everything", str(body_file), fake.url, elsewhere, str(modules_file)
+            ],
+            "no-pydantic": [
+                *floor, "no-pydantic", str(body_file), fake.url, elsewhere, str(plain_file)
             ],
         }  # fmt: skip
         sent: dict[str, list[float]] = {who: [] for who in cmds}
@@ -149,6 +164,10 @@ async def run(rounds: int = ROUNDS) -> list[Result]:
             (
                 "everything",
                 f"Python + every library `ndomo run` imports ({len(libraries)} modules)",
+            ),
+            (
+                "no-pydantic",
+                f"the same but pydantic ({len(plain)} modules, the config checked by hand)",
             ),
         )
     ]

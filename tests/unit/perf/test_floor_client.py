@@ -1,7 +1,8 @@
 """The Python floors `ndomo run` is reported against (`tests/bench/floor_client.py`) send the
 body they are given, byte for byte, to the model server and print its streamed answer; the
 libraries floors write their SQLite row, `everything` after importing the modules it is
-given; none loads ndomo. A floor that skipped the
+given; `no-pydantic` as `everything`, without loading pydantic; none loads ndomo. A floor
+that skipped the
 request or sent a smaller one would make the comparison meaningless."""
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ import pytest
 
 from tests.bench.fake_proc import FakeProc
 from tests.bench.floor_client import __file__ as FLOOR
+from tests.bench.run_start import without_pydantic
 
 
-@pytest.mark.parametrize("kind", ["libraries", "stdlib", "everything"])
+@pytest.mark.parametrize("kind", ["libraries", "stdlib", "everything", "no-pydantic"])
 def test_a_floor_sends_the_body_it_is_given_and_prints_the_answer(tmp_path: Path, kind: str):
     body = {
         "model": "m",
@@ -31,7 +33,7 @@ def test_a_floor_sends_the_body_it_is_given_and_prints_the_answer(tmp_path: Path
     body_file.write_text(json.dumps(body))
     modules = tmp_path / "modules.txt"  # `everything`'s list: another platform's module too
     modules.write_text("shlex\nmsvcrt\ncolorsys\n")
-    extra = [str(modules)] if kind == "everything" else []
+    extra = [str(modules)] if kind in ("everything", "no-pydantic") else []
     with FakeProc() as fake:
         fake.push({"text": "a short answer", "chunks": 3})
         # -X importtime lists every module the floor loads, on stderr
@@ -58,8 +60,9 @@ def test_a_floor_sends_the_body_it_is_given_and_prints_the_answer(tmp_path: Path
     loaded = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()]
     assert "ndomo" not in loaded and not any(m.startswith("ndomo.") for m in loaded)
     if kind != "stdlib":
-        assert {"h11", "pydantic", "yaml", "sqlite3"} <= set(loaded)
-        assert ("colorsys" in loaded) == (kind == "everything")
+        assert {"h11", "yaml", "sqlite3"} <= set(loaded)
+        assert ("pydantic" in loaded) == (kind != "no-pydantic")
+        assert ("colorsys" in loaded) == (kind in ("everything", "no-pydantic"))
         assert "httpx" not in loaded  # not on a run's path since Stop 41
         with closing(sqlite3.connect(tmp_path / "floor.db")) as db:
             assert db.execute("select prompt from turns").fetchall() == [("say hi",)]
@@ -76,3 +79,9 @@ def test_an_unknown_floor_is_refused(tmp_path: Path):
     )
     assert done.returncode == 1
     assert "unknown floor 'java'" in done.stderr
+
+
+def test_the_no_pydantic_list_leaves_out_pydantic_and_what_only_it_brings():
+    imported = ["asyncio", "pydantic", "pydantic.main", "pydantic_core._pydantic_core"]
+    imported += ["annotated_types", "typing_inspection.introspection", "typing_extensions", "h11"]
+    assert without_pydantic(imported) == ["asyncio", "typing_extensions", "h11"]
