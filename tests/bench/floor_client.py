@@ -130,6 +130,8 @@ if __name__ == "__main__":
         raise SystemExit(f"unknown floor {kind!r}: libraries, stdlib, everything or no-pydantic")
     if kind in ("everything", "no-pydantic"):
         everything(sys.argv[5])
+    if kind == "no-pydantic" and "pydantic" in sys.modules:  # a listed module brought it
+        raise SystemExit("no-pydantic: a module in the list imported pydantic")
     with open(body_file, "rb") as f:
         payload = f.read()
     if kind == "stdlib":

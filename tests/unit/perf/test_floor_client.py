@@ -70,6 +70,27 @@ def test_a_floor_sends_the_body_it_is_given_and_prints_the_answer(tmp_path: Path
         assert not {"httpx", "pydantic", "yaml"} & set(loaded)
 
 
+def test_the_no_pydantic_floor_refuses_a_list_that_brings_pydantic(tmp_path: Path):
+    modules = tmp_path / "modules.txt"
+    modules.write_text("shlex\npydantic.main\n")
+    done = subprocess.run(
+        [
+            sys.executable,
+            FLOOR,
+            "no-pydantic",
+            "b",
+            "http://127.0.0.1:9/v1",
+            str(tmp_path),
+            str(modules),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "a module in the list imported pydantic" in done.stderr
+
+
 def test_an_unknown_floor_is_refused(tmp_path: Path):
     done = subprocess.run(
         [sys.executable, FLOOR, "java", "b", "http://127.0.0.1:9/v1", str(tmp_path)],
