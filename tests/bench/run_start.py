@@ -167,7 +167,7 @@ async def run(rounds: int = ROUNDS) -> list[Result]:
             ),
             (
                 "no-pydantic",
-                f"the same but pydantic ({len(plain)} modules, the config checked by hand)",
+                f"Python + the same without pydantic ({len(plain)} modules, the config checked by hand)",
             ),
         )
     ]
