@@ -2,8 +2,7 @@
 body they are given, byte for byte, to the model server and print its streamed answer; the
 libraries floors write their SQLite row, `everything` after importing the modules it is
 given; `no-pydantic` as `everything`, without loading pydantic; none loads ndomo. A floor
-that skipped the
-request or sent a smaller one would make the comparison meaningless."""
+that skipped the request or sent a smaller one would make the comparison meaningless."""
 
 from __future__ import annotations
 
