@@ -45,6 +45,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config._ndomo_xdg = base  # type: ignore[attr-defined]
     os.environ["XDG_DATA_HOME"] = os.path.join(base, "data")
     os.environ["XDG_CONFIG_HOME"] = os.path.join(base, "config")
+    # `ndomo run` hands no turn to a resident process (none stays behind a test); a test of
+    # the resident turns it on, and its socket lives here (tests/unit/resident).
+    os.environ["NDOMO_RESIDENT"] = "0"
+    os.environ["NDOMO_RESIDENT_DIR"] = os.path.join(base, "resident")
 
 
 def _temp_entries() -> set[str]:
@@ -66,10 +70,42 @@ def _temp_entries() -> set[str]:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
+    import time
+
     session.config._ndomo_temp = _temp_entries()  # type: ignore[attr-defined]
+    session.config._ndomo_start = time.time()  # type: ignore[attr-defined]
+
+
+def _residents_left(since: float) -> list[int]:
+    """Resident processes (`ndomo run`'s) started since `since` and still running, from the
+    suite's folder or the default ones, stopped here: none may outlive the run (a user's
+    own resident, older, is left alone)."""
+    import glob
+    import signal
+
+    from ndomo.terminal.resident import server
+
+    folders = {os.environ.get("NDOMO_RESIDENT_DIR", ""), f"/tmp/ndomo-{os.getuid()}"}
+    if os.environ.get("XDG_RUNTIME_DIR", "").startswith("/run/"):
+        folders.add(os.environ["XDG_RUNTIME_DIR"] + "/ndomo")
+    left = []
+    for lock in sorted(p for d in folders if d for p in glob.glob(f"{d}/run-*.lock")):
+        pid = server.running(lock)
+        if pid is not None and os.stat(lock).st_mtime >= since:
+            left.append(pid)
+            os.kill(pid, signal.SIGTERM)
+    return left
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    since = getattr(session.config, "_ndomo_start", None)
+    nested = getattr(session.config, "_ndomo_xdg", None) is None
+    residents = [] if nested or since is None else _residents_left(since)
+    if residents:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"resident processes left running (stopped): {residents}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
     before = getattr(session.config, "_ndomo_temp", None)
     # a nested pytest (no folder of its own) leaves the check to the run that started it
     if before is None or getattr(session.config, "_ndomo_xdg", None) is None:

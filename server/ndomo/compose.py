@@ -18,20 +18,22 @@ declares actions) — or, outside ndomo, an entry point. The imports stay inside
 
 from __future__ import annotations
 
-import functools
-import logging
-from types import ModuleType
-from typing import TYPE_CHECKING
+import sys
 
+# Nothing else at the top: every `ndomo` process imports this module before it knows
+# what it runs, and a run handed to the resident process (ndomo.terminal.resident) pays
+# for no more than this module and the hand-over — `logging` alone is ~20 ms. (mypy reads
+# a `TYPE_CHECKING` constant as typing's.)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from ndomo.actions import ActionRegistry
     from ndomo.lsp.warmup import Loads
     from ndomo.runtime.plugins import Plugins, Setup
     from ndomo.runtime.slash import CommandSpec
     from ndomo.terminal.args import Subcommand
     from ndomo.terminal.cli import Commands
-
-log = logging.getLogger("ndomo")
 
 # Entry-point group of features from other packages (same `setup(plugins)` contract).
 ENTRY_POINT_GROUP = "ndomo.features"
@@ -183,16 +185,35 @@ def _serve() -> Subcommand:
 
 
 def _others() -> list[Subcommand]:
+    import functools
+
     from ndomo.acp import command as acp
     from ndomo.terminal import run, trust
+    from ndomo.terminal.resident import command as resident
 
     # One set of registries per process: `--mode`'s check and the turn share it.
     once = functools.cache(plugins)
-    return [run.command(once), trust.command(), acp.command(once)]
+    return [run.command(once), trust.command(), acp.command(once), resident.command(in_process)]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The `ndomo` command (the package's console script and `python -m ndomo`)."""
+    """The `ndomo` command (the package's console script and `python -m ndomo`): a run
+    goes to the resident process when one answers (ndomo.terminal.resident), else runs
+    here and starts one for the next run."""
+    from ndomo.terminal.resident import client as resident
+
+    args = sys.argv[1:] if argv is None else list(argv)
+    handed = resident.hand_over(args)
+    if handed.code is not None:
+        return handed.code
+    code = in_process(args)
+    if handed.start:
+        resident.start(handed.where, handed.key)
+    return code
+
+
+def in_process(argv: list[str]) -> int:
+    """The command, run by this process (a resident's child runs it too)."""
     from ndomo import startup
     from ndomo.terminal.cli import main as cli_main
 
@@ -249,7 +270,9 @@ def _extras() -> list[str]:
     front ends. A walk, not a list: nothing to keep up to date, and the root is the top
     floor, so these edges point down."""
     import importlib
+    import logging
 
+    log = logging.getLogger("ndomo")
     failed = []
     for name in every_module():
         if any(name == f or name.startswith(f + ".") for f in _NOT_SERVED):

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.bench.common import without_config
 from tests.fakes.fake_model import FakeModel
 from tests.trusting import trust
 
@@ -164,7 +165,7 @@ def _gone(pid: int, timeout: float = 15.0) -> None:
 @pytest.fixture
 def env(tmp_path):
     def make(fake: FakeModel) -> dict[str, str]:
-        e = {k: v for k, v in os.environ.items() if not k.startswith("NDOMO_")}
+        e = without_config()
         e["NDOMO_BASE_URL"] = fake.url
         return e
 

@@ -25,7 +25,6 @@ import asyncio
 import contextlib
 import dataclasses
 import json
-import os
 import sys
 import tempfile
 import time
@@ -33,7 +32,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Protocol
 
-from tests.bench.common import Result
+from tests.bench.common import Result, without_config
 from tests.bench.fake_proc import FakeProc, RawStream
 from tests.bench.turns import CHUNK_DELAY, CONTEXT, ROUNDS, TEXT50, stream_rows
 from tests.trusting import trust
@@ -240,7 +239,7 @@ async def run(rounds: int = ROUNDS) -> list[Result]:
         ws.mkdir()
         trust(ws, data_home=data)
         root = str(ws.resolve())
-        env = {k: v for k, v in os.environ.items() if not k.startswith("NDOMO_")}
+        env = without_config()
         env["NDOMO_BASE_URL"] = fake.url
         env["XDG_DATA_HOME"], env["XDG_CONFIG_HOME"] = str(data), str(Path(d, "config"))
         try:

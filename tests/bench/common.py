@@ -12,7 +12,7 @@ import platform
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,8 +95,22 @@ def rss_mb(pid: int) -> float:
     raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
+# The variables of the run itself, not a config: whether `ndomo run` hands its turns to a
+# resident process, and where its socket lives (the suite turns it off, tests/conftest.py).
+KEPT = ("NDOMO_RESIDENT", "NDOMO_RESIDENT_DIR", "NDOMO_RESIDENT_IDLE")
+
+
+def without_config(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """`environ` without ndomo's config variables (`NDOMO_*` but `KEPT`)."""
+    return {k: v for k, v in environ.items() if not k.startswith("NDOMO_") or k in KEPT}
+
+
 def env_for_server(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NDOMO_")}
+    """The environment of an `ndomo` the bench spawns: no config of the caller's, the model
+    a closed port unless `extra` says, and no resident process unless `extra` turns it on
+    (the `run` rows do, in a folder of their own; none may outlive a bench)."""
+    env = without_config()
+    env.setdefault("NDOMO_RESIDENT", "0")
     env.setdefault("NDOMO_BASE_URL", "http://127.0.0.1:9/v1")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
     env.update(extra or {})

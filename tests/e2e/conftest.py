@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,8 @@ import pytest_asyncio
 from lsprotocol import types
 from pygls.uris import from_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from tests.bench.common import without_config
 
 CLIENTS = ["visual-studio-code", "neovim"]
 SHUTDOWN_WAIT_S = 30.0  # generous: a loaded machine is slow, a hung server never ends
@@ -28,7 +29,7 @@ def client_name(request) -> str:
 
 
 def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NDOMO_")}
+    env = without_config()
     # Unless a test points it elsewhere, the model is a closed local port: fast, offline.
     env.setdefault("NDOMO_BASE_URL", "http://127.0.0.1:9/v1")
     env.update(extra or {})

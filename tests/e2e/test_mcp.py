@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.bench.common import without_config
 from tests.fakes.fake_model import FakeModel
 
 PROBE = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_probe.py")
@@ -88,7 +89,7 @@ def world(tmp_path: Path):
     (ws / "README.md").write_text("# a project\n")
     (tmp_path / "config" / "ndomo").mkdir(parents=True)
     model = FakeModel(default_text="nothing more").start()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NDOMO_")}
+    env = without_config()
     env.update(
         HOME=str(home),
         XDG_DATA_HOME=str(tmp_path / "data"),

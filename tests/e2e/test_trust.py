@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from ndomo.agents.loader import builtin_agents_dir
+from tests.bench.common import without_config
 from tests.fakes.fake_model import FakeModel
 
 USER_KEY = "user-secret-key-7f3a"
@@ -97,7 +98,7 @@ def world(tmp_path: Path):
     (config_dir / "config.yaml").write_text(
         f"model:\n  base_url: {user.url}\n  name: fake-model\n", encoding="utf-8"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NDOMO_")}
+    env = without_config()
     env.update(
         HOME=str(home),
         XDG_DATA_HOME=str(tmp_path / "data"),

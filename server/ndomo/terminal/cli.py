@@ -133,7 +133,7 @@ def build_parser(commands: Commands) -> argparse.ArgumentParser:
 
 
 def _one_parser(commands: Commands, name: str) -> argparse.ArgumentParser:
-    """Only `name` (serve, run, acp): an editor spawning the server, or a script's `ndomo run`,
+    """Only `name` (serve, run, acp, resident): an editor spawning the server, or a script's `ndomo run`,
     must not wait for every action's command line. `--help` builds the whole parser."""
     found = commands.serve() if name == "serve" else None
     if found is None:
@@ -151,7 +151,9 @@ def main(argv: list[str] | None, commands: Commands) -> int:
         stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
     args = sys.argv[1:] if argv is None else list(argv)
-    fast = args[:1] in (["serve"], ["run"], ["acp"]) and not {"-h", "--help"} & set(args)
+    fast = args[:1] in (["serve"], ["run"], ["acp"], ["resident"]) and not {"-h", "--help"} & set(
+        args
+    )
     parser = _one_parser(commands, args[0]) if fast else build_parser(commands)
     ns = parser.parse_args(argv)
     handler = getattr(ns, "_handler", None)

@@ -5,10 +5,10 @@ timed something else would make the rows meaningless."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from tests.bench.acp_turns import _sdk, _wire
+from tests.bench.common import without_config
 from tests.bench.fake_proc import FakeProc
 from tests.trusting import trust
 
@@ -21,7 +21,7 @@ async def test_the_wire_client_streams_what_the_sdk_client_streams(tmp_path: Pat
     answer = {"text": "one two three · ünï", "chunks": 3}
     got, bodies = {}, {}
     with FakeProc() as fake:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("NDOMO_")}
+        env = without_config()
         env["NDOMO_BASE_URL"] = fake.url
         env["XDG_DATA_HOME"], env["XDG_CONFIG_HOME"] = str(data), str(tmp_path / "config")
         for name, client in (("wire", _wire), ("sdk", _sdk)):
