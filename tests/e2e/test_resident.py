@@ -154,6 +154,39 @@ def test_a_second_run_is_handed_over_and_answers_the_same(res: Resident) -> None
     assert res.pid() == pid and res.children(pid) == []  # the child ended and was reaped
 
 
+def test_a_handed_over_caller_loads_only_the_hand_over(res: Resident) -> None:
+    """The caller's whole cost is Python, `ndomo.compose` and the client: no library, none
+    of `logging`, `typing` or `dataclasses` (~30 ms together on this project's VM)."""
+    res.run()
+    res.wait_up()
+    report = (
+        "import sys\n"
+        "from ndomo.compose import main\n"
+        "code = main(sys.argv[1:])\n"
+        "mods = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('ndomo', 'pydantic', 'yaml', 'logging', 'typing', 'dataclasses', 'asyncio'))\n"
+        "print('LOADED', ' '.join(mods), file=sys.stderr)\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", report, "run", "--workspace", str(res.ws), "say hi"],
+        env=res.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "a short answer" in done.stdout
+    loaded = done.stderr.rsplit("LOADED", 1)[1].split()
+    assert loaded == [
+        "ndomo",
+        "ndomo.compose",
+        "ndomo.terminal",
+        "ndomo.terminal.resident",
+        "ndomo.terminal.resident.client",
+    ]
+
+
 def test_the_callers_environment_folder_and_exit_code_are_the_runs(res: Resident) -> None:
     res.run()
     res.wait_up()
@@ -317,6 +350,23 @@ def test_changed_code_on_disk_starts_a_fresh_resident(res: Resident) -> None:
     new = res.wait_up(other_than=old)
     assert new != old
     assert res.run()[3] is True
+
+
+def test_a_hung_resident_is_not_waited_for(res: Resident) -> None:
+    """A resident that does not answer (stopped here) costs a run the answer timeout, then
+    the run goes on in-process."""
+    res.run()
+    pid = res.wait_up()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        code, out, err, handed = res.run()
+        waited = time.monotonic() - started
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert (code, handed) == (0, False), err
+    assert "a short answer" in out
+    assert waited >= client.ANSWER_TIMEOUT
 
 
 def test_an_idle_resident_exits_and_leaves_no_socket(res: Resident) -> None:

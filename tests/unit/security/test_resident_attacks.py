@@ -66,13 +66,13 @@ env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "NDOMO_BAS
 body = json.dumps({"op": "run", "key": key, "argv0": "ndomo", "cwd": ws, "umask": 18, "env": env,
                    "argv": ["run", "--workspace", ws, "--yes", "--agent", "craftsman",
                             "--mode", "autopilot", "ESCAPED-TURN"]}).encode()
-try:
-    socket.send_fds(s, [struct.pack(">I", len(body)) + body], [0, 1, 2])
-except OSError as exc:  # refused before it read a byte: its answer is still there to read
-    print("SEND-FAILED", exc)
+s.sendall(struct.pack(">I", len(body)) + body)
 answers = s.makefile("rb")
-print("ANSWER", answers.readline().decode().strip())
-print("THEN", answers.readline().decode().strip())
+first = answers.readline().decode().strip()
+print("ANSWER", first)
+if first == "ready":  # served: the terminal goes with it, as a client sends it
+    socket.send_fds(s, [b"\\0"], [0, 1, 2])
+    print("THEN", answers.readline().decode().strip())
 """
 
 

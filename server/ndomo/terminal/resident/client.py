@@ -4,11 +4,11 @@ Standard library only, and nothing heavy of it: this runs before any of ndomo's 
 imports, in every `ndomo run`, and its cost is the whole of a handed-over run's start.
 
 The exchange on the unix socket (`<folder>/run-<id>.sock`):
-- the client sends a 4-byte length and a JSON request, with its fds 0, 1 and 2 attached
-  (SCM_RIGHTS): `{"op": "run", "key", "argv0", "argv", "cwd", "env", "umask"}` (or
-  `{"op": "stop", "key"}`);
-- the resident answers lines: `pid N` (the child running the turn), later `exit N`;
-  or one `no <reason>` (refused: the run goes on in-process).
+- the client sends a 4-byte length and a JSON request: `{"op": "run", "key", "argv0",
+  "argv", "cwd", "env", "umask"}` (or `{"op": "stop", "key"}`, answered `stopped`);
+- the resident answers `ready` (or `no <reason>`: refused, the run goes on in-process);
+- the client sends one byte with its fds 0, 1 and 2 attached (SCM_RIGHTS);
+- the resident answers `pid N` (the child running the turn), later `exit N`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ ENV_SWITCH = "NDOMO_RESIDENT"  # "0" (or off/no/false): no resident, every run i
 ENV_DIR = "NDOMO_RESIDENT_DIR"  # where the sockets live (default: below)
 ENV_IDLE = "NDOMO_RESIDENT_IDLE"  # seconds without a run before the resident exits
 IDLE_DEFAULT = 300.0
+ANSWER_TIMEOUT = 10.0  # seconds to connect and hear `pid N`; then the run goes on here
 STALE = "stale"  # the refusal that asks for a new resident: its code changed on disk
 # Interpreter settings a fresh `python` reads from the environment once, at start: a
 # resident serves only callers whose values are its own.
@@ -129,6 +130,9 @@ def hand_over(args: list[str]) -> Handover:
         return Handover(None)
     key = identity()
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(
+        ANSWER_TIMEOUT
+    )  # a resident that hangs (stopped, swapped out) is not waited for
     try:
         sock.connect(socket_path(where, key))
     except OSError:
@@ -158,15 +162,19 @@ def request(key: str, args: list[str]) -> bytes:
 
 def _handed(sock: socket.socket, args: list[str], where: str, key: str) -> Handover:
     try:
-        socket.send_fds(sock, [request(key, args)], [0, 1, 2])
+        sock.sendall(request(key, args))
         answers = sock.makefile("rb")
         first = answers.readline().decode().strip()
-    except OSError:  # a closed stdio fd, a folder gone, a resident ending: run here
+        if first == "ready":  # checked: now the terminal, which a refusal never gets
+            socket.send_fds(sock, [b"\0"], [0, 1, 2])
+            first = answers.readline().decode().strip()
+    except OSError:  # a closed stdio fd, a folder gone, a resident ending or hung: run here
         return Handover(None)
     if not first.startswith("pid "):
         stale = first == f"no {STALE}"
         return Handover(None, start=stale, where=where, key=key)
     child = int(first[4:])
+    sock.settimeout(None)  # the turn takes as long as it takes
 
     def forward(signum: int, _frame: object) -> None:
         try:  # noqa: SIM105 - contextlib would add ~5 ms of imports to every handed-over run
@@ -189,6 +197,7 @@ def _handed(sock: socket.socket, args: list[str], where: str, key: str) -> Hando
 def stop(where: str, key: str) -> bool:
     """Ask this interpreter's resident to exit; False when none answered."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(ANSWER_TIMEOUT)
     try:
         sock.connect(socket_path(where, key))
         data = json.dumps({"op": "stop", "key": key}).encode()

@@ -70,30 +70,37 @@ def refusal(conn: socket.socket) -> str | None:
     return None
 
 
-def _read_request(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
+def _read_request(conn: socket.socket) -> dict[str, Any]:
+    """The caller's 4-byte length and JSON object (no file descriptors yet)."""
     conn.settimeout(READ_TIMEOUT)
-    data, fds, _flags, _addr = socket.recv_fds(conn, 65536, 3)
-    try:
-        if len(data) < 4:
-            raise ValueError("short request")
-        (size,) = struct.unpack(">I", data[:4])
-        if size > MAX_REQUEST:
-            raise ValueError("request too large")
-        body = bytearray(data[4:])
-        while len(body) < size:
-            more = conn.recv(min(65536, size - len(body)))
-            if not more:
-                raise ValueError("request cut short")
-            body += more
-        request = json.loads(body)
-        if not isinstance(request, dict):
-            raise ValueError("request is not an object")
-    except BaseException:
+    head = _exactly(conn, 4)
+    (size,) = struct.unpack(">I", head)
+    if size > MAX_REQUEST:
+        raise ValueError("request too large")
+    request = json.loads(_exactly(conn, size))
+    if not isinstance(request, dict):
+        raise ValueError("request is not an object")
+    return request
+
+
+def _exactly(conn: socket.socket, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        more = conn.recv(min(65536, size - len(data)))
+        if not more:
+            raise ValueError("request cut short")
+        data += more
+    return bytes(data)
+
+
+def _read_stdio(conn: socket.socket) -> list[int]:
+    """The caller's fds 0, 1 and 2, sent once it heard `ready`; [] when it sent other."""
+    _data, fds, _flags, _addr = socket.recv_fds(conn, 1, 3)
+    if len(fds) != 3:
         for fd in fds:
             os.close(fd)
-        raise
-    conn.settimeout(None)
-    return request, fds
+        return []
+    return fds
 
 
 class Resident:
@@ -195,13 +202,13 @@ class Resident:
             if why is not None:
                 conn.sendall(f"no {why}\n".encode())
                 return
-            request, fds = _read_request(conn)
+            request = _read_request(conn)
             if request.get("key") != self.key:
                 conn.sendall(b"no another interpreter\n")
             elif request.get("op") == "stop":
                 conn.sendall(b"stopped\n")
                 self.close()
-            elif request.get("op") != "run" or len(fds) != 3:
+            elif request.get("op") != "run":
                 conn.sendall(b"no bad request\n")
             elif self.stale():
                 conn.sendall(f"no {STALE}\n".encode())
@@ -209,8 +216,16 @@ class Resident:
             elif threading.active_count() != 1:
                 conn.sendall(b"no threads running\n")
             else:
-                self._fork(conn, request, fds)
-                conn = None  # type: ignore[assignment]  # the child's now, until its exit
+                # Only now does the caller send its stdio: a resident that never got this far
+                # (stopped, refusing) holds none of the caller's pipes open.
+                conn.sendall(b"ready\n")
+                fds = _read_stdio(conn)
+                if not fds:
+                    conn.sendall(b"no bad request\n")
+                else:
+                    conn.settimeout(None)
+                    self._fork(conn, request, fds)
+                    conn = None  # type: ignore[assignment]  # the child's now, until its exit
         except (OSError, ValueError):
             pass  # a caller that left, or sent no run: nothing to answer
         finally:
