@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import os
 import platform
+import signal
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -115,6 +117,35 @@ def env_for_server(extra: dict[str, str] | None = None) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
     env.update(extra or {})
     return env
+
+
+def resident_up(folder: Path, timeout: float = 60.0) -> int:
+    """The pid of the resident process in `folder` (`NDOMO_RESIDENT_DIR`) once it answers."""
+    from ndomo.terminal.resident import server
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        for lock in folder.glob("run-*.lock"):
+            pid = server.running(str(lock))
+            if pid is not None and list(folder.glob("run-*.sock")):
+                return pid
+        time.sleep(0.05)
+    raise RuntimeError("the warm-up started no resident process")
+
+
+def stop_resident(pid: int, env: dict[str, str]) -> None:
+    """`ndomo resident --stop` with `env`; killed if it is still there after 10 s."""
+    subprocess.run(
+        [sys.executable, "-m", "ndomo", "resident", "--stop"], env=env, capture_output=True
+    )
+    end = time.monotonic() + 10
+    while time.monotonic() < end:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
 
 
 def conditions() -> dict[str, Any]:

@@ -50,7 +50,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from tests.bench.common import Result, env_for_server
+from tests.bench.common import Result, env_for_server, resident_up, stop_resident
 from tests.bench.fake_proc import RawStream
 from tests.bench.lsp_client import NDOMO, start, stop
 from tests.bench.turns import Turns
@@ -236,7 +236,7 @@ def _rows(through: str, baseline: str, side: Side, about: dict[str, Any]) -> lis
     prompt take 3 s or 12 s)."""
     rows, outside = [], []
     target = f"report (raw: {baseline}; {about['model']}, {about['threads']} threads)"
-    for kind in ("warm", "cold"):
+    for kind in side.times:  # warm, cold (those measured)
         times = {who: [t * 1000 for t in side.times[kind][who]] for who in ("ndomo", "raw")}
         server = {
             who: [ms for w, (_, ms) in side.evaluated[kind] if w == who] for who in ("ndomo", "raw")
@@ -367,6 +367,21 @@ async def _bench(
     cli = Side(server, run_body, "ndomo run")
     await cli.rounds(rounds, {"ndomo": run_ndomo, "raw": run_curl})
 
+    # The same command handed to the resident process, as a user's later runs are (prefix
+    # warm only: a cold prefix is the server's prompt time, the same for both).
+    handed_env = {**env, "NDOMO_RESIDENT": "1", "NDOMO_RESIDENT_DIR": str(root / "resident")}
+    _spawn(ndomo, handed_env, str(run_ws))  # in-process: it starts the resident
+    resident = resident_up(root / "resident")
+    try:
+
+        async def run_handed(_: str) -> float:
+            return _run_first_text(*_spawn(ndomo, handed_env, str(run_ws)))[0]
+
+        handed = Side(server, run_body, "ndomo run, handed over")
+        await handed.rounds({"warm": rounds["warm"]}, {"ndomo": run_handed, "raw": run_curl})
+    finally:
+        stop_resident(resident, handed_env)
+
     raw = RawStream(server.v1)
     try:
         rec = Turns()
@@ -391,8 +406,15 @@ async def _bench(
             await stop(client)
     finally:
         await raw.aclose()
-    return _rows("`ndomo run` spawn → first text", "curl with ndomo's body", cli, about) + _rows(
-        "LSP `ndomo.turn` → first text", "httpx stream of ndomo's body", lsp, about
+    return (
+        _rows("`ndomo run` spawn → first text", "curl with ndomo's body", cli, about)
+        + _rows(
+            "`ndomo run` spawn → first text, handed to the resident",
+            "curl with ndomo's body",
+            handed,
+            about,
+        )
+        + _rows("LSP `ndomo.turn` → first text", "httpx stream of ndomo's body", lsp, about)
     )
 
 

@@ -32,9 +32,7 @@ libraries, and what part is ndomo's own.
 from __future__ import annotations
 
 import json
-import os
 import resource
-import signal
 import statistics
 import subprocess
 import sys
@@ -42,7 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.bench.common import Result, env_for_server
+from tests.bench.common import Result, env_for_server, resident_up, stop_resident
 from tests.bench.fake_proc import FakeProc
 
 FLOOR = Path(__file__).with_name("floor_client.py")
@@ -95,34 +93,6 @@ def _cpu_ms() -> float:
     return (used.ru_utime + used.ru_stime) * 1000
 
 
-def _resident(folder: Path, timeout: float = 60.0) -> int:
-    """The pid of the resident in `folder` once it answers."""
-    from ndomo.terminal.resident import server
-
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        for lock in folder.glob("run-*.lock"):
-            pid = server.running(str(lock))
-            if pid is not None and list(folder.glob("run-*.sock")):
-                return pid
-        time.sleep(0.05)
-    raise RuntimeError("the warm-up started no resident process")
-
-
-def _stop(pid: int, env: dict[str, str]) -> None:
-    subprocess.run(
-        [sys.executable, "-m", "ndomo", "resident", "--stop"], env=env, capture_output=True
-    )
-    end = time.monotonic() + 10
-    while time.monotonic() < end:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.05)
-    os.kill(pid, signal.SIGKILL)
-
-
 def _timed(cmd: list[str], env: dict[str, str], cwd: str) -> tuple[float, float, bytes]:
     """(spawn wall time, first stdout byte wall time, all stdout) of one process."""
     t0 = time.time()
@@ -158,7 +128,7 @@ async def run(rounds: int = ROUNDS) -> list[Result]:
         body = fake.last_chat_body()
         fake.push(ANSWER)  # the run that starts the resident (a user's earlier run)
         subprocess.run(ndomo, env=env, cwd=d, capture_output=True, timeout=60, check=True)
-        resident = _resident(folder)
+        resident = resident_up(folder)
         modules_file = Path(elsewhere) / "modules.txt"
         libraries = [m for m in imported if m.split(".")[0] != "ndomo"]
         modules_file.write_text("\n".join(libraries))
@@ -208,7 +178,7 @@ async def run(rounds: int = ROUNDS) -> list[Result]:
                     sent[who].append((at - t0) * 1000)
                     text[who].append((t_first - t0) * 1000)
         finally:
-            _stop(resident, env)
+            stop_resident(resident, env)
     if max(cpu) > HANDED_CPU_MS:
         raise RuntimeError(f"a round ran in-process, not in the resident (CPU ms: {cpu})")
     to_request = statistics.median(sent["ndomo"])

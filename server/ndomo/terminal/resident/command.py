@@ -38,10 +38,13 @@ def _handle(ns: argparse.Namespace, run: server.Run) -> int:
             return EXIT_USAGE
         try:
             spec = json.loads(sys.stdin.buffer.read())
-            if not isinstance(spec, dict) or "where" not in spec or "key" not in spec:
-                raise ValueError("not a resident's spec")
-        except ValueError as exc:
-            print(f"ndomo resident --serve: {exc}", file=sys.stderr)
+        except ValueError:
+            spec = None
+        if not isinstance(spec, dict) or "where" not in spec or "key" not in spec:
+            print(
+                "ndomo resident --serve: stdin holds no resident's spec (`ndomo run` starts it)",
+                file=sys.stderr,
+            )
             return EXIT_USAGE
         return server.serve(spec, run)
     where = client.folder()
