@@ -200,9 +200,11 @@ def main(argv: list[str] | None = None) -> int:
     """The `ndomo` command (the package's console script and `python -m ndomo`): a run
     goes to the resident process when one answers (ndomo.terminal.resident), else runs
     here and starts one for the next run."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] != ["run"]:  # `serve`, `acp` …: not even the client's imports
+        return in_process(args)
     from ndomo.terminal.resident import client as resident
 
-    args = sys.argv[1:] if argv is None else list(argv)
     handed = resident.hand_over(args)
     if handed.code is not None:
         return handed.code
