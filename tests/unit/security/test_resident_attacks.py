@@ -66,7 +66,10 @@ env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "NDOMO_BAS
 body = json.dumps({"op": "run", "key": key, "argv0": "ndomo", "cwd": ws, "umask": 18, "env": env,
                    "argv": ["run", "--workspace", ws, "--yes", "--agent", "craftsman",
                             "--mode", "autopilot", "ESCAPED-TURN"]}).encode()
-s.sendall(struct.pack(">I", len(body)) + body)
+try:
+    s.sendall(struct.pack(">I", len(body)) + body)
+except OSError as exc:  # refused before it read a byte: its answer is still there to read
+    print("SEND-FAILED", exc)
 answers = s.makefile("rb")
 first = answers.readline().decode().strip()
 print("ANSWER", first)
