@@ -112,11 +112,10 @@ class Resident:
         self.path = socket_path(where, key)
         self.sel = selectors.DefaultSelector()
         self.children: dict[int, socket.socket] = {}
-        self.files: dict[str, float] = {}  # each loaded module's file → its mtime at load
+        self.files: dict[str, int] = {}  # each loaded module's file → its mtime (ns) at load
         self.listener: socket.socket | None = None
         self.bound = 0
         self.wake_r, self.wake_w = os.pipe()
-        self.running = True
 
     # -- start and end --------------------------------------------------------------------
 
@@ -308,7 +307,8 @@ def become(request: dict[str, Any], fds: list[int], run: Run) -> int:
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
-    sys.stdout.reconfigure(line_buffering=os.isatty(1))  # type: ignore[union-attr]
+    if sys.stdout is not None:  # as a fresh Python: line-buffered on a terminal
+        sys.stdout.reconfigure(line_buffering=os.isatty(1))  # type: ignore[union-attr]
     env = {str(k): str(v) for k, v in dict(request.get("env") or {}).items()}
     os.environ.clear()
     os.environ.update(env)
