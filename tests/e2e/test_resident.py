@@ -97,6 +97,19 @@ class Resident:
             time.sleep(0.05)
         raise AssertionError("no resident came up")
 
+    def slow_turn(self, argv: list[str], **kw) -> subprocess.Popen:
+        """A caller whose turn has sent its request and waits on a model that never goes
+        on (its first piece streamed, the rest held)."""
+        self.fake.push(
+            {"text": "a slow answer", "chunks": 3, "hold_until": str(self.tmp / "never")}
+        )
+        before = len(self.fake.chat_requests())
+        caller = subprocess.Popen(argv, env=self.env, stdin=subprocess.DEVNULL, **kw)
+        end = time.monotonic() + 60
+        while len(self.fake.chat_requests()) == before and time.monotonic() < end:
+            time.sleep(0.05)
+        return caller
+
     def children(self, pid: int) -> list[int]:
         try:
             text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
@@ -243,22 +256,14 @@ def test_a_caller_with_other_limits_gets_a_resident_of_its_own(res: Resident) ->
 def test_ctrl_c_reaches_the_turn_and_it_stops(res: Resident) -> None:
     res.run()
     pid = res.wait_up()
-    gate = res.tmp / "never"
-    res.fake.push({"text": "a slow answer", "chunks": 3, "hold_until": str(gate)})
-    before = len(res.fake.chat_requests())
-    caller = subprocess.Popen(
+    caller = res.slow_turn(
         [sys.executable, "-c", PROBE, "run", "--workspace", str(res.ws), "go slowly"],
-        env=res.env,
         cwd=res.ws,
-        stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
-        end = time.monotonic() + 60
-        while len(res.fake.chat_requests()) == before and time.monotonic() < end:
-            time.sleep(0.05)
         assert res.children(pid), "no child ran the turn"
         caller.send_signal(signal.SIGINT)
         out, err = caller.communicate(timeout=30)
@@ -275,20 +280,12 @@ def test_ctrl_c_reaches_the_turn_and_it_stops(res: Resident) -> None:
 def test_a_killed_caller_takes_its_turn_with_it(res: Resident) -> None:
     res.run()
     pid = res.wait_up()
-    gate = res.tmp / "never"
-    res.fake.push({"text": "a slow answer", "chunks": 3, "hold_until": str(gate)})
-    before = len(res.fake.chat_requests())
-    caller = subprocess.Popen(
+    caller = res.slow_turn(
         [sys.executable, "-m", "ndomo", "run", "--workspace", str(res.ws), "go slowly"],
-        env=res.env,
-        stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
-        end = time.monotonic() + 60
-        while len(res.fake.chat_requests()) == before and time.monotonic() < end:
-            time.sleep(0.05)
         (child,) = res.children(pid)
         caller.kill()  # SIGKILL: no handler forwards it; the resident sees the socket close
         caller.wait()
@@ -398,6 +395,19 @@ def test_a_folder_others_can_open_is_not_used(res: Resident) -> None:
     assert list(res.folder.iterdir()) == []
     status = res.ndomo("resident")
     assert status.returncode == 1 and "no private folder" in status.stderr
+
+
+def test_a_folder_too_deep_for_a_socket_runs_in_process_and_starts_none(res: Resident) -> None:
+    """A unix socket's path has at most 107 bytes: a folder deeper than that gets no resident
+    (one started there could never listen), and the run goes on as ever."""
+    deep = res.tmp / ("d" * 100)
+    res.env["NDOMO_RESIDENT_DIR"] = str(deep)
+    for _ in range(2):
+        code, out, err, handed = res.run()
+        assert (code, handed) == (0, False), err
+        assert "a short answer" in out
+    time.sleep(1)
+    assert not deep.exists() or list(deep.glob("run-*.lock")) == []
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="chown to another user needs root")

@@ -14,20 +14,20 @@ from __future__ import annotations
 
 import json
 import os
-import signal
+import shutil
 import subprocess
 import sys
-import time
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from ndomo.terminal.resident import server
+from tests.bench.common import resident_up, stop_resident
 from tests.fakes.fake_model import FakeModel
 from tests.unit.security.test_sandbox_attacks import CANARY, bash
 
 pytestmark = pytest.mark.skipif(
-    not Path("/usr/bin/bwrap").exists() and not Path("/bin/bwrap").exists(),
+    shutil.which("bwrap") is None,
     reason="SKIPPED LOUDLY: bubblewrap (bwrap) is not installed; `apt-get install bubblewrap` (.ci/run does)",
 )
 
@@ -120,7 +120,7 @@ def _attack(ws: Path, home: Path, folder: Path) -> tuple[str, list[dict]]:
         ).stdout  # fmt: skip
         first = _ndomo(env, ws, "run", "--workspace", str(ws), "--yes", "hello")
         assert first.returncode == 0, first.stderr
-        pid = _wait_up(folder)
+        pid = resident_up(folder)
         try:
             sock = next(folder.glob("run-*.sock"))
             (ws / "key.txt").write_text(key)  # the key a client of this interpreter sends
@@ -141,41 +141,17 @@ def _attack(ws: Path, home: Path, folder: Path) -> tuple[str, list[dict]]:
             ]
             return "\n".join(dict.fromkeys(results)), fake.chat_requests()
         finally:
-            _ndomo(env, ws, "resident", "--stop")
-            _stopped(pid)
-
-
-def _wait_up(folder: Path, timeout: float = 60.0) -> int:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        for lock in folder.glob("run-*.lock"):
-            pid = server.running(str(lock))
-            if pid is not None and list(folder.glob("run-*.sock")):
-                return pid
-        time.sleep(0.05)
-    raise AssertionError("no resident came up")
-
-
-def _stopped(pid: int) -> None:
-    end = time.monotonic() + 15
-    while time.monotonic() < end:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.05)
-    os.kill(pid, signal.SIGKILL)
+            stop_resident(pid, env)
 
 
 def _escaped(requests: list[dict]) -> bool:
     return any("ESCAPED-TURN" in json.dumps(r["body"]) for r in requests)
 
 
-def test_a_sandboxed_command_does_not_see_the_default_socket_folder(
-    ws: Path, home: Path, tmp_path: Path
-) -> None:
-    folder = tmp_path / "resident"  # under the temp folder, as /tmp/ndomo-<uid> is
-    result, requests = _attack(ws, home, folder)
+def test_a_sandboxed_command_does_not_see_the_default_socket_folder(ws: Path, home: Path) -> None:
+    # under /tmp, as the default /tmp/ndomo-<uid> is (whatever $TMPDIR says)
+    with tempfile.TemporaryDirectory(dir="/tmp", prefix="ndomo-resident-test-") as top:
+        result, requests = _attack(ws, home, Path(top) / "resident")
     assert "HIDDEN" in result and "CONNECT-FAILED" in result, result
     assert not _escaped(requests), result
     assert (home / ".bashrc").read_text() == CANARY

@@ -27,6 +27,7 @@ ENV_DIR = "NDOMO_RESIDENT_DIR"  # where the sockets live (default: below)
 ENV_IDLE = "NDOMO_RESIDENT_IDLE"  # seconds without a run before the resident exits
 IDLE_DEFAULT = 300.0
 ANSWER_TIMEOUT = 10.0  # seconds to connect and hear `pid N`; then the run goes on here
+MAX_SOCKET_PATH = 107  # bytes: a unix socket's path (sun_path is 108 with its NUL)
 STALE = "stale"  # the refusal that asks for a new resident: its code changed on disk
 # Interpreter settings a fresh `python` reads from the environment once, at start: a
 # resident serves only callers whose values are its own.
@@ -129,10 +130,11 @@ def hand_over(args: list[str]) -> Handover:
     if where is None:
         return Handover(None)
     key = identity()
+    if len(socket_path(where, key).encode()) > MAX_SOCKET_PATH:
+        return Handover(None)  # no socket can be bound there: nothing to start either
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(
-        ANSWER_TIMEOUT
-    )  # a resident that hangs (stopped, swapped out) is not waited for
+    # a resident that hangs (stopped, swapped out) is not waited for
+    sock.settimeout(ANSWER_TIMEOUT)
     try:
         sock.connect(socket_path(where, key))
     except OSError:
@@ -156,6 +158,11 @@ def request(key: str, args: list[str]) -> bytes:
         "env": dict(os.environ),
         "umask": umask,
     }
+    return framed(body)
+
+
+def framed(body: dict) -> bytes:
+    """A request as sent: its JSON's length (4 bytes, big-endian), then the JSON."""
     data = json.dumps(body).encode()
     return struct.pack(">I", len(data)) + data
 
@@ -200,8 +207,7 @@ def stop(where: str, key: str) -> bool:
     sock.settimeout(ANSWER_TIMEOUT)
     try:
         sock.connect(socket_path(where, key))
-        data = json.dumps({"op": "stop", "key": key}).encode()
-        sock.sendall(struct.pack(">I", len(data)) + data)
+        sock.sendall(framed({"op": "stop", "key": key}))
         return sock.makefile("rb").readline().strip() == b"stopped"
     except OSError:
         return False
